@@ -1,0 +1,27 @@
+#ifndef COURIER_CCURLSHIM_H
+#define COURIER_CCURLSHIM_H
+
+#include <curl/curl.h>
+
+// Swift cannot call C variadic functions, so each argument type of
+// curl_easy_setopt / curl_easy_getinfo / curl_multi_setopt gets a typed wrapper.
+
+CURLcode courier_easy_setopt_long(CURL *handle, CURLoption option, long value);
+CURLcode courier_easy_setopt_off_t(CURL *handle, CURLoption option, curl_off_t value);
+CURLcode courier_easy_setopt_string(CURL *handle, CURLoption option, const char *value);
+CURLcode courier_easy_setopt_pointer(CURL *handle, CURLoption option, void *value);
+CURLcode courier_easy_setopt_slist(CURL *handle, CURLoption option, struct curl_slist *value);
+CURLcode courier_easy_setopt_write_callback(CURL *handle, curl_write_callback callback);
+CURLcode courier_easy_setopt_read_callback(CURL *handle, curl_read_callback callback);
+CURLcode courier_easy_setopt_header_callback(CURL *handle, curl_write_callback callback);
+CURLcode courier_easy_setopt_xferinfo_callback(CURL *handle, curl_xferinfo_callback callback);
+CURLcode courier_easy_setopt_seek_callback(CURL *handle, curl_seek_callback callback);
+
+CURLcode courier_easy_getinfo_long(CURL *handle, CURLINFO info, long *value);
+CURLcode courier_easy_getinfo_off_t(CURL *handle, CURLINFO info, curl_off_t *value);
+CURLcode courier_easy_getinfo_string(CURL *handle, CURLINFO info, char **value);
+CURLcode courier_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value);
+
+CURLMcode courier_multi_setopt_long(CURLM *handle, CURLMoption option, long value);
+
+#endif

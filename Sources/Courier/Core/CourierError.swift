@@ -1,0 +1,109 @@
+import Foundation
+import HTTPTypes
+
+/// The one error type Courier throws.
+///
+/// A struct over an open set of codes, so new categories can be added without breaking
+/// `switch` statements in apps. It keeps the underlying error, and the HTTP response and
+/// body when there was one. Its description never contains credentials.
+public struct CourierError: Error, Sendable, CustomStringConvertible {
+    /// The category of a failure.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable {
+            case timedOut, cannotConnect, cancelled, skipped, throttled
+            case httpStatus, decoding, encoding, invalidRequest, invalidResponse
+            case responseTooLarge, tls, redirect, notCached, emptyBody
+            case unacceptableContentType, transport, authentication, configuration
+        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The connection, the transfer, or the whole request took longer than allowed.
+        public static let timedOut = Code(.timedOut)
+        /// No connection could be made (refused, DNS failure, unreachable).
+        public static let cannotConnect = Code(.cannotConnect)
+        /// The call was cancelled by the caller.
+        public static let cancelled = Code(.cancelled)
+        /// A skip condition (veto hook, in-flight guard) dropped the call before sending.
+        public static let skipped = Code(.skipped)
+        /// A per-endpoint request interval refused the call.
+        public static let throttled = Code(.throttled)
+        /// The server answered with a status code the call does not accept.
+        public static let httpStatus = Code(.httpStatus)
+        /// The body could not be decoded into the requested type.
+        public static let decoding = Code(.decoding)
+        /// The parameters or body could not be encoded.
+        public static let encoding = Code(.encoding)
+        /// The request is malformed (bad URL, forbidden header bytes, unsafe path).
+        public static let invalidRequest = Code(.invalidRequest)
+        /// The server's response violates HTTP (bad status line, truncated body, …).
+        public static let invalidResponse = Code(.invalidResponse)
+        /// The response body passed the configured maximum size.
+        public static let responseTooLarge = Code(.responseTooLarge)
+        /// TLS failed: certificate not trusted, handshake error.
+        public static let tls = Code(.tls)
+        /// A redirect was refused (too many, downgrade, bad location).
+        public static let redirect = Code(.redirect)
+        /// The cache policy asked for cached data only and there was none.
+        public static let notCached = Code(.notCached)
+        /// The call expected a body and the response had none.
+        public static let emptyBody = Code(.emptyBody)
+        /// The response's Content-Type is not one the call accepts.
+        public static let unacceptableContentType = Code(.unacceptableContentType)
+        /// Any other transport failure (connection reset, protocol error).
+        public static let transport = Code(.transport)
+        /// The credential could not be refreshed, or refreshing was refused.
+        public static let authentication = Code(.authentication)
+        /// The client or a call is configured in a way that cannot work.
+        public static let configuration = Code(.configuration)
+
+        public var description: String { base.rawValue }
+    }
+
+    /// The category.
+    public let code: Code
+    /// A readable explanation, free of secrets.
+    public var message: String
+    /// The error that caused this one, if any (a `DecodingError`, a curl failure, …).
+    public var underlying: (any Error & Sendable)?
+    /// The response head, when the server answered.
+    public var response: HTTPResponse?
+    /// The response body, when the server answered with one.
+    public var body: Data?
+    /// The server's error body decoded into the call's error model type, if it named one.
+    public var errorModel: (any Sendable)?
+    /// For `.decoding`: the coding path, as dotted keys (`items.3.price`).
+    public var codingPath: String?
+
+    public init(
+        _ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil,
+        response: HTTPResponse? = nil, body: Data? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.underlying = underlying
+        self.response = response
+        self.body = body
+    }
+
+    /// The HTTP status of the response, if there was one.
+    public var status: HTTPResponse.Status? { response?.status }
+
+    /// The server's error model, cast to the type the call named.
+    public func errorModel<T>(as type: T.Type) -> T? { errorModel as? T }
+
+    public var description: String {
+        var text = "CourierError.\(code): \(message)"
+        if let status = response?.status { text += " (HTTP \(status.code))" }
+        if let codingPath, !codingPath.isEmpty { text += " at \(codingPath)" }
+        if let underlying { text += " — underlying: \(String(describing: underlying))" }
+        return text
+    }
+}
+
+extension CourierError {
+    /// True for the failures a retry may cure: timeouts, refused or reset connections.
+    public var isTransient: Bool {
+        code == .timedOut || code == .cannotConnect || code == .transport
+    }
+}

@@ -1,0 +1,2 @@
+import CProtobufC
+import Courier

@@ -1,0 +1,5 @@
+import Testing
+
+@Suite struct ProtobufPlaceholder {
+    @Test func compiles() { #expect(Bool(true)) }
+}
