@@ -85,12 +85,13 @@ extension Compression {
         }
     }
 
-    /// zlib's CRC-32 of `data`, as `/upload` reports it.
-    static func crc32(_ data: Data) -> UInt32 {
+    /// zlib's CRC-32 of `data`, as `/upload` reports it; pass the previous result as `seed` to
+    /// continue a running checksum.
+    static func crc32(_ data: Data, seed: UInt32 = 0) -> UInt32 {
         data.withUnsafeBytes { raw in
             UInt32(
                 truncatingIfNeeded: CZlib.crc32(
-                    0, raw.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt(raw.count)))
+                    uLong(seed), raw.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt(raw.count)))
         }
     }
 }
