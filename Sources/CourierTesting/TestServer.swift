@@ -146,8 +146,23 @@ public final class TestServer: Sendable {
 
     /// The deterministic bytes `/bytes/{n}` sends: byte `i` is `i % 251`.
     public static func bytePattern(count: Int) -> Data {
-        var bytes = [UInt8](repeating: 0, count: count)
-        for index in 0..<count { bytes[index] = UInt8(index % 251) }
-        return Data(bytes)
+        var data = Data(capacity: count)
+        let block = patternBlock
+        var remaining = count
+        while remaining > 0 {
+            let take = min(remaining, block.count)
+            data.append(block.prefix(take))
+            remaining -= take
+        }
+        return data
     }
+
+    /// 256 periods of the pattern, built once; every piece of `/bytes/{n}` is cut from it.
+    static let patternBlock: Data = {
+        var bytes = [UInt8](repeating: 0, count: 251 * 256)
+        bytes.withUnsafeMutableBufferPointer { buffer in
+            for index in buffer.indices { buffer[index] = UInt8(index % 251) }
+        }
+        return Data(bytes)
+    }()
 }
