@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-import Synchronization
 
 /// nginx from the system, started for a test with a config in a temporary folder, optionally
 /// with TLS (a self-signed CA and a certificate for `127.0.0.1`/`localhost`) and HTTP/2.
@@ -29,7 +28,7 @@ public final class NginxServer: Sendable {
     public let pid: Int32
 
     private let process: SendableProcess
-    private let stopped = Mutex(false)
+    private let stopped = Locked(false)
 
     /// Whether an nginx binary is available.
     public static var isInstalled: Bool { executable() != nil }

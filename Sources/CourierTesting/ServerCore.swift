@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import Glibc
-import Synchronization
 
 /// The shared state and threads behind a ``TestServer``.
 ///
@@ -24,6 +23,7 @@ final class ServerCore: Sendable {
         var queue: [ScriptedResponse] = []
         var routes: [Route] = []
         var validBearerTokens: Set<String>? = nil
+        var sendsDateHeader = true
     }
 
     /// The largest request body kept in memory (`/upload` streams and has no limit).
@@ -31,7 +31,7 @@ final class ServerCore: Sendable {
 
     let host: String
     let port: UInt16
-    let state = Mutex(State())
+    let state = Locked(State())
     private let listenFD: Int32
     /// A pipe whose read end becomes readable (and stays so) when the server stops; every wait
     /// in the server polls it, so `stop()` interrupts delays, stalls and trickles.

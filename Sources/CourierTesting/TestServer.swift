@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// An in-process HTTP/1.1 server on a loopback port, for tests — what OkHttp's MockWebServer
 /// gives Android teams.
@@ -95,7 +94,8 @@ public final class TestServer: Sendable {
         core.state.withLock { $0.records.filter { $0.path == path } }
     }
 
-    /// Forgets the recorded requests and resets the request and connection counters.
+    /// Forgets the recorded requests and zeroes ``requestCount`` and ``acceptedConnections``
+    /// (connections already open stay open and keep their ids).
     public func resetRecords() {
         core.state.withLock {
             $0.records.removeAll()
@@ -142,6 +142,15 @@ public final class TestServer: Sendable {
     public var validBearerTokens: Set<String>? {
         get { core.state.withLock { $0.validBearerTokens } }
         set { core.state.withLock { $0.validBearerTokens = newValue } }
+    }
+
+    /// Whether responses without a `Date` header get one with the current time (default `true`).
+    ///
+    /// Cache tests that run on an injected clock can turn it off, or set `Date` themselves
+    /// (e.g. through `/response-headers?Date=…`).
+    public var sendsDateHeader: Bool {
+        get { core.state.withLock { $0.sendsDateHeader } }
+        set { core.state.withLock { $0.sendsDateHeader = newValue } }
     }
 
     /// The deterministic bytes `/bytes/{n}` sends: byte `i` is `i % 251`.

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 import Testing
 
 @testable import CourierTesting
@@ -149,7 +148,7 @@ import Testing
         defer { server.stop() }
         let connections = 64
         let requestsEach = 30
-        let failures = Mutex(0)
+        let failures = Locked(0)
         let group = DispatchGroup()
         for worker in 0..<connections {
             group.enter()
