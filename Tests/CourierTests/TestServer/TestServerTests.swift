@@ -120,6 +120,18 @@ import Testing
         #expect(String(decoding: try connection.request("GET", "/echo").body, as: UTF8.self) == "overridden")
     }
 
+    @Test func waitForRequestsWakesWhenASlowRequestArrives() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        #expect(!server.waitForRequests(atLeast: 1, timeout: .milliseconds(50)))
+        let connection = try RawHTTPConnection(port: server.port)
+        try connection.send("GET /delay/300 HTTP/1.1\r\nHost: x\r\n\r\n")
+        // Recorded on arrival, before the delayed answer.
+        #expect(server.waitForRequests(atLeast: 1, timeout: .seconds(10)))
+        #expect(server.recordedRequests.first?.path == "/delay/300")
+        #expect(try connection.readResponse().status == 200)
+    }
+
     @Test func resetRecordsClearsCounters() throws {
         let server = try TestServer()
         defer { server.stop() }
