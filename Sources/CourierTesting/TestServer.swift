@@ -24,6 +24,10 @@ import Foundation
 ///   `trickle?bytes=N&intervalMs=M&total=T`, `truncated-chunked`, `bad-status-line`, `bad-header-bytes`,
 ///   `content-length-larger`, `content-length-smaller`, `huge-headers?size=N`, `endless` (see ``Fault``).
 ///
+/// For another origin (cross-origin redirects, credential stripping) start a second server;
+/// `TestServer(host: "127.0.0.2")` also differs by host. The `waitFor…` methods block the
+/// calling thread (bounded by their timeout); do not call them from a route handler.
+///
 /// ```swift
 /// let server = try TestServer()
 /// defer { server.stop() }

@@ -132,6 +132,15 @@ import Testing
         #expect(try connection.readResponse().status == 200)
     }
 
+    @Test func anotherLoopbackAddressIsAnotherOrigin() throws {
+        let server = try TestServer(host: "127.0.0.2")
+        defer { server.stop() }
+        #expect(server.baseURL.absoluteString == "http://127.0.0.2:\(server.port)")
+        #expect(server.url("status/201").path == "/status/201")
+        let response = try RawHTTPConnection(host: "127.0.0.2", port: server.port).request("GET", "/status/201")
+        #expect(response.status == 201)
+    }
+
     @Test func resetRecordsClearsCounters() throws {
         let server = try TestServer()
         defer { server.stop() }
