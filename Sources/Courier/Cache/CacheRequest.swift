@@ -1,0 +1,131 @@
+import Foundation
+import HTTPTypes
+
+/// Whose cached responses these are: a one-way digest of the credentials a request carried,
+/// or of an app-chosen user id. Entries stored under one identity are never served to another.
+public struct CacheIdentity: Sendable, Hashable, CustomStringConvertible {
+    /// The SHA-256 hex digest, or "" for anonymous requests.
+    public let digest: String
+
+    private init(digest: String) { self.digest = digest }
+
+    /// Requests without credentials.
+    public static let anonymous = CacheIdentity(digest: "")
+
+    /// The identity of a request's `Authorization`, `Proxy-Authorization` and `Cookie` values
+    /// (anonymous when it has none). Only their digest is kept.
+    /// - Parameter headers: The request's header fields.
+    public init(credentialsIn headers: HTTPFields) {
+        let authorization = headers[.authorization]
+        let cookie = headers[.cookie]
+        let proxy = headers[.proxyAuthorization]
+        guard authorization != nil || cookie != nil || proxy != nil else {
+            self = .anonymous
+            return
+        }
+        var hasher = SHA256()
+        hasher.update("courier-cache-identity\u{0}a:")
+        hasher.update(authorization ?? "")
+        hasher.update("\u{0}c:")
+        hasher.update(cookie ?? "")
+        hasher.update("\u{0}p:")
+        hasher.update(proxy ?? "")
+        digest = SHA256.hexString(hasher.finalize())
+    }
+
+    /// An identity chosen by the app (a user id), for clients whose credentials rotate.
+    /// - Parameter user: A stable user identifier; only its digest is kept.
+    public init(user: String) {
+        digest = SHA256.hex("courier-cache-user\u{0}" + user)
+    }
+
+    /// True for requests without credentials.
+    public var isAnonymous: Bool { digest.isEmpty }
+
+    public var description: String { isAnonymous ? "anonymous" : "identity(\(digest.prefix(12))…)" }
+}
+
+/// A request as the cache sees it: the HTTP request plus the per-call cache options.
+public struct CacheRequest: Sendable {
+    /// The request head (method, scheme, authority, path, headers).
+    public var request: HTTPRequest
+    /// The per-call policy.
+    public var policy: CachePolicy
+    /// A per-call lifetime ("cache this endpoint for 180 s") that overrides the caching
+    /// headers; it does not override a host rule of `.never`.
+    public var lifetime: Duration?
+    /// Serve a stale entry when the network fails or answers 5xx; nil uses the configuration.
+    public var staleIfError: Bool?
+    /// Whose entry this is; nil derives it from the request's credentials.
+    public var identity: CacheIdentity?
+
+    /// Creates a cache request.
+    /// - Parameters:
+    ///   - request: The request head as it will be sent (after interceptors added auth).
+    ///   - policy: The per-call cache policy.
+    ///   - lifetime: A per-call forced lifetime.
+    ///   - staleIfError: Per-call stale-if-error; nil uses the configuration.
+    ///   - identity: An explicit identity; nil derives it from the credentials in `request`.
+    public init(
+        _ request: HTTPRequest, policy: CachePolicy = .useProtocolCachePolicy, lifetime: Duration? = nil,
+        staleIfError: Bool? = nil, identity: CacheIdentity? = nil
+    ) {
+        self.request = request
+        self.policy = policy
+        self.lifetime = lifetime
+        self.staleIfError = staleIfError
+        self.identity = identity
+    }
+
+    /// The identity the entry belongs to.
+    var resolvedIdentity: CacheIdentity { identity ?? CacheIdentity(credentialsIn: request.headerFields) }
+
+    /// `scheme://authority/path?query`, lowercased scheme and authority, fragment dropped.
+    var normalizedURL: String {
+        var path = request.path ?? "/"
+        if let hash = path.firstIndex(of: "#") { path = String(path[..<hash]) }
+        return "\((request.scheme ?? "https").lowercased())://\((request.authority ?? "").lowercased())\(path)"
+    }
+
+    /// The host without port, lowercased, for rule matching.
+    var host: String { Self.host(ofAuthority: request.authority ?? "") }
+
+    static func host(ofAuthority authority: String) -> String {
+        var text = Substring(authority.lowercased())
+        if let at = text.lastIndex(of: "@") { text = text[text.index(after: at)...] }
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") { return String(text[...close]) }
+        if let colon = text.lastIndex(of: ":") { text = text[..<colon] }
+        return String(text)
+    }
+
+    /// Whether the URL has a query (heuristic freshness is not used for those).
+    var hasQuery: Bool { request.path?.contains("?") ?? false }
+}
+
+/// A response served from the cache.
+public struct CachedResponse: Sendable {
+    /// The stored response head, with an `Age` field giving its current age.
+    public var response: HTTPResponse
+    /// The stored body, received whole when it was stored.
+    public var body: Data
+    /// True when it was served past its freshness (max-stale, cache-only policies, stale-if-error).
+    public var isStale: Bool
+    /// Always true: the response did not come from the network.
+    public var isFromCache: Bool { true }
+    /// When the response this entry holds was received.
+    public var responseTime: Date
+    /// The entry in the store, so a 304 or a failure can refer back to it.
+    let entry: CacheEntry
+}
+
+/// What a lookup decided.
+public enum CacheLookupResult: Sendable {
+    /// Serve this response; do not touch the network.
+    case fresh(CachedResponse)
+    /// Send the request with `conditionalHeaders` added (empty when the entry has no
+    /// validators); merge a 304 with `HostScopedCache.merge304`, or fall back to the entry on
+    /// failure with `HostScopedCache.staleFallback`.
+    case stale(CachedResponse, conditionalHeaders: HTTPFields)
+    /// Nothing usable: go to the network, then offer the response to `store`.
+    case miss
+}
