@@ -3,27 +3,30 @@ import HTTPTypes
 
 /// One stored response (one variant of one URL for one identity), with the values freshness
 /// needs parsed once when the entry is made rather than on every lookup.
-struct CacheEntry: Sendable {
+///
+/// An immutable class, so handing an entry around (memory tier, lookup results) is one
+/// retain rather than a copy of a dozen fields.
+final class CacheEntry: Sendable {
     /// identity digest + " " + normalized URL: the primary key.
     let key: String
     let url: String
     let identity: String
     /// The request's values of the fields the response's `Vary` names (the secondary key).
     let variant: String
-    private(set) var response: HTTPResponse
+    let response: HTTPResponse
     let body: Data
-    private(set) var requestTime: Date
-    private(set) var responseTime: Date
+    let requestTime: Date
+    let responseTime: Date
     /// A lifetime forced by the host rule or the call when it was stored.
     let forcedLifetime: TimeInterval?
     /// Whether the request URL had a query (no heuristic freshness then).
     let hasQuery: Bool
 
-    private(set) var control = CacheControl()
-    private(set) var varyNames: [HTTPField.Name] = []
-    private(set) var dateValue: Date?
-    private(set) var ageValue: TimeInterval = 0
-    private(set) var headerLifetime: TimeInterval = 0
+    let control: CacheControl
+    let varyNames: [HTTPField.Name]
+    let dateValue: Date?
+    let ageValue: TimeInterval
+    let headerLifetime: TimeInterval
 
     init(
         key: String, url: String, identity: String, variant: String, response: HTTPResponse, body: Data,
@@ -39,13 +42,6 @@ struct CacheEntry: Sendable {
         self.responseTime = responseTime
         self.forcedLifetime = forcedLifetime
         self.hasQuery = hasQuery
-        parseHead()
-    }
-
-    /// Approximate bytes held, for the memory bound.
-    var cost: Int { body.count + key.utf8.count + variant.utf8.count + response.headerFields.count * 48 + 128 }
-
-    private mutating func parseHead() {
         let fields = response.headerFields
         control = CacheControl(fields)
         varyNames = Self.varyNames(fields)
@@ -54,6 +50,9 @@ struct CacheEntry: Sendable {
         headerLifetime = Self.lifetime(
             fields: fields, control: control, date: dateValue ?? responseTime, hasQuery: hasQuery)
     }
+
+    /// Approximate bytes held, for the memory bound.
+    var cost: Int { body.count + key.utf8.count + variant.utf8.count + response.headerFields.count * 48 + 128 }
 
     /// The freshness lifetime from the headers (RFC 9111 §4.2.1): max-age, else Expires − Date,
     /// else 10% of Date − Last-Modified for URLs without a query.
@@ -120,12 +119,11 @@ struct CacheEntry: Sendable {
             if replaced.insert(field.name).inserted { fields[values: field.name] = [] }
             fields.append(field)
         }
-        var copy = self
-        copy.response.headerFields = fields
-        copy.requestTime = requestTime
-        copy.responseTime = responseTime
-        copy.parseHead()
-        return copy
+        var head = response
+        head.headerFields = fields
+        return CacheEntry(
+            key: key, url: url, identity: identity, variant: variant, response: head, body: body,
+            requestTime: requestTime, responseTime: responseTime, forcedLifetime: forcedLifetime, hasQuery: hasQuery)
     }
 
     /// Hop-by-hop fields: the fixed set plus any named by `Connection`.

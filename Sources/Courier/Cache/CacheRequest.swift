@@ -83,23 +83,28 @@ public struct CacheRequest: Sendable {
     /// `scheme://authority/path?query`, lowercased scheme and authority, fragment dropped.
     var normalizedURL: String {
         var path = request.path ?? "/"
-        if let hash = path.firstIndex(of: "#") { path = String(path[..<hash]) }
-        return "\((request.scheme ?? "https").lowercased())://\((request.authority ?? "").lowercased())\(path)"
+        if let hash = path.utf8.firstIndex(of: UInt8(ascii: "#")) { path = String(path[..<hash]) }
+        return asciiLowercased(request.scheme ?? "https") + "://" + asciiLowercased(request.authority ?? "") + path
     }
 
-    /// The host without port, lowercased, for rule matching.
+    /// The host without port or user info, lowercased, for rule matching.
     var host: String { Self.host(ofAuthority: request.authority ?? "") }
 
     static func host(ofAuthority authority: String) -> String {
-        var text = Substring(authority.lowercased())
-        if let at = text.lastIndex(of: "@") { text = text[text.index(after: at)...] }
-        if text.hasPrefix("["), let close = text.firstIndex(of: "]") { return String(text[...close]) }
-        if let colon = text.lastIndex(of: ":") { text = text[..<colon] }
-        return String(text)
+        let bytes = authority.utf8
+        var start = bytes.startIndex
+        if let at = bytes.lastIndex(of: UInt8(ascii: "@")) { start = bytes.index(after: at) }
+        var end = bytes.endIndex
+        if bytes[start...].first == UInt8(ascii: "[") {
+            if let close = bytes[start...].firstIndex(of: UInt8(ascii: "]")) { end = bytes.index(after: close) }
+        } else if let colon = bytes[start...].lastIndex(of: UInt8(ascii: ":")) {
+            end = colon
+        }
+        return asciiLowercased(String(authority[start..<end]))
     }
 
     /// Whether the URL has a query (heuristic freshness is not used for those).
-    var hasQuery: Bool { request.path?.contains("?") ?? false }
+    var hasQuery: Bool { request.path?.utf8.contains(UInt8(ascii: "?")) ?? false }
 }
 
 /// A response served from the cache.
@@ -128,4 +133,13 @@ public enum CacheLookupResult: Sendable {
     case stale(CachedResponse, conditionalHeaders: HTTPFields)
     /// Nothing usable: go to the network, then offer the response to `store`.
     case miss
+}
+
+/// `text` with ASCII letters lowercased; returns `text` itself (no allocation) when it has none.
+func asciiLowercased(_ text: String) -> String {
+    var text = text
+    let hasUppercase = text.withUTF8 { bytes in bytes.contains { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") } }
+    guard hasUppercase else { return text }
+    return String(
+        decoding: text.utf8.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 + 32 : $0 }, as: UTF8.self)
 }

@@ -32,10 +32,18 @@ public struct CacheRule: Sendable, Hashable {
 
     /// Whether the rule matches `host` (lowercased, without port).
     func matches(_ host: String) -> Bool {
-        if pattern.hasPrefix(".") {
-            return host.hasSuffix(pattern) || host == pattern.dropFirst()
+        guard pattern.utf8.first == UInt8(ascii: ".") else { return host == pattern }
+        var host = host
+        var pattern = pattern
+        return host.withUTF8 { hostBytes in
+            pattern.withUTF8 { patternBytes in
+                if hostBytes.count == patternBytes.count - 1 {
+                    return hostBytes.elementsEqual(patternBytes.dropFirst())
+                }
+                return hostBytes.count > patternBytes.count
+                    && hostBytes[(hostBytes.count - patternBytes.count)...].elementsEqual(patternBytes)
+            }
         }
-        return host == pattern
     }
 }
 

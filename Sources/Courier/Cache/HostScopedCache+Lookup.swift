@@ -25,7 +25,7 @@ extension HostScopedCache {
             recordMiss(url)
             return .miss
         }
-        let key = Self.key(identity: request.resolvedIdentity, url: url)
+        let key = Self.key(identity: identity(of: request), url: url)
         let candidates = variants(for: key).filter {
             $0.variant == CacheVariant.make(names: $0.varyNames, request: request.request.headerFields)
         }

@@ -45,7 +45,7 @@ extension HostScopedCache {
         var head = response
         let dropped = CacheEntry.hopByHop(fields).union([.setCookie])
         head.headerFields = HTTPFields(fields.filter { !dropped.contains($0.name) })
-        let identity = request.resolvedIdentity
+        let identity = identity(of: request)
         let url = request.normalizedURL
         let entry = CacheEntry(
             key: Self.key(identity: identity, url: url), url: url, identity: identity.digest,

@@ -85,6 +85,9 @@ public final class HostScopedCache: Sendable {
     let memory: Mutex<MemoryState>
     let disk: Mutex<DiskCacheTier?>
     let hasDisk: Bool
+    /// Recent credential → identity digests, so a hit does not hash the token every time.
+    /// In memory only; bounded.
+    let identities = Mutex<[String: CacheIdentity]>([:])
 
     /// Creates a cache, opening (or creating) its disk tier.
     /// - Parameter configuration: Rules, bounds, storage folder, clock and event handler.
@@ -118,8 +121,8 @@ public final class HostScopedCache: Sendable {
     func rulePolicy(forHost host: String) -> (policy: CacheRule.Policy, explicit: Bool) {
         var best: CacheRule?
         for rule in configuration.rules where rule.matches(host) {
-            if rule.pattern == host { return (rule.policy, true) }
-            if best == nil || rule.pattern.count > best!.pattern.count { best = rule }
+            if rule.pattern.utf8.first != UInt8(ascii: ".") { return (rule.policy, true) }
+            if best == nil || rule.pattern.utf8.count > best!.pattern.utf8.count { best = rule }
         }
         if let best { return (best.policy, true) }
         return (configuration.defaultPolicy, false)
@@ -145,6 +148,26 @@ public final class HostScopedCache: Sendable {
     struct Plan {
         var forcedLifetime: TimeInterval?
     }
+
+    /// The identity `request` belongs to, memoized for recent credentials.
+    func identity(of request: CacheRequest) -> CacheIdentity {
+        if let identity = request.identity { return identity }
+        let fields = request.request.headerFields
+        var memoKey = ""
+        for field in fields where Self.credentialNames.contains(field.name) {
+            memoKey += field.name.canonicalName + ":" + field.value + "\u{0}"
+        }
+        guard !memoKey.isEmpty else { return .anonymous }
+        if let known = identities.withLock({ $0[memoKey] }) { return known }
+        let identity = CacheIdentity(credentialsIn: fields)
+        identities.withLock { memo in
+            if memo.count >= 64 { memo.removeAll(keepingCapacity: true) }
+            memo[memoKey] = identity
+        }
+        return identity
+    }
+
+    static let credentialNames: Set<HTTPField.Name> = [.authorization, .cookie, .proxyAuthorization]
 
     static func key(identity: CacheIdentity, url: String) -> String { identity.digest + " " + url }
 
