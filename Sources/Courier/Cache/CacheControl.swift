@@ -102,7 +102,7 @@ enum CacheFieldName {
 
 /// Parsing of HTTP dates (RFC 9110 §5.6.7): IMF-fixdate, the obsolete RFC 850 form and
 /// asctime, without `DateFormatter` (slow and locale-sensitive).
-enum HTTPDate {
+enum HTTPDateFormat {
     private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 
     /// The date in `string`, or nil when it is not a valid HTTP date.

@@ -45,7 +45,7 @@ final class CacheEntry: Sendable {
         let fields = response.headerFields
         control = CacheControl(fields)
         varyNames = Self.varyNames(fields)
-        dateValue = fields[.date].flatMap(HTTPDate.parse)
+        dateValue = fields[.date].flatMap(HTTPDateFormat.parse)
         ageValue = fields[CacheFieldName.age].flatMap { TimeInterval($0.trimmingCharacters(in: .whitespaces)) } ?? 0
         headerLifetime = Self.lifetime(
             fields: fields, control: control, date: dateValue ?? responseTime, hasQuery: hasQuery)
@@ -60,10 +60,10 @@ final class CacheEntry: Sendable {
         if let maxAge = control.maxAge { return TimeInterval(maxAge) }
         if let expires = fields[.expires] {
             // An invalid Expires (e.g. "0") means already expired.
-            guard let expiry = HTTPDate.parse(expires) else { return 0 }
+            guard let expiry = HTTPDateFormat.parse(expires) else { return 0 }
             return max(0, expiry.timeIntervalSince(date))
         }
-        if !hasQuery, let lastModified = fields[.lastModified].flatMap(HTTPDate.parse) {
+        if !hasQuery, let lastModified = fields[.lastModified].flatMap(HTTPDateFormat.parse) {
             return max(0, date.timeIntervalSince(lastModified) / 10)
         }
         return 0

@@ -30,8 +30,8 @@ import Testing
 
     @Test func maxAgeWinsOverExpires() throws {
         let cache = try cacheAfterStoring([
-            "Cache-Control": "max-age=10", "Date": HTTPDate.format(clock.now),
-            "Expires": HTTPDate.format(clock.now + 1000),
+            "Cache-Control": "max-age=10", "Date": HTTPDateFormat.format(clock.now),
+            "Expires": HTTPDateFormat.format(clock.now + 1000),
         ])
         clock.advance(11)
         #expect(try lookup(cache).isStale)
@@ -41,7 +41,7 @@ import Testing
         // The server's clock is ahead of ours: only Expires − Date counts, not Expires − now.
         let serverNow = clock.now + 3600
         let cache = try cacheAfterStoring([
-            "Date": HTTPDate.format(serverNow), "Expires": HTTPDate.format(serverNow + 100),
+            "Date": HTTPDateFormat.format(serverNow), "Expires": HTTPDateFormat.format(serverNow + 100),
         ])
         clock.advance(99)
         #expect(try lookup(cache).isFresh)
@@ -50,13 +50,13 @@ import Testing
     }
 
     @Test func invalidExpiresMeansExpired() throws {
-        let cache = try cacheAfterStoring(["Date": HTTPDate.format(clock.now), "Expires": "0"])
+        let cache = try cacheAfterStoring(["Date": HTTPDateFormat.format(clock.now), "Expires": "0"])
         #expect(try lookup(cache).isStale)
     }
 
     @Test func heuristicIsTenPercentOfDateMinusLastModified() throws {
         let cache = try cacheAfterStoring([
-            "Date": HTTPDate.format(clock.now), "Last-Modified": HTTPDate.format(clock.now - 1000),
+            "Date": HTTPDateFormat.format(clock.now), "Last-Modified": HTTPDateFormat.format(clock.now - 1000),
         ])
         clock.advance(99)
         #expect(try lookup(cache).isFresh)
@@ -66,7 +66,7 @@ import Testing
 
     @Test func noHeuristicFreshnessForURLsWithAQuery() throws {
         let cache = try cacheAfterStoring(
-            ["Date": HTTPDate.format(clock.now), "Last-Modified": HTTPDate.format(clock.now - 1000)],
+            ["Date": HTTPDateFormat.format(clock.now), "Last-Modified": HTTPDateFormat.format(clock.now - 1000)],
             path: "/items?page=2")
         #expect(try lookup(cache, path: "/items?page=2").isStale)
     }
@@ -82,7 +82,9 @@ import Testing
     }
 
     @Test func apparentAgeFromDateCounts() throws {
-        let cache = try cacheAfterStoring(["Cache-Control": "max-age=100", "Date": HTTPDate.format(clock.now - 30)])
+        let cache = try cacheAfterStoring([
+            "Cache-Control": "max-age=100", "Date": HTTPDateFormat.format(clock.now - 30),
+        ])
         clock.advance(69)
         #expect(try lookup(cache).isFresh)
         clock.advance(2)
@@ -156,7 +158,7 @@ import Testing
     }
 
     @Test func conditionalHeadersPreferETag() throws {
-        let lastModified = HTTPDate.format(clock.now - 500)
+        let lastModified = HTTPDateFormat.format(clock.now - 500)
         let both = try cacheAfterStoring([
             "ETag": "\"abc\"", "Last-Modified": lastModified, "Cache-Control": "max-age=0",
         ])
@@ -217,12 +219,12 @@ import Testing
 
     @Test func httpDatesParseInAllThreeForms() {
         let expected = Date(timeIntervalSince1970: 784_111_777)
-        #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT") == expected)
-        #expect(HTTPDate.parse("Sunday, 06-Nov-94 08:49:37 GMT") == expected)
-        #expect(HTTPDate.parse("Sun Nov  6 08:49:37 1994") == expected)
-        #expect(HTTPDate.format(expected) == "Sun, 06 Nov 1994 08:49:37 GMT")
-        #expect(HTTPDate.parse("yesterday") == nil)
-        #expect(HTTPDate.parse("Sun, 32 Nov 1994 08:49:37 GMT") == nil)
+        #expect(HTTPDateFormat.parse("Sun, 06 Nov 1994 08:49:37 GMT") == expected)
+        #expect(HTTPDateFormat.parse("Sunday, 06-Nov-94 08:49:37 GMT") == expected)
+        #expect(HTTPDateFormat.parse("Sun Nov  6 08:49:37 1994") == expected)
+        #expect(HTTPDateFormat.format(expected) == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(HTTPDateFormat.parse("yesterday") == nil)
+        #expect(HTTPDateFormat.parse("Sun, 32 Nov 1994 08:49:37 GMT") == nil)
     }
 
     @Test func cacheControlParsing() {

@@ -31,14 +31,15 @@ import Testing
         #expect(
             !cache.store(
                 CacheFixtures.request("/a"),
-                CacheFixtures.response(status, ["Last-Modified": HTTPDate.format(clock.now)])))
+                CacheFixtures.response(status, ["Last-Modified": HTTPDateFormat.format(clock.now)])))
         #expect(
             cache.store(CacheFixtures.request("/b"), CacheFixtures.response(status, ["Cache-Control": "max-age=9"])))
         #expect(
             cache.store(
                 CacheFixtures.request("/c"),
                 CacheFixtures.response(
-                    status, ["Expires": HTTPDate.format(clock.now + 60), "Date": HTTPDate.format(clock.now)])))
+                    status,
+                    ["Expires": HTTPDateFormat.format(clock.now + 60), "Date": HTTPDateFormat.format(clock.now)])))
         #expect(cache.store(CacheFixtures.request("/d"), CacheFixtures.response(status, ["Cache-Control": "private"])))
         #expect(cache.store(CacheFixtures.request("/e"), CacheFixtures.response(status, ["Cache-Control": "public"])))
         #expect(try cache.lookup(CacheFixtures.request("/a")).isMiss)
