@@ -151,6 +151,14 @@ final class CacheEntry: Sendable {
 /// The secondary key: a request's values for the fields a response's `Vary` names.
 /// Credential fields are reduced to a digest so they never reach the disk in clear text.
 enum CacheVariant {
+    /// The field names a variant string was made from, in order.
+    static func names(of variant: String) -> [Substring] {
+        guard !variant.isEmpty else { return [] }
+        return variant.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+            line.firstIndex(of: "=").map { line[..<$0] } ?? line
+        }
+    }
+
     static func make(names: [HTTPField.Name], request: HTTPFields) -> String {
         guard !names.isEmpty else { return "" }
         var lines: [String] = []

@@ -118,10 +118,11 @@ final class DiskCacheTier {
         pendingTouches[key] = accessCounter
     }
 
-    /// Writes `entry` (replacing the same key and variant) in one transaction, then evicts
-    /// least recently used rows over the byte bound.
-    /// - Returns: The keys evicted.
-    func store(_ entry: CacheEntry) throws(CourierError) -> [String] {
+    /// Writes `entry` in one transaction, replacing the same variant and any variant of the key
+    /// selected by a different `Vary` (the server changed it), then evicts least recently used
+    /// rows over the byte bound.
+    /// - Returns: The keys evicted, and how many other variants of the key remain.
+    func store(_ entry: CacheEntry) throws(CourierError) -> (evicted: [String], otherVariants: Int) {
         let head = CacheHeadCodec.encode(entry.response)
         let requestTime = entry.requestTime.timeIntervalSince1970
         let responseTime = entry.responseTime.timeIntervalSince1970
@@ -129,9 +130,9 @@ final class DiskCacheTier {
             key: entry.key, variant: entry.variant, head: head, body: entry.body, requestTime: requestTime,
             responseTime: responseTime, lifetime: entry.forcedLifetime)
         let size = head.count + entry.body.count + entry.key.utf8.count + entry.variant.utf8.count + 64
-        return try transaction { () throws(CourierError) -> [String] in
+        return try transaction { () throws(CourierError) -> ([String], Int) in
             try flushTouches()
-            try removeRow(key: entry.key, variant: entry.variant)
+            let otherVariants = try removeReplacedVariants(of: entry)
             accessCounter += 1
             let insert = try connection.statement(
                 "INSERT INTO entries(key, variant, url, identity, head, body, request_time, response_time, lifetime,"
@@ -151,21 +152,31 @@ final class DiskCacheTier {
             insert.bind(13, accessCounter)
             try insert.run(connection)
             totalBytes += size
-            return try evictOverBound()
+            return (try evictOverBound(), otherVariants)
         }
     }
 
-    private func removeRow(key: String, variant: String) throws(CourierError) {
-        let select = try connection.statement("SELECT id, size FROM entries WHERE key = ?1 AND variant = ?2")
-        select.bind(1, key)
-        select.bind(2, variant)
-        var ids: [(Int64, Int)] = []
-        while try select.step(connection) { ids.append((select.int64(0), Int(select.int64(1)))) }
+    /// Deletes the rows `entry` replaces. - Returns: How many variants of its key remain.
+    private func removeReplacedVariants(of entry: CacheEntry) throws(CourierError) -> Int {
+        let select = try connection.statement("SELECT id, size, variant FROM entries WHERE key = ?1")
+        select.bind(1, entry.key)
+        var doomed: [(Int64, Int)] = []
+        var kept = 0
+        let names = CacheVariant.names(of: entry.variant)
+        while try select.step(connection) {
+            let variant = select.text(2)
+            if variant == entry.variant || CacheVariant.names(of: variant) != names {
+                doomed.append((select.int64(0), Int(select.int64(1))))
+            } else {
+                kept += 1
+            }
+        }
         sqlite3_reset(select.raw)
-        for (id, size) in ids {
+        for (id, size) in doomed {
             try deleteRow(id: id)
             totalBytes -= size
         }
+        return kept
     }
 
     private func evictOverBound() throws(CourierError) -> [String] {

@@ -167,6 +167,8 @@ public final class HostScopedCache: Sendable {
         return identity
     }
 
+    static func sameVaryNames(_ a: CacheEntry, _ b: CacheEntry) -> Bool { a.varyNames == b.varyNames }
+
     static let credentialNames: Set<HTTPField.Name> = [.authorization, .cookie, .proxyAuthorization]
 
     static func key(identity: CacheIdentity, url: String) -> String { identity.digest + " " + url }
@@ -218,7 +220,7 @@ public final class HostScopedCache: Sendable {
         guard hasDisk else {
             memory.withLock { state in
                 var variants = state.tier.variants(for: entry.key) ?? []
-                variants.removeAll { $0.variant == entry.variant }
+                variants.removeAll { $0.variant == entry.variant || !Self.sameVaryNames($0, entry) }
                 variants.append(entry)
                 let evicted = state.tier.set(variants, for: entry.key)
                 state.statistics.evictions += evicted
@@ -235,18 +237,20 @@ public final class HostScopedCache: Sendable {
             }
             for key in touched { tier.touch(key) }
             let evictedKeys: [String]
+            let otherVariants: Int
             do {
-                evictedKeys = try tier.store(entry)
+                (evictedKeys, otherVariants) = try tier.store(entry)
             } catch {
                 if SQLiteConnection.isCorruption(error) { try? tier.reset() }
                 memory.withLock { $0.tier.remove(entry.key) }
                 return false
             }
-            let reloaded =
-                memory.withLock { $0.tier.contains(entry.key) } ? nil : try? tier.variants(for: entry.key).rows
+            // Other variants live on disk but not in memory: load them so memory holds them all.
+            let inMemory = memory.withLock { $0.tier.contains(entry.key) }
+            let reloaded = !inMemory && otherVariants > 0 ? try? tier.variants(for: entry.key).rows : nil
             memory.withLock { state in
                 var variants = reloaded?.map(\.entry) ?? state.tier.variants(for: entry.key) ?? []
-                variants.removeAll { $0.variant == entry.variant }
+                variants.removeAll { $0.variant == entry.variant || !Self.sameVaryNames($0, entry) }
                 variants.append(entry)
                 var evicted = state.tier.set(variants, for: entry.key)
                 for key in Set(evictedKeys) where key != entry.key { state.tier.remove(key) }

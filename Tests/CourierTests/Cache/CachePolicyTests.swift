@@ -125,6 +125,26 @@ import Testing
         #expect(try cache.lookup(spaced).bodyString == "hello")
     }
 
+    @Test(arguments: [false, true])
+    func aChangedVaryReplacesTheOldVariants(onDisk: Bool) throws {
+        let directory = TemporaryDirectory()
+        let cache =
+            onDisk
+            ? try CacheFixtures.diskCache(clock: clock, directory: directory.path)
+            : try CacheFixtures.memoryCache(clock: clock)
+        let english = CacheFixtures.request(headers: CacheFixtures.headers(["Accept-Language": "en"]))
+        let french = CacheFixtures.request(headers: CacheFixtures.headers(["Accept-Language": "fr"]))
+        cache.store(
+            english, CacheFixtures.response(200, ["Cache-Control": "max-age=60", "Vary": "Accept-Language"]),
+            body: "old en")
+        cache.store(french, CacheFixtures.response(200, ["Cache-Control": "max-age=60"]), body: "no vary")
+        #expect(try cache.lookup(english).bodyString == "no vary")
+        #expect(try cache.lookup(french).bodyString == "no vary")
+        if onDisk {
+            #expect(try cache.disk.withLock { tier throws(CourierError) in try tier!.rowCount() } == 1)
+        }
+    }
+
     @Test func staleIfErrorIsOptIn() throws {
         let off = try CacheFixtures.memoryCache(clock: clock)
         let on = try CacheFixtures.memoryCache(clock: clock, staleIfError: true)
