@@ -9,13 +9,16 @@ public struct CacheTransportResponse: Sendable {
     public var body: Data
     /// False when the transfer ended early (the body is then never stored).
     public var receivedWhole: Bool
-    /// When the request was sent.
-    public var requestTime: Date
-    /// When the response head arrived.
-    public var responseTime: Date
+    /// When the request was sent; nil: `load` reads the cache's clock before calling `send`.
+    public var requestTime: Date?
+    /// When the response head arrived; nil: `load` reads the cache's clock after `send` returns.
+    public var responseTime: Date?
 
     /// Creates a transport response.
-    public init(response: HTTPResponse, body: Data, receivedWhole: Bool = true, requestTime: Date, responseTime: Date) {
+    public init(
+        response: HTTPResponse, body: Data, receivedWhole: Bool = true, requestTime: Date? = nil,
+        responseTime: Date? = nil
+    ) {
         self.response = response
         self.body = body
         self.receivedWhole = receivedWhole
@@ -66,8 +69,9 @@ extension HostScopedCache {
     public func load(
         _ request: CacheRequest, send: (HTTPRequest) async throws -> CacheTransportResponse
     ) async throws -> CacheLoadResult {
+        let clock = configuration.clock
         guard request.request.method == .get else {
-            let result = try await send(request.request)
+            let result = try await timed(send, request.request)
             invalidate(after: request.request, response: result.response)
             return CacheLoadResult(response: result.response, body: result.body, source: .network, isStale: false)
         }
@@ -76,7 +80,7 @@ extension HostScopedCache {
             return CacheLoadResult(
                 response: cached.response, body: cached.body, source: .cache, isStale: cached.isStale)
         case .miss:
-            let result = try await send(request.request)
+            let result = try await timed(send, request.request)
             offer(request, result)
             return CacheLoadResult(response: result.response, body: result.body, source: .network, isStale: false)
         case .stale(let cached, let conditionalHeaders):
@@ -86,7 +90,7 @@ extension HostScopedCache {
             }
             let result: CacheTransportResponse
             do {
-                result = try await send(conditional)
+                result = try await timed(send, conditional)
             } catch {
                 if let stale = staleFallback(request, cached: cached, status: nil) {
                     return CacheLoadResult(
@@ -96,8 +100,9 @@ extension HostScopedCache {
             }
             if result.response.status.code == 304 {
                 let merged = merge304(
-                    request, cached: cached, notModified: result.response, requestTime: result.requestTime,
-                    responseTime: result.responseTime)
+                    request, cached: cached, notModified: result.response,
+                    requestTime: result.requestTime ?? clock.now(),
+                    responseTime: result.responseTime ?? clock.now())
                 return CacheLoadResult(
                     response: merged.response, body: merged.body, source: .revalidated, isStale: false)
             }
@@ -111,9 +116,21 @@ extension HostScopedCache {
         }
     }
 
+    /// Calls `send`, filling in the times it left out from the cache's clock.
+    private func timed(
+        _ send: (HTTPRequest) async throws -> CacheTransportResponse, _ request: HTTPRequest
+    ) async throws -> CacheTransportResponse {
+        let sentAt = configuration.clock.now()
+        var result = try await send(request)
+        if result.requestTime == nil { result.requestTime = sentAt }
+        if result.responseTime == nil { result.responseTime = configuration.clock.now() }
+        return result
+    }
+
     private func offer(_ request: CacheRequest, _ result: CacheTransportResponse) {
         store(
             request, response: result.response, body: result.body, receivedWhole: result.receivedWhole,
-            requestTime: result.requestTime, responseTime: result.responseTime)
+            requestTime: result.requestTime ?? configuration.clock.now(),
+            responseTime: result.responseTime ?? configuration.clock.now())
     }
 }

@@ -27,13 +27,12 @@ import Testing
             method: method, scheme: "http", authority: "127.0.0.1:\(server.port)", path: target, headerFields: headers)
     }
 
-    /// Sends `request` on a fresh raw connection, timing it with the injected clock. The
-    /// response's `Date` is restamped from that clock too, as from a server whose clock agrees
-    /// with ours (the test moves its clock ahead of the real one).
+    /// Sends `request` on a fresh raw connection (`load` times it with the injected clock). The
+    /// response's `Date` is restamped from that clock, as from a server whose clock agrees with
+    /// ours (the test moves its clock ahead of the real one).
     func send(_ server: TestServer, _ request: HTTPRequest) throws -> CacheTransportResponse {
         let connection = try RawHTTPConnection(port: server.port)
         let headers = request.headerFields.map { ($0.name.rawName, $0.value) }
-        let sentAt = clock.now
         let raw = try connection.request(request.method.rawValue, request.path ?? "/", headers: headers)
         var fields = HTTPFields()
         for (name, value) in raw.headers {
@@ -41,8 +40,7 @@ import Testing
         }
         if fields[.date] != nil { fields[.date] = HTTPDateFormat.format(clock.now) }
         return CacheTransportResponse(
-            response: HTTPResponse(status: .init(code: raw.status), headerFields: fields), body: raw.body,
-            requestTime: sentAt, responseTime: clock.now)
+            response: HTTPResponse(status: .init(code: raw.status), headerFields: fields), body: raw.body)
     }
 
     func load(_ cache: HostScopedCache, _ server: TestServer, _ request: CacheRequest) async throws -> CacheLoadResult {
