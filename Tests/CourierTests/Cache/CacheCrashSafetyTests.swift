@@ -18,9 +18,7 @@ import Testing
     @Test func killedWritersNeverLeavePartialOrCorruptEntries() throws {
         let writer = try #require(Self.locateWriter(), "build \(Self.writerName) first (swift build --build-tests)")
         let directory = TemporaryDirectory()
-        var lastCommitted: [Int: Int] = [:]
-        let rounds = 20
-        for round in 0..<rounds {
+        for round in 0..<20 {
             let process = Process()
             process.executableURL = writer
             process.arguments = [directory.path, String(round)]
@@ -44,40 +42,47 @@ import Testing
                     if parts.count == 3, Int(parts[1]) == round, let index = Int(parts[2]) { committed = index }
                 }
             }
+            // We react to a line within microseconds, while a store takes milliseconds: without
+            // jitter every kill would land at the start of the next store. A random pause of up
+            // to a few stores spreads the kills over all its phases (checksum, transaction,
+            // commit, eviction). Nothing waits on it; it only picks the moment.
+            usleep(UInt32.random(in: 0...8_000))
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             try? reader.close()
             #expect(process.terminationReason == .uncaughtSignal, "round \(round): the writer exited on its own")
             #expect(committed >= 0, "round \(round): the writer committed nothing")
-            lastCommitted[round] = committed
+            // Check right away, before later rounds' eviction can hide a torn entry.
+            try verify(directory: directory.path, round: round, lastCommitted: committed)
         }
+    }
 
+    /// Reopens the cache and checks every entry of `round` it serves, plus the newest committed one.
+    func verify(directory: String, round: Int, lastCommitted: Int) throws {
         let cache = try HostScopedCache(
             configuration: .init(
                 rules: [CacheRule(CrashWriterFixture.host, .forceLifetime(.seconds(86_400)))],
-                storage: .disk(directory: directory.path), diskCapacityBytes: CrashWriterFixture.diskCapacityBytes))
+                storage: .disk(directory: directory), diskCapacityBytes: CrashWriterFixture.diskCapacityBytes))
         #expect(try cache.disk.withLock { tier throws(CourierError) in try tier!.integrityCheck() } == "ok")
         var served = 0
-        for round in 0..<rounds {
-            // Look past the last index we saw committed: later stores may have committed too.
-            for index in 0...(lastCommitted[round, default: 0] + 200) {
-                let request = HTTPRequest(
-                    method: .get, scheme: "https", authority: CrashWriterFixture.host,
-                    path: CrashWriterFixture.path(round, index))
-                guard case .fresh(let response) = try cache.lookup(CacheRequest(request)) else { continue }
-                served += 1
-                #expect(response.body == CrashWriterFixture.body(round, index), "round \(round) index \(index)")
-                #expect(response.response.headerFields[HTTPField.Name("X-Round-Index")!] == "\(round) \(index)")
-            }
+        // Look past the last index we saw committed: later stores may have committed too.
+        for index in 0...(lastCommitted + 200) {
+            let request = HTTPRequest(
+                method: .get, scheme: "https", authority: CrashWriterFixture.host,
+                path: CrashWriterFixture.path(round, index))
+            guard case .fresh(let response) = try cache.lookup(CacheRequest(request)) else { continue }
+            served += 1
+            #expect(response.body == CrashWriterFixture.body(round, index), "round \(round) index \(index)")
+            #expect(response.response.headerFields[HTTPField.Name("X-Round-Index")!] == "\(round) \(index)")
         }
-        #expect(cache.statistics.corruptEntriesDropped == 0)
-        #expect(served > 20)
-        // The newest committed entry of the last round cannot have been evicted yet.
-        let last = rounds - 1
+        #expect(cache.statistics.corruptEntriesDropped == 0, "round \(round): torn or corrupt rows on disk")
+        #expect(served >= 1, "round \(round): nothing committed survived")
+        // The newest entry we saw committed cannot have been evicted: later writes of this round
+        // evict the oldest rows first.
         let newest = HTTPRequest(
             method: .get, scheme: "https", authority: CrashWriterFixture.host,
-            path: CrashWriterFixture.path(last, lastCommitted[last, default: 0]))
-        #expect(try cache.lookup(CacheRequest(newest)).isFresh)
+            path: CrashWriterFixture.path(round, max(0, lastCommitted)))
+        #expect(try cache.lookup(CacheRequest(newest)).isFresh, "round \(round): a committed entry is missing")
         #expect(cache.disk.withLock { $0!.totalBytes } <= CrashWriterFixture.diskCapacityBytes)
     }
 
@@ -114,16 +119,26 @@ enum CrashWriterFixture {
 
     static func path(_ round: Int, _ index: Int) -> String { "/crash/\(round)/\(index)" }
 
-    static func body(_ round: Int, _ index: Int) -> Data {
-        let count = 1_024 + (index &* 7_919 &+ round &* 104_729) % (95 * 1_024)
-        var bytes = [UInt8](repeating: 0, count: count)
-        var state = UInt64(truncatingIfNeeded: round &* 1_000_003 &+ index) | 1
-        for position in 0..<count {
+    /// 128 KiB of pseudo-random bytes, made once; bodies are slices of it, so the writer
+    /// spends its time storing rather than generating.
+    static let pool: Data = {
+        var bytes = [UInt8](repeating: 0, count: 128 * 1_024)
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for position in bytes.indices {
             state ^= state << 13
             state ^= state >> 7
             state ^= state << 17
             bytes[position] = UInt8(truncatingIfNeeded: state)
         }
         return Data(bytes)
+    }()
+
+    /// 1–96 KiB: a "round index" stamp, then a slice of the pool chosen by round and index.
+    static func body(_ round: Int, _ index: Int) -> Data {
+        let count = 1_024 + (index &* 7_919 &+ round &* 104_729) % (95 * 1_024)
+        let offset = (index &* 4_099 &+ round &* 65_537) % (pool.count - count)
+        var body = Data("\(round) \(index)|".utf8)
+        body.append(pool[pool.startIndex + offset..<pool.startIndex + offset + count])
+        return body
     }
 }
