@@ -9,6 +9,9 @@ public struct CacheTransportResponse: Sendable {
     public var body: Data
     /// False when the transfer ended early (the body is then never stored).
     public var receivedWhole: Bool
+    /// False when the response must not be stored under the request's URL, e.g. because it
+    /// answered a redirect target rather than the URL asked for.
+    public var mayStore: Bool
     /// When the request was sent; nil: `load` reads the cache's clock before calling `send`.
     public var requestTime: Date?
     /// When the response head arrived; nil: `load` reads the cache's clock after `send` returns.
@@ -16,12 +19,13 @@ public struct CacheTransportResponse: Sendable {
 
     /// Creates a transport response.
     public init(
-        response: HTTPResponse, body: Data, receivedWhole: Bool = true, requestTime: Date? = nil,
-        responseTime: Date? = nil
+        response: HTTPResponse, body: Data, receivedWhole: Bool = true, mayStore: Bool = true,
+        requestTime: Date? = nil, responseTime: Date? = nil
     ) {
         self.response = response
         self.body = body
         self.receivedWhole = receivedWhole
+        self.mayStore = mayStore
         self.requestTime = requestTime
         self.responseTime = responseTime
     }
@@ -128,6 +132,7 @@ extension HostScopedCache {
     }
 
     private func offer(_ request: CacheRequest, _ result: CacheTransportResponse) {
+        guard result.mayStore else { return }
         store(
             request, response: result.response, body: result.body, receivedWhole: result.receivedWhole,
             requestTime: result.requestTime ?? configuration.clock.now(),

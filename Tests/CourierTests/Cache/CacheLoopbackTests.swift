@@ -166,6 +166,22 @@ import Testing
         #expect(server.requestCount == 1)
     }
 
+    @Test func responsesMarkedNotStorableAreNotStored() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let cache = try makeCache()
+        let call = CacheRequest(request(server, "/cache/etag?max-age=60"))
+        for _ in 0..<2 {
+            let result = try await cache.load(call) { outgoing in
+                var response = try send(server, outgoing)
+                response.mayStore = false  // e.g. it came from a redirect target
+                return response
+            }
+            #expect(result.source == .network)
+        }
+        #expect(server.requestCount == 2)
+    }
+
     @Test func usersDoNotShareEntries() async throws {
         let server = try TestServer()
         defer { server.stop() }
