@@ -77,9 +77,6 @@ public struct CacheRequest: Sendable {
         self.identity = identity
     }
 
-    /// The identity the entry belongs to.
-    var resolvedIdentity: CacheIdentity { identity ?? CacheIdentity(credentialsIn: request.headerFields) }
-
     /// `scheme://authority/path?query`, lowercased scheme and authority, fragment dropped.
     var normalizedURL: String {
         var path = request.path ?? "/"

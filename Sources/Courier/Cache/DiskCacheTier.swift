@@ -55,6 +55,8 @@ final class DiskCacheTier {
         let connection = try SQLiteConnection(path: path)
         try connection.execute("PRAGMA journal_mode=WAL")
         try connection.execute("PRAGMA synchronous=NORMAL")
+        // Truncate the WAL back to 4 MiB after checkpoints so it does not keep its high-water size.
+        try connection.execute("PRAGMA journal_size_limit=4194304")
         try connection.execute(
             """
             CREATE TABLE IF NOT EXISTS entries(
@@ -258,9 +260,12 @@ final class DiskCacheTier {
     }
 
     /// Deletes every row that belongs to an identity.
-    func deleteAllIdentified() throws(CourierError) {
+    /// - Returns: How many rows were deleted.
+    func deleteAllIdentified() throws(CourierError) -> Int {
         try connection.execute("DELETE FROM entries WHERE identity <> ''")
+        let deleted = connection.changes
         recomputeTotal()
+        return deleted
     }
 
     /// Deletes everything.

@@ -146,10 +146,14 @@ extension HostScopedCache {
     }
 
     /// Drops every entry that belongs to some identity (logout when the identity is unknown).
-    public func purgeAllIdentities() {
-        memory.withLock { state in _ = state.tier.removeAll { !$0.hasPrefix(" ") } }
-        disk.withLock { tier in try? tier?.deleteAllIdentified() }
-        emit([.purged(count: -1)])
+    /// - Returns: How many entries were dropped.
+    @discardableResult
+    public func purgeAllIdentities() -> Int {
+        let memoryDropped = memory.withLock { state in state.tier.removeAll { !$0.hasPrefix(" ") } }
+        let diskDropped = disk.withLock { tier in (try? tier?.deleteAllIdentified()) ?? 0 }
+        let dropped = max(memoryDropped, diskDropped)
+        emit([.purged(count: dropped)])
+        return dropped
     }
 
     /// Drops everything, in memory and on disk.

@@ -69,7 +69,7 @@ import Testing
         let reopened = try CacheFixtures.diskCache(clock: clock, directory: directory.path)
         #expect(try reopened.lookup(alice).isMiss)
         #expect(try reopened.lookup(bob).bodyString == "bob")
-        reopened.purgeAllIdentities()
+        #expect(reopened.purgeAllIdentities() == 1)
         #expect(try reopened.lookup(bob).isMiss)
         #expect(try reopened.lookup(request([:])).bodyString == "public")
     }
