@@ -58,6 +58,17 @@ public final class TestServer: Sendable {
     /// How many connections are open right now.
     public var openConnections: Int { core.state.withLock { $0.connections.count } }
 
+    /// Blocks until at most `limit` connections are open (e.g. 0 after a client closed its
+    /// connection), or `timeout` passes. Wakes when a connection ends; no polling.
+    /// - Parameters:
+    ///   - limit: The number of connections that may stay open.
+    ///   - timeout: How long to wait at most.
+    /// - Returns: whether the condition was met in time.
+    @discardableResult
+    public func waitForOpenConnections(atMost limit: Int, timeout: Duration = .seconds(10)) -> Bool {
+        core.waitForOpenConnections(atMost: limit, timeout: timeout)
+    }
+
     /// How many requests were received so far.
     public var requestCount: Int { core.state.withLock { $0.requestCount } }
 
