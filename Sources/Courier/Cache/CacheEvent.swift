@@ -22,7 +22,8 @@ public struct CacheStatistics: Sendable, Hashable {
     public init() {}
 }
 
-/// Something the cache did, reported to the configured event handler.
+/// Something the cache did, reported to the configured event handler. URLs have their query
+/// hidden (`?<redacted>`), as in Courier's logs.
 public enum CacheEvent: Sendable, Hashable {
     /// A lookup was answered from the cache (`stale` when it was served past its freshness).
     case hit(url: String, stale: Bool)
@@ -46,4 +47,26 @@ public enum CacheEvent: Sendable, Hashable {
     case corruptEntryDropped
     /// The disk tier could not be used; the cache runs from memory only.
     case diskUnavailable(reason: String)
+}
+
+extension CacheEvent {
+    /// The event with the query of its URL hidden: queries often carry tokens.
+    var redactingQuery: CacheEvent {
+        switch self {
+        case .hit(let url, let stale): .hit(url: Self.redact(url), stale: stale)
+        case .miss(let url): .miss(url: Self.redact(url))
+        case .revalidate(let url): .revalidate(url: Self.redact(url))
+        case .notModified(let url): .notModified(url: Self.redact(url))
+        case .stored(let url, let bytes): .stored(url: Self.redact(url), bytes: bytes)
+        case .staleServedOnError(let url): .staleServedOnError(url: Self.redact(url))
+        case .invalidated(let url): .invalidated(url: Self.redact(url))
+        case .evicted, .purged, .corruptEntryDropped, .diskUnavailable: self
+        }
+    }
+
+    /// `url` with everything after `?` replaced by `<redacted>`.
+    static func redact(_ url: String) -> String {
+        guard let question = url.firstIndex(of: "?") else { return url }
+        return url[..<question] + "?<redacted>"
+    }
 }

@@ -92,7 +92,7 @@ extension HostScopedCache {
     }
 
     private func notCached(_ request: CacheRequest) -> CourierError {
-        CourierError(.notCached, "no usable cached response for GET \(request.normalizedURL)")
+        CourierError(.notCached, "no usable cached response for GET \(CacheEvent.redact(request.normalizedURL))")
     }
 
     private func recordMiss(_ url: String) {

@@ -175,7 +175,7 @@ public final class HostScopedCache: Sendable {
 
     func emit(_ events: [CacheEvent]) {
         guard let onEvent = configuration.onEvent else { return }
-        for event in events { onEvent(event) }
+        for event in events { onEvent(event.redactingQuery) }
     }
 
     /// The variants stored under `key`: from memory, else from disk (then kept in memory).

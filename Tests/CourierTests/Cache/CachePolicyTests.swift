@@ -194,6 +194,13 @@ import Testing
             events.all == [
                 .miss(url: url), .stored(url: url, bytes: 4), .hit(url: url, stale: false), .revalidate(url: url),
             ])
+        // Queries (often tokens) never reach monitors or error messages.
+        _ = try cache.lookup(CacheFixtures.request("/items?token=s3cret"))
+        #expect(events.all.last == .miss(url: "https://api.example.com/items?<redacted>"))
+        let error = #expect(throws: CourierError.self) {
+            try cache.lookup(CacheFixtures.request("/items?token=s3cret"), policy: .returnCacheDataDontLoad)
+        }
+        #expect(error?.description.contains("s3cret") == false)
     }
 }
 
