@@ -15,7 +15,7 @@ public struct CurlFailure: Error, Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         let name = String(cString: curl_easy_strerror(CURLcode(UInt32(truncatingIfNeeded: code))))
-        if let detail, !detail.isEmpty { return "curl error \(code) (\(name)): \(detail)" }
+        // The detail is already the `CourierError` message; repeating it helps no one.
         return "curl error \(code) (\(name))"
     }
 }
