@@ -34,8 +34,9 @@ struct ResponseHeadParser {
         if trimmed.isEmpty {
             guard status >= 200 || status == 101 else {
                 // End of an interim 1xx head (or of nothing): the real head follows.
+                let hadStatus = status != 0
                 self = ResponseHeadParser()
-                return status == 0 ? .invalid : .needMore
+                return hadStatus ? .needMore : .invalid
             }
             return .complete
         }
