@@ -40,8 +40,12 @@ extension CourierError {
             CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_ENGINE_INITFAILED,
             CURLE_SSL_SHUTDOWN_FAILED, CURLE_USE_SSL_FAILED, CURLE_SSL_CLIENTCERT:
             category = .tls
-        case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL, CURLE_BAD_CONTENT_ENCODING:
-            category = code == CURLE_BAD_CONTENT_ENCODING ? .invalidResponse : .invalidRequest
+        case CURLE_URL_MALFORMAT:
+            category = .invalidRequest
+        case CURLE_BAD_CONTENT_ENCODING, CURLE_UNSUPPORTED_PROTOCOL:
+            // Schemes are checked before sending, so "unsupported protocol" means the server
+            // answered with something that is not HTTP/1.x or HTTP/2.
+            category = .invalidResponse
         case CURLE_WEIRD_SERVER_REPLY, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_HTTP2,
             CURLE_HTTP2_STREAM, CURLE_HTTP3, CURLE_RECURSIVE_API_CALL:
             category = code == CURLE_RECURSIVE_API_CALL ? .transport : .invalidResponse
