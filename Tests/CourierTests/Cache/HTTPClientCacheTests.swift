@@ -153,4 +153,34 @@ import Testing
         #expect(try cache.lookup(alice).isFresh)
         #expect(try cache.lookup(bob).isMiss)
     }
+
+    @Test func theLogoutNotificationPurgesTheUsersEntries() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let cache = try makeCache()
+        let center = NotificationCenter()
+        let client = try HTTPClient(
+            configuration: .init(baseURL: server.baseURL, notificationCenter: center, cache: cache))
+        let path = "/response-headers?Cache-Control=max-age%3D60"
+        center.post(
+            name: .courierUserDidLogIn, object: nil, userInfo: [CourierNotificationKey.credential: "carol"])
+        _ = try await client.send(get(path))
+        #expect(try await client.send(get(path)).isFromCache)
+        center.post(name: .courierUserDidLogOut, object: nil)
+        center.post(
+            name: .courierUserDidLogIn, object: nil, userInfo: [CourierNotificationKey.credential: "carol"])
+        #expect(!(try await client.send(get(path)).isFromCache))
+        #expect(server.requestCount == 2)
+    }
+
+    @Test func aResponseReachedThroughRedirectsIsNotStoredUnderTheFirstURL() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try makeClient(server, cache: try makeCache())
+        let path = "/redirect-to?url=%2Fresponse-headers%3FCache-Control%3Dmax-age%253D60"
+        let first = try await client.send(get(path))
+        #expect(first.redirectCount == 1)
+        #expect(first.head.headerFields[.cacheControl] == "max-age=60")  // cacheable in itself
+        #expect(!(try await client.send(get(path)).isFromCache))
+    }
 }
