@@ -21,6 +21,8 @@ final class CacheEntry: Sendable {
     let forcedLifetime: TimeInterval?
     /// Whether the request URL had a query (no heuristic freshness then).
     let hasQuery: Bool
+    /// `url` parsed once, so serving a hit does not parse it.
+    let parsedURL: URL?
 
     let control: CacheControl
     let varyNames: [HTTPField.Name]
@@ -42,6 +44,7 @@ final class CacheEntry: Sendable {
         self.responseTime = responseTime
         self.forcedLifetime = forcedLifetime
         self.hasQuery = hasQuery
+        parsedURL = URL(string: url)
         let fields = response.headerFields
         control = CacheControl(fields)
         varyNames = Self.varyNames(fields)

@@ -116,6 +116,8 @@ public struct CachedResponse: Sendable {
     public var isFromCache: Bool { true }
     /// When the response this entry holds was received.
     public var responseTime: Date
+    /// The URL the entry was stored for (`scheme://authority/path?query`).
+    public var url: URL? { entry.parsedURL }
     /// The entry in the store, so a 304 or a failure can refer back to it.
     let entry: CacheEntry
 }

@@ -21,7 +21,7 @@ extension HTTPClient {
                 response: response.head, body: response.body, mayStore: response.redirectCount == 0)
         }
         if result.source == .network, let network { return network }
-        guard let url = network?.url ?? prepared.absoluteURL else {
+        guard let url = network?.url ?? result.url ?? prepared.absoluteURL else {
             throw CourierError(.invalidRequest, "the request has no valid URL")
         }
         var response = Response(

@@ -55,6 +55,8 @@ public struct CacheLoadResult: Sendable {
     public var isFromCache: Bool { source != .network }
     /// True when a cached response was served past its freshness.
     public var isStale: Bool
+    /// For cached responses, the URL the entry was stored for.
+    public var url: URL? = nil
 }
 
 extension HostScopedCache {
@@ -113,7 +115,8 @@ extension HostScopedCache {
             if result.response.status.kind == .serverError,
                 let stale = staleFallback(request, cached: cached, status: result.response.status)
             {
-                return CacheLoadResult(response: stale.response, body: stale.body, source: .staleOnError, isStale: true)
+                return CacheLoadResult(
+                    response: stale.response, body: stale.body, source: .staleOnError, isStale: true, url: stale.url)
             }
             offer(request, result)
             return CacheLoadResult(response: result.response, body: result.body, source: .network, isStale: false)
