@@ -65,7 +65,7 @@ extension HostScopedCache {
     /// Looks the request up; a fresh hit returns without calling `send`. A stale entry is
     /// revalidated with a conditional request and a 304 is merged into it. Other responses are
     /// offered to `store`. Unsafe methods invalidate the URL. With stale-if-error, a transport
-    /// failure or a 5xx falls back to the stale entry.
+    /// failure or a 5xx falls back to the stale entry (cancellation never does).
     /// - Parameters:
     ///   - request: The request as it will be sent, with the per-call cache options.
     ///   - send: Sends a request (possibly with conditional fields added) on the transport.
@@ -98,7 +98,7 @@ extension HostScopedCache {
             do {
                 result = try await timed(send, conditional)
             } catch {
-                if let stale = staleFallback(request, cached: cached, status: nil) {
+                if Self.isNetworkFailure(error), let stale = staleFallback(request, cached: cached, status: nil) {
                     return CacheLoadResult(
                         response: stale.response, body: stale.body, source: .staleOnError, isStale: true)
                 }
@@ -121,6 +121,16 @@ extension HostScopedCache {
             offer(request, result)
             return CacheLoadResult(response: result.response, body: result.body, source: .network, isStale: false)
         }
+    }
+
+    /// Whether `error` is the network failing (stale-if-error applies), not the caller
+    /// cancelling or the request being refused before it was sent.
+    static func isNetworkFailure(_ error: any Error) -> Bool {
+        if error is CancellationError { return false }
+        if let error = error as? CourierError {
+            return ![.cancelled, .invalidRequest, .configuration, .skipped, .throttled].contains(error.code)
+        }
+        return true
     }
 
     /// Calls `send`, filling in the times it left out from the cache's clock.

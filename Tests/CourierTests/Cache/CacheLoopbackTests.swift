@@ -130,6 +130,24 @@ import Testing
         #expect(offline.body == first.body)
     }
 
+    @Test func cancellationIsNeverAnsweredWithAStaleCopy() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let cache = try makeCache(staleIfError: true)
+        let call = CacheRequest(request(server, "/response-headers?Cache-Control=max-age%3D10"))
+        _ = try await load(cache, server, call)
+        clock.advance(20)
+        await #expect(throws: CancellationError.self) {
+            try await cache.load(call) { _ in throw CancellationError() }
+        }
+        let cancelled = await #expect(throws: CourierError.self) {
+            try await cache.load(call) { _ in throw CourierError(.cancelled, "cancelled") }
+        }
+        #expect(cancelled?.code == .cancelled)
+        let refused = try await cache.load(call) { _ in throw CourierError(.cannotConnect, "refused") }
+        #expect(refused.source == .staleOnError)
+    }
+
     @Test func withoutStaleIfErrorA5xxIsPassedOn() async throws {
         let server = try TestServer()
         defer { server.stop() }
