@@ -1,10 +1,14 @@
 import Foundation
 import HTTPTypes
 
-/// Whose cached responses these are: a one-way digest of the credentials a request carried,
+/// Whose cached responses these are: one-way digests of the credentials a request carried,
 /// or of an app-chosen user id. Entries stored under one identity are never served to another.
+///
+/// Each credential gets its own digest (`a:` Authorization, `c:` Cookie, `p:`
+/// Proxy-Authorization, `u:` user id), so purging the identity of an `Authorization` value also
+/// drops entries fetched with that value plus cookies.
 public struct CacheIdentity: Sendable, Hashable, CustomStringConvertible {
-    /// The SHA-256 hex digest, or "" for anonymous requests.
+    /// The credential digests joined by `;`, or "" for anonymous requests.
     public let digest: String
 
     private init(digest: String) { self.digest = digest }
@@ -12,37 +16,41 @@ public struct CacheIdentity: Sendable, Hashable, CustomStringConvertible {
     /// Requests without credentials.
     public static let anonymous = CacheIdentity(digest: "")
 
-    /// The identity of a request's `Authorization`, `Proxy-Authorization` and `Cookie` values
-    /// (anonymous when it has none). Only their digest is kept.
+    /// The identity of a request's `Authorization`, `Cookie` and `Proxy-Authorization` values
+    /// (anonymous when it has none). Only their SHA-256 digests are kept.
     /// - Parameter headers: The request's header fields.
     public init(credentialsIn headers: HTTPFields) {
-        let authorization = headers[.authorization]
-        let cookie = headers[.cookie]
-        let proxy = headers[.proxyAuthorization]
-        guard authorization != nil || cookie != nil || proxy != nil else {
-            self = .anonymous
-            return
+        var parts: [String] = []
+        for (tag, name) in [("a", HTTPField.Name.authorization), ("c", .cookie), ("p", .proxyAuthorization)] {
+            guard let value = headers[name] else { continue }
+            parts.append(tag + ":" + SHA256.hex("courier-cache-identity\u{0}" + tag + "\u{0}" + value))
         }
-        var hasher = SHA256()
-        hasher.update("courier-cache-identity\u{0}a:")
-        hasher.update(authorization ?? "")
-        hasher.update("\u{0}c:")
-        hasher.update(cookie ?? "")
-        hasher.update("\u{0}p:")
-        hasher.update(proxy ?? "")
-        digest = SHA256.hexString(hasher.finalize())
+        digest = parts.joined(separator: ";")
     }
 
     /// An identity chosen by the app (a user id), for clients whose credentials rotate.
     /// - Parameter user: A stable user identifier; only its digest is kept.
     public init(user: String) {
-        digest = SHA256.hex("courier-cache-user\u{0}" + user)
+        digest = "u:" + SHA256.hex("courier-cache-user\u{0}" + user)
     }
 
     /// True for requests without credentials.
     public var isAnonymous: Bool { digest.isEmpty }
 
-    public var description: String { isAnonymous ? "anonymous" : "identity(\(digest.prefix(12))…)" }
+    /// The per-credential digests.
+    var components: [Substring] { digest.split(separator: ";") }
+
+    /// Whether an entry stored under `stored` belongs to this identity: it was fetched with
+    /// every credential this identity names (and possibly more).
+    func owns(_ stored: Substring) -> Bool {
+        guard !isAnonymous else { return false }
+        let storedParts = stored.split(separator: ";")
+        return components.allSatisfy { storedParts.contains($0) }
+    }
+
+    public var description: String {
+        isAnonymous ? "anonymous" : "identity(\(components.map { $0.prefix(10) + "…" }.joined(separator: ";")))"
+    }
 }
 
 /// A request as the cache sees it: the HTTP request plus the per-call cache options.

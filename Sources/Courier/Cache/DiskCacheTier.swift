@@ -250,6 +250,27 @@ final class DiskCacheTier {
         }
     }
 
+    /// Deletes the rows `identity` owns (see `CacheIdentity.owns`).
+    /// - Returns: The primary keys removed.
+    func deleteAll(ownedBy identity: CacheIdentity) throws(CourierError) -> [String] {
+        try transaction { () throws(CourierError) -> [String] in
+            // Purges are rare: scan the identified rows and match their digests here.
+            let select = try connection.statement("SELECT id, key, identity, size FROM entries WHERE identity <> ''")
+            var doomed: [(Int64, String, Int)] = []
+            while try select.step(connection) {
+                if identity.owns(Substring(select.text(2))) {
+                    doomed.append((select.int64(0), select.text(1), Int(select.int64(3))))
+                }
+            }
+            sqlite3_reset(select.raw)
+            for (id, _, size) in doomed {
+                try deleteRow(id: id)
+                totalBytes -= size
+            }
+            return doomed.map(\.1)
+        }
+    }
+
     /// Replaces a damaged database with an empty one.
     func reset() throws(CourierError) {
         connection.close()

@@ -130,15 +130,21 @@ extension HostScopedCache {
         return dropped
     }
 
-    /// Drops every entry stored under `identity` (call on logout, before clearing credentials).
+    /// Drops every entry fetched with the credentials of `identity` (call on logout, before
+    /// clearing them). An entry fetched with more credentials (an `Authorization` plus cookies)
+    /// is dropped too.
     /// - Returns: How many entries were dropped.
     @discardableResult
     public func purge(identity: CacheIdentity) -> Int {
         guard !identity.isAnonymous else { return 0 }
-        let prefix = identity.digest + " "
-        let memoryDropped = memory.withLock { state in state.tier.removeAll { $0.hasPrefix(prefix) } }
+        let memoryDropped = memory.withLock { state in
+            state.tier.removeAll { key in
+                guard let space = key.firstIndex(of: " ") else { return false }
+                return identity.owns(key[..<space])
+            }
+        }
         let diskDropped = disk.withLock { tier in
-            Set((try? tier?.deleteAll(where: "identity", equals: identity.digest)) ?? []).count
+            Set((try? tier?.deleteAll(ownedBy: identity)) ?? []).count
         }
         let dropped = max(memoryDropped, diskDropped)
         emit([.purged(count: dropped)])

@@ -74,6 +74,24 @@ import Testing
         #expect(try reopened.lookup(request([:])).bodyString == "public")
     }
 
+    @Test(arguments: [false, true])
+    func purgingAnAuthorizationAlsoDropsEntriesFetchedWithCookiesToo(onDisk: Bool) throws {
+        let directory = TemporaryDirectory()
+        let cache =
+            onDisk
+            ? try CacheFixtures.diskCache(clock: clock, directory: directory.path)
+            : try CacheFixtures.memoryCache(clock: clock)
+        let aliceWithCookie = request(["Authorization": "Bearer alice", "Cookie": "theme=dark"])
+        let bobWithCookie = request(["Authorization": "Bearer bob", "Cookie": "theme=dark"])
+        cache.store(aliceWithCookie, maxAge60, body: "alice")
+        cache.store(bobWithCookie, maxAge60, body: "bob")
+        cache.store(request(["Cookie": "theme=dark"]), maxAge60, body: "cookie only")
+        #expect(cache.purge(identity: CacheIdentity(credentialsIn: [.authorization: "Bearer alice"])) == 1)
+        #expect(try cache.lookup(aliceWithCookie).isMiss)
+        #expect(try cache.lookup(bobWithCookie).bodyString == "bob")
+        #expect(try cache.lookup(request(["Cookie": "theme=dark"])).bodyString == "cookie only")
+    }
+
     @Test func credentialsNeverReachTheDiskInClearText() throws {
         let directory = TemporaryDirectory()
         do {
