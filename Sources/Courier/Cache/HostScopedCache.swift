@@ -5,10 +5,22 @@ import Synchronization
 /// A private HTTP cache (RFC 9111) for chosen hosts: a bounded memory tier over a bounded,
 /// crash-safe SQLite tier, with entries scoped to the identity whose credentials fetched them.
 ///
-/// The `HTTPClient` pipeline calls it around the transport: `lookup` before sending,
+/// ```swift
+/// let cache = try HostScopedCache(configuration: .init(rules: [
+///     CacheRule("api.example.com", .followHTTP),
+///     CacheRule(".cdn.example.com", .forceLifetime(.seconds(365 * 86_400))),
+///     CacheRule("pay.example.com", .never),
+/// ]))
+/// let client = try HTTPClient(configuration: .init(baseURL: apiURL, cache: cache))
+/// let response = try await client.send(request, options: .init(cacheLifetime: .seconds(180)))
+/// print(response.isFromCache)
+/// ```
+///
+/// `HTTPClient.send` runs every call through `load(_:send:)`: `lookup` before sending,
 /// `store` / `merge304` / `staleFallback` after, and `invalidate(after:response:)` for unsafe
-/// methods. Every method is synchronous and thread-safe; memory hits take one lock and do no
-/// SQLite work.
+/// methods; those are public for other pipelines. Every method is synchronous (except `load`)
+/// and thread-safe; memory hits take a lock and do no SQLite work. Several processes may share
+/// a folder (SQLite locks it), but each keeps its own memory tier.
 public final class HostScopedCache: Sendable {
     /// How a cache is set up.
     public struct Configuration: Sendable {
