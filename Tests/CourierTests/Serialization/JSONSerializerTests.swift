@@ -85,13 +85,17 @@ import Testing
         }
         #expect(missing?.codingPath == "items.0.price")
 
-        let garbage = courierError { _ = try DecodableResponseSerializer.decodable(Cart.self).serialize(makeContext(body: "<html>")) }
+        let garbage = courierError {
+            _ = try DecodableResponseSerializer.decodable(Cart.self).serialize(makeContext(body: "<html>"))
+        }
         #expect(garbage?.code == .decoding)
     }
 
     @Test func encodingErrorsCarryCodingPath() throws {
         var request = makeRequest(.post)
-        let error = courierError { try JSONRequestSerializer.shared.serialize(["outer": ["x": Double.infinity]], into: &request) }
+        let error = courierError {
+            try JSONRequestSerializer.shared.serialize(["outer": ["x": Double.infinity]], into: &request)
+        }
         #expect(error?.code == .encoding)
         #expect(error?.codingPath == "outer.x")
     }
@@ -115,7 +119,8 @@ import Testing
     }
 
     @Test func sharedDefaultsAreReusedNotRebuilt() {
-        let sameDecoder = (JSONModelDecoding.json.decoder as AnyObject) === (JSONModelDecoding.json.decoder as AnyObject)
+        let sameDecoder =
+            (JSONModelDecoding.json.decoder as AnyObject) === (JSONModelDecoding.json.decoder as AnyObject)
         let sameEncoder =
             (JSONRequestSerializer.json.encoder as AnyObject) === (JSONRequestSerializer.json.encoder as AnyObject)
         #expect(sameDecoder)

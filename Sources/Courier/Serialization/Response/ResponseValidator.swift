@@ -53,8 +53,9 @@ public struct ResponseValidator: Sendable {
     public func validate(_ context: ResponseContext, serializerContentTypes: [String] = []) throws {
         let code = context.response.status.code
         guard acceptableStatusCodes.contains(where: { $0.contains(code) }) else {
+            let reason = context.response.status.reasonPhrase
             var error = CourierError(
-                .httpStatus, "the server answered \(code) \(context.response.status.reasonPhrase)",
+                .httpStatus, "the server answered \(code)" + (reason.isEmpty ? "" : " \(reason)"),
                 response: context.response, body: context.body)
             if let errorModel, !context.hasNoContent {
                 error.errorModel = errorModel.decode(context)
