@@ -62,6 +62,71 @@ public struct MediaType: Sendable, Hashable, CustomStringConvertible {
     /// - Parameter patterns: acceptable media types, possibly with wildcards.
     /// - Returns: true when one matches.
     public func matches(any patterns: [String]) -> Bool {
-        patterns.contains { MediaType(parsing: $0).map(matches) ?? false }
+        Self.contentType(essence, matchesAny: patterns)
+    }
+
+    /// Whether a `Content-Type` header value is matched by any of `patterns` (`*/*`, `type/*`
+    /// or exact, case-insensitive, parameters ignored).
+    ///
+    /// Runs on every response, so it compares bytes in place instead of parsing into strings.
+    /// - Parameters:
+    ///   - header: the header value, e.g. `application/json; charset=utf-8`.
+    ///   - patterns: acceptable media types.
+    /// - Returns: true when one matches; false when `header` is not `type/subtype`.
+    public static func contentType(_ header: String, matchesAny patterns: [String]) -> Bool {
+        var header = header
+        return header.withUTF8 { headerBytes in
+            guard let concrete = EssenceRanges(headerBytes) else { return false }
+            for pattern in patterns {
+                var pattern = pattern
+                let matched = pattern.withUTF8 { patternBytes -> Bool in
+                    guard let wanted = EssenceRanges(patternBytes) else { return false }
+                    if wanted.isWildcard(patternBytes, wanted.type) { return true }
+                    guard equalIgnoringCase(headerBytes, concrete.type, patternBytes, wanted.type) else { return false }
+                    return wanted.isWildcard(patternBytes, wanted.subtype)
+                        || equalIgnoringCase(headerBytes, concrete.subtype, patternBytes, wanted.subtype)
+                }
+                if matched { return true }
+            }
+            return false
+        }
+    }
+
+    private static func equalIgnoringCase(
+        _ a: UnsafeBufferPointer<UInt8>, _ aRange: Range<Int>, _ b: UnsafeBufferPointer<UInt8>, _ bRange: Range<Int>
+    ) -> Bool {
+        guard aRange.count == bRange.count else { return false }
+        for offset in 0..<aRange.count {
+            let x = a[aRange.lowerBound + offset]
+            let y = b[bRange.lowerBound + offset]
+            if x == y { continue }
+            let lowerX = (x >= 0x41 && x <= 0x5A) ? x | 0x20 : x
+            let lowerY = (y >= 0x41 && y <= 0x5A) ? y | 0x20 : y
+            if lowerX != lowerY { return false }
+        }
+        return true
+    }
+}
+
+/// Where `type` and `subtype` sit in a media type's bytes (spaces trimmed, parameters cut).
+private struct EssenceRanges {
+    let type: Range<Int>
+    let subtype: Range<Int>
+
+    init?(_ bytes: UnsafeBufferPointer<UInt8>) {
+        var end = 0
+        while end < bytes.count && bytes[end] != UInt8(ascii: ";") { end += 1 }
+        var start = 0
+        while start < end && (bytes[start] == 0x20 || bytes[start] == 0x09) { start += 1 }
+        while end > start && (bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09) { end -= 1 }
+        var slash = start
+        while slash < end && bytes[slash] != UInt8(ascii: "/") { slash += 1 }
+        guard slash > start, slash + 1 < end else { return nil }
+        type = start..<slash
+        subtype = (slash + 1)..<end
+    }
+
+    func isWildcard(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Bool {
+        range.count == 1 && bytes[range.lowerBound] == UInt8(ascii: "*")
     }
 }

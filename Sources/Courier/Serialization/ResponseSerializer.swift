@@ -23,7 +23,10 @@ public struct ResponseContext: Sendable {
 
     /// True when HTTP says this response carries no body: 204, 205, 304, or an answer to HEAD.
     public var isBodiless: Bool {
-        request.method == .head || [204, 205, 304].contains(response.status.code)
+        switch response.status.code {
+        case 204, 205, 304: return true
+        default: return request.method == .head
+        }
     }
 
     /// True when there is nothing to decode: a bodiless response, or an empty body.

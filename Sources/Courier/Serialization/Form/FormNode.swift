@@ -51,6 +51,10 @@ final class FormNode {
     /// (an unclosed `[`) is one plain name.
     static func splitKey(_ key: String, nesting: URLEncodedForm.NestingStyle) -> [Segment] {
         let dots = nesting == .dots
+        // Most keys are plain names: no scalar array needed.
+        if !key.utf8.contains(where: { $0 == UInt8(ascii: "[") || (dots && $0 == UInt8(ascii: ".")) }) {
+            return [.name(key)]
+        }
         let scalars = Array(key.unicodeScalars)
         var segments: [Segment] = []
         var current = String.UnicodeScalarView()

@@ -5,16 +5,33 @@ import Foundation
 struct FormTreeDecoder: Decoder, SingleValueDecodingContainer {
     let options: URLEncodedFormDecoder
     let node: FormNode?
-    let codingPath: [any CodingKey]
+    /// The path is built only when asked for (errors, custom `init(from:)`), not per field.
+    private let parentPath: [any CodingKey]
+    private let key: (any CodingKey)?
+    var codingPath: [any CodingKey] { key.map { parentPath + [$0] } ?? parentPath }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     init(options: URLEncodedFormDecoder, node: FormNode?, codingPath: [any CodingKey]) {
         self.options = options
         self.node = node
-        self.codingPath = codingPath
+        self.parentPath = codingPath
+        self.key = nil
+    }
+
+    private init(options: URLEncodedFormDecoder, node: FormNode?, parentPath: [any CodingKey], key: any CodingKey) {
+        self.options = options
+        self.node = node
+        self.parentPath = parentPath
+        self.key = key
+    }
+
+    /// The decoder for a child node at `key`.
+    func child(_ node: FormNode?, key: any CodingKey) -> FormTreeDecoder {
+        FormTreeDecoder(options: options, node: node, parentPath: codingPath, key: key)
     }
 
     func unbox<T: Decodable>(_ type: T.Type) throws -> T {
+        if type == String.self { return try text() as! T }
         if type == Date.self { return try options.parseDate(try text(), path: codingPath) as! T }
         if type == Data.self { return try options.parseData(try text(), path: codingPath) as! T }
         if type == URL.self {
@@ -118,12 +135,16 @@ struct FormKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtoco
 
     func contains(_ key: Key) -> Bool { node.children[key.stringValue].map { !$0.isEmpty } ?? false }
 
-    private func child(_ key: Key) -> FormTreeDecoder {
-        FormTreeDecoder(options: decoder.options, node: node.children[key.stringValue], codingPath: codingPath + [key])
-    }
+    private func child(_ key: Key) -> FormTreeDecoder { decoder.child(node.children[key.stringValue], key: key) }
 
     func decodeNil(forKey key: Key) throws -> Bool { !contains(key) }
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try child(key).unbox(type) }
+    // Concrete overloads: skip `init(from:)` and its existential container for primitives.
+    func decode(_ type: String.Type, forKey key: Key) throws -> String { try child(key).text() }
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try child(key).decode(type) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try child(key).decode(type) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try child(key).decode(type) }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try child(key).decode(type) }
 
     func nestedContainer<NestedKey: CodingKey>(
         keyedBy type: NestedKey.Type, forKey key: Key
@@ -160,9 +181,7 @@ struct FormUnkeyedDecodingContainer: UnkeyedDecodingContainer {
                     codingPath: codingPath + [FormIndexKey(currentIndex)], debugDescription: "the array has ended"))
         }
         defer { currentIndex += 1 }
-        return FormTreeDecoder(
-            options: decoder.options, node: elements[currentIndex],
-            codingPath: codingPath + [FormIndexKey(currentIndex)])
+        return decoder.child(elements[currentIndex], key: FormIndexKey(currentIndex))
     }
 
     mutating func decodeNil() throws -> Bool {
@@ -172,6 +191,8 @@ struct FormUnkeyedDecodingContainer: UnkeyedDecodingContainer {
     }
 
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try next(type).unbox(type) }
+    mutating func decode(_ type: String.Type) throws -> String { try next(type).text() }
+    mutating func decode(_ type: Int.Type) throws -> Int { try next(type).decode(type) }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<
         NestedKey

@@ -51,11 +51,14 @@ public enum URLEncodedForm {
 
 /// Percent-escaping per RFC 3986: only unreserved characters (`A–Z a–z 0–9 - . _ ~`) stay as they are.
 enum PercentEncoding {
-    private static let hex: [UInt8] = Array("0123456789ABCDEF".utf8)
+    @inline(__always)
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "A") + nibble - 10
+    }
 
-    /// Unreserved bytes, as a 256-entry table.
-    private static let unreserved: [Bool] = (0..<256).map { byte in
-        switch UInt8(byte) {
+    @inline(__always)
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
             UInt8(ascii: "_"), UInt8(ascii: "~"):
@@ -70,14 +73,14 @@ enum PercentEncoding {
         var text = text
         text.withUTF8 { bytes in
             for byte in bytes {
-                if unreserved[Int(byte)] {
+                if isUnreserved(byte) {
                     output.append(byte)
                 } else if byte == 0x20 && spaceAsPlus {
                     output.append(UInt8(ascii: "+"))
                 } else {
                     output.append(UInt8(ascii: "%"))
-                    output.append(hex[Int(byte >> 4)])
-                    output.append(hex[Int(byte & 0x0F)])
+                    output.append(hexDigit(byte >> 4))
+                    output.append(hexDigit(byte & 0x0F))
                 }
             }
         }

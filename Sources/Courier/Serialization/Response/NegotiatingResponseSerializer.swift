@@ -43,7 +43,7 @@ public struct NegotiatingResponseSerializer<Output: Sendable>: ResponseSerialize
             throw CourierError(.configuration, "content negotiation was given no serializers")
         }
         if context.hasNoContent { return try first.serialize(context) }
-        guard let type = context.contentType else {
+        guard let header = context.response.headerFields[.contentType], let type = MediaType(parsing: header) else {
             throw CourierError(
                 .unacceptableContentType,
                 "the response has no Content-Type to negotiate on; the call reads \(acceptableContentTypes.joined(separator: ", "))",
@@ -51,7 +51,9 @@ public struct NegotiatingResponseSerializer<Output: Sendable>: ResponseSerialize
         }
         for serializer in serializers {
             let patterns = serializer.acceptableContentTypes
-            if patterns.isEmpty || type.matches(any: patterns) { return try serializer.serialize(context) }
+            if patterns.isEmpty || MediaType.contentType(header, matchesAny: patterns) {
+                return try serializer.serialize(context)
+            }
         }
         throw CourierError(
             .unacceptableContentType,

@@ -71,7 +71,7 @@ public struct ResponseValidator: Sendable {
                 "the response has no Content-Type; the call accepts \(patterns.joined(separator: ", "))",
                 response: context.response, body: context.body)
         }
-        guard let type = MediaType(parsing: header), type.matches(any: patterns) else {
+        guard MediaType.contentType(header, matchesAny: patterns) else {
             throw CourierError(
                 .unacceptableContentType,
                 "the response is \(header); the call accepts \(patterns.joined(separator: ", "))",
