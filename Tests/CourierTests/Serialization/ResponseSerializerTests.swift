@@ -99,5 +99,16 @@ import Testing
     ])
     func wildcardsMatch(type: String, pattern: String, expected: Bool) throws {
         #expect(try #require(MediaType(parsing: type)).matches(any: [pattern]) == expected)
+        #expect(MediaType.contentType(type, matchesAny: [pattern]) == expected)
+    }
+
+    @Test func inPlaceMatchingHandlesOddHeaders() {
+        #expect(MediaType.contentType("  application/JSON  ;charset=utf-8", matchesAny: ["application/json"]))
+        #expect(MediaType.contentType("application/json", matchesAny: ["text/plain", " application/* ; q=1"]))
+        #expect(!MediaType.contentType("application/jsonx", matchesAny: ["application/json"]))
+        #expect(!MediaType.contentType("application", matchesAny: ["*/*"]))
+        #expect(!MediaType.contentType("application/", matchesAny: ["application/*"]))
+        #expect(!MediaType.contentType("application/json", matchesAny: ["garbage", ""]))
+        #expect(!MediaType.contentType("", matchesAny: ["*/*"]))
     }
 }

@@ -136,3 +136,36 @@ import Testing
         #expect(bad?.response?.status == .ok)
     }
 }
+
+@Suite struct FormInheritanceTests {
+    class Base: Codable {
+        var id = 1
+    }
+    final class Child: Base, @unchecked Sendable {
+        // @unchecked: immutable after init in this test.
+        var name = "c"
+        enum Keys: String, CodingKey { case name }
+        override init() { super.init() }
+        required init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: Keys.self)
+            name = try container.decode(String.self, forKey: .name)
+            try super.init(from: container.superDecoder())
+        }
+        override func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(name, forKey: .name)
+            try super.encode(to: container.superEncoder())
+        }
+    }
+
+    @Test func superEncoderAndDecoderUseASuperKey() throws {
+        let child = Child()
+        child.id = 7
+        child.name = "x"
+        let bytes = try URLEncodedFormEncoder().encode(child)
+        #expect(String(decoding: bytes, as: UTF8.self) == "name=x&super%5Bid%5D=7")
+        let decoded = try URLEncodedFormDecoder().decode(Child.self, from: bytes)
+        #expect(decoded.id == 7)
+        #expect(decoded.name == "x")
+    }
+}

@@ -156,7 +156,7 @@ struct FormKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtoco
         try child(key).unkeyedContainer()
     }
 
-    func superDecoder() throws -> any Decoder { child(Key(stringValue: "super")!) }
+    func superDecoder() throws -> any Decoder { decoder.child(node.children["super"], key: FormNameKey.super) }
     func superDecoder(forKey key: Key) throws -> any Decoder { child(key) }
 }
 

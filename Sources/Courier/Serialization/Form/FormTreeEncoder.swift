@@ -181,9 +181,12 @@ struct FormKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtoco
         return FormUnkeyedEncodingContainer(encoder: encoder.child(key), array: nested)
     }
 
-    mutating func superEncoder() -> any Encoder { superEncoder(forKey: Key(stringValue: "super")!) }
+    // `Key(stringValue: "super")` may not exist (most CodingKeys enums lack it): use a plain key.
+    mutating func superEncoder() -> any Encoder { superEncoder(named: FormNameKey.super) }
 
-    mutating func superEncoder(forKey key: Key) -> any Encoder {
+    mutating func superEncoder(forKey key: Key) -> any Encoder { superEncoder(named: key) }
+
+    private func superEncoder(named key: any CodingKey) -> any Encoder {
         let object = self.object
         return encoder.superEncoder(attachingTo: { object.entries.append((key.stringValue, $0)) }, key: key)
     }
@@ -234,6 +237,15 @@ struct FormUnkeyedEncodingContainer: UnkeyedEncodingContainer {
         let array = self.array
         return encoder.superEncoder(attachingTo: { array.items.append($0) }, key: nextKey)
     }
+}
+
+/// A name as a coding key (for `super`).
+struct FormNameKey: CodingKey {
+    let stringValue: String
+    var intValue: Int? { nil }
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+    static let `super` = FormNameKey(stringValue: "super")
 }
 
 /// An array index as a coding key.
