@@ -151,3 +151,27 @@ struct RequestSerializerBox {
         try serializer.serialize(parameters, into: &request)
     }
 }
+
+@Suite struct MultipartSegmentTests {
+    @Test func bigInMemoryPartsAreSharedNotCopied() throws {
+        let big = Data(repeating: 7, count: 100_000)
+        var form = MultipartFormData(boundary: "b")
+        form.append("small", name: "s")
+        form.append(big, name: "big")
+        form.append("tail", name: "t")
+        let body = try form.makeBody()
+        #expect(body.segments.count == 3)
+        guard case .data(let segment) = body.segments[1] else {
+            Issue.record("expected the big part as its own segment")
+            return
+        }
+        let shared = segment.withUnsafeBytes { a in big.withUnsafeBytes { b in a.baseAddress == b.baseAddress } }
+        #expect(shared)
+        let text = try materialize(body)
+        #expect(try body.contentLength() == Int64(text.count))
+        #expect(text.starts(with: Data("--b\r\nContent-Disposition: form-data; name=\"s\"\r\n\r\nsmall\r\n".utf8)))
+        #expect(
+            text.suffix(60).elementsEqual(
+                Data("\r\n--b\r\nContent-Disposition: form-data; name=\"t\"\r\n\r\ntail\r\n--b--\r\n".utf8).suffix(60)))
+    }
+}

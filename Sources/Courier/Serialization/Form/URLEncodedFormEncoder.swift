@@ -128,7 +128,7 @@ public struct URLEncodedFormEncoder: Sendable {
             try checkKey(name)
             let key: String
             if let prefix {
-                key = nesting == .brackets ? "\(prefix)[\(name)]" : "\(prefix).\(name)"
+                key = nesting == .brackets ? prefix + "[" + name + "]" : prefix + "." + name
             } else {
                 key = name
             }
@@ -147,7 +147,7 @@ public struct URLEncodedFormEncoder: Sendable {
                 let itemKey: String
                 switch arrays {
                 case .brackets: itemKey = key + "[]"
-                case .indexed: itemKey = "\(key)[\(index)]"
+                case .indexed: itemKey = key + "[" + String(index) + "]"
                 case .repeated: itemKey = key
                 }
                 try walk(item, key: itemKey, body)

@@ -14,6 +14,11 @@ extension MultipartFormData {
             pending.append(contentsOf: [0x0D, 0x0A])
             try appendHeaders(of: part, to: &pending)
             switch part.content {
+            case .data(let data) where data.count >= Self.separateSegmentThreshold:
+                // Big in-memory parts become their own segment: shared, not copied.
+                segments.append(.data(pending))
+                segments.append(.data(data))
+                pending = Data()
             case .data(let data):
                 pending.append(data)
             case .file(let path):
@@ -28,6 +33,9 @@ extension MultipartFormData {
         segments.append(.data(pending))
         return RequestBody(segments: segments)
     }
+
+    /// In-memory parts at least this big are not copied into the surrounding boundary bytes.
+    static let separateSegmentThreshold = 16 * 1024
 
     /// The total length, reading file sizes from disk.
     /// - Throws: `CourierError.invalidRequest` when a file cannot be read; `.encoding` for a bad content type.
