@@ -47,6 +47,7 @@ public struct DecodableResponseSerializer<Model: Decodable & Sendable>: Response
         self.decoding = decoding
     }
 
+    /// The format's media types.
     public var acceptableContentTypes: [String] { decoding.acceptableContentTypes }
 
     /// Decodes the model.

@@ -8,6 +8,9 @@ public struct PreparedRequest: Sendable {
     /// The body, if any.
     public var body: RequestBody?
 
+    /// - Parameters:
+    ///   - head: method, URL parts and header fields.
+    ///   - body: the body, if any.
     public init(head: HTTPRequest, body: RequestBody? = nil) {
         self.head = head
         self.body = body

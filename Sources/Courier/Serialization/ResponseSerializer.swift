@@ -10,6 +10,10 @@ public struct ResponseContext: Sendable {
     /// The body. May be a slice of a larger buffer (after preprocessing); index it from `startIndex`.
     public var body: Data
 
+    /// - Parameters:
+    ///   - request: the request as sent.
+    ///   - response: the response head.
+    ///   - body: the body (pass the transport's buffer as is: it is not copied).
     public init(request: HTTPRequest, response: HTTPResponse, body: Data) {
         self.request = request
         self.response = response
@@ -54,6 +58,7 @@ public protocol ResponseSerializer<Output>: Sendable {
 }
 
 extension ResponseSerializer {
+    /// The acceptable content types joined with `, `; nil when any type is accepted.
     public var acceptHeader: String? {
         acceptableContentTypes.isEmpty ? nil : acceptableContentTypes.joined(separator: ", ")
     }
@@ -93,4 +98,13 @@ extension Empty: EmptyResponseRepresentable {
 
 extension Optional: EmptyResponseRepresentable {
     public static var emptyResponseValue: Wrapped? { nil }
+}
+
+extension PreparedRequest {
+    /// Sets `Accept` from what `serializer` reads, unless the request already has one.
+    /// - Parameter serializer: the call's response serializer.
+    public mutating func accept(_ serializer: some ResponseSerializer) {
+        guard head.headerFields[.accept] == nil, let value = serializer.acceptHeader else { return }
+        head.headerFields[.accept] = value
+    }
 }

@@ -127,3 +127,34 @@ import Testing
         #expect(sameEncoder)
     }
 }
+
+@Suite struct SharedCoderConcurrencyTests {
+    @Test func sharedDecoderServesConcurrentCalls() async throws {
+        let serializer = DecodableResponseSerializer.json(Profile.self)
+        let body = try JSONEncoder().encode(Profile.sample)
+        let results = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    var matches = 0
+                    for _ in 0..<200 where try serializer.serialize(makeContext(bytes: body)) == .sample {
+                        matches += 1
+                    }
+                    return matches
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(results == 1600)
+    }
+
+    @Test func acceptHeaderIsSetFromTheResponseSerializer() {
+        var request = makeRequest(.get)
+        request.accept(DecodableResponseSerializer.json(Profile.self))
+        #expect(request.head.headerFields[.accept] == "application/json, text/json")
+        request.accept(StringResponseSerializer.string)
+        #expect(request.head.headerFields[.accept] == "application/json, text/json")
+        var plain = makeRequest(.get)
+        plain.accept(DataResponseSerializer.data)
+        #expect(plain.head.headerFields[.accept] == nil)
+    }
+}

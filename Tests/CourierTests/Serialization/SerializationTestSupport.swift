@@ -60,7 +60,7 @@ func makeContext(
 }
 
 func makeContext(
-    status: Int = 200, contentType: String?, bytes: Data, method: HTTPRequest.Method = .get
+    status: Int = 200, contentType: String? = "application/json", bytes: Data, method: HTTPRequest.Method = .get
 ) -> ResponseContext {
     var response = HTTPResponse(status: .init(code: status))
     if let contentType { response.headerFields[.contentType] = contentType }

@@ -29,8 +29,11 @@ public struct URLEncodedFormDecoder: Sendable {
         case custom(@Sendable (String) throws -> Data)
     }
 
+    /// Whether `.` separates keys too (brackets always do).
     public var nesting: URLEncodedForm.NestingStyle
+    /// How dates are read.
     public var dates: DateDecodingStrategy
+    /// How `Data` is read.
     public var data: DataDecodingStrategy
 
     /// - Parameters:
@@ -109,11 +112,14 @@ func corrupted(_ message: String, _ path: [any CodingKey]) -> DecodingError {
 public struct URLEncodedFormModelDecoding: ModelDecoding {
     /// The decoder.
     public let decoder: URLEncodedFormDecoder
+    /// `application/x-www-form-urlencoded`.
     public var acceptableContentTypes: [String] { ["application/x-www-form-urlencoded"] }
 
     /// - Parameter decoder: the form decoder configuration.
     public init(decoder: URLEncodedFormDecoder = URLEncodedFormDecoder()) { self.decoder = decoder }
 
+    /// Decodes `type` from a form body.
+    /// - Throws: `CourierError.decoding` with the coding path.
     public func decode<T: Decodable>(_ type: T.Type, from body: Data, context: ResponseContext) throws -> T {
         do {
             return try decoder.decode(type, from: body)

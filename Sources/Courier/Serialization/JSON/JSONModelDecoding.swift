@@ -8,6 +8,7 @@ import Foundation
 public struct JSONModelDecoding: ModelDecoding {
     /// The decoder used for every call.
     public let decoder: any JSONDecoding
+    /// The media types accepted (`application/json`, `text/json` by default).
     public let acceptableContentTypes: [String]
 
     /// - Parameters:
@@ -49,6 +50,8 @@ public struct JSONModelDecoding: ModelDecoding {
     /// The shared default: Courier's default JSON decoder.
     public static let shared = JSONModelDecoding(decoder: DefaultJSONCoders.decoder)
 
+    /// Decodes `type` from JSON.
+    /// - Throws: `CourierError.decoding` with the coding path and the underlying `DecodingError`.
     public func decode<T: Decodable>(_ type: T.Type, from body: Data, context: ResponseContext) throws -> T {
         do {
             return try decoder.decode(type, from: body)

@@ -56,9 +56,13 @@ public struct MultipartFormData: Sendable, Encodable {
 
     /// One part.
     public struct Part: Sendable, Hashable {
+        /// The field name.
         public var name: String
+        /// The file name sent, if any.
         public var fileName: String?
+        /// The part's `Content-Type`, if any (text fields have none).
         public var contentType: String?
+        /// The bytes, in memory or in a file.
         public var content: Content
     }
 

@@ -7,8 +7,11 @@ import Foundation
 /// empty body (so ``Empty`` and optionals decode, and a model gets `.emptyBody`). Any other
 /// code throws `CourierError.apiError` whose `errorModel` is an ``EnvelopeFailure``.
 public struct EnvelopePreprocessor: ResponsePreprocessor {
+    /// The key of the status code (`code`).
     public var codeKey: String
+    /// The key of the message (`msg`).
     public var messageKey: String
+    /// The key of the payload (`data`).
     public var dataKey: String
     /// The codes meaning success, as text (`"0"` matches both `0` and `"0"`).
     public var successCodes: Set<String>
@@ -28,16 +31,16 @@ public struct EnvelopePreprocessor: ResponsePreprocessor {
         self.successCodes = successCodes
     }
 
+    /// Replaces the body with the envelope's payload.
+    /// - Throws: `CourierError.apiError` for a failure code; `.decoding` when the body is not an envelope.
     public func preprocess(_ context: ResponseContext) throws -> ResponseContext {
         let members: [String: Range<Int>]
         do {
             members = try JSONObjectScanner.topLevelMembers(of: context.body)
         } catch {
-            var failure = CourierError(
+            throw CourierError(
                 .decoding, "the body is not a JSON envelope object", underlying: error, response: context.response,
                 body: context.body)
-            failure.codingPath = ""
-            throw failure
         }
         let body = context.body
         func text(_ key: String) -> String? {

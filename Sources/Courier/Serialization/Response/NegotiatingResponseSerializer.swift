@@ -15,6 +15,7 @@ public struct NegotiatingResponseSerializer<Output: Sendable>: ResponseSerialize
         self.serializers = serializers
     }
 
+    /// Every candidate's types, without duplicates, in preference order.
     public var acceptableContentTypes: [String] {
         var seen = Set<String>()
         return serializers.flatMap(\.acceptableContentTypes).filter { seen.insert($0).inserted }

@@ -11,6 +11,7 @@ public struct StringResponseSerializer: ResponseSerializer {
     /// - Parameter defaultEncoding: used when the response names no charset.
     public init(defaultEncoding: String.Encoding = .utf8) { self.defaultEncoding = defaultEncoding }
 
+    /// Any type: text can come as anything.
     public var acceptableContentTypes: [String] { [] }
 
     /// Decodes the body as text; a bodiless response gives `""`.
