@@ -169,3 +169,36 @@ import Testing
         #expect(decoded.name == "x")
     }
 }
+
+@Suite struct FormHostileInputTests {
+    @Test func deeplyNestedKeysAreRefusedNotRecursedInto() throws {
+        let hostile = "a" + String(repeating: "[a]", count: 100_000) + "=1"
+        let error = courierError { _ = try URLEncodedFormDecoder().decode([String: String].self, fromQuery: hostile) }
+        #expect(error?.code == .decoding)
+        #expect(error?.message.contains("deeper than 64") == true)
+        let dots = "a" + String(repeating: ".a", count: 100) + "=1"
+        #expect(
+            courierError {
+                _ = try URLEncodedFormDecoder(nesting: .dots).decode([String: String].self, fromQuery: dots)
+            } != nil)
+        // 64 levels parse; the only complaint is that the value is not a string.
+        let deepest = "a" + String(repeating: "[a]", count: 63) + "=1"
+        let mismatch = courierError {
+            _ = try URLEncodedFormDecoder().decode([String: String].self, fromQuery: deepest)
+        }
+        #expect(mismatch?.codingPath == "a")
+        #expect(mismatch?.message.contains("deeper") == false)
+    }
+
+    @Test func binaryGarbageDecodesOrFailsCleanly() throws {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<200 {
+            let bytes = Data((0..<64).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            do {
+                _ = try URLEncodedFormDecoder().decode([String: String].self, from: bytes)
+            } catch let error as CourierError {
+                #expect(error.code == .decoding)
+            }
+        }
+    }
+}

@@ -19,7 +19,12 @@ final class FormNode {
     /// - Parameters:
     ///   - bytes: `a=1&b[c]=2…`, a leading `?` allowed.
     ///   - nesting: whether `.` also separates keys.
-    static func parse(_ bytes: UnsafeBufferPointer<UInt8>, nesting: URLEncodedForm.NestingStyle) -> FormNode {
+    /// Keys nested deeper than this are refused: the tree is walked recursively, and a hostile
+    /// body of `a[a][a]…` must not exhaust the stack.
+    static let maximumDepth = 64
+
+    /// - Throws: `CourierError.decoding` for a key nested deeper than ``maximumDepth``.
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>, nesting: URLEncodedForm.NestingStyle) throws -> FormNode {
         let root = FormNode()
         var start = 0
         if bytes.first == UInt8(ascii: "?") { start = 1 }
@@ -34,7 +39,14 @@ final class FormNode {
                     equals < pair.count
                     ? PercentEncoding.decode(
                         UnsafeBufferPointer(rebasing: pair[(equals + 1)...]), plusAsSpace: true) : ""
-                if !key.isEmpty { root.insert(path: splitKey(key, nesting: nesting)[...], value: value) }
+                if !key.isEmpty {
+                    let path = splitKey(key, nesting: nesting)
+                    guard path.count <= maximumDepth else {
+                        throw CourierError(
+                            .decoding, "a form key is nested deeper than \(maximumDepth) levels: \(key.prefix(40))…")
+                    }
+                    root.insert(path: path[...], value: value)
+                }
             }
             start = end + 1
         }

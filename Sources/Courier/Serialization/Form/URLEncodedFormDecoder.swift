@@ -57,8 +57,8 @@ public struct URLEncodedFormDecoder: Sendable {
     /// - Returns: the value.
     /// - Throws: `CourierError.decoding` with the coding path.
     public func decode<T: Decodable>(_ type: T.Type, from bytes: Data) throws -> T {
-        let root = bytes.withUnsafeBytes { raw in
-            FormNode.parse(raw.bindMemory(to: UInt8.self), nesting: nesting)
+        let root = try bytes.withUnsafeBytes { raw in
+            try FormNode.parse(raw.bindMemory(to: UInt8.self), nesting: nesting)
         }
         do {
             return try FormTreeDecoder(options: self, node: root, codingPath: []).unbox(type)
