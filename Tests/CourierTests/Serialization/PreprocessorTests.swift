@@ -113,3 +113,16 @@ import Testing
         #expect(courierError { _ = try pipeline.process(makeContext(body: "x"), with: .data) }?.code == .configuration)
     }
 }
+
+@Suite struct EnvelopeHostileInputTests {
+    @Test func deepNestingAndTruncationFailCleanly() throws {
+        let deep = #"{"code":0,"data":"# + String(repeating: "[", count: 100_000) + "}"
+        let error = courierError { _ = try EnvelopePreprocessor().preprocess(makeContext(body: deep)) }
+        #expect(error?.code == .decoding)
+        #expect((error?.underlying as? CustomStringConvertible)?.description.contains("nested too deeply") == true)
+        for body in [#"{"code":0,"data":"\"#, #"{"code""#, "{", #"{"code":0,"data":{"a":}"#, #"{"code":,}"#] {
+            #expect(
+                courierError { _ = try EnvelopePreprocessor().preprocess(makeContext(body: body)) }?.code == .decoding)
+        }
+    }
+}
