@@ -29,6 +29,12 @@ import Testing
         let validator = ResponseValidator(acceptableStatusCodes: [200..<300, 404..<405])
         try validator.validate(makeContext(status: 404, body: "{}"))
         #expect(courierError { try validator.validate(makeContext(status: 403)) }?.code == .httpStatus)
+        let chained = ResponseValidator.default.accepting(statusCodes: [300..<400]).accepting(contentTypes: ["text/*"])
+        try chained.validate(makeContext(status: 302, contentType: "text/plain", body: "moved"))
+        #expect(courierError { try chained.validate(makeContext(status: 200, body: "{}")) }?.code == .httpStatus)
+        #expect(
+            courierError { try chained.validate(makeContext(status: 301, body: "{}")) }?.code
+                == .unacceptableContentType)
     }
 
     @Test func errorBodiesDecodeIntoTheNamedModel() throws {

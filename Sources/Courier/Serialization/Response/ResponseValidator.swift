@@ -43,6 +43,22 @@ public struct ResponseValidator: Sendable {
         return copy
     }
 
+    /// A copy that accepts these status codes instead.
+    /// - Parameter codes: e.g. `[200..<300, 404..<405]`.
+    public func accepting(statusCodes codes: [Range<Int>]) -> ResponseValidator {
+        var copy = self
+        copy.acceptableStatusCodes = codes
+        return copy
+    }
+
+    /// A copy that accepts these content types instead of the serializer's.
+    /// - Parameter types: media types with `*/*` and `type/*` wildcards; empty accepts any.
+    public func accepting(contentTypes types: [String]) -> ResponseValidator {
+        var copy = self
+        copy.acceptableContentTypes = types
+        return copy
+    }
+
     /// Checks the status, then the content type.
     /// - Parameters:
     ///   - context: the response.
