@@ -66,11 +66,11 @@ extension ModelDecoding where Self == KeyValueModelDecoding {
         let context = makeContext(contentType: "text/x-key-value", body: "a=1\nb=two=2\n")
         #expect(try ResponsePipeline().process(context, with: .keyValueLines) == ["a": "1", "b": "two=2"])
         #expect(KeyValueLinesSerializer().acceptHeader == "text/x-key-value")
-        let wrongType = courierError {
+        let wrongType = thrownError {
             _ = try ResponsePipeline().process(makeContext(body: "a=1"), with: .keyValueLines)
         }
         #expect(wrongType?.code == .unacceptableContentType)
-        let broken = courierError {
+        let broken = thrownError {
             _ = try ResponsePipeline().process(
                 makeContext(contentType: "text/x-key-value", body: "oops"), with: .keyValueLines)
         }

@@ -72,7 +72,7 @@ import Testing
         struct Cart: Decodable { var items: [Item] }
         struct Item: Decodable { var price: Int }
         let context = makeContext(body: #"{"items":[{"price":1},{"price":2},{"price":3},{"price":"4"}]}"#)
-        let error = courierError { _ = try DecodableResponseSerializer.decodable(Cart.self).serialize(context) }
+        let error = thrownError { _ = try DecodableResponseSerializer.decodable(Cart.self).serialize(context) }
         #expect(error?.code == .decoding)
         #expect(error?.codingPath == "items.3.price")
         #expect(error?.underlying is DecodingError)
@@ -80,12 +80,12 @@ import Testing
         #expect(error?.body == context.body)
         #expect(error?.description.contains("at items.3.price") == true)
 
-        let missing = courierError {
+        let missing = thrownError {
             _ = try DecodableResponseSerializer.decodable(Cart.self).serialize(makeContext(body: #"{"items":[{}]}"#))
         }
         #expect(missing?.codingPath == "items.0.price")
 
-        let garbage = courierError {
+        let garbage = thrownError {
             _ = try DecodableResponseSerializer.decodable(Cart.self).serialize(makeContext(body: "<html>"))
         }
         #expect(garbage?.code == .decoding)
@@ -93,7 +93,7 @@ import Testing
 
     @Test func encodingErrorsCarryCodingPath() throws {
         var request = makeRequest(.post)
-        let error = courierError {
+        let error = thrownError {
             try JSONRequestSerializer.shared.serialize(["outer": ["x": Double.infinity]], into: &request)
         }
         #expect(error?.code == .encoding)

@@ -127,7 +127,7 @@ import Testing
 
     @Test func errors() throws {
         var request = makeRequest()
-        let missingFile = courierError {
+        let missingFile = thrownError {
             try MultipartRequestSerializer().serialize(
                 ["f": MultipartFormData.File(path: "/nonexistent/courier.bin")], into: &request)
         }
@@ -135,9 +135,9 @@ import Testing
 
         var form = MultipartFormData()
         form.append(Data(), name: "x", contentType: "text/plain\r\nX-Evil: 1")
-        #expect(courierError { _ = try form.makeBody() }?.code == .encoding)
+        #expect(thrownError { _ = try form.makeBody() }?.code == .encoding)
 
-        let json = courierError { try JSONRequestSerializer().serialize(MultipartFormData(), into: &request) }
+        let json = thrownError { try JSONRequestSerializer().serialize(MultipartFormData(), into: &request) }
         #expect(json?.code == .encoding)
         #expect(json?.message.contains(".multipart") == true)
     }

@@ -22,13 +22,13 @@ import Testing
 
     @Test func unknownTypesAreClearErrors() throws {
         let xml = makeContext(contentType: "application/xml", body: "<a/>")
-        let direct = courierError { _ = try serializer.serialize(xml) }
+        let direct = thrownError { _ = try serializer.serialize(xml) }
         #expect(direct?.code == .unacceptableContentType)
         #expect(direct?.message.contains("application/xml") == true)
-        let viaPipeline = courierError { _ = try ResponsePipeline().process(xml, with: serializer) }
+        let viaPipeline = thrownError { _ = try ResponsePipeline().process(xml, with: serializer) }
         #expect(viaPipeline?.code == .unacceptableContentType)
         #expect(
-            courierError { _ = try serializer.serialize(makeContext(contentType: nil, body: "x")) }?.code
+            thrownError { _ = try serializer.serialize(makeContext(contentType: nil, body: "x")) }?.code
                 == .unacceptableContentType)
     }
 
@@ -45,6 +45,6 @@ import Testing
             Address?.self, among: [JSONModelDecoding.shared])
         #expect(try optional.serialize(makeContext(status: 204, contentType: nil, body: "")) == nil)
         let none = NegotiatingResponseSerializer<Address>([])
-        #expect(courierError { _ = try none.serialize(makeContext(body: "{}")) }?.code == .configuration)
+        #expect(thrownError { _ = try none.serialize(makeContext(body: "{}")) }?.code == .configuration)
     }
 }

@@ -34,7 +34,7 @@ import Testing
 
     @Test func envelopeFailureCodesBecomeAPIErrors() throws {
         let context = makeContext(body: #"{"code":4012,"msg":"token expired","data":null}"#)
-        let error = courierError { _ = try envelope.process(context, with: .decodable(User.self)) }
+        let error = thrownError { _ = try envelope.process(context, with: .decodable(User.self)) }
         #expect(error?.code == .apiError)
         #expect(error?.message == "the server reported code 4012: token expired")
         #expect(error?.errorModel(as: EnvelopeFailure.self) == EnvelopeFailure(code: "4012", message: "token expired"))
@@ -49,7 +49,7 @@ import Testing
             ])
         let ok = makeContext(body: #"{"status":"OK","result":{"id":1,"name":"x"}}"#)
         #expect(try custom.process(ok, with: .decodable(User.self)) == User(id: 1, name: "x"))
-        let failed = courierError {
+        let failed = thrownError {
             _ = try custom.process(makeContext(body: #"{"status":500,"error":"boom"}"#), with: .data)
         }
         #expect(failed?.errorModel(as: EnvelopeFailure.self)?.message == "boom")
@@ -60,7 +60,7 @@ import Testing
             let context = makeContext(body: body)
             #expect(try envelope.process(context, with: .decodable(Empty.self)) == Empty())
             #expect(try envelope.process(context, with: .decodable(User?.self)) == nil)
-            #expect(courierError { _ = try envelope.process(context, with: .decodable(User.self)) }?.code == .emptyBody)
+            #expect(thrownError { _ = try envelope.process(context, with: .decodable(User.self)) }?.code == .emptyBody)
         }
     }
 
@@ -69,7 +69,7 @@ import Testing
         #"{"code":0,"data":"unterminated}"#,
     ])
     func malformedEnvelopesAreDecodingErrors(body: String) throws {
-        let error = courierError { _ = try envelope.process(makeContext(body: body), with: .data) }
+        let error = thrownError { _ = try envelope.process(makeContext(body: body), with: .data) }
         #expect(error?.code == .decoding)
     }
 
@@ -108,21 +108,21 @@ import Testing
             .custom { _ in throw CourierError(.configuration, "must not run") }
         ])
         #expect(
-            courierError { _ = try pipeline.process(makeContext(status: 500, body: "x"), with: .data) }?.code
+            thrownError { _ = try pipeline.process(makeContext(status: 500, body: "x"), with: .data) }?.code
                 == .httpStatus)
-        #expect(courierError { _ = try pipeline.process(makeContext(body: "x"), with: .data) }?.code == .configuration)
+        #expect(thrownError { _ = try pipeline.process(makeContext(body: "x"), with: .data) }?.code == .configuration)
     }
 }
 
 @Suite struct EnvelopeHostileInputTests {
     @Test func deepNestingAndTruncationFailCleanly() throws {
         let deep = #"{"code":0,"data":"# + String(repeating: "[", count: 100_000) + "}"
-        let error = courierError { _ = try EnvelopePreprocessor().preprocess(makeContext(body: deep)) }
+        let error = thrownError { _ = try EnvelopePreprocessor().preprocess(makeContext(body: deep)) }
         #expect(error?.code == .decoding)
         #expect((error?.underlying as? CustomStringConvertible)?.description.contains("nested too deeply") == true)
         for body in [#"{"code":0,"data":"\"#, #"{"code""#, "{", #"{"code":0,"data":{"a":}"#, #"{"code":,}"#] {
             #expect(
-                courierError { _ = try EnvelopePreprocessor().preprocess(makeContext(body: body)) }?.code == .decoding)
+                thrownError { _ = try EnvelopePreprocessor().preprocess(makeContext(body: body)) }?.code == .decoding)
         }
     }
 }

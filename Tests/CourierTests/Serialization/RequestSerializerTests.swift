@@ -46,7 +46,7 @@ import Testing
             .serialize(["q": "a b"], into: &query)
         #expect(query.head.path == "/items?q=a+b")
 
-        let error = courierError { try FormRequestSerializer().serialize([1, 2], into: &post) }
+        let error = thrownError { try FormRequestSerializer().serialize([1, 2], into: &post) }
         #expect(error?.code == .encoding)
     }
 
@@ -65,7 +65,7 @@ import Testing
         try RawBodyRequestSerializer().serialize([UInt8]([9]), into: &bytes)
         #expect(bytes.body?.inMemoryData == Data([9]))
 
-        let error = courierError { try RawBodyRequestSerializer().serialize(["not": "bytes"], into: &bytes) }
+        let error = thrownError { try RawBodyRequestSerializer().serialize(["not": "bytes"], into: &bytes) }
         #expect(error?.code == .encoding)
         #expect(error?.message.contains("Data, [UInt8] or String") == true)
     }

@@ -33,11 +33,11 @@ import Testing
         #expect(
             try StringResponseSerializer(defaultEncoding: .isoLatin1).serialize(
                 makeContext(contentType: nil, bytes: latin1)) == "é")
-        let invalid = courierError {
+        let invalid = thrownError {
             _ = try StringResponseSerializer.string.serialize(makeContext(contentType: nil, bytes: latin1))
         }
         #expect(invalid?.code == .decoding)
-        let unknown = courierError {
+        let unknown = thrownError {
             _ = try StringResponseSerializer.string.serialize(
                 makeContext(contentType: "text/plain; charset=klingon", body: "x"))
         }
@@ -52,7 +52,7 @@ import Testing
         let context = makeContext(status: status, body: "", method: method)
         #expect(try ResponsePipeline().process(context, with: .decodable(Empty.self)) == Empty())
         #expect(try ResponsePipeline().process(context, with: .decodable(Address?.self)) == nil)
-        let error = courierError { _ = try ResponsePipeline().process(context, with: .decodable(Address.self)) }
+        let error = thrownError { _ = try ResponsePipeline().process(context, with: .decodable(Address.self)) }
         #expect(error?.code == .emptyBody)
         #expect(error?.message.contains("Address") == true)
         #expect(error?.response?.status.code == status)

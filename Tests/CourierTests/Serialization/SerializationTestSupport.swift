@@ -86,7 +86,7 @@ func materialize(_ body: RequestBody?) throws -> Data {
 }
 
 /// Runs `body` and returns the `CourierError` it threw, recording an issue if it threw none.
-func courierError(
+func thrownError(
     sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
 ) -> CourierError? {
     do {

@@ -29,7 +29,7 @@ import Testing
         #expect(
             try decoder.decode(Flags.self, fromQuery: "a=true&b=1&c=false&d=0")
                 == Flags(a: true, b: true, c: false, d: false))
-        let error = courierError { _ = try decoder.decode(Flags.self, fromQuery: "a=yes&b=1&c=0&d=0") }
+        let error = thrownError { _ = try decoder.decode(Flags.self, fromQuery: "a=yes&b=1&c=0&d=0") }
         #expect(error?.code == .decoding)
         #expect(error?.codingPath == "a")
     }
@@ -56,7 +56,7 @@ import Testing
         #expect(try decode("2023-11-14T22:13:20Z", .iso8601) == expected)
         #expect(try decode("2023-11-14T22:13:20.250Z", .iso8601) == expected.addingTimeInterval(0.25))
         #expect(try decode("x", .custom { _ in expected }) == expected)
-        let error = courierError { _ = try decode("yesterday", .iso8601) }
+        let error = thrownError { _ = try decode("yesterday", .iso8601) }
         #expect(error?.code == .decoding)
         #expect(error?.codingPath == "d")
     }
@@ -66,7 +66,7 @@ import Testing
         #expect(try decoder.decode(Blob.self, fromQuery: "b=%2B%2F8A").b == Data([0xFB, 0xFF, 0x00]))
         let custom = URLEncodedFormDecoder(data: .custom { Data($0.utf8) })
         #expect(try custom.decode(Blob.self, fromQuery: "b=hi").b == Data("hi".utf8))
-        #expect(courierError { _ = try decoder.decode(Blob.self, fromQuery: "b=!!") }?.codingPath == "b")
+        #expect(thrownError { _ = try decoder.decode(Blob.self, fromQuery: "b=!!") }?.codingPath == "b")
     }
 
     @Test func railsStyleArraysOfObjects() throws {
@@ -88,24 +88,24 @@ import Testing
     }
 
     @Test func errorsCarryTheCodingPath() throws {
-        let mismatch = courierError { _ = try decoder.decode(Profile.self, fromQuery: "name=a&age=old") }
+        let mismatch = thrownError { _ = try decoder.decode(Profile.self, fromQuery: "name=a&age=old") }
         #expect(mismatch?.code == .decoding)
         #expect(mismatch?.codingPath == "age")
         #expect(mismatch?.underlying is DecodingError)
 
-        let missing = courierError {
+        let missing = thrownError {
             _ = try decoder.decode(Profile.self, fromQuery: "name=a&age=1&active=1&tags[]=x&address[city]=Oslo")
         }
         #expect(missing?.codingPath == "address.zip")
 
-        let twice = courierError { _ = try decoder.decode([String: Int].self, fromQuery: "a=1&a=2") }
+        let twice = thrownError { _ = try decoder.decode([String: Int].self, fromQuery: "a=1&a=2") }
         #expect(twice?.codingPath == "a")
         #expect(twice?.message.contains("expected one value, found 2") == true)
 
-        let notArray = courierError { _ = try decoder.decode([String: [Int]].self, fromQuery: "a[x]=1") }
+        let notArray = thrownError { _ = try decoder.decode([String: [Int]].self, fromQuery: "a[x]=1") }
         #expect(notArray?.codingPath == "a")
 
-        let notKeyed = courierError { _ = try decoder.decode([String: Address].self, fromQuery: "a=1") }
+        let notKeyed = thrownError { _ = try decoder.decode([String: Address].self, fromQuery: "a=1") }
         #expect(notKeyed?.codingPath == "a")
     }
 
@@ -129,7 +129,7 @@ import Testing
         let context = makeContext(contentType: "application/x-www-form-urlencoded", body: "city=Oslo&zip=0150")
         #expect(
             try ResponsePipeline().process(context, with: .form(Address.self)) == Address(city: "Oslo", zip: "0150"))
-        let bad = courierError {
+        let bad = thrownError {
             _ = try DecodableResponseSerializer<Profile>.form(Profile.self).serialize(context)
         }
         #expect(bad?.code == .decoding)
@@ -173,17 +173,17 @@ import Testing
 @Suite struct FormHostileInputTests {
     @Test func deeplyNestedKeysAreRefusedNotRecursedInto() throws {
         let hostile = "a" + String(repeating: "[a]", count: 100_000) + "=1"
-        let error = courierError { _ = try URLEncodedFormDecoder().decode([String: String].self, fromQuery: hostile) }
+        let error = thrownError { _ = try URLEncodedFormDecoder().decode([String: String].self, fromQuery: hostile) }
         #expect(error?.code == .decoding)
         #expect(error?.message.contains("deeper than 64") == true)
         let dots = "a" + String(repeating: ".a", count: 100) + "=1"
         #expect(
-            courierError {
+            thrownError {
                 _ = try URLEncodedFormDecoder(nesting: .dots).decode([String: String].self, fromQuery: dots)
             } != nil)
         // 64 levels parse; the only complaint is that the value is not a string.
         let deepest = "a" + String(repeating: "[a]", count: 63) + "=1"
-        let mismatch = courierError {
+        let mismatch = thrownError {
             _ = try URLEncodedFormDecoder().decode([String: String].self, fromQuery: deepest)
         }
         #expect(mismatch?.codingPath == "a")

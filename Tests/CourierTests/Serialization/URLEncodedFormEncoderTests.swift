@@ -110,26 +110,26 @@ import Testing
     }
 
     @Test func topLevelMustBeKeyed() throws {
-        let error = courierError { _ = try URLEncodedFormEncoder().encode([1, 2]) }
+        let error = thrownError { _ = try URLEncodedFormEncoder().encode([1, 2]) }
         #expect(error?.code == .encoding)
         #expect(error?.message.contains("keyed") == true)
     }
 
     @Test func ambiguousKeysAreRefused() throws {
-        #expect(courierError { _ = try encode(["a[b]": 1]) }?.code == .encoding)
-        #expect(courierError { _ = try encode(["": 1]) }?.code == .encoding)
-        #expect(courierError { _ = try encode(["a.b": 1], URLEncodedFormEncoder(nesting: .dots)) }?.code == .encoding)
+        #expect(thrownError { _ = try encode(["a[b]": 1]) }?.code == .encoding)
+        #expect(thrownError { _ = try encode(["": 1]) }?.code == .encoding)
+        #expect(thrownError { _ = try encode(["a.b": 1], URLEncodedFormEncoder(nesting: .dots)) }?.code == .encoding)
         #expect(try encode(["a.b": 1]) == "a.b=1")
     }
 
     @Test func nonFiniteNumbersAreRefusedWithTheirPath() throws {
-        let error = courierError { _ = try encode(["outer": ["x": Double.nan]]) }
+        let error = thrownError { _ = try encode(["outer": ["x": Double.nan]]) }
         #expect(error?.code == .encoding)
         #expect(error?.codingPath == "outer.x")
     }
 
     @Test func filesNeedMultipart() throws {
-        let error = courierError { _ = try encode(["f": MultipartFormData.File(path: "/tmp/x")]) }
+        let error = thrownError { _ = try encode(["f": MultipartFormData.File(path: "/tmp/x")]) }
         #expect(error?.code == .encoding)
         #expect(error?.message.contains("multipart") == true)
     }

@@ -15,7 +15,7 @@ import Testing
             try ResponseValidator.default.validate(makeContext(status: status, body: "{}"))
         }
         for status in [199, 300, 304, 404, 500] {
-            let error = courierError {
+            let error = thrownError {
                 try ResponseValidator.default.validate(makeContext(status: status, body: "oops"))
             }
             #expect(error?.code == .httpStatus)
@@ -28,19 +28,19 @@ import Testing
     @Test func statusCodesAreConfigurablePerCall() throws {
         let validator = ResponseValidator(acceptableStatusCodes: [200..<300, 404..<405])
         try validator.validate(makeContext(status: 404, body: "{}"))
-        #expect(courierError { try validator.validate(makeContext(status: 403)) }?.code == .httpStatus)
+        #expect(thrownError { try validator.validate(makeContext(status: 403)) }?.code == .httpStatus)
         let chained = ResponseValidator.default.accepting(statusCodes: [300..<400]).accepting(contentTypes: ["text/*"])
         try chained.validate(makeContext(status: 302, contentType: "text/plain", body: "moved"))
-        #expect(courierError { try chained.validate(makeContext(status: 200, body: "{}")) }?.code == .httpStatus)
+        #expect(thrownError { try chained.validate(makeContext(status: 200, body: "{}")) }?.code == .httpStatus)
         #expect(
-            courierError { try chained.validate(makeContext(status: 301, body: "{}")) }?.code
+            thrownError { try chained.validate(makeContext(status: 301, body: "{}")) }?.code
                 == .unacceptableContentType)
     }
 
     @Test func errorBodiesDecodeIntoTheNamedModel() throws {
         let validator = ResponseValidator.default.decodingErrors(as: APIError.self)
         let context = makeContext(status: 401, body: #"{"code": 4012, "message": "token expired"}"#)
-        let error = courierError {
+        let error = thrownError {
             _ = try ResponsePipeline(validator: validator).process(context, with: .decodable(Address.self))
         }
         #expect(error?.code == .httpStatus)
@@ -48,14 +48,14 @@ import Testing
 
         // An error body that is not the model leaves errorModel nil but keeps the body.
         let html = makeContext(status: 502, contentType: "text/html", body: "<h1>Bad gateway</h1>")
-        let other = courierError { try validator.validate(html) }
+        let other = thrownError { try validator.validate(html) }
         #expect(other?.errorModel == nil)
         #expect(other?.body == Data("<h1>Bad gateway</h1>".utf8))
     }
 
     @Test func contentTypesComeFromTheSerializerOrTheCall() throws {
         let html = makeContext(contentType: "text/html; charset=utf-8", body: "<p>")
-        let error = courierError { _ = try ResponsePipeline().process(html, with: .decodable(Address.self)) }
+        let error = thrownError { _ = try ResponsePipeline().process(html, with: .decodable(Address.self)) }
         #expect(error?.code == .unacceptableContentType)
         #expect(error?.message.contains("text/html") == true)
         #expect(error?.body == Data("<p>".utf8))
@@ -67,23 +67,23 @@ import Testing
         try ResponseValidator(acceptableContentTypes: ["*/*"]).validate(
             html, serializerContentTypes: ["application/json"])
         let json = makeContext(body: "{}")
-        #expect(courierError { try wildcard.validate(json) }?.code == .unacceptableContentType)
+        #expect(thrownError { try wildcard.validate(json) }?.code == .unacceptableContentType)
     }
 
     @Test func missingContentTypeFailsOnlyWhenThereIsABody() throws {
         let validator = ResponseValidator(acceptableContentTypes: ["application/json"])
         #expect(
-            courierError { try validator.validate(makeContext(contentType: nil, body: "{}")) }?.code
+            thrownError { try validator.validate(makeContext(contentType: nil, body: "{}")) }?.code
                 == .unacceptableContentType)
         try validator.validate(makeContext(status: 204, contentType: nil, body: ""))
         try validator.validate(makeContext(contentType: nil, body: ""))
         #expect(
-            courierError { try validator.validate(makeContext(contentType: "garbage", body: "x")) }?.code
+            thrownError { try validator.validate(makeContext(contentType: "garbage", body: "x")) }?.code
                 == .unacceptableContentType)
     }
 
     @Test func statusIsCheckedBeforeContentType() throws {
-        let error = courierError {
+        let error = thrownError {
             try ResponseValidator.default.validate(
                 makeContext(status: 500, contentType: "text/html", body: "x"),
                 serializerContentTypes: ["application/json"])
