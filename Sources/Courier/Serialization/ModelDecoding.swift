@@ -22,6 +22,14 @@ public protocol ModelDecoding: Sendable {
     /// - Returns: the model.
     /// - Throws: `CourierError.decoding`, with the coding path when there is one.
     func decode<T: Decodable>(_ type: T.Type, from body: Data, context: ResponseContext) throws -> T
+    /// Whether an empty body (on a response that may have one) is a valid encoding of a model,
+    /// as in protobuf, where it is a message with every field at its default. False by
+    /// default: an empty body then gives ``Empty``, `nil`, or `CourierError.emptyBody`.
+    var decodesEmptyBodies: Bool { get }
+}
+
+extension ModelDecoding {
+    public var decodesEmptyBodies: Bool { false }
 }
 
 /// Decodes the body into a `Decodable` model with a ``ModelDecoding`` (JSON by default).
@@ -55,7 +63,7 @@ public struct DecodableResponseSerializer<Model: Decodable & Sendable>: Response
     ///   `CourierError.decoding` when the body does not decode.
     public func serialize(_ context: ResponseContext) throws -> Model {
         if Model.self == Empty.self { return Empty() as! Model }
-        if context.hasNoContent {
+        if context.isBodiless || (context.body.isEmpty && !decoding.decodesEmptyBodies) {
             if let empty = Model.self as? any EmptyResponseRepresentable.Type {
                 return empty.emptyResponseValue as! Model
             }

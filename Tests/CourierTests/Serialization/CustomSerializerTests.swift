@@ -88,6 +88,33 @@ extension ModelDecoding where Self == KeyValueModelDecoding {
         #expect(negotiated.acceptHeader == "application/json, text/json, text/x-key-value;q=0.9")
     }
 
+    @Test func aFormatCanDeclareEmptyBodiesValid() throws {
+        /// Like protobuf: an empty body is a message with every field at its default.
+        struct DefaultsWhenEmpty: ModelDecoding {
+            var acceptableContentTypes: [String] { ["application/x-defaults"] }
+            var decodesEmptyBodies: Bool { true }
+            func decode<T: Decodable>(_ type: T.Type, from body: Data, context: ResponseContext) throws -> T {
+                try URLEncodedFormDecoder().decode(type, from: body)
+            }
+        }
+        struct Settings: Decodable, Sendable, Equatable { var theme: String? }
+        let empty = makeContext(contentType: "application/x-defaults", body: "")
+        #expect(
+            try ResponsePipeline().process(empty, with: .decodable(Settings.self, using: DefaultsWhenEmpty()))
+                == Settings(theme: nil))
+        // Bodiless responses still never reach the decoder.
+        let noContent = makeContext(status: 204, contentType: nil, body: "")
+        #expect(
+            thrownError {
+                _ = try DecodableResponseSerializer.decodable(Settings.self, using: DefaultsWhenEmpty()).serialize(
+                    noContent)
+            }?.code == .emptyBody)
+        // JSON does not: an empty 200 is an empty-body error, not a JSON syntax error.
+        #expect(
+            thrownError { _ = try ResponsePipeline().process(makeContext(body: ""), with: .decodable(Settings.self)) }?
+                .code == .emptyBody)
+    }
+
     @Test func aClientDefaultCanBeAnyFormat() throws {
         // What a client configuration stores: an existential default, used for every call.
         let defaultFormat: any ModelDecoding = KeyValueModelDecoding()
