@@ -87,6 +87,18 @@ import Testing
         #expect(try custom.process(makeContext(body: "while(1);[1]"), with: .decodable([Int].self)) == [1])
     }
 
+    @Test func slicedBodiesDecodeInEveryFormat() throws {
+        let pipeline = ResponsePipeline(preprocessors: [.stripXSSIPrefix])
+        let form = makeContext(contentType: "application/x-www-form-urlencoded", body: ")]}',\ncity=Oslo&zip=0150")
+        #expect(try pipeline.process(form, with: .form(Address.self)) == Address(city: "Oslo", zip: "0150"))
+        let text = makeContext(
+            contentType: "text/plain; charset=iso-8859-1", bytes: Data(")]}',\n".utf8) + Data([0xE9]))
+        #expect(try pipeline.process(text, with: .string) == "é")
+        let envelope = makeContext(body: ")]}',\n{\"code\":0,\"data\":{\"code\":0,\"data\":[1,2]}}")
+        let twice = ResponsePipeline(preprocessors: [.stripXSSIPrefix, .envelope, .envelope])
+        #expect(try twice.process(envelope, with: .decodable([Int].self)) == [1, 2])
+    }
+
     @Test func preprocessorsComposeInOrderAcrossLevels() throws {
         let client = ResponsePipeline(preprocessors: [.stripXSSIPrefix])
         let service = client.adding(preprocessors: [.envelope])
