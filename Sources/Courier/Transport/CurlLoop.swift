@@ -172,6 +172,7 @@ final class CurlLoop: @unchecked Sendable {
     private func configure(_ handle: EasyHandle, for transfer: CurlTransfer) throws(CourierError) {
         try handle.setDefaults()
         try handle.setURL(transfer.url)
+        if transfer.isHTTPS { try handle.setPipeWait() }
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         if transfer.sendsBody {
             try handle.setUpload(size: transfer.bodyLength)

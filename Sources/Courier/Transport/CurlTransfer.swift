@@ -29,6 +29,7 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     let url: String
+    let isHTTPS: Bool
     let method: HTTPRequest.Method
     /// The header list curl reads while sending; freed in `deinit`.
     let headerList: UnsafeMutablePointer<curl_slist>?
@@ -60,6 +61,7 @@ final class CurlTransfer: @unchecked Sendable {
             throw CourierError(.invalidRequest, "only http and https URLs are allowed, not \(scheme)")
         }
         url = "\(lowered)://\(authority)\(head.path ?? "/")"
+        isHTTPS = lowered == "https"
         method = head.method
         body = request.body
         do {
