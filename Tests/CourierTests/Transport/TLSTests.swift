@@ -16,10 +16,22 @@ struct TLSTests {
         return root
     }
 
+    /// Starts nginx on a thread of its own: making certificates and waiting for nginx blocks,
+    /// and must not hold one of the few threads every other test's tasks run on.
+    func startNginx(tls: Bool, http2: Bool, root: URL, extraConfig: String = "") async throws -> NginxServer {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(
+                    with: Result { try NginxServer.start(tls: tls, http2: http2, root: root, extraConfig: extraConfig) }
+                )
+            }.start()
+        }
+    }
+
     @Test func untrustedCertificateFailsAndTheCAFixesIt() async throws {
         let root = try Self.makeRoot()
         defer { try? FileManager.default.removeItem(at: root) }
-        let nginx = try NginxServer.start(tls: true, http2: true, root: root)
+        let nginx = try await startNginx(tls: true, http2: true, root: root)
         defer { nginx.stop() }
 
         let untrusting = try makeClient()
@@ -37,7 +49,7 @@ struct TLSTests {
     @Test func http2MultiplexesConcurrentRequestsOnOneConnection() async throws {
         let root = try Self.makeRoot()
         defer { try? FileManager.default.removeItem(at: root) }
-        let nginx = try NginxServer.start(tls: true, http2: true, root: root)
+        let nginx = try await startNginx(tls: true, http2: true, root: root)
         defer { nginx.stop() }
         let client = try makeClient { $0.tls = .init(caBundlePath: nginx.caBundlePath) }
         let results = try await withThrowingTaskGroup(of: (TransferMetrics, Int).self) { group in
@@ -59,7 +71,7 @@ struct TLSTests {
         defer { try? FileManager.default.removeItem(at: root) }
         let plain = try TestServer()
         defer { plain.stop() }
-        let nginx = try NginxServer.start(
+        let nginx = try await startNginx(
             tls: true, http2: true, root: root,
             extraConfig: "location = /downgrade { return 302 \(plain.url("/echo").absoluteString); }")
         defer { nginx.stop() }
@@ -73,7 +85,7 @@ struct TLSTests {
     @Test func plainHTTPNginxUsesHTTP11() async throws {
         let root = try Self.makeRoot()
         defer { try? FileManager.default.removeItem(at: root) }
-        let nginx = try NginxServer.start(tls: false, http2: false, root: root)
+        let nginx = try await startNginx(tls: false, http2: false, root: root)
         defer { nginx.stop() }
         let client = try makeClient()
         let response = try await client.send(HTTPRequest(.get, nginx.url("/hello.txt")))
