@@ -119,6 +119,8 @@ final class CurlLoop: @unchecked Sendable {
     }
 
     private func start(_ transfer: CurlTransfer) {
+        // Cancelled between enqueue and now: its caller has its CancellationError already.
+        guard !transfer.isCancelled else { return }
         let handle: EasyHandle
         do {
             handle = try pool.popLast() ?? EasyHandle()

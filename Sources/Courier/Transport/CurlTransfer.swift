@@ -99,6 +99,14 @@ final class CurlTransfer: @unchecked Sendable {
         return installed
     }
 
+    /// Whether the caller cancelled before the transfer ended.
+    var isCancelled: Bool {
+        outcome.withLock { state in
+            if case .cancelled = state { return true }
+            return false
+        }
+    }
+
     /// Resumes the waiting caller with `result`, exactly once; later calls do nothing.
     func resume(with result: Result<TransportResponse, any Error>) {
         let continuation = outcome.withLock { state -> UnsafeContinuation<TransportResponse, any Error>? in

@@ -115,6 +115,8 @@ final class EasyHandle {
     /// `nil` sets an empty proxy, which also makes curl ignore `http_proxy` & co.
     func setProxy(_ proxy: String?) throws(CourierError) {
         try setString(CURLOPT_PROXY, proxy ?? "", "PROXY")
+        // A CONNECT tunnel's "200 Connection established" head is not the response.
+        if proxy != nil { try setLong(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1, "SUPPRESS_CONNECT_HEADERS") }
     }
 
     func setCAInfo(_ path: String) throws(CourierError) {
