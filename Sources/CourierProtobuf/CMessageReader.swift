@@ -24,7 +24,8 @@ final class CMessageReader: Decoder {
         case repeated(FieldPlan, base: UnsafeRawPointer)
     }
 
-    let plan: MessagePlan
+    /// Plans are cached forever: no reference counting needed.
+    unowned(unsafe) let plan: MessagePlan
     let focus: Focus
     /// The field the next key most likely names (synthesized coders go in declaration order).
     var cursor = 0
@@ -134,9 +135,9 @@ func readString(_ address: UnsafeRawPointer, plan: MessagePlan, field: FieldPlan
 func makeString(_ pointer: UnsafePointer<UInt8>, plan: MessagePlan, field: FieldPlan) throws(ProtobufBridgeError)
     -> String
 {
-    let count = strlen(UnsafeRawPointer(pointer).assumingMemoryBound(to: CChar.self))
-    if count == 0 { return "" }
-    guard let string = String(validating: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self) else {
+    if pointer.pointee == 0 { return "" }
+    // Non-generic, validating: nil for invalid UTF-8.
+    guard let string = String(validatingCString: UnsafeRawPointer(pointer).assumingMemoryBound(to: CChar.self)) else {
         throw ProtobufBridgeError(message: "\(plan.fullName).\(field.protoName) is not valid UTF-8")
     }
     return string

@@ -13,7 +13,8 @@ final class CMessageWriter: Encoder {
     }
 
     let session: EncodingSession
-    let plan: MessagePlan
+    /// Plans are cached forever: no reference counting needed.
+    unowned(unsafe) let plan: MessagePlan
     let focus: Focus
     /// Required fields written so far (bit per field index, the first 64 fields).
     var requiredSeen: UInt64 = 0

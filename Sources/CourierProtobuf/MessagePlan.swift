@@ -64,10 +64,14 @@ enum FieldPresence: UInt8, Sendable {
 }
 
 /// One field of a message, with everything the hot path needs read out of the descriptor once.
-struct FieldPlan: @unchecked Sendable {  // Holds pointers into static, immutable descriptors.
+///
+/// A trivial (POD) value: copying it costs no reference counting. Its names live in the
+/// owning plan.
+struct FieldPlan: @unchecked Sendable {  // Pointers into static descriptors and immortal plans.
     let descriptor: UnsafePointer<ProtobufCFieldDescriptor>
-    let protoName: String
-    let swiftName: String
+    /// The plan this field belongs to (plans are cached forever, never freed).
+    unowned(unsafe) let owner: MessagePlan
+    let index: Int
     let id: UInt32
     let kind: FieldKind
     let presence: FieldPresence
@@ -76,42 +80,94 @@ struct FieldPlan: @unchecked Sendable {  // Holds pointers into static, immutabl
     let quantifierOffset: Int
     let defaultValue: UnsafeRawPointer?
     /// For message fields: the plan of the field's message type.
-    let child: MessagePlan?
-    /// For repeated message fields whose entry type looks like a map entry.
-    let isMap: Bool
+    fileprivate(set) unowned(unsafe) var child: MessagePlan?
+    /// For repeated message fields whose entry type is a map entry.
+    fileprivate(set) var isMap = false
 
     var usesPointer: Bool { kind == .string || kind == .message }
+    var protoName: String { owner.protoNames[index] }
+    var swiftName: String { owner.swiftNames[index] }
 }
 
-/// The field plan of one message descriptor, computed once and shared.
+/// The field plan of one message descriptor, computed once and cached forever.
 ///
-/// Built under the cache lock before it is published, and never mutated afterwards.
+/// Everything is read from the descriptor in `init`; only the child links of message fields
+/// are filled in afterwards, under the cache lock, before the plan is published.
 final class MessagePlan: @unchecked Sendable {
     let descriptor: UnsafePointer<ProtobufCMessageDescriptor>
     let fullName: String
-    private(set) var fields: [FieldPlan] = []
-    private(set) var indexBySwiftName: [String: Int] = [:]
-    /// Indexes of required fields (checked when encoding).
-    private(set) var requiredFields: [Int] = []
     let sizeofMessage: Int
+    /// Immortal buffers (plans are never freed): reading them needs no exclusivity checks or
+    /// reference counting.
+    let fields: UnsafeMutableBufferPointer<FieldPlan>
+    let protoNames: [String]
+    let swiftNames: UnsafeMutableBufferPointer<String>
+    let indexBySwiftName: [String: Int]
+    /// Indexes of required fields (checked when encoding).
+    let requiredFields: [Int]
 
-    private init(_ descriptor: UnsafePointer<ProtobufCMessageDescriptor>) {
+    private init(_ descriptor: UnsafePointer<ProtobufCMessageDescriptor>) throws(ProtobufBridgeError) {
         self.descriptor = descriptor
-        self.fullName = String(cString: descriptor.pointee.name)
+        let fullName = String(cString: descriptor.pointee.name)
+        self.fullName = fullName
         self.sizeofMessage = descriptor.pointee.sizeof_message
+        let count = Int(descriptor.pointee.n_fields)
+        var protoNames: [String] = []
+        var index: [String: Int] = [:]
+        var required: [Int] = []
+        let swiftNames = UnsafeMutableBufferPointer<String>.allocate(capacity: count)
+        for i in 0..<count {
+            let name = String(cString: descriptor.pointee.fields[i].name)
+            protoNames.append(name)
+            let swiftName = camelCase(name)
+            swiftNames.initializeElement(at: i, to: swiftName)
+            index[swiftName] = i
+            if swiftName != name { index[name] = i }
+            if descriptor.pointee.fields[i].label == PROTOBUF_C_LABEL_REQUIRED { required.append(i) }
+        }
+        self.protoNames = protoNames
+        self.swiftNames = swiftNames
+        self.indexBySwiftName = index
+        self.requiredFields = required
+        self.fields = UnsafeMutableBufferPointer<FieldPlan>.allocate(capacity: count)
+        for i in 0..<count {
+            let field = descriptor.pointee.fields.advanced(by: i)
+            let f = field.pointee
+            guard let kind = FieldKind(f.type) else {
+                throw ProtobufBridgeError.invalidDescriptor("\(fullName).\(protoNames[i]): unknown field type")
+            }
+            let presence: FieldPresence
+            if f.flags & UInt32(PROTOBUF_C_FIELD_FLAG_ONEOF.rawValue) != 0 {
+                presence = .oneof
+            } else {
+                switch f.label {
+                case PROTOBUF_C_LABEL_REQUIRED: presence = .required
+                case PROTOBUF_C_LABEL_OPTIONAL: presence = .optional
+                case PROTOBUF_C_LABEL_REPEATED: presence = .repeated
+                default: presence = .implicit
+                }
+            }
+            fields.initializeElement(
+                at: i,
+                to: FieldPlan(
+                    descriptor: field, owner: self, index: i, id: f.id, kind: kind, presence: presence,
+                    packed: f.flags & UInt32(PROTOBUF_C_FIELD_FLAG_PACKED.rawValue) != 0,
+                    offset: Int(f.offset), quantifierOffset: Int(f.quantifier_offset),
+                    defaultValue: f.default_value))
+        }
     }
 
     /// Finds the field a coding key names: first the predicted next field, then the index.
     @inline(__always)
     func fieldIndex(for name: String, predicted: Int) -> Int? {
-        if predicted < fields.count && fields[predicted].swiftName == name { return predicted }
+        if predicted < swiftNames.count && swiftNames[predicted] == name { return predicted }
         return indexBySwiftName[name]
     }
 
     /// Whether the message is a map entry (`key` = 1, `value` = 2, named `…Entry`).
     var looksLikeMapEntry: Bool {
-        fields.count == 2 && fields[0].protoName == "key" && fields[0].id == 1
-            && fields[1].protoName == "value" && fields[1].id == 2 && fullName.hasSuffix("Entry")
+        fields.count == 2 && protoNames[0] == "key" && fields[0].id == 1
+            && protoNames[1] == "value" && fields[1].id == 2 && fullName.hasSuffix("Entry")
     }
 
     private static let cache = Mutex<[UInt: MessagePlan]>([:])
@@ -126,7 +182,10 @@ final class MessagePlan: @unchecked Sendable {
         let result = cache.withLock { (plans) -> Result<MessagePlan, ProtobufBridgeError> in
             if let plan = plans[key] { return .success(plan) }
             do throws(ProtobufBridgeError) {
-                return .success(try build(descriptor, into: &plans))
+                var building: [UInt: MessagePlan] = [:]
+                let plan = try build(descriptor, existing: plans, into: &building)
+                plans.merge(building) { old, _ in old }
+                return .success(plan)
             } catch {
                 return .failure(error)
             }
@@ -134,58 +193,28 @@ final class MessagePlan: @unchecked Sendable {
         return try result.get()
     }
 
+    /// Builds the plan of `descriptor` and of every message type it reaches that is not built yet.
     private static func build(
-        _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>, into plans: inout [UInt: MessagePlan]
+        _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>, existing: [UInt: MessagePlan],
+        into building: inout [UInt: MessagePlan]
     ) throws(ProtobufBridgeError) -> MessagePlan {
         guard descriptor.pointee.magic == PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC else {
             throw ProtobufBridgeError.invalidDescriptor("not a protobuf-c message descriptor (bad magic)")
         }
-        let plan = MessagePlan(descriptor)
-        plans[UInt(bitPattern: descriptor)] = plan  // Before the children: messages may recurse.
-        let count = Int(descriptor.pointee.n_fields)
-        var fields: [FieldPlan] = []
-        fields.reserveCapacity(count)
-        for i in 0..<count {
-            let field = descriptor.pointee.fields.advanced(by: i)
-            let f = field.pointee
-            let protoName = String(cString: f.name)
-            guard let kind = FieldKind(f.type) else {
-                throw ProtobufBridgeError.invalidDescriptor("\(plan.fullName).\(protoName): unknown field type")
-            }
-            let presence: FieldPresence
-            if f.flags & UInt32(PROTOBUF_C_FIELD_FLAG_ONEOF.rawValue) != 0 {
-                presence = .oneof
+        let plan = try MessagePlan(descriptor)
+        building[UInt(bitPattern: descriptor)] = plan  // Before the children: messages may recurse.
+        for i in plan.fields.indices where plan.fields[i].kind == .message {
+            guard let raw = plan.fields[i].descriptor.pointee.descriptor else { continue }
+            let key = UInt(bitPattern: raw)
+            let child: MessagePlan
+            if let known = existing[key] ?? building[key] {
+                child = known
             } else {
-                switch f.label {
-                case PROTOBUF_C_LABEL_REQUIRED: presence = .required
-                case PROTOBUF_C_LABEL_OPTIONAL: presence = .optional
-                case PROTOBUF_C_LABEL_REPEATED: presence = .repeated
-                default: presence = .implicit
-                }
+                child = try build(
+                    raw.assumingMemoryBound(to: ProtobufCMessageDescriptor.self), existing: existing, into: &building)
             }
-            var child: MessagePlan?
-            if kind == .message, let raw = f.descriptor {
-                let childDescriptor = raw.assumingMemoryBound(to: ProtobufCMessageDescriptor.self)
-                if let existing = plans[UInt(bitPattern: raw)] {
-                    child = existing
-                } else {
-                    child = try build(childDescriptor, into: &plans)
-                }
-            }
-            fields.append(
-                FieldPlan(
-                    descriptor: field, protoName: protoName, swiftName: camelCase(protoName), id: f.id,
-                    kind: kind, presence: presence,
-                    packed: f.flags & UInt32(PROTOBUF_C_FIELD_FLAG_PACKED.rawValue) != 0,
-                    offset: Int(f.offset), quantifierOffset: Int(f.quantifier_offset),
-                    defaultValue: f.default_value, child: child,
-                    isMap: f.label == PROTOBUF_C_LABEL_REPEATED && (child?.looksLikeMapEntry ?? false)))
-        }
-        plan.fields = fields
-        for (i, field) in fields.enumerated() {
-            plan.indexBySwiftName[field.swiftName] = i
-            if field.swiftName != field.protoName { plan.indexBySwiftName[field.protoName] = i }
-            if field.presence == .required { plan.requiredFields.append(i) }
+            plan.fields[i].child = child
+            plan.fields[i].isMap = plan.fields[i].presence == .repeated && child.looksLikeMapEntry
         }
         return plan
     }

@@ -41,23 +41,51 @@ func readRepeated<T: Decodable>(_ type: T.Type, plan: MessagePlan, field: FieldP
             return unsafeBitCast(strings, to: T.self)
         }
     case .message where field.isMap:
-        if let child = field.child, let array {
+        if let child = field.child, T.self == [String: Int32].self,
+            child.fields[0].kind == .string && child.fields[1].kind == .int32
+        {
+            guard let array else { return unsafeBitCast([String: Int32](), to: T.self) }
             let keyField = child.fields[0]
             let valueField = child.fields[1]
-            if keyField.kind == .string && valueField.kind == .int32 && T.self == [String: Int32].self {
-                var map: [String: Int32] = Dictionary(minimumCapacity: count)
-                for i in 0..<count {
-                    let entry = array.load(fromByteOffset: i * 8, as: UnsafeRawPointer.self)
-                    map[try readString(entry + keyField.offset, plan: child, field: keyField)] =
-                        entry.load(fromByteOffset: valueField.offset, as: Int32.self)
-                }
-                return unsafeBitCast(map, to: T.self)
+            var map: [String: Int32] = Dictionary(minimumCapacity: count)
+            for i in 0..<count {
+                let entry = array.load(fromByteOffset: i * 8, as: UnsafeRawPointer.self)
+                map[try readString(entry + keyField.offset, plan: child, field: keyField)] =
+                    entry.load(fromByteOffset: valueField.offset, as: Int32.self)
             }
+            return unsafeBitCast(map, to: T.self)
+        }
+    case .message:
+        // [Message]: decode the elements directly, without an unkeyed container.
+        if let child = field.child, let arrayType = T.self as? any ProtobufRepeatedMessagesReading.Type {
+            return try arrayType.readMessages(child: child, array: array, count: count) as! T
         }
     default:
         break
     }
     return try T(from: CMessageReader(plan: plan, focus: .repeated(field, base: base)))
+}
+
+/// Arrays of messages read without the unkeyed-container machinery.
+protocol ProtobufRepeatedMessagesReading {
+    static func readMessages(child: MessagePlan, array: UnsafeRawPointer?, count: Int) throws -> Self
+}
+
+extension Array: ProtobufRepeatedMessagesReading where Element: Decodable {
+    static func readMessages(child: MessagePlan, array: UnsafeRawPointer?, count: Int) throws -> [Element] {
+        guard let array, count > 0 else { return [] }
+        var result: [Element] = []
+        result.reserveCapacity(count)
+        for i in 0..<count {
+            let message = array.load(fromByteOffset: i * 8, as: UnsafeRawPointer.self)
+            do {
+                result.append(try Element(from: CMessageReader(plan: child, focus: .message(message))))
+            } catch let error as ProtobufBridgeError {
+                throw error.within(String(i))
+            }
+        }
+        return result
+    }
 }
 
 @inline(__always)

@@ -61,10 +61,42 @@ func writeRepeated<T: Encodable>(
             session.maps.append((base, field))
             return
         }
+    case .message:
+        // [Message]: encode the elements directly, without an unkeyed container.
+        if let child = field.child, let messages = value as? any ProtobufRepeatedMessagesWriting {
+            return try messages.writeMessages(session: session, child: child, field: field, base: base)
+        }
     default:
         break
     }
     try value.encode(to: CMessageWriter(session: session, plan: plan, focus: .repeated(field, base: base)))
+}
+
+/// Arrays of messages written without the unkeyed-container machinery.
+protocol ProtobufRepeatedMessagesWriting {
+    func writeMessages(session: EncodingSession, child: MessagePlan, field: FieldPlan, base: UnsafeMutableRawPointer)
+        throws
+}
+
+extension Array: ProtobufRepeatedMessagesWriting where Element: Encodable {
+    func writeMessages(session: EncodingSession, child: MessagePlan, field: FieldPlan, base: UnsafeMutableRawPointer)
+        throws
+    {
+        let array = session.allocate(count * 8)
+        for (i, element) in enumerated() {
+            let message = session.newMessage(child)
+            array.storeBytes(of: message, toByteOffset: i * 8, as: UnsafeMutableRawPointer.self)
+            let writer = CMessageWriter(session: session, plan: child, focus: .message(message))
+            do {
+                try element.encode(to: writer)
+                try writer.checkRequired(message)
+            } catch let error as ProtobufBridgeError {
+                throw error.within(String(i))
+            }
+        }
+        base.storeBytes(of: count, toByteOffset: field.quantifierOffset, as: Int.self)
+        base.storeBytes(of: array, toByteOffset: field.offset, as: UnsafeMutableRawPointer.self)
+    }
 }
 
 @inline(__always)
