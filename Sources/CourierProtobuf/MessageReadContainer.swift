@@ -114,8 +114,8 @@ struct MessageReadContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
             return try readValue(
                 T.self, plan: reader.plan, field: field, address: field.address(in: base, present: present),
                 present: present)
-        } catch let error as ProtobufBridgeError {
-            throw error.within(field.swiftName)
+        } catch {
+            throw ProtobufBridgeError.wrapping(error, plan: reader.plan, field: field)
         }
     }
 
@@ -152,8 +152,8 @@ struct MessageReadContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
                 return try readRepeated(T.self, plan: reader.plan, field: field, base: base)
             }
             return try readValue(T.self, plan: reader.plan, field: field, address: base + field.offset, present: true)
-        } catch let error as ProtobufBridgeError {
-            throw error.within(field.swiftName)
+        } catch {
+            throw ProtobufBridgeError.wrapping(error, plan: reader.plan, field: field)
         }
     }
 

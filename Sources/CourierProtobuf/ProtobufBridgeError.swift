@@ -20,6 +20,12 @@ struct ProtobufBridgeError: Error, Sendable {
         ProtobufBridgeError(message: "the model has a property '\(name)' that \(plan.fullName) does not define")
     }
 
+    /// `error` (from a nested decode, or a model's own `init(from:)`) with `field` prepended.
+    static func wrapping(_ error: any Error, plan: MessagePlan, field: FieldPlan) -> ProtobufBridgeError {
+        if let error = error as? ProtobufBridgeError { return error.within(field.swiftName) }
+        return ProtobufBridgeError(message: "\(plan.fullName).\(field.protoName): \(error)", path: [field.swiftName])
+    }
+
     /// Prepends a path component while the error travels up through nested messages.
     func within(_ component: String) -> ProtobufBridgeError {
         var copy = self
