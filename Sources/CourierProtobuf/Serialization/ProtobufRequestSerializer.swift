@@ -37,7 +37,8 @@ public struct ProtobufRequestSerializer: RequestSerializer {
     {
         guard let message = parameters as? any ProtobufMessage else {
             throw CourierError(
-                .encoding, "\(Parameters.self) is not a ProtobufMessage, so it has no protobuf descriptor to encode with")
+                .encoding,
+                "\(Parameters.self) is not a ProtobufMessage, so it has no protobuf descriptor to encode with")
         }
         let data = try encoder.encode(message)
         request.body = .data(data)
