@@ -5,7 +5,9 @@ import Foundation
 /// Decodes protobuf wire bytes into plain Swift models through protobuf-c.
 ///
 /// protobuf-c parses the bytes (`protobuf_c_message_unpack`); Courier then reads the C
-/// struct field by field, guided by a plan of the descriptor computed once per message type.
+/// struct field by field, guided by a plan of the descriptor computed once per message type:
+/// through the model's `init(from:)`, or, for ``ProtobufDirectCodable`` models, through their
+/// direct accessors (several times faster).
 /// The C message is freed before `decode` returns, on every path.
 public struct ProtobufDecoder: Sendable {
     /// Creates a decoder. It holds no state; the per-descriptor plans are cached globally.
@@ -51,6 +53,9 @@ public struct ProtobufDecoder: Sendable {
         }
         defer { protobuf_c_message_free_unpacked(message, nil) }
         do {
+            if let direct = T.self as? any ProtobufDirectCodable.Type {
+                return try direct.init(protobuf: ProtobufMessageReader(plan: plan, base: message)) as! T
+            }
             return try T(from: CMessageReader(plan: plan, focus: .message(UnsafeRawPointer(message))))
         } catch {
             throw courierError(error, .decoding, T.self)

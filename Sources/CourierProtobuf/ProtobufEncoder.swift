@@ -35,9 +35,13 @@ public struct ProtobufEncoder: Sendable {
         let session = EncodingSession()
         let base = session.newMessage(plan)
         do {
-            let writer = CMessageWriter(session: session, plan: plan, focus: .message(base))
-            try value.encode(to: writer)
-            try writer.checkRequired(base)
+            if let direct = value as? any ProtobufDirectCodable {
+                try writeDirect(direct, session: session, plan: plan, base: base)
+            } else {
+                let writer = CMessageWriter(session: session, plan: plan, focus: .message(base))
+                try value.encode(to: writer)
+                try writer.checkRequired(base)
+            }
         } catch {
             throw courierError(error, .encoding, T.self)
         }

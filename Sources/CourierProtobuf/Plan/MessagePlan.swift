@@ -105,6 +105,8 @@ final class MessagePlan: @unchecked Sendable {
     let indexBySwiftName: [String: Int]
     /// Indexes of required fields (checked when encoding).
     let requiredFields: [Int]
+    /// Field index by field number (-1: none), for the direct path's lookups by number.
+    let indexByNumber: UnsafeMutableBufferPointer<Int32>
 
     private init(_ descriptor: UnsafePointer<ProtobufCMessageDescriptor>) throws(ProtobufBridgeError) {
         self.descriptor = descriptor
@@ -130,6 +132,16 @@ final class MessagePlan: @unchecked Sendable {
         self.indexBySwiftName = index
         self.requiredFields = required
         self.fields = UnsafeMutableBufferPointer<FieldPlan>.allocate(capacity: count)
+        // Dense up to the highest number below 4096; higher numbers fall back to a scan.
+        var highest = 0
+        for i in 0..<count where descriptor.pointee.fields[i].id < 4096 {
+            highest = max(highest, Int(descriptor.pointee.fields[i].id))
+        }
+        self.indexByNumber = UnsafeMutableBufferPointer<Int32>.allocate(capacity: highest + 1)
+        indexByNumber.initialize(repeating: -1)
+        for i in 0..<count where descriptor.pointee.fields[i].id < 4096 {
+            indexByNumber[Int(descriptor.pointee.fields[i].id)] = Int32(i)
+        }
         for i in 0..<count {
             let field = descriptor.pointee.fields.advanced(by: i)
             let f = field.pointee
@@ -162,6 +174,16 @@ final class MessagePlan: @unchecked Sendable {
     func fieldIndex(for name: String, predicted: Int) -> Int? {
         if predicted < swiftNames.count && swiftNames[predicted] == name { return predicted }
         return indexBySwiftName[name]
+    }
+
+    /// The index of the field numbered `number`, or nil.
+    @inline(__always)
+    func fieldIndex(number: Int) -> Int? {
+        if number >= 0 && number < indexByNumber.count {
+            let index = Int(indexByNumber[number])
+            return index >= 0 ? index : nil
+        }
+        return fields.firstIndex { Int($0.id) == number }
     }
 
     /// Whether the message is a map entry (`key` = 1, `value` = 2, named `…Entry`).

@@ -73,16 +73,22 @@ final class CMessageWriter: Encoder {
 
     /// Throws when a required field of the message at `base` was not written.
     func checkRequired(_ base: UnsafeRawPointer) throws(ProtobufBridgeError) {
-        for index in plan.requiredFields {
-            let field = plan.fields[index]
-            let written =
-                field.usesPointer
-                ? base.load(fromByteOffset: field.offset, as: UnsafeRawPointer?.self) != nil
-                : index < 64 && requiredSeen & (1 << UInt64(index)) != 0
-            if !written {
-                throw ProtobufBridgeError(
-                    message: "\(plan.fullName).\(field.protoName) is required but the model did not set it")
-            }
+        try checkRequiredFields(plan, base, seen: requiredSeen)
+    }
+}
+
+/// Throws when a required field of the message at `base` was not written: strings and
+/// messages by their pointer, other kinds by their bit in `seen` (the first 64 fields).
+func checkRequiredFields(_ plan: MessagePlan, _ base: UnsafeRawPointer, seen: UInt64) throws(ProtobufBridgeError) {
+    for index in plan.requiredFields {
+        let field = plan.fields[index]
+        let written =
+            field.usesPointer
+            ? base.load(fromByteOffset: field.offset, as: UnsafeRawPointer?.self) != nil
+            : index < 64 && seen & (1 << UInt64(index)) != 0
+        if !written {
+            throw ProtobufBridgeError(
+                message: "\(plan.fullName).\(field.protoName) is required but the model did not set it")
         }
     }
 }

@@ -28,37 +28,7 @@ struct MessageWriteContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     /// nil) always marks it present.
     @inline(__always)
     private func markWritten(_ index: Int, _ field: FieldPlan, explicit: Bool) throws(ProtobufBridgeError) {
-        switch field.presence {
-        case .implicit, .repeated:
-            break
-        case .optional:
-            if field.usesPointer { break }
-            let present = explicit || differsFromDefault(field)
-            base.storeBytes(of: present ? 1 : 0, toByteOffset: field.quantifierOffset, as: protobuf_c_boolean.self)
-        case .oneof:
-            let current = base.load(fromByteOffset: field.quantifierOffset, as: UInt32.self)
-            if current != 0 && current != field.id {
-                let plan = writer.plan
-                let other = plan.fields.first { $0.id == current }?.swiftName ?? "field \(current)"
-                throw ProtobufBridgeError(
-                    message:
-                        "\(plan.fullName): '\(other)' and '\(field.swiftName)' belong to the same oneof; set only one")
-            }
-            base.storeBytes(of: field.id, toByteOffset: field.quantifierOffset, as: UInt32.self)
-        case .required:
-            if index < 64 { writer.requiredSeen |= 1 << UInt64(index) }
-        }
-    }
-
-    private func differsFromDefault(_ field: FieldPlan) -> Bool {
-        let value = UnsafeRawPointer(base + field.offset)
-        let fallback = field.defaultValue ?? zeroValue
-        if field.kind == .bytes {
-            let a = value.load(as: ProtobufCBinaryData.self)
-            let b = fallback.load(as: ProtobufCBinaryData.self)
-            return a.len != b.len || (a.len > 0 && memcmp(a.data, b.data, a.len) != 0)
-        }
-        return memcmp(value, fallback, field.kind.cSize) != 0
+        try markFieldWritten(field, in: base, explicit: explicit, requiredSeen: &writer.requiredSeen)
     }
 
     @inline(__always)
@@ -185,4 +155,46 @@ struct MessageWriteContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
             field.presence == .repeated ? .repeated(field, base: base) : .value(field, address: base + field.offset)
         return CMessageWriter(session: writer.session, plan: writer.plan, focus: focus)
     }
+}
+
+/// Records that `field` was written: its `has_` flag, oneof case or required bit.
+///
+/// A proto2 `optional` field written through `encode` (a non-optional Swift property) is
+/// marked present only when it differs from its default, mirroring decoding, where an absent
+/// field reads as its default; `encodeIfPresent` (an Optional property that is not nil) and the
+/// direct path always mark it present (`explicit`).
+@inline(__always)
+func markFieldWritten(
+    _ field: FieldPlan, in base: UnsafeMutableRawPointer, explicit: Bool, requiredSeen: inout UInt64
+) throws(ProtobufBridgeError) {
+    switch field.presence {
+    case .implicit, .repeated:
+        break
+    case .optional:
+        if field.usesPointer { break }
+        let present = explicit || differsFromDefault(field, base)
+        base.storeBytes(of: present ? 1 : 0, toByteOffset: field.quantifierOffset, as: protobuf_c_boolean.self)
+    case .oneof:
+        let current = base.load(fromByteOffset: field.quantifierOffset, as: UInt32.self)
+        if current != 0 && current != field.id {
+            let plan = field.owner
+            let other = plan.fields.first { $0.id == current }?.swiftName ?? "field \(current)"
+            throw ProtobufBridgeError(
+                message: "\(plan.fullName): '\(other)' and '\(field.swiftName)' belong to the same oneof; set only one")
+        }
+        base.storeBytes(of: field.id, toByteOffset: field.quantifierOffset, as: UInt32.self)
+    case .required:
+        if field.index < 64 { requiredSeen |= 1 << UInt64(field.index) }
+    }
+}
+
+private func differsFromDefault(_ field: FieldPlan, _ base: UnsafeMutableRawPointer) -> Bool {
+    let value = UnsafeRawPointer(base + field.offset)
+    let fallback = field.defaultValue ?? zeroValue
+    if field.kind == .bytes {
+        let a = value.load(as: ProtobufCBinaryData.self)
+        let b = fallback.load(as: ProtobufCBinaryData.self)
+        return a.len != b.len || (a.len > 0 && memcmp(a.data, b.data, a.len) != 0)
+    }
+    return memcmp(value, fallback, field.kind.cSize) != 0
 }
