@@ -8,17 +8,33 @@ import Foundation
 /// presence for fields that track it. A number the message does not define, or a getter of the
 /// wrong kind, throws an error naming the field.
 public struct ProtobufMessageReader {
-    /// Plans are cached forever: no reference counting needed.
-    unowned(unsafe) let plan: MessagePlan
+    // The plan's immortal buffers, held unmanaged: reading a field costs no reference counting.
+    let fields: UnsafeMutableBufferPointer<FieldPlan>
+    let numbers: UnsafeMutableBufferPointer<Int32>
+    let planRef: Unmanaged<MessagePlan>
     let base: UnsafeRawPointer
 
     init(plan: MessagePlan, base: UnsafeRawPointer) {
-        self.plan = plan
+        self.fields = plan.fields
+        self.numbers = plan.indexByNumber
+        self.planRef = Unmanaged.passUnretained(plan)
         self.base = base
     }
 
     @inline(__always)
+    init(planRef: Unmanaged<MessagePlan>, base: UnsafeRawPointer) {
+        self = planRef._withUnsafeGuaranteedRef { ProtobufMessageReader(plan: $0, base: base) }
+    }
+
+    /// For error messages only.
+    var plan: MessagePlan { planRef.takeUnretainedValue() }
+
+    @inline(__always)
     private func field(_ number: Int) throws(ProtobufBridgeError) -> FieldPlan {
+        if number >= 0 && number < numbers.count {
+            let index = Int(numbers[number])
+            if index >= 0 { return fields[index] }
+        }
         guard let index = plan.fieldIndex(number: number) else {
             throw ProtobufBridgeError(message: "\(plan.fullName) has no field number \(number)")
         }
@@ -30,7 +46,7 @@ public struct ProtobufMessageReader {
         let field = try field(number)
         let present = field.presence == .oneof ? field.isPresent(in: base) : true
         guard field.presence != .repeated, let value = S.read(field.kind, field.address(in: base, present: present))
-        else { throw ProtobufBridgeError.typeMismatch(field, in: plan, swiftType: S.self) }
+        else { throw ProtobufBridgeError.typeMismatch(field, in: field.owner, swiftType: S.self) }
         return value
     }
 
@@ -40,7 +56,7 @@ public struct ProtobufMessageReader {
         guard field.presence == .repeated else {
             throw ProtobufBridgeError.typeMismatch(field, in: plan, swiftType: T.self)
         }
-        return try readRepeated(T.self, plan: plan, field: field, base: base)
+        return try readRepeated(T.self, field: field, base: base)
     }
 
     /// Whether the field holds a value: set in a oneof, a proto2 `optional` or proto3 `optional`
@@ -63,7 +79,7 @@ public struct ProtobufMessageReader {
             throw ProtobufBridgeError.typeMismatch(field, in: plan, swiftType: String.self)
         }
         if field.presence == .oneof && !field.isPresent(in: base) { return "" }
-        return try readString(base + field.offset, plan: plan, field: field)
+        return try readString(base + field.offset, field: field)
     }
 
     /// A bytes field.
@@ -90,14 +106,14 @@ public struct ProtobufMessageReader {
     /// A message field, or nil when it is absent.
     public func message<M: ProtobufDirectCodable>(_ number: Int, as type: M.Type = M.self) throws -> M? {
         let field = try field(number)
-        guard field.kind == .message, field.presence != .repeated, let child = field.child else {
+        guard field.kind == .message, field.presence != .repeated, let child = field.childRef else {
             throw ProtobufBridgeError.typeMismatch(field, in: plan, swiftType: M.self)
         }
         guard field.isPresent(in: base), let message = (base + field.offset).load(as: UnsafeRawPointer?.self) else {
             return nil
         }
         do {
-            return try M(protobuf: ProtobufMessageReader(plan: child, base: message))
+            return try M(protobuf: ProtobufMessageReader(planRef: child, base: message))
         } catch {
             throw ProtobufBridgeError.wrapping(error, plan: plan, field: field)
         }
@@ -140,7 +156,7 @@ public struct ProtobufMessageReader {
 
     private func elements<T>(_ number: Int, _ read: (ProtobufMessageReader) throws -> T) throws -> [T] {
         let field = try field(number)
-        guard field.kind == .message, field.presence == .repeated, let child = field.child else {
+        guard field.kind == .message, field.presence == .repeated, let child = field.childRef else {
             throw ProtobufBridgeError.typeMismatch(field, in: plan, swiftType: [T].self)
         }
         let count = base.load(fromByteOffset: field.quantifierOffset, as: Int.self)
@@ -152,7 +168,7 @@ public struct ProtobufMessageReader {
         for i in 0..<count {
             let message = array.load(fromByteOffset: i * 8, as: UnsafeRawPointer.self)
             do {
-                result.append(try read(ProtobufMessageReader(plan: child, base: message)))
+                result.append(try read(ProtobufMessageReader(planRef: child, base: message)))
             } catch let error as ProtobufBridgeError {
                 throw error.within(String(i)).within(field.swiftName)
             } catch {

@@ -9,24 +9,37 @@ import Foundation
 /// without presence or a number out of range throws.
 public struct ProtobufMessageWriter {
     let session: EncodingSession
-    /// Plans are cached forever: no reference counting needed.
-    unowned(unsafe) let plan: MessagePlan
+    // The plan's immortal buffers, held unmanaged: writing a field costs no reference counting.
+    let fields: UnsafeMutableBufferPointer<FieldPlan>
+    let numbers: UnsafeMutableBufferPointer<Int32>
+    let planRef: Unmanaged<MessagePlan>
     let base: UnsafeMutableRawPointer
     var requiredSeen: UInt64 = 0
 
     init(session: EncodingSession, plan: MessagePlan, base: UnsafeMutableRawPointer) {
         self.session = session
-        self.plan = plan
+        self.fields = plan.fields
+        self.numbers = plan.indexByNumber
+        self.planRef = Unmanaged.passUnretained(plan)
         self.base = base
     }
+
+    /// For error messages only.
+    var plan: MessagePlan { planRef.takeUnretainedValue() }
 
     /// The field numbered `number`, marked as written.
     @inline(__always)
     private mutating func field(_ number: Int, repeated: Bool = false) throws(ProtobufBridgeError) -> FieldPlan {
-        guard let index = plan.fieldIndex(number: number) else {
+        var found: Int? = nil
+        if number >= 0 && number < numbers.count && numbers[number] >= 0 {
+            found = Int(numbers[number])
+        } else {
+            found = plan.fieldIndex(number: number)
+        }
+        guard let index = found else {
             throw ProtobufBridgeError(message: "\(plan.fullName) has no field number \(number)")
         }
-        let field = plan.fields[index]
+        let field = fields[index]
         if repeated != (field.presence == .repeated) {
             throw ProtobufBridgeError(
                 message: "\(plan.fullName).\(field.protoName) is \(repeated ? "not " : "")a repeated field")
@@ -38,13 +51,13 @@ public struct ProtobufMessageWriter {
     @inline(__always)
     private mutating func scalar<S: CScalar>(_ number: Int, _ value: S) throws(ProtobufBridgeError) {
         let field = try field(number)
-        try writeScalar(value, plan: plan, field: field, address: base + field.offset)
+        try writeScalar(value, field: field, address: base + field.offset)
     }
 
     @inline(__always)
     private mutating func repeated<T: Encodable>(_ number: Int, _ values: T) throws {
         let field = try field(number, repeated: true)
-        try writeRepeated(values, session: session, plan: plan, field: field, base: base)
+        try writeRepeated(values, session: session, field: field, base: base)
     }
 
     public mutating func setInt32(_ number: Int, _ value: Int32) throws { try scalar(number, value) }
@@ -63,7 +76,7 @@ public struct ProtobufMessageWriter {
         }
         if value.isEmpty && field.presence == .implicit { return }  // message_init left "" there.
         (base + field.offset).storeBytes(
-            of: try session.cString(value, plan: plan, field: field), as: UnsafeMutableRawPointer.self)
+            of: try session.cString(value, field: field), as: UnsafeMutableRawPointer.self)
     }
 
     /// Sets a bytes field.

@@ -69,8 +69,9 @@ enum FieldPresence: UInt8, Sendable {
 /// owning plan.
 struct FieldPlan: @unchecked Sendable {  // Pointers into static descriptors and immortal plans.
     let descriptor: UnsafePointer<ProtobufCFieldDescriptor>
-    /// The plan this field belongs to (plans are cached forever, never freed).
-    unowned(unsafe) let owner: MessagePlan
+    /// The plan this field belongs to (plans are cached forever, never freed; unmanaged so
+    /// that copying a field costs no reference counting).
+    let ownerRef: Unmanaged<MessagePlan>
     let index: Int
     let id: UInt32
     let kind: FieldKind
@@ -80,11 +81,13 @@ struct FieldPlan: @unchecked Sendable {  // Pointers into static descriptors and
     let quantifierOffset: Int
     let defaultValue: UnsafeRawPointer?
     /// For message fields: the plan of the field's message type.
-    fileprivate(set) unowned(unsafe) var child: MessagePlan?
+    fileprivate(set) var childRef: Unmanaged<MessagePlan>?
     /// For repeated message fields whose entry type is a map entry.
     fileprivate(set) var isMap = false
 
     var usesPointer: Bool { kind == .string || kind == .message }
+    var owner: MessagePlan { ownerRef.takeUnretainedValue() }
+    var child: MessagePlan? { childRef?.takeUnretainedValue() }
     var protoName: String { owner.protoNames[index] }
     var swiftName: String { owner.swiftNames[index] }
 }
@@ -162,7 +165,8 @@ final class MessagePlan: @unchecked Sendable {
             fields.initializeElement(
                 at: i,
                 to: FieldPlan(
-                    descriptor: field, owner: self, index: i, id: f.id, kind: kind, presence: presence,
+                    descriptor: field, ownerRef: Unmanaged.passUnretained(self), index: i, id: f.id, kind: kind,
+                    presence: presence,
                     packed: f.flags & UInt32(PROTOBUF_C_FIELD_FLAG_PACKED.rawValue) != 0,
                     offset: Int(f.offset), quantifierOffset: Int(f.quantifier_offset),
                     defaultValue: f.default_value))
@@ -235,7 +239,7 @@ final class MessagePlan: @unchecked Sendable {
                 child = try build(
                     raw.assumingMemoryBound(to: ProtobufCMessageDescriptor.self), existing: existing, into: &building)
             }
-            plan.fields[i].child = child
+            plan.fields[i].childRef = Unmanaged.passUnretained(child)
             plan.fields[i].isMap = plan.fields[i].presence == .repeated && child.looksLikeMapEntry
         }
         return plan

@@ -105,7 +105,7 @@ func readValue<T: Decodable>(
         }
     case .string:
         if T.self == String.self {
-            return unsafeBitCast(try readString(address, plan: plan, field: field), to: T.self)
+            return unsafeBitCast(try readString(address, field: field), to: T.self)
         }
     case .enumeration:
         if let enumType = T.self as? any ProtobufEnum.Type {
@@ -124,21 +124,21 @@ func readValue<T: Decodable>(
 
 /// Reads a C string, rejecting invalid UTF-8 (protobuf-c does not check it).
 @inline(__always)
-func readString(_ address: UnsafeRawPointer, plan: MessagePlan, field: FieldPlan) throws(ProtobufBridgeError)
+func readString(_ address: UnsafeRawPointer, field: FieldPlan) throws(ProtobufBridgeError)
     -> String
 {
     guard let pointer = address.load(as: UnsafePointer<UInt8>?.self) else { return "" }
-    return try makeString(pointer, plan: plan, field: field)
+    return try makeString(pointer, field: field)
 }
 
 @inline(__always)
-func makeString(_ pointer: UnsafePointer<UInt8>, plan: MessagePlan, field: FieldPlan) throws(ProtobufBridgeError)
+func makeString(_ pointer: UnsafePointer<UInt8>, field: FieldPlan) throws(ProtobufBridgeError)
     -> String
 {
     if pointer.pointee == 0 { return "" }
     // Non-generic, validating: nil for invalid UTF-8.
     guard let string = String(validatingCString: UnsafeRawPointer(pointer).assumingMemoryBound(to: CChar.self)) else {
-        throw ProtobufBridgeError(message: "\(plan.fullName).\(field.protoName) is not valid UTF-8")
+        throw ProtobufBridgeError(message: "\(field.owner.fullName).\(field.protoName) is not valid UTF-8")
     }
     return string
 }
@@ -175,7 +175,7 @@ struct ValueReadContainer: SingleValueDecodingContainer {
     func decode(_ type: Bool.Type) throws -> Bool { try scalar(Bool.self) }
     func decode(_ type: String.Type) throws -> String {
         guard field.kind == .string else { throw ProtobufBridgeError.typeMismatch(field, in: plan, swiftType: type) }
-        return try readString(address, plan: plan, field: field)
+        return try readString(address, field: field)
     }
     func decode(_ type: Double.Type) throws -> Double { try scalar(Double.self) }
     func decode(_ type: Float.Type) throws -> Float { try scalar(Float.self) }

@@ -101,14 +101,14 @@ struct MessageReadContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
             throw ProtobufBridgeError.typeMismatch(field, in: reader.plan, swiftType: type)
         }
         if field.presence == .oneof && !field.isPresent(in: base) { return "" }
-        return try readString(base + field.offset, plan: reader.plan, field: field)
+        return try readString(base + field.offset, field: field)
     }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         let field = try field(key)
         do {
             if field.presence == .repeated {
-                return try readRepeated(T.self, plan: reader.plan, field: field, base: base)
+                return try readRepeated(T.self, field: field, base: base)
             }
             let present = field.isPresent(in: base)
             return try readValue(
@@ -141,7 +141,7 @@ struct MessageReadContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
             throw ProtobufBridgeError.typeMismatch(field, in: reader.plan, swiftType: type)
         }
         guard field.isPresent(in: base) else { return nil }
-        return try readString(base + field.offset, plan: reader.plan, field: field)
+        return try readString(base + field.offset, field: field)
     }
 
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
@@ -149,7 +149,7 @@ struct MessageReadContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         guard field.isPresent(in: base) else { return nil }
         do {
             if field.presence == .repeated {
-                return try readRepeated(T.self, plan: reader.plan, field: field, base: base)
+                return try readRepeated(T.self, field: field, base: base)
             }
             return try readValue(T.self, plan: reader.plan, field: field, address: base + field.offset, present: true)
         } catch {

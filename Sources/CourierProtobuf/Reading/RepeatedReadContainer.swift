@@ -5,7 +5,7 @@ import Foundation
 /// and strings and for `[String: Int32]`/`[String: String]` maps; the collection's own
 /// `init(from:)` over a reader focused on the field otherwise.
 @inline(__always)
-func readRepeated<T: Decodable>(_ type: T.Type, plan: MessagePlan, field: FieldPlan, base: UnsafeRawPointer) throws
+func readRepeated<T: Decodable>(_ type: T.Type, field: FieldPlan, base: UnsafeRawPointer) throws
     -> T
 {
     let count = base.load(fromByteOffset: field.quantifierOffset, as: Int.self)
@@ -35,7 +35,7 @@ func readRepeated<T: Decodable>(_ type: T.Type, plan: MessagePlan, field: FieldP
             strings.reserveCapacity(count)
             if let array {
                 for i in 0..<count {
-                    strings.append(try readString(array + i * field.kind.cSize, plan: plan, field: field))
+                    strings.append(try readString(array + i * field.kind.cSize, field: field))
                 }
             }
             return unsafeBitCast(strings, to: T.self)
@@ -50,7 +50,7 @@ func readRepeated<T: Decodable>(_ type: T.Type, plan: MessagePlan, field: FieldP
             var map: [String: Int32] = Dictionary(minimumCapacity: count)
             for i in 0..<count {
                 let entry = array.load(fromByteOffset: i * 8, as: UnsafeRawPointer.self)
-                map[try readString(entry + keyField.offset, plan: child, field: keyField)] =
+                map[try readString(entry + keyField.offset, field: keyField)] =
                     entry.load(fromByteOffset: valueField.offset, as: Int32.self)
             }
             return unsafeBitCast(map, to: T.self)
@@ -63,7 +63,7 @@ func readRepeated<T: Decodable>(_ type: T.Type, plan: MessagePlan, field: FieldP
     default:
         break
     }
-    return try T(from: CMessageReader(plan: plan, focus: .repeated(field, base: base)))
+    return try T(from: CMessageReader(plan: field.owner, focus: .repeated(field, base: base)))
 }
 
 /// Arrays of messages read without the unkeyed-container machinery.
@@ -143,7 +143,7 @@ struct RepeatedReadContainer: UnkeyedDecodingContainer {
         guard field.kind == .string else {
             throw ProtobufBridgeError.typeMismatch(field, in: plan, swiftType: [String].self)
         }
-        return try readString(address, plan: plan, field: field)
+        return try readString(address, field: field)
     }
     mutating func decode(_ type: Double.Type) throws -> Double { try scalar(Double.self) }
     mutating func decode(_ type: Float.Type) throws -> Float { try scalar(Float.self) }
@@ -214,7 +214,7 @@ struct MapReadContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
                 let address = entry + keyField.offset
                 let text: String
                 switch keyField.kind {
-                case .string: text = try readString(address, plan: entryPlan, field: keyField)
+                case .string: text = try readString(address, field: keyField)
                 case .bool: text = Bool.read(.bool, address)! ? "true" : "false"
                 case .uint32, .fixed32, .uint64, .fixed64: text = String(UInt64.read(keyField.kind, address)!)
                 default:
@@ -254,7 +254,7 @@ struct MapReadContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         guard valueField.kind == .string else {
             throw ProtobufBridgeError.typeMismatch(valueField, in: entryPlan, swiftType: type)
         }
-        return try readString(try entry(key) + valueField.offset, plan: entryPlan, field: valueField)
+        return try readString(try entry(key) + valueField.offset, field: valueField)
     }
     func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try scalar(Double.self, key) }
     func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try scalar(Float.self, key) }

@@ -119,7 +119,7 @@ func writeValue<T: Encodable>(
         return
     case .string:
         if T.self == String.self {
-            let pointer = try session.cString(unsafeBitCast(value, to: String.self), plan: plan, field: field)
+            let pointer = try session.cString(unsafeBitCast(value, to: String.self), field: field)
             address.storeBytes(of: pointer, as: UnsafeMutableRawPointer.self)
             return
         }
@@ -147,21 +147,21 @@ func writeValue<T: Encodable>(
 
 /// Writes a scalar, rejecting values protobuf-c would silently change.
 @inline(__always)
-func writeScalar<S: CScalar>(_ value: S, plan: MessagePlan, field: FieldPlan, address: UnsafeMutableRawPointer)
+func writeScalar<S: CScalar>(_ value: S, field: FieldPlan, address: UnsafeMutableRawPointer)
     throws(ProtobufBridgeError)
 {
     if field.presence == .implicit && value.isNegativeZero {
         throw ProtobufBridgeError(
-            message: "\(plan.fullName).\(field.protoName): -0.0 in a field without presence would be dropped by "
+            message: "\(field.owner.fullName).\(field.protoName): -0.0 in a field without presence would be dropped by "
                 + "protobuf-c (it packs zero as absent); use 0.0 or make the field `optional`")
     }
     do {
         try S.write(value, field.kind, address)
     } catch .outOfRange {
         throw ProtobufBridgeError(
-            message: "\(plan.fullName).\(field.protoName): \(value) is out of range for \(field.kind.protoName)")
+            message: "\(field.owner.fullName).\(field.protoName): \(value) is out of range for \(field.kind.protoName)")
     } catch {
-        throw ProtobufBridgeError.typeMismatch(field, in: plan, swiftType: S.self)
+        throw ProtobufBridgeError.typeMismatch(field, in: field.owner, swiftType: S.self)
     }
 }
 
@@ -175,7 +175,7 @@ struct ValueWriteContainer: SingleValueEncodingContainer {
     var codingPath: [any CodingKey] { [] }
 
     private func scalar<S: CScalar>(_ value: S) throws {
-        try writeScalar(value, plan: plan, field: field, address: address)
+        try writeScalar(value, field: field, address: address)
     }
     private func unsupported<T>(_ type: T.Type) throws {
         throw ProtobufBridgeError.typeMismatch(field, in: plan, swiftType: type)
@@ -187,7 +187,7 @@ struct ValueWriteContainer: SingleValueEncodingContainer {
     mutating func encode(_ value: Bool) throws { try scalar(value) }
     mutating func encode(_ value: String) throws {
         guard field.kind == .string else { return try unsupported(String.self) }
-        address.storeBytes(of: try session.cString(value, plan: plan, field: field), as: UnsafeMutableRawPointer.self)
+        address.storeBytes(of: try session.cString(value, field: field), as: UnsafeMutableRawPointer.self)
     }
     mutating func encode(_ value: Double) throws { try scalar(value) }
     mutating func encode(_ value: Float) throws { try scalar(value) }

@@ -60,7 +60,7 @@ final class EncodingSession {
     /// A NUL-terminated copy of `string` in the arena.
     /// - Throws: when the string contains a NUL byte, which a C string cannot hold.
     @inline(__always)
-    func cString(_ string: String, plan: MessagePlan, field: FieldPlan) throws(ProtobufBridgeError)
+    func cString(_ string: String, field: FieldPlan) throws(ProtobufBridgeError)
         -> UnsafeMutableRawPointer
     {
         var string = string
@@ -75,7 +75,8 @@ final class EncodingSession {
         }
         guard let result else {
             throw ProtobufBridgeError(
-                message: "\(plan.fullName).\(field.protoName): protobuf-c cannot hold a string with an embedded NUL")
+                message:
+                    "\(field.owner.fullName).\(field.protoName): protobuf-c cannot hold a string with an embedded NUL")
         }
         return result
     }

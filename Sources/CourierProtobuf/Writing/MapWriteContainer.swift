@@ -31,16 +31,16 @@ struct MapWriteContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
         switch keyField.kind {
         case .string:
             address.storeBytes(
-                of: try session.cString(text, plan: entryPlan, field: keyField), as: UnsafeMutableRawPointer.self)
+                of: try session.cString(text, field: keyField), as: UnsafeMutableRawPointer.self)
         case .bool:
             guard let flag = Bool(text) else { throw badKey(text, keyField) }
-            try writeScalar(flag, plan: entryPlan, field: keyField, address: address)
+            try writeScalar(flag, field: keyField, address: address)
         case .uint32, .fixed32, .uint64, .fixed64:
             guard let number = UInt64(text) else { throw badKey(text, keyField) }
-            try writeScalar(number, plan: entryPlan, field: keyField, address: address)
+            try writeScalar(number, field: keyField, address: address)
         default:
             guard let number = Int64(text) else { throw badKey(text, keyField) }
-            try writeScalar(number, plan: entryPlan, field: keyField, address: address)
+            try writeScalar(number, field: keyField, address: address)
         }
         let valueField = entryPlan.fields[1]
         return (entryPlan, valueField, entry + valueField.offset)
@@ -52,8 +52,8 @@ struct MapWriteContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     }
 
     private mutating func scalar<S: CScalar>(_ value: S, _ key: Key) throws {
-        let (plan, field, address) = try entry(key)
-        try writeScalar(value, plan: plan, field: field, address: address)
+        let (_, field, address) = try entry(key)
+        try writeScalar(value, field: field, address: address)
     }
     private func unsupported<T>(_ type: T.Type) throws {
         throw ProtobufBridgeError.typeMismatch(field, in: plan, swiftType: type)
@@ -68,7 +68,7 @@ struct MapWriteContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
         guard field.kind == .string else {
             throw ProtobufBridgeError.typeMismatch(field, in: plan, swiftType: String.self)
         }
-        address.storeBytes(of: try session.cString(value, plan: plan, field: field), as: UnsafeMutableRawPointer.self)
+        address.storeBytes(of: try session.cString(value, field: field), as: UnsafeMutableRawPointer.self)
     }
     mutating func encode(_ value: Double, forKey key: Key) throws { try scalar(value, key) }
     mutating func encode(_ value: Float, forKey key: Key) throws { try scalar(value, key) }

@@ -37,7 +37,7 @@ struct MessageWriteContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
         guard field.presence != .repeated else {
             throw ProtobufBridgeError.typeMismatch(field, in: writer.plan, swiftType: S.self)
         }
-        try writeScalar(value, plan: writer.plan, field: field, address: base + field.offset)
+        try writeScalar(value, field: field, address: base + field.offset)
         try markWritten(index, field, explicit: explicit)
     }
 
@@ -112,7 +112,7 @@ struct MessageWriteContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
         default:
             break
         }
-        let pointer = try writer.session.cString(value, plan: writer.plan, field: field)
+        let pointer = try writer.session.cString(value, field: field)
         base.storeBytes(of: pointer, toByteOffset: field.offset, as: UnsafeMutableRawPointer.self)
     }
 
@@ -120,7 +120,7 @@ struct MessageWriteContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
         let (index, field) = try field(key)
         do {
             if field.presence == .repeated {
-                try writeRepeated(value, session: writer.session, plan: writer.plan, field: field, base: base)
+                try writeRepeated(value, session: writer.session, field: field, base: base)
             } else {
                 try writeValue(
                     value, session: writer.session, plan: writer.plan, field: field, address: base + field.offset)

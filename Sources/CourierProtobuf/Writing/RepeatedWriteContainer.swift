@@ -5,7 +5,7 @@ import Foundation
 /// scalars and strings and for `[String: Int32]`; the collection's own `encode(to:)` otherwise.
 @inline(__always)
 func writeRepeated<T: Encodable>(
-    _ value: T, session: EncodingSession, plan: MessagePlan, field: FieldPlan, base: UnsafeMutableRawPointer
+    _ value: T, session: EncodingSession, field: FieldPlan, base: UnsafeMutableRawPointer
 ) throws {
     switch field.kind {
     case .int32, .sint32, .sfixed32, .enumeration:
@@ -31,7 +31,7 @@ func writeRepeated<T: Encodable>(
             let array = session.allocate(strings.count * 8)
             for (i, string) in strings.enumerated() {
                 array.storeBytes(
-                    of: try session.cString(string, plan: plan, field: field), toByteOffset: i * 8,
+                    of: try session.cString(string, field: field), toByteOffset: i * 8,
                     as: UnsafeMutableRawPointer.self)
             }
             base.storeBytes(of: strings.count, toByteOffset: field.quantifierOffset, as: Int.self)
@@ -50,7 +50,7 @@ func writeRepeated<T: Encodable>(
             for (key, number) in map {
                 let entry = session.newMessage(entryPlan)
                 entry.storeBytes(
-                    of: try session.cString(key, plan: entryPlan, field: keyField), toByteOffset: keyField.offset,
+                    of: try session.cString(key, field: keyField), toByteOffset: keyField.offset,
                     as: UnsafeMutableRawPointer.self)
                 entry.storeBytes(of: number, toByteOffset: valueField.offset, as: Int32.self)
                 array.storeBytes(of: entry, toByteOffset: i * 8, as: UnsafeMutableRawPointer.self)
@@ -69,7 +69,7 @@ func writeRepeated<T: Encodable>(
     default:
         break
     }
-    try value.encode(to: CMessageWriter(session: session, plan: plan, focus: .repeated(field, base: base)))
+    try value.encode(to: CMessageWriter(session: session, plan: field.owner, focus: .repeated(field, base: base)))
 }
 
 /// Arrays of messages written without the unkeyed-container machinery.
@@ -170,8 +170,8 @@ struct RepeatedWriteContainer: UnkeyedEncodingContainer {
     }
 
     private mutating func scalar<S: CScalar>(_ value: S) throws {
-        let (plan, field, address) = next()
-        try writeScalar(value, plan: plan, field: field, address: address)
+        let (_, field, address) = next()
+        try writeScalar(value, field: field, address: address)
     }
     private mutating func unsupported<T>(_ type: T.Type) throws {
         throw ProtobufBridgeError.typeMismatch(field, in: plan, swiftType: [T].self)
@@ -186,7 +186,7 @@ struct RepeatedWriteContainer: UnkeyedEncodingContainer {
         guard field.kind == .string else {
             throw ProtobufBridgeError.typeMismatch(field, in: plan, swiftType: [String].self)
         }
-        address.storeBytes(of: try session.cString(value, plan: plan, field: field), as: UnsafeMutableRawPointer.self)
+        address.storeBytes(of: try session.cString(value, field: field), as: UnsafeMutableRawPointer.self)
     }
     mutating func encode(_ value: Double) throws { try scalar(value) }
     mutating func encode(_ value: Float) throws { try scalar(value) }
