@@ -5,10 +5,6 @@ import Foundation
 import HTTPTypes
 import Testing
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
 @Suite struct ProtobufSerializerTests {
     static let profile = UserProfile(
         userId: 42, displayName: "Ada", email: "ada@example.com", tier: .pro, verified: true,
@@ -60,10 +56,9 @@ import Testing
         #expect(error.code == .decoding && error.status == .ok && error.body == Data([0x0A, 0x50]))
     }
 
-    /// End to end over a real loopback socket: the request serializer makes the body, the
-    /// in-process server decodes it with Courier and echoes a changed message, the response
-    /// serializer decodes the answer. (URLSession stands in for Courier's HTTPClient, which is
-    /// built on another branch.)
+    /// End to end through Courier's HTTPClient and a real loopback socket: the request
+    /// serializer makes the body, the in-process server decodes it with Courier and echoes a
+    /// changed message, the response pipeline validates and decodes the answer.
     @Test func postEchoesThroughTheLoopbackServer() async throws {
         let server = try TestServer()
         defer { server.stop() }
@@ -75,46 +70,61 @@ import Testing
             let body = try! ProtobufEncoder().encode(profile)
             return ScriptedResponse(status: 200, headers: [.contentType: "application/x-protobuf"], body: body)
         }
-        server.route("GET", "/feed") { _ in
-            ScriptedResponse(
-                status: 200, headers: [.contentType: "application/vnd.google.protobuf"],
-                body: try! Fixtures.bytes("demo_feed"))
-        }
+        var configuration = HTTPClient.Configuration()
+        configuration.baseURL = server.baseURL
+        let client = try HTTPClient(configuration: configuration)
 
         var prepared = PreparedRequest(
-            head: HTTPRequest(
-                method: .post, scheme: "http", authority: "127.0.0.1:\(server.port)", path: "/profiles/echo"))
+            head: HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/profiles/echo"))
         try ProtobufRequestSerializer.protobuf.serialize(Self.profile, into: &prepared)
-        let echoed = try await send(prepared, to: server, as: UserProfile.self)
+        let serializer: ProtobufResponseSerializer<UserProfile> = .protobuf(UserProfile.self)
+        prepared.head.headerFields[.accept] = serializer.acceptHeader
+        let response = try await client.send(prepared.head, body: prepared.body)
+        let context = ResponseContext(request: prepared.head, response: response.head, body: response.body)
+        let echoed = try ResponsePipeline().process(context, with: serializer)
+
         var expected = Self.profile
         expected.displayName = "Ada (echoed)"
         #expect(echoed == expected)
-        #expect(server.recordedRequests(path: "/profiles/echo").first?.body == prepared.body?.inMemoryData)
-
-        let get = PreparedRequest(
-            head: HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:\(server.port)", path: "/feed"))
-        let feed = try await send(get, to: server, as: Feed.self)
-        #expect(feed == (try Fixtures.expected("demo_feed", as: Feed.self)))
+        let recorded = try #require(server.recordedRequests(path: "/profiles/echo").first)
+        #expect(recorded.body == prepared.body?.inMemoryData)
+        #expect(recorded.header("Accept")?.contains("application/x-protobuf") == true)
     }
 
-    private func send<Model: ProtobufMessage & Sendable>(
-        _ prepared: PreparedRequest, to server: TestServer, as type: Model.Type
-    ) async throws -> Model {
-        var request = URLRequest(url: server.url(prepared.head.path ?? "/"))
-        request.httpMethod = prepared.head.method.rawValue
-        for field in prepared.head.headerFields {
-            request.setValue(field.value, forHTTPHeaderField: field.name.rawName)
+    /// An APIService-style GET: the server answers protobuf, the client decodes it with the
+    /// `.protobuf` body format (the default-response-type hook), also under content negotiation.
+    @Test func getDecodesWithTheProtobufFormatAndNegotiation() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let golden = try Fixtures.bytes("demo_feed")
+        server.route("GET", "/feed") { request in
+            if request.header("Accept")?.hasPrefix("application/json") == true {
+                return .json(text: #"{"nextCursor":"json"}"#)
+            }
+            return ScriptedResponse(
+                status: 200, headers: [.contentType: "application/vnd.google.protobuf"], body: golden)
         }
-        request.httpBody = prepared.body?.inMemoryData
-        let serializer = ProtobufResponseSerializer(Model.self)
-        request.setValue(serializer.acceptableContentTypes.joined(separator: ", "), forHTTPHeaderField: "Accept")
-        let (data, response) = try await URLSession.shared.data(for: request)
-        let http = try #require(response as? HTTPURLResponse)
-        #expect(http.statusCode == 200)
-        let contentType = http.value(forHTTPHeaderField: "Content-Type") ?? ""
-        #expect(serializer.acceptableContentTypes.contains(contentType))
-        return try serializer.serialize(
-            ResponseContext(
-                request: prepared.head, response: HTTPResponse(status: .init(code: http.statusCode)), body: data))
+        server.route("GET", "/empty") { _ in
+            ScriptedResponse(status: 200, headers: [.contentType: "application/x-protobuf"], body: Data())
+        }
+        var configuration = HTTPClient.Configuration()
+        configuration.baseURL = server.baseURL
+        let client = try HTTPClient(configuration: configuration)
+
+        func get<S: ResponseSerializer>(_ path: String, _ serializer: S) async throws -> S.Output {
+            var head = HTTPRequest(method: .get, scheme: nil, authority: nil, path: path)
+            head.headerFields[.accept] = serializer.acceptHeader
+            let response = try await client.send(head)
+            return try ResponsePipeline().process(
+                ResponseContext(request: head, response: response.head, body: response.body), with: serializer)
+        }
+
+        let expected = try Fixtures.expected("demo_feed", as: Feed.self)
+        #expect(try await get("/feed", .decodable(Feed.self, using: .protobuf)) == expected)
+        let negotiated = try await get(
+            "/feed", .negotiating(Feed.self, among: [ProtobufModelDecoding.protobuf, JSONModelDecoding.json]))
+        #expect(negotiated == expected)
+        #expect(try await get("/empty", .decodable(Feed.self, using: .protobuf)) == Feed())
+        #expect(try await get("/empty", .protobuf(Feed.self)) == Feed())
     }
 }
