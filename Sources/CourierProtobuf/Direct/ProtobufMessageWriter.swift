@@ -147,7 +147,9 @@ public struct ProtobufMessageWriter {
             throw ProtobufBridgeError.typeMismatch(field, in: plan, swiftType: [T].self)
         }
         let array = session.allocate(values.count * 8)
-        for (i, value) in values.enumerated() {
+        // Index loop: `enumerated()` over a generic array instantiates iterator metadata per call.
+        for i in 0..<values.count {
+            let value = values[i]
             let message = session.newMessage(child)
             array.storeBytes(of: message, toByteOffset: i * 8, as: UnsafeMutableRawPointer.self)
             var writer = ProtobufMessageWriter(session: session, plan: child, base: message)

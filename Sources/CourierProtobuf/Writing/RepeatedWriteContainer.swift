@@ -83,7 +83,8 @@ extension Array: ProtobufRepeatedMessagesWriting where Element: Encodable {
         throws
     {
         let array = session.allocate(count * 8)
-        for (i, element) in enumerated() {
+        for i in 0..<count {  // Not `enumerated()`: its iterator metadata is instantiated per call.
+            let element = self[i]
             let message = session.newMessage(child)
             array.storeBytes(of: message, toByteOffset: i * 8, as: UnsafeMutableRawPointer.self)
             let writer = CMessageWriter(session: session, plan: child, focus: .message(message))
