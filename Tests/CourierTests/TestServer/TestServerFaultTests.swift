@@ -137,7 +137,7 @@ import Testing
             #expect(try await connection.read(count: 4 * 1024 * 1024).count == 4 * 1024 * 1024)
         }
         // The connection's thread notices the close and ends.
-        #expect(try await offPool { server.waitForOpenConnections(atMost: 0, timeout: .seconds(10)) })
+        #expect(await server.waitForOpenConnections(atMost: 0, timeout: .seconds(10)))
         #expect(server.openConnections == 0)
     }
 
