@@ -117,7 +117,7 @@ import Testing
         #expect(Compression.inflate(deflated.body) != nil)
     }
 
-    @Test(arguments: [20 * 1024 * 1024 + 12345, 3 * 1024 * 1024, 0])
+    @Test(arguments: [8 * 1024 * 1024 + 12345, 2 * 1024 * 1024, 0])
     func gzipBombIsSmallAndInflatesToZeros(size: Int) async throws {
         let server = try TestServer()
         defer { server.stop() }
@@ -126,7 +126,7 @@ import Testing
         #expect(response.body.count < 100 * 1024)
         let inflated = try #require(Compression.inflate(response.body))
         #expect(inflated.count == size)
-        #expect(inflated.allSatisfy { $0 == 0 })
+        #expect(inflated == Data(count: size))
     }
 
     @Test func bearerRequiresAToken() async throws {

@@ -170,7 +170,7 @@ import Testing
         let server = try TestServer()
         defer { server.stop() }
         let connections = 64
-        let requestsEach = 30
+        let requestsEach = 10
         let failures = Locked(0)
         let group = DispatchGroup()
         for worker in 0..<connections {
