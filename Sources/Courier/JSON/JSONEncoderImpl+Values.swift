@@ -1,0 +1,192 @@
+import Foundation
+
+extension JSONEncoderImpl {
+    /// Encodes `value` into the element just begun (or the top-level slot), with `key`
+    /// appended to the coding path. Foundation's special cases come first.
+    func encodeValue<T: Encodable>(
+        _ value: T, level: Int, depth: Int, suffix: [any CodingKey], key: (any CodingKey)?
+    ) throws {
+        if T.self == Date.self {
+            return try encodeDate(value as! Date, level: level, depth: depth, suffix: suffix, key: key)
+        } else if T.self == Data.self {
+            return try encodeData(value as! Data, level: level, depth: depth, suffix: suffix, key: key)
+        } else if T.self == URL.self {
+            writer.write((value as! URL).absoluteString)
+            return
+        } else if T.self == Decimal.self {
+            writer.write(raw: (value as! Decimal).description)
+            return
+        } else if !options.usesDefaultKeys, let dictionary = value as? any JSONStringDictionaryEncodable {
+            return try withSlot(level: level, depth: depth, suffix: suffix, key: key) { slot in
+                var container: JSONKeyedEncodingContainer<JSONKey> = self.keyedContainer(
+                    slot: slot, id: self.frames[slot].id, depth: self.path.count, suffix: [])
+                container.convertsKeys = false
+                try dictionary.encodeUnconverted(into: &container)
+            }
+        }
+        try withSlot(level: level, depth: depth, suffix: suffix, key: key) { _ in try value.encode(to: self) }
+    }
+
+    /// Pushes a slot for one value, points the encoder at it with the right coding path,
+    /// runs `body`, then closes whatever the value opened.
+    @inline(__always)
+    func withSlot(
+        level: Int, depth: Int, suffix: [any CodingKey], key: (any CodingKey)?, _ body: (Int) throws -> Void
+    ) throws {
+        let slot = pushFrame(.slot, level: level)
+        let savedFrame = valueFrame
+        let savedID = valueFrameID
+        let savedPath: [any CodingKey]?
+        if suffix.isEmpty && path.count == depth {
+            savedPath = nil
+        } else {
+            savedPath = path
+            path = Array(path.prefix(depth)) + suffix
+        }
+        if let key { path.append(key) }
+        valueFrame = slot
+        valueFrameID = frames[slot].id
+        defer {
+            valueFrame = savedFrame
+            valueFrameID = savedID
+            if let savedPath { path = savedPath } else { path.removeSubrange(depth...) }
+        }
+        try body(slot)
+        if slot == 0 && frames[0].kind == .slot { throw TopLevelEmpty() }
+        closeFrames(downTo: slot)
+    }
+
+    /// Thrown when the top-level value encoded nothing.
+    struct TopLevelEmpty: Error {}
+
+    func writeDouble(_ value: Double, path: @autoclosure () -> [any CodingKey]) throws {
+        guard value.isFinite else { return try writeNonConforming(value, path: path()) }
+        writer.write(float: value)
+    }
+
+    func writeFloat(_ value: Float, path: @autoclosure () -> [any CodingKey]) throws {
+        guard value.isFinite else { return try writeNonConforming(value, path: path()) }
+        writer.write(float: value)
+    }
+
+    private func writeNonConforming<T: BinaryFloatingPoint>(_ value: T, path: [any CodingKey]) throws {
+        if case .convertToString(let positiveInfinity, let negativeInfinity, let nan) =
+            options.nonConformingFloatEncodingStrategy
+        {
+            if value.isNaN {
+                writer.write(nan)
+            } else {
+                writer.write(value > 0 ? positiveInfinity : negativeInfinity)
+            }
+            return
+        }
+        throw EncodingError.invalidValue(
+            value, .init(codingPath: path, debugDescription: "Unable to encode \(T.self).\(value) directly in JSON."))
+    }
+
+    private func encodeDate(_ date: Date, level: Int, depth: Int, suffix: [any CodingKey], key: (any CodingKey)?) throws
+    {
+        let valuePath = { self.path(depth: depth, suffix: suffix, appending: key) }
+        switch options.dateEncodingStrategy {
+        case .deferredToDate:
+            try withSlot(level: level, depth: depth, suffix: suffix, key: key) { _ in try date.encode(to: self) }
+        case .secondsSince1970:
+            try writeDouble(date.timeIntervalSince1970, path: valuePath())
+        case .millisecondsSince1970:
+            try writeDouble(1000.0 * date.timeIntervalSince1970, path: valuePath())
+        case .iso8601:
+            writer.write(date.formatted(.iso8601))
+        case .custom(let closure):
+            try withSlot(level: level, depth: depth, suffix: suffix, key: key) { _ in try closure(date, self) }
+        @unknown default:
+            try withSlot(level: level, depth: depth, suffix: suffix, key: key) { _ in try date.encode(to: self) }
+        }
+    }
+
+    private func encodeData(_ data: Data, level: Int, depth: Int, suffix: [any CodingKey], key: (any CodingKey)?) throws
+    {
+        switch options.dataEncodingStrategy {
+        case .deferredToData:
+            try withSlot(level: level, depth: depth, suffix: suffix, key: key) { _ in try data.encode(to: self) }
+        case .base64:
+            writer.write(data.base64EncodedString())
+        case .custom(let closure):
+            try withSlot(level: level, depth: depth, suffix: suffix, key: key) { _ in try closure(data, self) }
+        @unknown default:
+            try withSlot(level: level, depth: depth, suffix: suffix, key: key) { _ in try data.encode(to: self) }
+        }
+    }
+
+    // MARK: Sorted keys
+
+    /// Reorders the members of a just-finished object by key, in place. Of two members with
+    /// the same key the later one is kept, as Foundation's dictionary storage does.
+    func sortMembers(of frame: JSONEncodingFrame) {
+        let members = entries[frame.entriesStart...]
+        let regionStart = members.first!.separatorStart
+        let regionEnd = writer.count
+        let base = writer.base
+        var order = Array(members.indices)
+        order.sort { a, b in
+            let comparison = Self.compareKeys(entries[a], entries[b], base)
+            return comparison < 0 || (comparison == 0 && a < b)
+        }
+        // Keep the last of equal keys.
+        var kept: [Int] = []
+        kept.reserveCapacity(order.count)
+        for index in order {
+            if let last = kept.last, Self.compareKeys(entries[last], entries[index], base) == 0 {
+                kept[kept.count - 1] = index
+            } else {
+                kept.append(index)
+            }
+        }
+        let copy = UnsafeMutablePointer<UInt8>.allocate(capacity: regionEnd - regionStart)
+        defer { copy.deallocate() }
+        copy.update(from: base + regionStart, count: regionEnd - regionStart)
+        writer.truncate(to: regionStart)
+        for (position, index) in kept.enumerated() {
+            let entry = entries[index]
+            let end = index + 1 < entries.count ? entries[index + 1].separatorStart : regionEnd
+            if position > 0 { writer.write(UInt8(ascii: ",")) }
+            if writer.pretty { writer.newlineAndIndent(frame.level) }
+            writer.copy(from: copy + (entry.keyStart - regionStart), count: end - entry.keyStart)
+        }
+    }
+
+    /// Compares two written keys by their unescaped text: bytes when both are ASCII, else as
+    /// Swift strings.
+    static func compareKeys(_ a: JSONEncodingEntry, _ b: JSONEncodingEntry, _ base: UnsafeMutablePointer<UInt8>) -> Int
+    {
+        let left = unescapedKey(a, base)
+        let right = unescapedKey(b, base)
+        if left.allSatisfy({ $0 < 0x80 }) && right.allSatisfy({ $0 < 0x80 }) {
+            for (x, y) in zip(left, right) where x != y { return x < y ? -1 : 1 }
+            return left.count == right.count ? 0 : (left.count < right.count ? -1 : 1)
+        }
+        let l = String(decoding: left, as: UTF8.self)
+        let r = String(decoding: right, as: UTF8.self)
+        return l == r ? 0 : (l < r ? -1 : 1)
+    }
+
+    private static func unescapedKey(_ entry: JSONEncodingEntry, _ base: UnsafeMutablePointer<UInt8>) -> [UInt8] {
+        let start = base + entry.keyStart + 1
+        let length = entry.keyEnd - entry.keyStart - 2
+        return [UInt8](unsafeUninitializedCapacity: max(length, 1)) { buffer, count in
+            count = JSONDecoderImpl.unescape(start, length, into: buffer.baseAddress!)
+        }
+    }
+}
+
+/// `[String: V]` keeps its keys as they are, whatever the key strategy (as in Foundation).
+protocol JSONStringDictionaryEncodable {
+    func encodeUnconverted(into container: inout JSONKeyedEncodingContainer<JSONKey>) throws
+}
+
+extension Dictionary: JSONStringDictionaryEncodable where Key == String, Value: Encodable {
+    func encodeUnconverted(into container: inout JSONKeyedEncodingContainer<JSONKey>) throws {
+        for (key, value) in self {
+            try container.encode(value, forKey: JSONKey(stringValue: key))
+        }
+    }
+}
