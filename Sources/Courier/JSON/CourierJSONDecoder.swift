@@ -58,16 +58,15 @@ public struct CourierJSONDecoder: Sendable {
         guard bytes.count < Int(UInt32.max) else {
             throw Self.invalidJSON(JSONSyntaxError(reason: "Documents of 4 GiB or more are not supported", offset: 0))
         }
-        var parser = JSONParser(bytes: base.assumingMemoryBound(to: UInt8.self), count: bytes.count)
+        let tape: JSONTape
         do {
-            try parser.parse()
+            tape = try JSONParser.parse(bytes: base.assumingMemoryBound(to: UInt8.self), count: bytes.count)
         } catch {
             throw Self.invalidJSON(error)
         }
-        let nullIndex = parser.tape.append(.null, flags: 0, start: 0, length: 0)
         let impl = JSONDecoderImpl(
-            bytes: base.assumingMemoryBound(to: UInt8.self), tape: parser.tape, options: options, index: 0, path: [],
-            nullIndex: nullIndex)
+            bytes: base.assumingMemoryBound(to: UInt8.self), tape: tape, options: options, index: 0, path: [],
+            nullIndex: tape.nullIndex)
         defer { impl.invalidate() }
         return try impl.decodeValue(type, at: 0, depth: 0, key: nil)
     }

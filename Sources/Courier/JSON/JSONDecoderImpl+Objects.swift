@@ -34,31 +34,30 @@ extension JSONDecoderImpl {
         if token.length > 64 {
             flags |= JSONToken.mayHaveDuplicateKeys
         } else if token.length > 1 {
-            var keys: [Int] = []
-            keys.reserveCapacity(Int(token.length))
             var key = object + 1
             let end = Int(token.next)
-            outer: while key < end {
-                let candidate = tokens[key]
-                for other in keys {
-                    let previous = tokens[other]
-                    if (previous.flags | candidate.flags) & JSONToken.hasEscapes != 0 {
-                        if string(at: other) == string(at: key) {
-                            flags |= JSONToken.mayHaveDuplicateKeys
-                            break outer
-                        }
-                    } else if previous.length == candidate.length
-                        && memcmp(bytes + Int(previous.start), bytes + Int(candidate.start), Int(candidate.length)) == 0
-                    {
+            var seen = 0
+            withUnsafeTemporaryAllocation(of: Int.self, capacity: Int(token.length)) { keys in
+                outer: while key < end {
+                    for other in keys[..<seen] where sameKey(other, key) {
                         flags |= JSONToken.mayHaveDuplicateKeys
                         break outer
                     }
+                    keys[seen] = key
+                    seen += 1
+                    key = Int(tokens[key + 1].next)
                 }
-                keys.append(key)
-                key = Int(tokens[key + 1].next)
             }
         }
         tokens[object].flags = flags
+    }
+
+    private func sameKey(_ a: Int, _ b: Int) -> Bool {
+        let first = tokens[a]
+        let second = tokens[b]
+        if (first.flags | second.flags) & JSONToken.hasEscapes != 0 { return string(at: a) == string(at: b) }
+        return first.length == second.length
+            && memcmp(bytes + Int(first.start), bytes + Int(second.start), Int(first.length)) == 0
     }
 
     /// Each member's key after the snake-case or custom key strategy.

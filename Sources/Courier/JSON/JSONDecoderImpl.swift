@@ -18,6 +18,16 @@ struct JSONDecodingOptions {
     var usesDefaultKeys: Bool
 }
 
+/// What a ``JSONDecoderImpl`` changes while it walks the tape.
+struct JSONDecoderState {
+    var index: Int
+    var path: [any CodingKey]
+    var hintObject = -1
+    var hintKey = 0
+    var isValid = true
+    var collectionTypes: [(id: ObjectIdentifier, collection: (any JSONCollectionDecodable.Type)?)] = []
+}
+
 /// The `Decoder` handed to `init(from:)`: one instance per decode call, moved over the tape.
 ///
 /// Nested values are decoded by pointing `index` at them and pushing a key on `path`, then
@@ -28,17 +38,40 @@ final class JSONDecoderImpl: Decoder {
     let tape: JSONTape
     let tokens: UnsafeMutablePointer<JSONToken>
     let options: JSONDecodingOptions
-    /// The token of the value `init(from:)` is decoding right now.
-    var index: Int
-    /// The coding path of the value at `index`.
-    var path: [any CodingKey]
     /// Index of a `null` token appended after the document, for `superDecoder` of absent keys.
     let nullIndex: Int
+    /// The mutable state lives behind a pointer: it is read and written for every value, and
+    /// stored class properties would pay a dynamic exclusivity check on each access.
+    private let state: UnsafeMutablePointer<JSONDecoderState>
+
+    /// The token of the value `init(from:)` is decoding right now.
+    var index: Int {
+        @inline(__always) get { state.pointee.index }
+        @inline(__always) set { state.pointee.index = newValue }
+    }
+    /// The coding path of the value at `index`.
+    var path: [any CodingKey] {
+        @inline(__always) get { state.pointee.path }
+        @inline(__always) _modify { yield &state.pointee.path }
+    }
     /// The object whose members were last looked up, and the key token expected next.
-    var hintObject = -1
-    var hintKey = 0
+    var hintObject: Int {
+        @inline(__always) get { state.pointee.hintObject }
+        @inline(__always) set { state.pointee.hintObject = newValue }
+    }
+    var hintKey: Int {
+        @inline(__always) get { state.pointee.hintKey }
+        @inline(__always) set { state.pointee.hintKey = newValue }
+    }
+    var collectionTypes: [(id: ObjectIdentifier, collection: (any JSONCollectionDecodable.Type)?)] {
+        @inline(__always) get { state.pointee.collectionTypes }
+        @inline(__always) _modify { yield &state.pointee.collectionTypes }
+    }
     /// Cleared when the decode call returns; the bytes are gone after that.
-    var isValid = true
+    var isValid: Bool {
+        @inline(__always) get { state.pointee.isValid }
+        @inline(__always) set { state.pointee.isValid = newValue }
+    }
     /// Decoders made by `superDecoder()`, invalidated with this one.
     var subDecoders: [JSONDecoderImpl] = []
 
@@ -50,9 +83,15 @@ final class JSONDecoderImpl: Decoder {
         self.tape = tape
         self.tokens = tape.tokens
         self.options = options
-        self.index = index
-        self.path = path
         self.nullIndex = nullIndex
+        self.state = .allocate(capacity: 1)
+        state.initialize(to: JSONDecoderState(index: index, path: path))
+        state.pointee.path.reserveCapacity(16)
+    }
+
+    deinit {
+        state.deinitialize(count: 1)
+        state.deallocate()
     }
 
     var codingPath: [any CodingKey] { path }
@@ -106,7 +145,28 @@ final class JSONDecoderImpl: Decoder {
     func decodeValue<T: Decodable>(
         _ type: T.Type, at value: Int, depth: Int, suffix: [any CodingKey] = [], key: (any CodingKey)?
     ) throws -> T {
-        if T.self == Date.self {
+        // Scalars first: the usual elements of arrays and dictionaries.
+        if T.self == String.self {
+            return unsafeBitCast(
+                try scalar(String.self, at: value, depth: depth, suffix: suffix, key: key, stringValue), to: T.self)
+        } else if T.self == Int.self {
+            return unsafeBitCast(
+                try scalar(Int.self, at: value, depth: depth, suffix: suffix, key: key) {
+                    (v) throws(JSONValueFailure) in try integerValue(at: v, as: Int.self)
+                }, to: T.self)
+        } else if T.self == Double.self {
+            return unsafeBitCast(
+                try scalar(Double.self, at: value, depth: depth, suffix: suffix, key: key, doubleValue), to: T.self)
+        } else if T.self == Bool.self {
+            return unsafeBitCast(
+                try scalar(Bool.self, at: value, depth: depth, suffix: suffix, key: key, boolValue), to: T.self)
+        } else if let collection = collectionType(T.self) {
+            func decode<C: JSONCollectionDecodable>(_ type: C.Type) throws -> T {
+                unsafeBitCast(
+                    try C.decodeJSON(impl: self, at: value, depth: depth, suffix: suffix, key: key), to: T.self)
+            }
+            return try decode(collection)
+        } else if T.self == Date.self {
             return try decodeDate(at: value, depth: depth, suffix: suffix, key: key) as! T
         } else if T.self == Data.self {
             return try decodeData(at: value, depth: depth, suffix: suffix, key: key) as! T
@@ -114,8 +174,6 @@ final class JSONDecoderImpl: Decoder {
             return try decodeURL(at: value, depth: depth, suffix: suffix, key: key) as! T
         } else if T.self == Decimal.self {
             return try decodeDecimal(at: value, depth: depth, suffix: suffix, key: key) as! T
-        } else if !options.usesDefaultKeys, let dictionary = T.self as? any JSONStringDictionaryDecodable.Type {
-            return try decodeStringDictionary(dictionary, at: value, depth: depth, suffix: suffix, key: key) as! T
         }
         return try withValue(at: value, depth: depth, suffix: suffix, key: key) { try T(from: self) }
     }
@@ -147,23 +205,35 @@ final class JSONDecoderImpl: Decoder {
             index = savedIndex
             hintObject = savedHintObject
             hintKey = savedHintKey
-            if let savedPath { path = savedPath } else { path.removeSubrange(depth...) }
+            if let savedPath {
+                path = savedPath
+            } else if key != nil {
+                path.removeLast()
+            }
         }
         return try body()
     }
 
-    private func decodeStringDictionary(
-        _ type: any JSONStringDictionaryDecodable.Type, at value: Int, depth: Int, suffix: [any CodingKey],
-        key: (any CodingKey)?
-    ) throws -> Any {
-        let token = tokens[value]
-        guard token.kind == .object else {
-            throw error(
-                for: token.kind == .null ? .null : .mismatch, type: [String: Any].self, at: value,
-                path: path(depth: depth, suffix: suffix, appending: key))
-        }
-        return try withValue(at: value, depth: depth, suffix: suffix, key: key) {
-            try type.init(jsonObjectAt: value, impl: self)
+    /// `T` as an array or `[String: V]` type, or `nil`; remembered per decode call because a
+    /// conformance check costs more than decoding a small value.
+    private func collectionType<T>(_ type: T.Type) -> (any JSONCollectionDecodable.Type)? {
+        let id = ObjectIdentifier(type)
+        for entry in collectionTypes where entry.id == id { return entry.collection }
+        let collection = type as? any JSONCollectionDecodable.Type
+        if collectionTypes.count < 16 { collectionTypes.append((id, collection)) }
+        return collection
+    }
+
+    @inline(__always)
+    private func scalar<R>(
+        _ type: R.Type, at value: Int, depth: Int, suffix: [any CodingKey], key: (any CodingKey)?,
+        _ read: (Int) throws(JSONValueFailure) -> R
+    ) throws -> R {
+        do {
+            return try read(value)
+        } catch {
+            throw self.error(
+                for: error, type: type, at: value, path: path(depth: depth, suffix: suffix, appending: key))
         }
     }
 
@@ -211,51 +281,36 @@ final class JSONDecoderImpl: Decoder {
     }
 }
 
-/// `[String: V]` decodes its keys as written, whatever the key strategy (as in Foundation).
-protocol JSONStringDictionaryDecodable {
-    init(jsonObjectAt index: Int, impl: JSONDecoderImpl) throws
-}
+/// The coding key of array elements and of dictionary keys in coding paths.
+///
+/// An enum so that it fits an existential's inline buffer (no allocation when pushed on a
+/// coding path) and an element's `"Index 3"` name is only built when someone asks.
+enum JSONKey: CodingKey {
+    case string(String)
+    case int(Int)
+    case index(Int)
 
-extension Dictionary: JSONStringDictionaryDecodable where Key == String, Value: Decodable {
-    init(jsonObjectAt index: Int, impl: JSONDecoderImpl) throws {
-        self.init()
-        let token = impl.tokens[index]
-        reserveCapacity(Int(token.length))
-        let depth = impl.path.count
-        var keyIndex = index + 1
-        let end = Int(token.next)
-        while keyIndex < end {
-            let key = impl.string(at: keyIndex)
-            let valueIndex = keyIndex + 1
-            if self[key] == nil {
-                self[key] = try impl.decodeValue(
-                    Value.self, at: valueIndex, depth: depth, key: JSONKey(stringValue: key))
-            }
-            keyIndex = Int(impl.tokens[valueIndex].next)
+    init(stringValue: String) { self = .string(stringValue) }
+
+    init(intValue: Int) { self = .int(intValue) }
+
+    /// Foundation's key for element `index` of an array: `"Index 3"`, int value 3.
+    init(index: Int) { self = .index(index) }
+
+    var stringValue: String {
+        switch self {
+        case .string(let string): return string
+        case .int(let int): return "\(int)"
+        case .index(let index): return "Index \(index)"
         }
     }
-}
 
-/// The coding key of array elements and of dictionary keys in coding paths.
-struct JSONKey: CodingKey {
-    var stringValue: String
-    var intValue: Int?
-
-    init(stringValue: String) {
-        self.stringValue = stringValue
-        self.intValue = nil
+    var intValue: Int? {
+        switch self {
+        case .string: return nil
+        case .int(let int), .index(let int): return int
+        }
     }
 
-    init(intValue: Int) {
-        self.stringValue = "\(intValue)"
-        self.intValue = intValue
-    }
-
-    /// Foundation's name for the key of element `index` of an array.
-    init(index: Int) {
-        self.stringValue = "Index \(index)"
-        self.intValue = index
-    }
-
-    static let `super` = JSONKey(stringValue: "super")
+    static let `super` = JSONKey.string("super")
 }

@@ -49,7 +49,11 @@ extension JSONEncoderImpl {
         defer {
             valueFrame = savedFrame
             valueFrameID = savedID
-            if let savedPath { path = savedPath } else { path.removeSubrange(depth...) }
+            if let savedPath {
+                path = savedPath
+            } else if key != nil {
+                path.removeLast()
+            }
         }
         try body(slot)
         if slot == 0 && frames[0].kind == .slot { throw TopLevelEmpty() }
@@ -122,51 +126,78 @@ extension JSONEncoderImpl {
     /// Reorders the members of a just-finished object by key, in place. Of two members with
     /// the same key the later one is kept, as Foundation's dictionary storage does.
     func sortMembers(of frame: JSONEncodingFrame) {
-        let members = entries[frame.entriesStart...]
-        let regionStart = members.first!.separatorStart
-        let regionEnd = writer.count
-        let base = writer.base
-        var order = Array(members.indices)
-        order.sort { a, b in
-            let comparison = Self.compareKeys(entries[a], entries[b], base)
-            return comparison < 0 || (comparison == 0 && a < b)
-        }
-        // Keep the last of equal keys.
-        var kept: [Int] = []
-        kept.reserveCapacity(order.count)
-        for index in order {
-            if let last = kept.last, Self.compareKeys(entries[last], entries[index], base) == 0 {
-                kept[kept.count - 1] = index
-            } else {
-                kept.append(index)
+        let first = frame.entriesStart
+        let count = entries.count - first
+        withUnsafeTemporaryAllocation(of: Int.self, capacity: count) { order in
+            let base = writer.base
+            // Insertion sort of entry indices: objects are small, and it is stable.
+            var moved = false
+            for i in 0..<count {
+                let current = first + i
+                var j = i
+                while j > 0 && Self.compareKeys(entries[order[j - 1]], entries[current], base) > 0 {
+                    order[j] = order[j - 1]
+                    j -= 1
+                }
+                if j != i { moved = true }
+                order[j] = current
             }
-        }
-        let copy = UnsafeMutablePointer<UInt8>.allocate(capacity: regionEnd - regionStart)
-        defer { copy.deallocate() }
-        copy.update(from: base + regionStart, count: regionEnd - regionStart)
-        writer.truncate(to: regionStart)
-        for (position, index) in kept.enumerated() {
-            let entry = entries[index]
-            let end = index + 1 < entries.count ? entries[index + 1].separatorStart : regionEnd
-            if position > 0 { writer.write(UInt8(ascii: ",")) }
-            if writer.pretty { writer.newlineAndIndent(frame.level) }
-            writer.copy(from: copy + (entry.keyStart - regionStart), count: end - entry.keyStart)
+            // Keep the last of equal keys.
+            var kept = 0
+            for position in 0..<count {
+                let index = order[position]
+                if kept > 0, Self.compareKeys(entries[order[kept - 1]], entries[index], base) == 0 {
+                    order[kept - 1] = index
+                } else {
+                    order[kept] = index
+                    kept += 1
+                }
+            }
+            if !moved && kept == count { return }
+            rewriteMembers(of: frame, order: UnsafeBufferPointer(rebasing: order[..<kept]))
         }
     }
 
-    /// Compares two written keys by their unescaped text: bytes when both are ASCII, else as
-    /// Swift strings.
+    /// Writes the members of the object that ends the output again, in `order`.
+    private func rewriteMembers(of frame: JSONEncodingFrame, order: UnsafeBufferPointer<Int>) {
+        let regionStart = entries[frame.entriesStart].separatorStart
+        let regionEnd = writer.count
+        let length = regionEnd - regionStart
+        if scratch.count < length { scratch = [UInt8](repeating: 0, count: max(length, scratch.count * 2)) }
+        let base = writer.base
+        scratch.withUnsafeMutableBufferPointer { copy in
+            copy.baseAddress!.update(from: base + regionStart, count: length)
+            writer.truncate(to: regionStart)
+            for (position, index) in order.enumerated() {
+                let entry = entries[index]
+                let end = index + 1 < entries.count ? entries[index + 1].separatorStart : regionEnd
+                if position > 0 { writer.write(UInt8(ascii: ",")) }
+                if writer.pretty { writer.newlineAndIndent(frame.level) }
+                writer.copy(from: copy.baseAddress! + (entry.keyStart - regionStart), count: end - entry.keyStart)
+            }
+        }
+    }
+
+    /// Compares two written keys by their unescaped text: bytes when both are plain ASCII,
+    /// else as Swift strings.
     static func compareKeys(_ a: JSONEncodingEntry, _ b: JSONEncodingEntry, _ base: UnsafeMutablePointer<UInt8>) -> Int
     {
-        let left = unescapedKey(a, base)
-        let right = unescapedKey(b, base)
-        if left.allSatisfy({ $0 < 0x80 }) && right.allSatisfy({ $0 < 0x80 }) {
-            for (x, y) in zip(left, right) where x != y { return x < y ? -1 : 1 }
-            return left.count == right.count ? 0 : (left.count < right.count ? -1 : 1)
+        if a.isPlain && b.isPlain {
+            let left = a.keyEnd - a.keyStart - 2
+            let right = b.keyEnd - b.keyStart - 2
+            let common = memcmp(base + a.keyStart + 1, base + b.keyStart + 1, min(left, right))
+            if common != 0 { return Int(common) }
+            return left == right ? 0 : (left < right ? -1 : 1)
         }
-        let l = String(decoding: left, as: UTF8.self)
-        let r = String(decoding: right, as: UTF8.self)
-        return l == r ? 0 : (l < r ? -1 : 1)
+        let l = unescapedKey(a, base)
+        let r = unescapedKey(b, base)
+        if l.allSatisfy({ $0 < 0x80 }) && r.allSatisfy({ $0 < 0x80 }) {
+            for (x, y) in zip(l, r) where x != y { return x < y ? -1 : 1 }
+            return l.count == r.count ? 0 : (l.count < r.count ? -1 : 1)
+        }
+        let left = String(decoding: l, as: UTF8.self)
+        let right = String(decoding: r, as: UTF8.self)
+        return left == right ? 0 : (left < right ? -1 : 1)
     }
 
     private static func unescapedKey(_ entry: JSONEncodingEntry, _ base: UnsafeMutablePointer<UInt8>) -> [UInt8] {

@@ -33,6 +33,21 @@ struct JSONEncodingEntry {
     var keyStart: Int
     /// Offset just after the closing quote of the key.
     var keyEnd: Int
+    /// The key is ASCII without escapes, so its bytes compare like its text.
+    var isPlain: Bool
+}
+
+/// What a ``JSONEncoderImpl`` changes while it writes.
+struct JSONEncoderState {
+    var writer: JSONWriter
+    var path: [any CodingKey] = []
+    var frames: [JSONEncodingFrame] = []
+    var entries: [JSONEncodingEntry] = []
+    var scratch: [UInt8] = []
+    var nextFrameID = 0
+    var valueFrame = 0
+    var valueFrameID = 0
+    var deferredError: EncodingError?
 }
 
 /// The `Encoder` handed to `encode(to:)`: it writes JSON as values arrive, in one pass.
@@ -41,24 +56,67 @@ struct JSONEncodingEntry {
 /// frame opened after it, so containers end implicitly, in the order Codable code uses them.
 /// A container used after a later sibling was opened throws (Foundation would merge them).
 final class JSONEncoderImpl: Encoder {
-    let writer: JSONWriter
     let options: JSONEncodingOptions
-    var path: [any CodingKey] = []
-    var frames: [JSONEncodingFrame] = []
-    var entries: [JSONEncodingEntry] = []
-    var nextFrameID = 0
+    /// The mutable state lives behind a pointer: stored class properties would pay a dynamic
+    /// exclusivity check on every byte written.
+    private let state: UnsafeMutablePointer<JSONEncoderState>
+
+    var writer: JSONWriter {
+        @inline(__always) get { state.pointee.writer }
+        @inline(__always) _modify { yield &state.pointee.writer }
+    }
+    var path: [any CodingKey] {
+        @inline(__always) get { state.pointee.path }
+        @inline(__always) _modify { yield &state.pointee.path }
+    }
+    var frames: [JSONEncodingFrame] {
+        @inline(__always) get { state.pointee.frames }
+        @inline(__always) _modify { yield &state.pointee.frames }
+    }
+    var entries: [JSONEncodingEntry] {
+        @inline(__always) get { state.pointee.entries }
+        @inline(__always) _modify { yield &state.pointee.entries }
+    }
+    /// Reused copy space for sorting members.
+    var scratch: [UInt8] {
+        @inline(__always) get { state.pointee.scratch }
+        @inline(__always) _modify { yield &state.pointee.scratch }
+    }
+    var nextFrameID: Int {
+        @inline(__always) get { state.pointee.nextFrameID }
+        @inline(__always) set { state.pointee.nextFrameID = newValue }
+    }
     /// The slot of the value `encode(to:)` is encoding right now.
-    var valueFrame = 0
-    var valueFrameID = 0
+    var valueFrame: Int {
+        @inline(__always) get { state.pointee.valueFrame }
+        @inline(__always) set { state.pointee.valueFrame = newValue }
+    }
+    var valueFrameID: Int {
+        @inline(__always) get { state.pointee.valueFrameID }
+        @inline(__always) set { state.pointee.valueFrameID = newValue }
+    }
     /// A misuse found where the API cannot throw; thrown when the encode call ends.
-    var deferredError: EncodingError?
+    var deferredError: EncodingError? {
+        @inline(__always) get { state.pointee.deferredError }
+        @inline(__always) set { state.pointee.deferredError = newValue }
+    }
 
     init(options: JSONEncodingOptions) {
         self.options = options
-        self.writer = JSONWriter(
-            capacity: 256, escapesSlashes: !options.outputFormatting.contains(.withoutEscapingSlashes),
-            pretty: options.outputFormatting.contains(.prettyPrinted))
-        frames.reserveCapacity(16)
+        state = .allocate(capacity: 1)
+        state.initialize(
+            to: JSONEncoderState(
+                writer: JSONWriter(
+                    capacity: 256, escapesSlashes: !options.outputFormatting.contains(.withoutEscapingSlashes),
+                    pretty: options.outputFormatting.contains(.prettyPrinted))))
+        state.pointee.frames.reserveCapacity(16)
+        state.pointee.path.reserveCapacity(16)
+    }
+
+    deinit {
+        state.pointee.writer.deallocate()
+        state.deinitialize(count: 1)
+        state.deallocate()
     }
 
     var codingPath: [any CodingKey] { path }
@@ -165,8 +223,15 @@ final class JSONEncoderImpl: Encoder {
             let keyStart = writer.count
             writer.write(key)
             if options.sortsKeys {
+                var isPlain = true
+                for offset in (keyStart + 1)..<(writer.count - 1)
+                where writer.base[offset] >= 0x80 || writer.base[offset] == 0x5C {
+                    isPlain = false
+                    break
+                }
                 entries.append(
-                    JSONEncodingEntry(separatorStart: separatorStart, keyStart: keyStart, keyEnd: writer.count))
+                    JSONEncodingEntry(
+                        separatorStart: separatorStart, keyStart: keyStart, keyEnd: writer.count, isPlain: isPlain))
             }
             if writer.pretty { writer.write(ascii: " : ") } else { writer.write(UInt8(ascii: ":")) }
         }

@@ -9,21 +9,59 @@ struct JSONParser {
     private let bytes: UnsafePointer<UInt8>
     private let count: Int
     private var position = 0
-    let tape: JSONTape
+    private var tokens: UnsafeMutablePointer<JSONToken>
+    private var tokenCount = 0
+    private var tokenCapacity: Int
 
-    init(bytes: UnsafePointer<UInt8>, count: Int) {
+    private init(bytes: UnsafePointer<UInt8>, count: Int) {
         self.bytes = bytes
         self.count = count
-        self.tape = JSONTape(estimatedBytes: count)
+        self.tokenCapacity = max(16, count / 6)
+        self.tokens = .allocate(capacity: tokenCapacity)
     }
 
-    /// Parses the whole input; a UTF-8 byte order mark is skipped, trailing bytes other than
-    /// whitespace are an error.
-    mutating func parse() throws(JSONSyntaxError) {
-        if count >= 3 && bytes[0] == 0xEF && bytes[1] == 0xBB && bytes[2] == 0xBF { position = 3 }
-        try parseValue(depth: 0)
-        skipWhitespace()
-        if position != count { throw fail("Unexpected data after the top-level value") }
+    /// Parses a whole document into a tape; a UTF-8 byte order mark is skipped, trailing
+    /// bytes other than whitespace are an error.
+    static func parse(bytes: UnsafePointer<UInt8>, count: Int) throws(JSONSyntaxError) -> JSONTape {
+        var parser = JSONParser(bytes: bytes, count: count)
+        do throws(JSONSyntaxError) {
+            if count >= 3 && bytes[0] == 0xEF && bytes[1] == 0xBB && bytes[2] == 0xBF { parser.position = 3 }
+            try parser.parseValue(depth: 0)
+            parser.skipWhitespace()
+            if parser.position != count { throw parser.fail("Unexpected data after the top-level value") }
+        } catch {
+            parser.tokens.deallocate()
+            throw error
+        }
+        _ = parser.append(.null, flags: 0, start: 0, length: 0)
+        return JSONTape(tokens: parser.tokens, count: parser.tokenCount)
+    }
+
+    @inline(__always)
+    private mutating func append(_ kind: JSONTokenKind, flags: UInt8, start: Int, length: Int) -> Int {
+        if tokenCount == tokenCapacity { grow() }
+        let index = tokenCount
+        (tokens + index).initialize(
+            to: JSONToken(
+                kind: kind, flags: flags, start: UInt32(truncatingIfNeeded: start),
+                length: UInt32(truncatingIfNeeded: length), next: UInt32(truncatingIfNeeded: index + 1)))
+        tokenCount = index + 1
+        return index
+    }
+
+    @inline(__always)
+    private func finishContainer(_ index: Int, elements: Int) {
+        tokens[index].length = UInt32(truncatingIfNeeded: elements)
+        tokens[index].next = UInt32(truncatingIfNeeded: tokenCount)
+    }
+
+    private mutating func grow() {
+        let newCapacity = tokenCapacity * 2
+        let newTokens = UnsafeMutablePointer<JSONToken>.allocate(capacity: newCapacity)
+        newTokens.moveInitialize(from: tokens, count: tokenCount)
+        tokens.deallocate()
+        tokens = newTokens
+        tokenCapacity = newCapacity
     }
 
     private func fail(_ reason: String) -> JSONSyntaxError {
@@ -66,19 +104,19 @@ struct JSONParser {
         guard position + length <= count,
             UnsafeRawPointer(bytes + position).loadUnaligned(as: UInt32.self) == UInt32(littleEndian: word)
         else { throw fail("Invalid literal") }
-        _ = tape.append(kind, flags: 0, start: position, length: length)
+        _ = append(kind, flags: 0, start: position, length: length)
         position += length
     }
 
     private mutating func parseObject(depth: Int) throws(JSONSyntaxError) {
         guard depth <= Self.maximumDepth else { throw fail("Too many nested arrays or objects") }
-        let index = tape.append(.object, flags: 0, start: position, length: 0)
+        let index = append(.object, flags: 0, start: position, length: 0)
         position += 1
         skipWhitespace()
         var members = 0
         if position < count && bytes[position] == UInt8(ascii: "}") {
             position += 1
-            tape.finishContainer(index, elements: 0)
+            finishContainer(index, elements: 0)
             return
         }
         while true {
@@ -101,18 +139,18 @@ struct JSONParser {
             position -= 1
             throw fail("Expected ',' or '}'")
         }
-        tape.finishContainer(index, elements: members)
+        finishContainer(index, elements: members)
     }
 
     private mutating func parseArray(depth: Int) throws(JSONSyntaxError) {
         guard depth <= Self.maximumDepth else { throw fail("Too many nested arrays or objects") }
-        let index = tape.append(.array, flags: 0, start: position, length: 0)
+        let index = append(.array, flags: 0, start: position, length: 0)
         position += 1
         skipWhitespace()
         var elements = 0
         if position < count && bytes[position] == UInt8(ascii: "]") {
             position += 1
-            tape.finishContainer(index, elements: 0)
+            finishContainer(index, elements: 0)
             return
         }
         while true {
@@ -127,7 +165,7 @@ struct JSONParser {
             position -= 1
             throw fail("Expected ',' or ']'")
         }
-        tape.finishContainer(index, elements: elements)
+        finishContainer(index, elements: elements)
     }
 
     private mutating func parseNumber() throws(JSONSyntaxError) {
@@ -159,7 +197,7 @@ struct JSONParser {
             guard position < count, isDigit(bytes[position]) else { throw fail("Invalid number exponent") }
             skipDigits()
         }
-        _ = tape.append(
+        _ = append(
             .number, flags: integer ? JSONToken.isInteger : 0, start: start, length: position - start)
     }
 
@@ -172,36 +210,51 @@ struct JSONParser {
 
     /// Parses a string starting at its opening quote.
     private mutating func parseString() throws(JSONSyntaxError) {
-        position += 1
-        let start = position
+        let start = position + 1
+        var i = start
         var flags: UInt8 = 0
         while true {
-            // Eight plain ASCII bytes at a time: no quote, backslash, control or non-ASCII byte.
-            while position + 8 <= count {
-                let word = UnsafeRawPointer(bytes + position).loadUnaligned(as: UInt64.self)
-                if Self.isPlainASCII(word) { position += 8 } else { break }
+            // Eight bytes at a time; the lowest flagged byte of the mask is exact (the
+            // zero-byte tricks can only misflag bytes after a real hit).
+            if i + 8 <= count {
+                let word = UnsafeRawPointer(bytes + i).loadUnaligned(as: UInt64.self)
+                let mask = Self.attentionMask(UInt64(littleEndian: word))
+                if mask == 0 {
+                    i += 8
+                    continue
+                }
+                i += mask.trailingZeroBitCount >> 3
             }
-            guard position < count else { throw fail("Unterminated string") }
-            let byte = bytes[position]
+            guard i < count else {
+                position = i
+                throw fail("Unterminated string")
+            }
+            let byte = bytes[i]
             if byte == UInt8(ascii: "\"") {
                 break
             } else if byte == UInt8(ascii: "\\") {
                 flags = JSONToken.hasEscapes
+                position = i
                 try validateEscape()
+                i = position
             } else if byte < 0x20 {
+                position = i
                 throw fail("Unescaped control character in a string")
             } else if byte >= 0x80 {
+                position = i
                 try validateUTF8Sequence(byte)
+                i = position
             } else {
-                position += 1
+                i += 1
             }
         }
-        _ = tape.append(.string, flags: flags, start: start, length: position - start)
-        position += 1
+        _ = append(.string, flags: flags, start: start, length: i - start)
+        position = i + 1
     }
 
+    /// High bit set in each byte that is a quote, a backslash, a control or a non-ASCII byte.
     @inline(__always)
-    private static func isPlainASCII(_ word: UInt64) -> Bool {
+    private static func attentionMask(_ word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
         let quote = word ^ (ones &* 0x22)
@@ -209,7 +262,7 @@ struct JSONParser {
         let hasQuote = (quote &- ones) & ~quote
         let hasBackslash = (backslash &- ones) & ~backslash
         let hasControl = (word &- ones &* 0x20) & ~word
-        return ((hasQuote | hasBackslash | hasControl) & highs) | (word & highs) == 0
+        return (hasQuote | hasBackslash | hasControl | word) & highs
     }
 
     private mutating func validateEscape() throws(JSONSyntaxError) {

@@ -30,46 +30,21 @@ struct JSONToken {
 
 /// The structural index of a JSON document, built in one pass by ``JSONParser``.
 ///
-/// Tokens are stored in a manually managed buffer: appending is the parser's hottest
-/// operation and must not pay for copy-on-write checks.
+/// The parser fills the buffer through its own local pointer (appending is its hottest
+/// operation); the tape takes ownership of it afterwards. The last token is a `null`
+/// sentinel, used by `superDecoder(forKey:)` for absent keys.
 final class JSONTape {
-    private(set) var tokens: UnsafeMutablePointer<JSONToken>
-    private(set) var count = 0
-    private var capacity: Int
+    let tokens: UnsafeMutablePointer<JSONToken>
+    let count: Int
 
-    init(estimatedBytes: Int) {
-        capacity = max(16, estimatedBytes / 5)
-        tokens = .allocate(capacity: capacity)
+    init(tokens: UnsafeMutablePointer<JSONToken>, count: Int) {
+        self.tokens = tokens
+        self.count = count
     }
 
     deinit { tokens.deallocate() }
 
-    @inline(__always)
-    func append(_ kind: JSONTokenKind, flags: UInt8, start: Int, length: Int) -> Int {
-        if count == capacity { grow() }
-        let index = count
-        (tokens + index).initialize(
-            to: JSONToken(
-                kind: kind, flags: flags, start: UInt32(truncatingIfNeeded: start),
-                length: UInt32(truncatingIfNeeded: length), next: UInt32(truncatingIfNeeded: index + 1)))
-        count = index + 1
-        return index
-    }
-
-    @inline(__always)
-    func finishContainer(_ index: Int, elements: Int) {
-        tokens[index].length = UInt32(truncatingIfNeeded: elements)
-        tokens[index].next = UInt32(truncatingIfNeeded: count)
-    }
-
-    private func grow() {
-        let newCapacity = capacity * 2
-        let newTokens = UnsafeMutablePointer<JSONToken>.allocate(capacity: newCapacity)
-        newTokens.moveInitialize(from: tokens, count: count)
-        tokens.deallocate()
-        tokens = newTokens
-        capacity = newCapacity
-    }
+    var nullIndex: Int { count - 1 }
 }
 
 /// Why a document is not valid JSON, with the byte offset where the parser gave up.

@@ -1,6 +1,6 @@
-/// A growable byte buffer with the JSON scalar writers, formatted byte for byte as
+/// A growable byte buffer (owned by one `JSONEncoderImpl`, never copied) with the JSON scalar writers, formatted byte for byte as
 /// Foundation's `JSONEncoder` on Linux formats them.
-final class JSONWriter {
+struct JSONWriter {
     private(set) var base: UnsafeMutablePointer<UInt8>
     private(set) var count = 0
     private var capacity: Int
@@ -14,14 +14,15 @@ final class JSONWriter {
         self.pretty = pretty
     }
 
-    deinit { base.deallocate() }
+    /// Frees the buffer; the owner calls it exactly once.
+    func deallocate() { base.deallocate() }
 
     @inline(__always)
-    func reserve(_ extra: Int) {
+    mutating func reserve(_ extra: Int) {
         if count + extra > capacity { grow(count + extra) }
     }
 
-    private func grow(_ needed: Int) {
+    private mutating func grow(_ needed: Int) {
         var newCapacity = capacity * 2
         while newCapacity < needed { newCapacity *= 2 }
         let newBase = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
@@ -32,36 +33,36 @@ final class JSONWriter {
     }
 
     @inline(__always)
-    func write(_ byte: UInt8) {
+    mutating func write(_ byte: UInt8) {
         reserve(1)
         base[count] = byte
         count += 1
     }
 
     @inline(__always)
-    func write(_ bytes: UnsafeRawBufferPointer) {
+    mutating func write(_ bytes: UnsafeRawBufferPointer) {
         guard let source = bytes.baseAddress, bytes.count > 0 else { return }
         reserve(bytes.count)
         (base + count).update(from: source.assumingMemoryBound(to: UInt8.self), count: bytes.count)
         count += bytes.count
     }
 
-    func write(ascii text: StaticString) {
+    mutating func write(ascii text: StaticString) {
         write(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     /// Copies bytes already in the buffer (used when sorting members in place).
-    func copy(from source: UnsafePointer<UInt8>, count length: Int) {
+    mutating func copy(from source: UnsafePointer<UInt8>, count length: Int) {
         reserve(length)
         (base + count).update(from: source, count: length)
         count += length
     }
 
     /// Drops everything after `offset`.
-    func truncate(to offset: Int) { count = offset }
+    mutating func truncate(to offset: Int) { count = offset }
 
     /// Two spaces per level, as Foundation's pretty printing.
-    func newlineAndIndent(_ level: Int) {
+    mutating func newlineAndIndent(_ level: Int) {
         reserve(1 + 2 * level)
         base[count] = 0x0A
         count += 1
@@ -73,27 +74,36 @@ final class JSONWriter {
 
     // MARK: Scalars
 
-    func write(_ string: String) {
+    mutating func write(_ string: String) {
         var string = string
         string.withUTF8 { writeEscaped($0) }
     }
 
     /// Writes text as it is (a number's digits).
-    func write(raw text: String) {
+    mutating func write(raw text: String) {
         var text = text
         text.withUTF8 { write(UnsafeRawBufferPointer($0)) }
     }
 
     /// Writes a quoted string: `"`, `\` and control characters escaped (`\b \f \n \r \t`,
     /// others as `\u00xx`), `/` as `\/` unless `.withoutEscapingSlashes`.
-    func writeEscaped(_ utf8: UnsafeBufferPointer<UInt8>) {
+    mutating func writeEscaped(_ utf8: UnsafeBufferPointer<UInt8>) {
         reserve(utf8.count + 2)
         base[count] = UInt8(ascii: "\"")
         count += 1
         var runStart = 0
         var i = 0
         let n = utf8.count
+        let source = UnsafeRawPointer(utf8.baseAddress)
         while i < n {
+            // Eight bytes at a time while none needs escaping.
+            if i + 8 <= n, let source {
+                let word = UInt64(littleEndian: source.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+                if escapeMask(word) == 0 {
+                    i += 8
+                    continue
+                }
+            }
             let byte = utf8[i]
             if byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")
                 && (byte != UInt8(ascii: "/") || !escapesSlashes)
@@ -124,7 +134,21 @@ final class JSONWriter {
         write(UInt8(ascii: "\""))
     }
 
-    func write<T: FixedWidthInteger>(integer value: T) {
+    /// High bit set in each byte that may need escaping (`"`, `\`, `/`, control); exact for
+    /// the lowest flagged byte, a superset above it.
+    @inline(__always)
+    private func escapeMask(_ word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let quote = word ^ (ones &* 0x22)
+        let backslash = word ^ (ones &* 0x5C)
+        let slash = word ^ (ones &* 0x2F)
+        var mask = ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
+        if escapesSlashes { mask |= (slash &- ones) & ~slash }
+        return mask & highs
+    }
+
+    mutating func write<T: FixedWidthInteger>(integer value: T) {
         reserve(40)
         var magnitude = value.magnitude
         if value < 0 {
@@ -149,7 +173,7 @@ final class JSONWriter {
     }
 
     /// Writes a finite floating-point value as Swift's `description`, minus a trailing `.0`.
-    func write<T: BinaryFloatingPoint & CustomStringConvertible>(float value: T) {
+    mutating func write<T: BinaryFloatingPoint & CustomStringConvertible>(float value: T) {
         var text = value.description
         text.withUTF8 { utf8 in
             var length = utf8.count
