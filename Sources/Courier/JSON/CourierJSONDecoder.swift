@@ -6,16 +6,20 @@ import Foundation
 /// decodes straight from the bytes: no intermediate `Any` tree, no `String` per key. The
 /// strategies are Foundation's own types, so switching is a one-word change.
 ///
-/// Where it differs from Foundation (each covered by a test):
-/// - It follows RFC 8259 exactly: `0e1` is a number (Foundation rejects it), trailing commas (`[1,]`, `{"a":1,}`) are rejected, and an
-///   invalid escape, lone surrogate or invalid UTF-8 in a string fails even when that string
-///   is never decoded (Foundation checks strings lazily, and accepts trailing commas).
+/// Where it differs from Foundation (each covered by a test in `CourierJSONDecoderTests`
+/// or `JSONTestSuiteTests`):
+/// - It follows RFC 8259 exactly: trailing commas (`[1,]`, `{"a":1,}`) are rejected and
+///   `0e1` is a number; Foundation accepts the former and rejects the latter.
+/// - The whole document is validated up front: an invalid escape, a lone surrogate, invalid
+///   UTF-8 or a malformed number fails even where that value is never decoded (Foundation
+///   checks strings and numbers only when it decodes them).
 /// - Only UTF-8 input is read (a UTF-8 byte order mark is skipped); Foundation also
 ///   converts UTF-16 and UTF-32 input.
 /// - A number that does not fit its type throws `DecodingError.dataCorrupted` with the
 ///   coding path of the value; Foundation reports an empty coding path.
-/// - Decoding the same key twice from one container of an object without duplicate keys
-///   is fine; with duplicate keys the first occurrence wins, as in Foundation.
+///
+/// As in Foundation: nesting is limited to 512 arrays or objects, the first of duplicate
+/// keys wins, and Date, Data, URL, Decimal and `[String: V]` are decoded specially.
 public struct CourierJSONDecoder: Sendable {
     /// How object keys are mapped to coding keys. Defaults to `.useDefaultKeys`.
     public var keyDecodingStrategy: JSONDecoder.KeyDecodingStrategy = .useDefaultKeys

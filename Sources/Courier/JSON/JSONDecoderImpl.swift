@@ -160,6 +160,15 @@ final class JSONDecoderImpl: Decoder {
         } else if T.self == Bool.self {
             return unsafeBitCast(
                 try scalar(Bool.self, at: value, depth: depth, suffix: suffix, key: key, boolValue), to: T.self)
+        } else if T.self == [String].self {
+            return unsafeBitCast(
+                try scalarArray(String.self, at: value, depth: depth, suffix: suffix, key: key), to: T.self)
+        } else if T.self == [Int].self {
+            return unsafeBitCast(
+                try scalarArray(Int.self, at: value, depth: depth, suffix: suffix, key: key), to: T.self)
+        } else if T.self == [Double].self {
+            return unsafeBitCast(
+                try scalarArray(Double.self, at: value, depth: depth, suffix: suffix, key: key), to: T.self)
         } else if let collection = collectionType(T.self) {
             func decode<C: JSONCollectionDecodable>(_ type: C.Type) throws -> T {
                 unsafeBitCast(
@@ -212,6 +221,39 @@ final class JSONDecoderImpl: Decoder {
             }
         }
         return try body()
+    }
+
+    /// An array of scalars, read in specialized code (no generic array growth).
+    private func scalarArray<E: JSONScalar>(
+        _ type: E.Type, at value: Int, depth: Int, suffix: [any CodingKey], key: (any CodingKey)?
+    ) throws -> [E] {
+        let token = tokens[value]
+        guard token.kind == .array else {
+            let path = path(depth: depth, suffix: suffix, appending: key)
+            if token.kind == .null {
+                throw DecodingError.valueNotFound(
+                    [Any].self,
+                    .init(
+                        codingPath: path,
+                        debugDescription: "Cannot get unkeyed decoding container -- found null value instead"))
+            }
+            throw error(for: .mismatch, type: [Any].self, at: value, path: path)
+        }
+        let count = Int(token.length)
+        var result: [E] = []
+        result.reserveCapacity(count)
+        var cursor = value + 1
+        for index in 0..<count {
+            do {
+                result.append(try E.read(self, at: cursor))
+            } catch {
+                var path = path(depth: depth, suffix: suffix, appending: key)
+                path.append(JSONKey(index: index))
+                throw self.error(for: error, type: E.self, at: cursor, path: path)
+            }
+            cursor = Int(tokens[cursor].next)
+        }
+        return result
     }
 
     /// `T` as an array or `[String: V]` type, or `nil`; remembered per decode call because a

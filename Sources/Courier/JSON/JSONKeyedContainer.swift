@@ -11,10 +11,12 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let impl: JSONDecoderImpl
     let object: Int
     let depth: Int
+    /// Nil in the common case, so copying a container retains one reference only.
+    let extras: JSONContainerExtras?
     /// Keys after the first `depth` keys of the decoder's path (for nested containers).
-    let suffix: [any CodingKey]
+    var suffix: [any CodingKey] { extras?.suffix ?? [] }
     /// For the snake-case and custom key strategies: each member's converted key.
-    let convertedKeys: [String]?
+    var convertedKeys: [String]? { extras?.convertedKeys }
 
     init(impl: JSONDecoderImpl, object: Int, depth: Int, suffix: [any CodingKey]) throws {
         let token = impl.tokens[object]
@@ -32,12 +34,13 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         self.impl = impl
         self.object = object
         self.depth = depth
-        self.suffix = suffix
         if impl.options.usesDefaultKeys {
-            convertedKeys = nil
+            extras = suffix.isEmpty ? nil : JSONContainerExtras(suffix: suffix, convertedKeys: nil)
             if token.flags & JSONToken.keysChecked == 0 { impl.checkDuplicateKeys(object) }
         } else {
-            convertedKeys = impl.convertedKeys(object, path: impl.path(depth: depth, suffix: suffix))
+            extras = JSONContainerExtras(
+                suffix: suffix, convertedKeys: impl.convertedKeys(object, path: impl.path(depth: depth, suffix: suffix))
+            )
         }
     }
 
@@ -91,10 +94,10 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decodeNil(forKey key: Key) throws -> Bool { impl.tokens[try require(key)].kind == .null }
 
     @inline(__always)
-    private func scalar<T>(_ type: T.Type, _ key: Key, _ read: (Int) throws(JSONValueFailure) -> T) throws -> T {
+    private func scalar<T: JSONScalar>(_ type: T.Type, _ key: Key) throws -> T {
         let value = try require(key)
         do {
-            return try read(value)
+            return try T.read(impl, at: value)
         } catch {
             throw impl.error(
                 for: error, type: type, at: value, path: impl.path(depth: depth, suffix: suffix, appending: key))
@@ -102,64 +105,51 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     @inline(__always)
-    private func optionalScalar<T>(_ type: T.Type, _ key: Key, _ read: (Int) throws(JSONValueFailure) -> T) throws
-        -> T?
-    {
+    private func optionalScalar<T: JSONScalar>(_ type: T.Type, _ key: Key) throws -> T? {
         guard let value = find(key), impl.tokens[value].kind != .null else { return nil }
         do {
-            return try read(value)
+            return try T.read(impl, at: value)
         } catch {
             throw impl.error(
                 for: error, type: type, at: value, path: impl.path(depth: depth, suffix: suffix, appending: key))
         }
     }
 
-    @inline(__always)
-    private func integer<T: FixedWidthInteger>(_ type: T.Type, _ key: Key) throws -> T {
-        try scalar(type, key) { (value) throws(JSONValueFailure) in try impl.integerValue(at: value, as: T.self) }
-    }
-
-    @inline(__always)
-    private func optionalInteger<T: FixedWidthInteger>(_ type: T.Type, _ key: Key) throws -> T? {
-        try optionalScalar(type, key) { (value) throws(JSONValueFailure) in try impl.integerValue(at: value, as: T.self)
-        }
-    }
-
-    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try scalar(type, key, impl.boolValue) }
-    func decode(_ type: String.Type, forKey key: Key) throws -> String { try scalar(type, key, impl.stringValue) }
-    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try scalar(type, key, impl.doubleValue) }
-    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try scalar(type, key, impl.floatValue) }
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try integer(type, key) }
-    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try integer(type, key) }
-    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try integer(type, key) }
-    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try integer(type, key) }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try integer(type, key) }
-    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try integer(type, key) }
-    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try integer(type, key) }
-    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try integer(type, key) }
-    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try integer(type, key) }
-    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try integer(type, key) }
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try scalar(type, key) }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String { try scalar(type, key) }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try scalar(type, key) }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try scalar(type, key) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try scalar(type, key) }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try scalar(type, key) }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try scalar(type, key) }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try scalar(type, key) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try scalar(type, key) }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try scalar(type, key) }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try scalar(type, key) }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try scalar(type, key) }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try scalar(type, key) }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try scalar(type, key) }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         try impl.decodeValue(type, at: try require(key), depth: depth, suffix: suffix, key: key)
     }
 
     func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
-        try optionalScalar(type, key, impl.boolValue)
+        try optionalScalar(type, key)
     }
     func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
-        try optionalScalar(type, key, impl.stringValue)
+        try optionalScalar(type, key)
     }
     func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
-        try optionalScalar(type, key, impl.doubleValue)
+        try optionalScalar(type, key)
     }
     func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? {
-        try optionalScalar(type, key, impl.floatValue)
+        try optionalScalar(type, key)
     }
-    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try optionalInteger(type, key) }
-    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { try optionalInteger(type, key) }
-    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { try optionalInteger(type, key) }
-    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { try optionalInteger(type, key) }
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try optionalScalar(type, key) }
+    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { try optionalScalar(type, key) }
+    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { try optionalScalar(type, key) }
+    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { try optionalScalar(type, key) }
 
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
         guard let value = find(key), impl.tokens[value].kind != .null else { return nil }
@@ -194,3 +184,65 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         return name.withUTF8 { impl.findMember(object, $0) }
     }
 }
+
+/// What a container rarely needs: a path suffix (nested containers) and converted keys.
+final class JSONContainerExtras {
+    let suffix: [any CodingKey]
+    let convertedKeys: [String]?
+
+    init(suffix: [any CodingKey], convertedKeys: [String]?) {
+        self.suffix = suffix
+        self.convertedKeys = convertedKeys
+    }
+}
+
+/// The scalar types containers read directly from a token.
+protocol JSONScalar {
+    static func read(_ impl: JSONDecoderImpl, at value: Int) throws(JSONValueFailure) -> Self
+}
+
+extension Bool: JSONScalar {
+    @inline(__always)
+    static func read(_ impl: JSONDecoderImpl, at value: Int) throws(JSONValueFailure) -> Bool {
+        try impl.boolValue(at: value)
+    }
+}
+
+extension String: JSONScalar {
+    @inline(__always)
+    static func read(_ impl: JSONDecoderImpl, at value: Int) throws(JSONValueFailure) -> String {
+        try impl.stringValue(at: value)
+    }
+}
+
+extension Double: JSONScalar {
+    @inline(__always)
+    static func read(_ impl: JSONDecoderImpl, at value: Int) throws(JSONValueFailure) -> Double {
+        try impl.doubleValue(at: value)
+    }
+}
+
+extension Float: JSONScalar {
+    @inline(__always)
+    static func read(_ impl: JSONDecoderImpl, at value: Int) throws(JSONValueFailure) -> Float {
+        try impl.floatValue(at: value)
+    }
+}
+
+extension JSONScalar where Self: FixedWidthInteger {
+    @inline(__always)
+    static func read(_ impl: JSONDecoderImpl, at value: Int) throws(JSONValueFailure) -> Self {
+        try impl.integerValue(at: value, as: Self.self)
+    }
+}
+
+extension Int: JSONScalar {}
+extension Int8: JSONScalar {}
+extension Int16: JSONScalar {}
+extension Int32: JSONScalar {}
+extension Int64: JSONScalar {}
+extension UInt: JSONScalar {}
+extension UInt8: JSONScalar {}
+extension UInt16: JSONScalar {}
+extension UInt32: JSONScalar {}
+extension UInt64: JSONScalar {}

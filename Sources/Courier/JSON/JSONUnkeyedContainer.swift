@@ -58,10 +58,10 @@ struct JSONUnkeyedContainer: UnkeyedDecodingContainer {
     }
 
     @inline(__always)
-    private mutating func scalar<T>(_ type: T.Type, _ read: (Int) throws(JSONValueFailure) -> T) throws -> T {
+    private mutating func scalar<T: JSONScalar>(_ type: T.Type) throws -> T {
         let value = try current(type)
         do {
-            let result = try read(value)
+            let result = try T.read(impl, at: value)
             advance()
             return result
         } catch {
@@ -71,26 +71,20 @@ struct JSONUnkeyedContainer: UnkeyedDecodingContainer {
         }
     }
 
-    @inline(__always)
-    private mutating func integer<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
-        let impl = self.impl
-        return try scalar(type) { (value) throws(JSONValueFailure) in try impl.integerValue(at: value, as: T.self) }
-    }
-
-    mutating func decode(_ type: Bool.Type) throws -> Bool { try scalar(type, impl.boolValue) }
-    mutating func decode(_ type: String.Type) throws -> String { try scalar(type, impl.stringValue) }
-    mutating func decode(_ type: Double.Type) throws -> Double { try scalar(type, impl.doubleValue) }
-    mutating func decode(_ type: Float.Type) throws -> Float { try scalar(type, impl.floatValue) }
-    mutating func decode(_ type: Int.Type) throws -> Int { try integer(type) }
-    mutating func decode(_ type: Int8.Type) throws -> Int8 { try integer(type) }
-    mutating func decode(_ type: Int16.Type) throws -> Int16 { try integer(type) }
-    mutating func decode(_ type: Int32.Type) throws -> Int32 { try integer(type) }
-    mutating func decode(_ type: Int64.Type) throws -> Int64 { try integer(type) }
-    mutating func decode(_ type: UInt.Type) throws -> UInt { try integer(type) }
-    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try integer(type) }
-    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try integer(type) }
-    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try integer(type) }
-    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try integer(type) }
+    mutating func decode(_ type: Bool.Type) throws -> Bool { try scalar(type) }
+    mutating func decode(_ type: String.Type) throws -> String { try scalar(type) }
+    mutating func decode(_ type: Double.Type) throws -> Double { try scalar(type) }
+    mutating func decode(_ type: Float.Type) throws -> Float { try scalar(type) }
+    mutating func decode(_ type: Int.Type) throws -> Int { try scalar(type) }
+    mutating func decode(_ type: Int8.Type) throws -> Int8 { try scalar(type) }
+    mutating func decode(_ type: Int16.Type) throws -> Int16 { try scalar(type) }
+    mutating func decode(_ type: Int32.Type) throws -> Int32 { try scalar(type) }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 { try scalar(type) }
+    mutating func decode(_ type: UInt.Type) throws -> UInt { try scalar(type) }
+    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try scalar(type) }
+    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try scalar(type) }
+    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try scalar(type) }
+    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try scalar(type) }
 
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
         let value = try current(type)
@@ -138,34 +132,29 @@ struct JSONSingleValueContainer: SingleValueDecodingContainer {
     func decodeNil() -> Bool { impl.tokens[value].kind == .null }
 
     @inline(__always)
-    private func scalar<T>(_ type: T.Type, _ read: (Int) throws(JSONValueFailure) -> T) throws -> T {
+    private func scalar<T: JSONScalar>(_ type: T.Type) throws -> T {
         try impl.checkValid()
         do {
-            return try read(value)
+            return try T.read(impl, at: value)
         } catch {
             throw impl.error(for: error, type: type, at: value, path: codingPath)
         }
     }
 
-    @inline(__always)
-    private func integer<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
-        try scalar(type) { (value) throws(JSONValueFailure) in try impl.integerValue(at: value, as: T.self) }
-    }
-
-    func decode(_ type: Bool.Type) throws -> Bool { try scalar(type, impl.boolValue) }
-    func decode(_ type: String.Type) throws -> String { try scalar(type, impl.stringValue) }
-    func decode(_ type: Double.Type) throws -> Double { try scalar(type, impl.doubleValue) }
-    func decode(_ type: Float.Type) throws -> Float { try scalar(type, impl.floatValue) }
-    func decode(_ type: Int.Type) throws -> Int { try integer(type) }
-    func decode(_ type: Int8.Type) throws -> Int8 { try integer(type) }
-    func decode(_ type: Int16.Type) throws -> Int16 { try integer(type) }
-    func decode(_ type: Int32.Type) throws -> Int32 { try integer(type) }
-    func decode(_ type: Int64.Type) throws -> Int64 { try integer(type) }
-    func decode(_ type: UInt.Type) throws -> UInt { try integer(type) }
-    func decode(_ type: UInt8.Type) throws -> UInt8 { try integer(type) }
-    func decode(_ type: UInt16.Type) throws -> UInt16 { try integer(type) }
-    func decode(_ type: UInt32.Type) throws -> UInt32 { try integer(type) }
-    func decode(_ type: UInt64.Type) throws -> UInt64 { try integer(type) }
+    func decode(_ type: Bool.Type) throws -> Bool { try scalar(type) }
+    func decode(_ type: String.Type) throws -> String { try scalar(type) }
+    func decode(_ type: Double.Type) throws -> Double { try scalar(type) }
+    func decode(_ type: Float.Type) throws -> Float { try scalar(type) }
+    func decode(_ type: Int.Type) throws -> Int { try scalar(type) }
+    func decode(_ type: Int8.Type) throws -> Int8 { try scalar(type) }
+    func decode(_ type: Int16.Type) throws -> Int16 { try scalar(type) }
+    func decode(_ type: Int32.Type) throws -> Int32 { try scalar(type) }
+    func decode(_ type: Int64.Type) throws -> Int64 { try scalar(type) }
+    func decode(_ type: UInt.Type) throws -> UInt { try scalar(type) }
+    func decode(_ type: UInt8.Type) throws -> UInt8 { try scalar(type) }
+    func decode(_ type: UInt16.Type) throws -> UInt16 { try scalar(type) }
+    func decode(_ type: UInt32.Type) throws -> UInt32 { try scalar(type) }
+    func decode(_ type: UInt64.Type) throws -> UInt64 { try scalar(type) }
 
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
         try impl.checkValid()
