@@ -151,16 +151,25 @@ enum JSONDifferential {
         return keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
     }
 
-    /// Courier rejects what Foundation accepts: trailing commas (RFC 8259 forbids them), and
+    /// Courier rejects what Foundation accepts: UTF-16/32 input, trailing commas (RFC 8259
+    /// forbids them), and
     /// malformed numbers or strings that Foundation only notices when it decodes them (it
-    /// does notice once every value is read, as `AnyJSON`).
+    /// does notice once every value is read, as `AnyJSON`, or through `JSONSerialization`).
     private static func documentedStrictness(_ error: any Error, data: Data) -> String? {
         guard case DecodingError.dataCorrupted(let context) = error, context.underlyingError is JSONSyntaxError else {
             return nil
         }
+        let bytes = [UInt8](data.prefix(4))
+        if bytes.count >= 2 && (bytes[0] == 0 || bytes[1] == 0 || bytes[0] == 0xFE || bytes[0] == 0xFF) {
+            return "UTF-16 or UTF-32 input"  // Foundation detects and converts these encodings
+        }
         let text = String(decoding: data, as: UTF8.self)
         if text.range(of: #",\s*[\]}]"#, options: .regularExpression) != nil { return "trailing comma" }
-        if (try? JSONDecoder().decode(AnyJSON.self, from: data)) == nil { return "Foundation validates lazily" }
+        if (try? JSONDecoder().decode(AnyJSON.self, from: data)) == nil
+            || (try? JSONSerialization.jsonObject(with: data, options: .fragmentsAllowed)) == nil
+        {
+            return "Foundation validates lazily"
+        }
         return nil
     }
 
