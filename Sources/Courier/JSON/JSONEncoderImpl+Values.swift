@@ -6,6 +6,28 @@ extension JSONEncoderImpl {
     func encodeValue<T: Encodable>(
         _ value: T, level: Int, depth: Int, suffix: [any CodingKey], key: (any CodingKey)?
     ) throws {
+        // Arrays skip the standard library's generic loop and its existential container.
+        if T.self == [String].self {
+            return try encodeArray(level: level, depth: depth, suffix: suffix, key: key) { container in
+                for element in unsafeBitCast(value, to: [String].self) { try container.encode(element) }
+            }
+        } else if T.self == [Int].self {
+            return try encodeArray(level: level, depth: depth, suffix: suffix, key: key) { container in
+                for element in unsafeBitCast(value, to: [Int].self) { try container.encode(element) }
+            }
+        } else if T.self == [Double].self {
+            return try encodeArray(level: level, depth: depth, suffix: suffix, key: key) { container in
+                for element in unsafeBitCast(value, to: [Double].self) { try container.encode(element) }
+            }
+        } else if let arrayType = arrayType(T.self) {
+            func encode<A: JSONArrayEncodable>(_ type: A.Type) throws {
+                let array = unsafeBitCast(value, to: A.self)
+                try encodeArray(level: level, depth: depth, suffix: suffix, key: key) {
+                    try array.encodeElements(into: &$0)
+                }
+            }
+            return try encode(arrayType)
+        }
         if T.self == Date.self {
             return try encodeDate(value as! Date, level: level, depth: depth, suffix: suffix, key: key)
         } else if T.self == Data.self {
@@ -25,6 +47,26 @@ extension JSONEncoderImpl {
             }
         }
         try withSlot(level: level, depth: depth, suffix: suffix, key: key) { _ in try value.encode(to: self) }
+    }
+
+    private func encodeArray(
+        level: Int, depth: Int, suffix: [any CodingKey], key: (any CodingKey)?,
+        _ body: (inout JSONUnkeyedEncodingContainer) throws -> Void
+    ) throws {
+        try withSlot(level: level, depth: depth, suffix: suffix, key: key) { slot in
+            var container = unkeyedContainer(slot: slot, id: frames[slot].id, depth: path.count, suffix: [])
+            try body(&container)
+        }
+    }
+
+    /// `T` as an array type, or `nil`; remembered per encode call (a conformance check costs
+    /// more than encoding a small value).
+    private func arrayType<T>(_ type: T.Type) -> (any JSONArrayEncodable.Type)? {
+        let id = ObjectIdentifier(type)
+        for entry in arrayTypes where entry.id == id { return entry.array }
+        let array = type as? any JSONArrayEncodable.Type
+        if arrayTypes.count < 16 { arrayTypes.append((id, array)) }
+        return array
     }
 
     /// Pushes a slot for one value, points the encoder at it with the right coding path,
@@ -206,6 +248,17 @@ extension JSONEncoderImpl {
         return [UInt8](unsafeUninitializedCapacity: max(length, 1)) { buffer, count in
             count = JSONDecoderImpl.unescape(start, length, into: buffer.baseAddress!)
         }
+    }
+}
+
+/// Arrays encode their elements straight into a concrete unkeyed container.
+protocol JSONArrayEncodable {
+    func encodeElements(into container: inout JSONUnkeyedEncodingContainer) throws
+}
+
+extension Array: JSONArrayEncodable where Element: Encodable {
+    func encodeElements(into container: inout JSONUnkeyedEncodingContainer) throws {
+        for element in self { try container.encode(element) }
     }
 }
 

@@ -48,6 +48,7 @@ struct JSONEncoderState {
     var valueFrame = 0
     var valueFrameID = 0
     var deferredError: EncodingError?
+    var arrayTypes: [(id: ObjectIdentifier, array: (any JSONArrayEncodable.Type)?)] = []
 }
 
 /// The `Encoder` handed to `encode(to:)`: it writes JSON as values arrive, in one pass.
@@ -94,6 +95,10 @@ final class JSONEncoderImpl: Encoder {
     var valueFrameID: Int {
         @inline(__always) get { state.pointee.valueFrameID }
         @inline(__always) set { state.pointee.valueFrameID = newValue }
+    }
+    var arrayTypes: [(id: ObjectIdentifier, array: (any JSONArrayEncodable.Type)?)] {
+        @inline(__always) get { state.pointee.arrayTypes }
+        @inline(__always) _modify { yield &state.pointee.arrayTypes }
     }
     /// A misuse found where the API cannot throw; thrown when the encode call ends.
     var deferredError: EncodingError? {

@@ -88,30 +88,49 @@ struct JSONWriter {
     /// Writes a quoted string: `"`, `\` and control characters escaped (`\b \f \n \r \t`,
     /// others as `\u00xx`), `/` as `\/` unless `.withoutEscapingSlashes`.
     mutating func writeEscaped(_ utf8: UnsafeBufferPointer<UInt8>) {
-        reserve(utf8.count + 2)
+        let n = utf8.count
+        reserve(n + 2)
         base[count] = UInt8(ascii: "\"")
         count += 1
+        guard let source = utf8.baseAddress, n > 0 else {
+            base[count] = UInt8(ascii: "\"")
+            count += 1
+            return
+        }
+        // Most strings need no escape: find the first byte that does, copy the rest at once.
+        var i = 0
+        while i + 8 <= n {
+            let mask = escapeMask(UInt64(littleEndian: UnsafeRawPointer(source + i).loadUnaligned(as: UInt64.self)))
+            if mask != 0 {
+                i += mask.trailingZeroBitCount >> 3
+                break
+            }
+            i += 8
+        }
+        while i < n && !needsEscape(source[i]) { i += 1 }
+        (base + count).update(from: source, count: i)
+        count += i
+        if i < n { writeEscapedTail(source + i, n - i) }
+        write(UInt8(ascii: "\""))
+    }
+
+    @inline(__always)
+    private func needsEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+            || (byte == UInt8(ascii: "/") && escapesSlashes)
+    }
+
+    /// The part of a string from its first byte that needs an escape.
+    private mutating func writeEscapedTail(_ source: UnsafePointer<UInt8>, _ n: Int) {
         var runStart = 0
         var i = 0
-        let n = utf8.count
-        let source = UnsafeRawPointer(utf8.baseAddress)
         while i < n {
-            // Eight bytes at a time while none needs escaping.
-            if i + 8 <= n, let source {
-                let word = UInt64(littleEndian: source.loadUnaligned(fromByteOffset: i, as: UInt64.self))
-                if escapeMask(word) == 0 {
-                    i += 8
-                    continue
-                }
-            }
-            let byte = utf8[i]
-            if byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")
-                && (byte != UInt8(ascii: "/") || !escapesSlashes)
-            {
+            let byte = source[i]
+            if !needsEscape(byte) {
                 i += 1
                 continue
             }
-            if i > runStart { write(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(utf8)[runStart..<i])) }
+            if i > runStart { copy(from: source + runStart, count: i - runStart) }
             switch byte {
             case UInt8(ascii: "\""): write(ascii: "\\\"")
             case UInt8(ascii: "\\"): write(ascii: "\\\\")
@@ -130,8 +149,7 @@ struct JSONWriter {
             i += 1
             runStart = i
         }
-        if n > runStart { write(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(utf8)[runStart..<n])) }
-        write(UInt8(ascii: "\""))
+        if n > runStart { copy(from: source + runStart, count: n - runStart) }
     }
 
     /// High bit set in each byte that may need escaping (`"`, `\`, `/`, control); exact for
