@@ -29,6 +29,12 @@ public final class InFlightDeduplicator<Value: Sendable>: Sendable {
     /// The number of keys with work under way.
     public var inFlightCount: Int { table.withLock { $0.entries.count } }
 
+    /// The number of callers waiting, over all keys.
+    var waiterCount: Int {
+        let entries = table.withLock { Array($0.entries.values) }
+        return entries.reduce(0) { count, entry in count + entry.state.withLock { $0.waiters.count } }
+    }
+
     /// How many times an operation was really started (not joined).
     public var executionCount: Int { table.withLock { $0.executions } }
 

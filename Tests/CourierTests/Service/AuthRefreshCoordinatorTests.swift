@@ -155,3 +155,12 @@ final class AsyncGate: Sendable {
         waiters.forEach { $0.resume() }
     }
 }
+
+/// A shared counter for closures that escape.
+final class Counter: Sendable {
+    private let atomic = Atomic<Int>(0)
+    init() {}
+    @discardableResult
+    func increment() -> Int { atomic.wrappingAdd(1, ordering: .relaxed).newValue }
+    var value: Int { atomic.load(ordering: .relaxed) }
+}
