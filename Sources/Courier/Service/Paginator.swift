@@ -50,7 +50,8 @@ public actor Paginator<Item: Sendable> {
     private let fetch: Fetch
     private var nextRequest: PageRequest?
     private var started = false
-    private var loading: Task<Page<Item>, any Error>?
+    private var loading: Task<[Item], any Error>?
+    private var generation: UInt64 = 0
     private var loadedCount = 0
 
     /// - Parameters:
@@ -72,6 +73,7 @@ public actor Paginator<Item: Sendable> {
     public func first() async throws -> [Item] {
         loading?.cancel()
         loading = nil
+        generation &+= 1
         started = false
         loadedCount = 0
         return try await load(firstRequest)
@@ -80,7 +82,11 @@ public actor Paginator<Item: Sendable> {
     /// Loads the page after the last one loaded (the first page if none was).
     /// - Returns: its items; empty when there are no more pages.
     public func next() async throws -> [Item] {
-        while let loading { _ = try? await loading.value }
+        while let current = loading {
+            _ = try? await current.value
+            // Whoever resumes first retires the finished load, so no one spins on it.
+            if loading == current { loading = nil }
+        }
         guard started else { return try await load(firstRequest) }
         guard let request = nextRequest else { return [] }
         return try await load(request)
@@ -111,15 +117,22 @@ public actor Paginator<Item: Sendable> {
     }
 
     private func load(_ request: PageRequest) async throws -> [Item] {
-        let fetch = self.fetch
-        let task = Task { try await fetch(request) }
+        let generation = self.generation
+        // The task updates the paginator's state itself, before anyone awaiting it resumes.
+        let task = Task { try await self.fetchAndApply(request, generation: generation) }
         loading = task
         defer { if loading == task { loading = nil } }
-        let page = try await withTaskCancellationHandler {
+        return try await withTaskCancellationHandler {
             try await task.value
         } onCancel: {
             task.cancel()
         }
+    }
+
+    private func fetchAndApply(_ request: PageRequest, generation: UInt64) async throws -> [Item] {
+        let page = try await fetch(request)
+        // A `first()` while this page was loading started over: this page is not part of it.
+        guard generation == self.generation else { throw CancellationError() }
         started = true
         loadedCount += page.items.count
         nextRequest = following(request, page: page)
