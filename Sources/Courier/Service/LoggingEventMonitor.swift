@@ -7,12 +7,12 @@ import Logging
 /// `.trace`. Authorization, cookies and secret query parameters never reach the log.
 public struct LoggingEventMonitor: EventMonitor {
     public var logger: Logger
-    public var redaction: Redaction
+    public var redaction: LogRedaction
     /// Whether header fields are logged (at `.trace`).
     public var logsHeaders: Bool
 
     public init(
-        logger: Logger = Logger(label: "courier.service"), redaction: Redaction = .default, logsHeaders: Bool = true
+        logger: Logger = Logger(label: "courier.service"), redaction: LogRedaction = .default, logsHeaders: Bool = true
     ) {
         self.logger = logger
         self.redaction = redaction

@@ -58,7 +58,7 @@ struct CapturingLogHandler: LogHandler {
     }
 
     @Test func redactionOfTargets() {
-        let redaction = Redaction.default
+        let redaction = LogRedaction.default
         #expect(redaction.redact(target: "/a") == "/a")
         #expect(redaction.redact(target: "/a?x=1&token=t&y") == "/a?x=1&token=<redacted>&y")
         #expect(redaction.redact(target: "/a?%74oken=t") == "/a?%74oken=<redacted>")

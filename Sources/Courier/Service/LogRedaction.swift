@@ -2,14 +2,15 @@ import HTTPTypes
 
 /// Removes secrets from what the service layer logs: credential headers and query
 /// parameters whose names say they hold a secret.
-public struct Redaction: Sendable, Hashable {
+public struct LogRedaction: Sendable, Hashable {
     /// Header names whose values are replaced (compared case-insensitively).
     public var headerNames: Set<String>
     /// Query parameter names whose values are replaced (compared case-insensitively).
     public var queryNames: Set<String>
 
     public init(
-        headerNames: Set<String> = Redaction.defaultHeaderNames, queryNames: Set<String> = Redaction.defaultQueryNames
+        headerNames: Set<String> = LogRedaction.defaultHeaderNames,
+        queryNames: Set<String> = LogRedaction.defaultQueryNames
     ) {
         self.headerNames = Set(headerNames.map { $0.lowercased() })
         self.queryNames = Set(queryNames.map { $0.lowercased() })
@@ -22,7 +23,7 @@ public struct Redaction: Sendable, Hashable {
         "token", "access_token", "refresh_token", "id_token", "password", "secret", "client_secret", "api_key",
         "apikey", "key", "signature", "sig", "code",
     ]
-    public static let `default` = Redaction()
+    public static let `default` = LogRedaction()
 
     static let placeholder = "<redacted>"
 
