@@ -1,1 +1,127 @@
-import HTTPTypes
+import Foundation
+import Synchronization
+
+/// An in-process HTTP/1.1 server on a loopback port, for tests — what OkHttp's MockWebServer
+/// gives Android teams.
+///
+/// It binds and starts accepting in `init`; each connection gets its own thread. Every request
+/// is recorded. A request is answered by, in order: the next ``enqueue(_:)``d response, a
+/// custom ``route(_:_:)``, or a built-in httpbin-like route (`/echo`, `/status/{code}`,
+/// `/redirect/{n}`, `/bytes/{n}`, `/gzip`, `/bearer`, `/cache/etag`, `/fault/…` and more; see
+/// `Docs/TestServer.md`). Unknown paths get 404.
+///
+/// ```swift
+/// let server = try TestServer()
+/// defer { server.stop() }
+/// server.enqueue(.json(["id": 1]))
+/// // … point the client at server.baseURL …
+/// #expect(server.recordedRequests.first?.path == "/users/1")
+/// ```
+public final class TestServer: Sendable {
+    let core: ServerCore
+
+    /// Binds `host:port` (0: an ephemeral port), listens and starts accepting.
+    /// - Parameters:
+    ///   - host: An IPv4 address to bind.
+    ///   - port: The port; 0 picks a free one.
+    /// - Throws: `SocketError` when the socket cannot be bound.
+    public init(host: String = "127.0.0.1", port: UInt16 = 0) throws {
+        core = try ServerCore(host: host, port: port)
+        core.start(name: "TestServer accept \(core.port)")
+    }
+
+    deinit {
+        core.stop()
+    }
+
+    /// The bound port.
+    public var port: UInt16 { core.port }
+
+    /// `http://HOST:PORT`, without a trailing slash.
+    public var baseURL: URL { URL(string: "http://\(core.host):\(core.port)")! }
+
+    /// The URL of `path` (which may include a query) on this server.
+    public func url(_ path: String) -> URL {
+        URL(string: "http://\(core.host):\(core.port)" + (path.hasPrefix("/") ? path : "/" + path))!
+    }
+
+    /// Stops accepting, closes every connection and waits for the server's threads.
+    ///
+    /// Idempotent; also called by `deinit`. Waits at most about ten seconds.
+    public func stop() {
+        core.stop()
+    }
+
+    /// How many TCP connections were accepted so far (tests assert connection reuse with it).
+    public var acceptedConnections: Int { core.state.withLock { $0.acceptedConnections } }
+
+    /// How many connections are open right now.
+    public var openConnections: Int { core.state.withLock { $0.connections.count } }
+
+    /// How many requests were received so far.
+    public var requestCount: Int { core.state.withLock { $0.requestCount } }
+
+    /// Every request received so far, in arrival order.
+    public var recordedRequests: [RecordedRequest] { core.state.withLock { $0.records } }
+
+    /// The recorded requests whose path is `path`.
+    public func recordedRequests(path: String) -> [RecordedRequest] {
+        core.state.withLock { $0.records.filter { $0.path == path } }
+    }
+
+    /// Forgets the recorded requests and resets the request and connection counters.
+    public func resetRecords() {
+        core.state.withLock {
+            $0.records.removeAll()
+            $0.requestCount = 0
+            $0.acceptedConnections = 0
+        }
+    }
+
+    /// Queues a response for the next request, whatever its path (before routes are consulted).
+    ///
+    /// Queued responses are used first in, first out.
+    public func enqueue(_ response: ScriptedResponse) {
+        core.state.withLock { $0.queue.append(response) }
+    }
+
+    /// How many queued responses are still waiting for a request.
+    public var pendingScriptedResponses: Int { core.state.withLock { $0.queue.count } }
+
+    /// Adds a route for one method and an exact path (no query), overriding built-ins and
+    /// earlier routes.
+    /// - Parameters:
+    ///   - method: The method to match, e.g. `"POST"`; `nil` matches any.
+    ///   - path: The exact path, e.g. `/users/1`.
+    ///   - handler: Makes the response; called on the connection's thread.
+    public func route(
+        _ method: String?, _ path: String,
+        _ handler: @escaping @Sendable (RecordedRequest) -> ScriptedResponse
+    ) {
+        core.state.withLock { $0.routes.append(.init(method: method, path: path, handler: handler)) }
+    }
+
+    /// Adds a route for any method on an exact path (no query), overriding built-ins and
+    /// earlier routes.
+    /// - Parameters:
+    ///   - path: The exact path, e.g. `/users/1`.
+    ///   - handler: Makes the response; called on the connection's thread.
+    public func route(_ path: String, _ handler: @escaping @Sendable (RecordedRequest) -> ScriptedResponse) {
+        route(nil, path, handler)
+    }
+
+    /// The bearer tokens `/bearer` accepts; `nil` (the default) accepts any non-empty token.
+    ///
+    /// Auth-refresh tests change it to make a token expire.
+    public var validBearerTokens: Set<String>? {
+        get { core.state.withLock { $0.validBearerTokens } }
+        set { core.state.withLock { $0.validBearerTokens = newValue } }
+    }
+
+    /// The deterministic bytes `/bytes/{n}` sends: byte `i` is `i % 251`.
+    public static func bytePattern(count: Int) -> Data {
+        var bytes = [UInt8](repeating: 0, count: count)
+        for index in 0..<count { bytes[index] = UInt8(index % 251) }
+        return Data(bytes)
+    }
+}

@@ -1,0 +1,172 @@
+import Dispatch
+import Foundation
+import Glibc
+import Synchronization
+
+/// The shared state and threads behind a ``TestServer``.
+///
+/// Threads hold this object, not the `TestServer`, so that dropping the last `TestServer`
+/// reference runs its `deinit`, which stops everything.
+final class ServerCore: Sendable {
+    struct Route: Sendable {
+        let method: String?
+        let path: String
+        let handler: @Sendable (RecordedRequest) -> ScriptedResponse
+    }
+
+    struct State {
+        var stopped = false
+        var connections: [Int: Int32] = [:]
+        var acceptedConnections = 0
+        var nextConnectionID = 0
+        var requestCount = 0
+        var records: [RecordedRequest] = []
+        var queue: [ScriptedResponse] = []
+        var routes: [Route] = []
+        var validBearerTokens: Set<String>? = nil
+    }
+
+    /// The largest request body kept in memory (`/upload` streams and has no limit).
+    static let maximumStoredBody = 512 * 1024 * 1024
+
+    let host: String
+    let port: UInt16
+    let state = Mutex(State())
+    private let listenFD: Int32
+    /// A pipe whose read end becomes readable (and stays so) when the server stops; every wait
+    /// in the server polls it, so `stop()` interrupts delays, stalls and trickles.
+    let wakeRead: Int32
+    private let wakeWrite: Int32
+    private let threads = DispatchGroup()
+
+    init(host: String, port: UInt16, backlog: Int32 = 1024) throws {
+        let listener = try Socket.listen(host: host, port: port, backlog: backlog)
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else {
+            let code = errno
+            close(listener.fd)
+            throw SocketError("pipe", code: code)
+        }
+        Socket.setCloseOnExec(fds[0])
+        Socket.setCloseOnExec(fds[1])
+        self.host = host
+        self.port = listener.port
+        self.listenFD = listener.fd
+        self.wakeRead = fds[0]
+        self.wakeWrite = fds[1]
+    }
+
+    deinit {
+        // Every thread holds a strong reference, so none is running any more.
+        close(wakeRead)
+        close(wakeWrite)
+    }
+
+    /// Starts the accept thread.
+    func start(name: String) {
+        threads.enter()
+        let thread = Thread { [self] in acceptLoop() }
+        thread.name = name
+        thread.start()
+    }
+
+    var isStopped: Bool { state.withLock { $0.stopped } }
+
+    /// Stops accepting, shuts down every connection and waits (bounded) for all threads.
+    func stop() {
+        let first = state.withLock { state -> Bool in
+            guard !state.stopped else { return false }
+            state.stopped = true
+            // Under the lock: a connection thread removes its descriptor before closing it,
+            // so every descriptor here is still ours.
+            for fd in state.connections.values { Socket.shutdownBoth(fd) }
+            return true
+        }
+        if first {
+            var byte: UInt8 = 1
+            _ = Glibc.write(wakeWrite, &byte, 1)
+        }
+        _ = threads.wait(timeout: .now() + .seconds(10))
+    }
+
+    /// Waits for `duration` unless the server stops first.
+    /// - Returns: `false` when the server is stopping.
+    func pause(_ duration: Duration) -> Bool {
+        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        guard milliseconds > 0 else { return !isStopped }
+        let deadline = ContinuousClock.now + duration
+        while true {
+            let left = ContinuousClock.now.duration(to: deadline)
+            if left <= .zero { return !isStopped }
+            let ms = Int32(
+                clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+            if !Socket.poll([wakeRead], timeoutMilliseconds: ms).isEmpty { return false }
+        }
+    }
+
+    // MARK: - Accepting
+
+    private func acceptLoop() {
+        defer {
+            close(listenFD)
+            threads.leave()
+        }
+        while true {
+            // The timeout is a safety net; `stop()` wakes the poll through the pipe.
+            let ready = Socket.poll([listenFD, wakeRead], timeoutMilliseconds: 1000)
+            if isStopped { return }
+            guard ready.contains(0), let fd = Socket.accept(listenFD) else { continue }
+            Socket.setNoDelay(fd)
+            let id = state.withLock { state -> Int? in
+                guard !state.stopped else { return nil }
+                state.acceptedConnections += 1
+                state.nextConnectionID += 1
+                state.connections[state.nextConnectionID] = fd
+                return state.nextConnectionID
+            }
+            guard let id else {
+                close(fd)
+                return
+            }
+            threads.enter()
+            let thread = Thread { [self] in
+                serve(fd: fd, id: id)
+                state.withLock { _ = $0.connections.removeValue(forKey: id) }
+                close(fd)
+                threads.leave()
+            }
+            thread.name = "TestServer connection \(id)"
+            thread.start()
+        }
+    }
+
+    // MARK: - Choosing a response
+
+    /// Records `request` and picks what answers it: the scripted queue, then custom routes,
+    /// then the built-in routes.
+    func respond(to request: RecordedRequest) -> ScriptedResponse {
+        enum Choice {
+            case scripted(ScriptedResponse)
+            case route(@Sendable (RecordedRequest) -> ScriptedResponse)
+            case builtIn(Set<String>?)
+        }
+        let choice = state.withLock { state -> Choice in
+            state.requestCount += 1
+            state.records.append(request)
+            if !state.queue.isEmpty { return .scripted(state.queue.removeFirst()) }
+            let path = request.path
+            // Later registrations win, so a test can override an earlier route.
+            if let route = state.routes.last(where: {
+                $0.path == path && ($0.method == nil || $0.method == request.method)
+            }) {
+                return .route(route.handler)
+            }
+            return .builtIn(state.validBearerTokens)
+        }
+        switch choice {
+        case .scripted(let response): return response
+        case .route(let handler): return handler(request)
+        case .builtIn(let tokens): return BuiltInRoutes(validBearerTokens: tokens).respond(to: request)
+        }
+    }
+}

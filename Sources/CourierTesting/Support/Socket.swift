@@ -1,0 +1,158 @@
+import Glibc
+
+/// An error from a POSIX socket call made by the test servers.
+public struct SocketError: Error, CustomStringConvertible, Sendable {
+    /// The call that failed, e.g. `bind`.
+    public let call: String
+    /// The `errno` value at the time of failure.
+    public let code: Int32
+
+    init(_ call: String, code: Int32 = errno) {
+        self.call = call
+        self.code = code
+    }
+
+    public var description: String {
+        "\(call) failed: \(String(cString: strerror(code))) (errno \(code))"
+    }
+}
+
+/// Thin wrappers over the POSIX socket calls, shared by the test servers.
+///
+/// Everything works on raw descriptors; whoever opens a descriptor closes it.
+enum Socket {
+    /// Opens a TCP listener on `host:port` (port 0 picks an ephemeral port).
+    /// - Returns: the listening descriptor and the bound port.
+    static func listen(host: String, port: UInt16, backlog: Int32) throws -> (fd: Int32, port: UInt16) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SocketError("socket") }
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
+            close(fd)
+            throw SocketError("inet_pton(\(host))", code: EINVAL)
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0 else {
+            let code = errno
+            close(fd)
+            throw SocketError("bind(\(host):\(port))", code: code)
+        }
+        guard Glibc.listen(fd, backlog) == 0 else {
+            let code = errno
+            close(fd)
+            throw SocketError("listen", code: code)
+        }
+        return (fd, try localPort(of: fd))
+    }
+
+    /// The local port a socket is bound to.
+    static func localPort(of fd: Int32) throws -> UInt16 {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let result = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard result == 0 else { throw SocketError("getsockname") }
+        return UInt16(bigEndian: address.sin_port)
+    }
+
+    /// Starts a non-blocking connect to `127.0.0.1:port`.
+    /// - Returns: the descriptor; the connection may still be in progress.
+    static func connectNonBlocking(host: String, port: UInt16) throws -> Int32 {
+        let fd = socket(
+            AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard fd >= 0 else { throw SocketError("socket") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        inet_pton(AF_INET, host, &address.sin_addr)
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        if result != 0 && errno != EINPROGRESS {
+            let code = errno
+            close(fd)
+            throw SocketError("connect", code: code)
+        }
+        return fd
+    }
+
+    /// Accepts one connection; `nil` when nothing is pending or the call was interrupted.
+    static func accept(_ listener: Int32) -> Int32? {
+        let fd = Glibc.accept(listener, nil, nil)
+        guard fd >= 0 else { return nil }
+        setCloseOnExec(fd)
+        return fd
+    }
+
+    /// Keeps the descriptor out of child processes (nginx, openssl) started meanwhile.
+    static func setCloseOnExec(_ fd: Int32) {
+        _ = fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC)
+    }
+
+    /// Disables Nagle so separately written pieces leave at once.
+    static func setNoDelay(_ fd: Int32) {
+        var yes: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &yes, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    /// Makes the next `close` send a TCP RST instead of a FIN.
+    static func setLingerZero(_ fd: Int32) {
+        var value = linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &value, socklen_t(MemoryLayout<linger>.size))
+    }
+
+    /// Shuts both directions down, waking any thread blocked on the descriptor.
+    static func shutdownBoth(_ fd: Int32) {
+        _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
+    }
+
+    /// Writes all bytes; `false` when the peer went away.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard var pointer = bytes.baseAddress else { return true }
+        var remaining = bytes.count
+        while remaining > 0 {
+            let written = send(fd, pointer, remaining, Int32(MSG_NOSIGNAL))
+            if written < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            remaining -= written
+            pointer += written
+        }
+        return true
+    }
+
+    /// Writes all bytes of `bytes`; `false` when the peer went away.
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { writeAll(fd, $0) }
+    }
+
+    /// Reads up to `capacity` bytes; 0 on end of stream or error.
+    static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        while true {
+            let count = recv(fd, buffer.baseAddress, buffer.count, 0)
+            if count < 0 && errno == EINTR { continue }
+            return max(count, 0)
+        }
+    }
+
+    /// Waits until one of `fds` is readable (or hung up) or `timeoutMilliseconds` pass (-1: forever).
+    /// - Returns: the indices of the ready descriptors.
+    static func poll(_ fds: [Int32], events: Int16 = Int16(POLLIN), timeoutMilliseconds: Int32) -> [Int] {
+        var entries = fds.map { pollfd(fd: $0, events: events, revents: 0) }
+        let result = Glibc.poll(&entries, nfds_t(entries.count), timeoutMilliseconds)
+        guard result > 0 else { return [] }
+        return entries.indices.filter { entries[$0].revents != 0 }
+    }
+}

@@ -1,0 +1,209 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@testable import CourierTesting
+
+@Suite struct TestServerTests {
+    @Test func echoRoundTripsMethodPathQueryHeadersAndBody() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let connection = try RawHTTPConnection(port: server.port)
+        let body = Data("héllo wörld".utf8)
+        let response = try connection.request(
+            "PUT", "/echo?a=1&b=two%20words", headers: [("X-Trace", "one"), ("x-trace", "two")], body: body)
+
+        #expect(response.status == 200)
+        #expect(response.header("Content-Type") == "application/json")
+        let json = response.json
+        #expect(json["method"] as? String == "PUT")
+        #expect(json["path"] as? String == "/echo")
+        #expect(json["query"] as? String == "a=1&b=two%20words")
+        #expect((json["args"] as? [String: String])?["b"] == "two words")
+        #expect((json["headers"] as? [String: String])?["x-trace"] == "one, two")
+        #expect(json["body"] as? String == "héllo wörld")
+        #expect(json["bodyBase64"] as? String == body.base64EncodedString())
+
+        let recorded = try #require(server.recordedRequests.first)
+        #expect(recorded.method == "PUT")
+        #expect(recorded.body == body)
+        #expect(recorded.header("X-TRACE") == "one, two")
+        #expect(recorded.queryValue("b") == "two words")
+        #expect(recorded.headers.contains { $0.name.rawName == "X-Trace" && $0.value == "one" })
+    }
+
+    @Test func keepAliveServesSeveralRequestsOnOneConnection() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let connection = try RawHTTPConnection(port: server.port)
+        for index in 1...3 {
+            let response = try connection.request("GET", "/echo?n=\(index)")
+            #expect(response.status == 200)
+            #expect(response.header("Connection") == nil)
+        }
+        #expect(server.acceptedConnections == 1)
+        #expect(server.requestCount == 3)
+        #expect(server.recordedRequests.map(\.indexOnConnection) == [1, 2, 3])
+        #expect(Set(server.recordedRequests.map(\.connectionID)).count == 1)
+    }
+
+    @Test func connectionCloseIsHonoured() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let connection = try RawHTTPConnection(port: server.port)
+        let response = try connection.request("GET", "/echo", headers: [("Connection", "close")])
+        #expect(response.header("Connection") == "close")
+        let rest = connection.readUntilEnd()
+        #expect(rest.data.isEmpty)
+        #expect(rest.end == .closed)
+    }
+
+    @Test func chunkedRequestBodyIsReassembled() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let connection = try RawHTTPConnection(port: server.port)
+        try connection.send(
+            "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + "5\r\nhello\r\n1;ext=1\r\n \r\n5\r\nworld\r\n0\r\nX-Trailer: t\r\n\r\n")
+        let response = try connection.readResponse()
+        #expect(response.json["body"] as? String == "hello world")
+        // The connection is still usable after a chunked body.
+        #expect(try connection.request("GET", "/status/201").status == 201)
+        #expect(server.acceptedConnections == 1)
+    }
+
+    @Test func expectContinueIsAnsweredBeforeTheBody() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let connection = try RawHTTPConnection(port: server.port)
+        try connection.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n")
+        let interim = try connection.readHead()
+        #expect(interim.status == 100)
+        try connection.send("ping")
+        let response = try connection.readResponse()
+        #expect(response.json["body"] as? String == "ping")
+    }
+
+    @Test func scriptedResponsesAreServedInOrderBeforeRoutes() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(.json(["first": true], status: 201))
+        server.enqueue(.text("second", status: 202).with("X-Scripted", "yes"))
+        #expect(server.pendingScriptedResponses == 2)
+        let connection = try RawHTTPConnection(port: server.port)
+
+        let first = try connection.request("GET", "/anything/at/all")
+        #expect(first.status == 201)
+        #expect(first.json["first"] as? Bool == true)
+        let second = try connection.request("POST", "/echo", body: Data("x".utf8))
+        #expect(second.status == 202)
+        #expect(second.header("X-Scripted") == "yes")
+        #expect(String(decoding: second.body, as: UTF8.self) == "second")
+        let third = try connection.request("GET", "/status/418")
+        #expect(third.status == 418)
+        #expect(server.recordedRequests.map(\.path) == ["/anything/at/all", "/echo", "/status/418"])
+    }
+
+    @Test func customRoutesMatchMethodAndPathAndOverrideBuiltIns() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("POST", "/users") { request in
+            .json(["created": request.bodyText], status: 201)
+        }
+        server.route("/echo") { _ in .text("overridden") }
+        let connection = try RawHTTPConnection(port: server.port)
+
+        let created = try connection.request("POST", "/users", body: Data("ann".utf8))
+        #expect(created.status == 201)
+        #expect(created.json["created"] as? String == "ann")
+        #expect(try connection.request("GET", "/users").status == 404)
+        #expect(String(decoding: try connection.request("GET", "/echo").body, as: UTF8.self) == "overridden")
+    }
+
+    @Test func resetRecordsClearsCounters() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let connection = try RawHTTPConnection(port: server.port)
+        _ = try connection.request("GET", "/echo")
+        server.resetRecords()
+        #expect(server.requestCount == 0)
+        #expect(server.recordedRequests.isEmpty)
+        #expect(server.acceptedConnections == 0)
+        _ = try connection.request("GET", "/echo")
+        #expect(server.requestCount == 1)
+    }
+
+    @Test func malformedRequestLineGets400AndClose() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let connection = try RawHTTPConnection(port: server.port)
+        try connection.send("NONSENSE\r\n\r\n")
+        let response = try connection.readResponse()
+        #expect(response.status == 400)
+        #expect(response.header("Connection") == "close")
+    }
+
+    @Test func manyConcurrentConnectionsAndRequests() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let connections = 64
+        let requestsEach = 30
+        let failures = Mutex(0)
+        let group = DispatchGroup()
+        for worker in 0..<connections {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                do {
+                    let connection = try RawHTTPConnection(port: server.port)
+                    for index in 0..<requestsEach {
+                        let response = try connection.request("GET", "/echo?w=\(worker)&i=\(index)")
+                        if (response.json["query"] as? String) != "w=\(worker)&i=\(index)" {
+                            failures.withLock { $0 += 1 }
+                        }
+                    }
+                } catch {
+                    failures.withLock { $0 += 1 }
+                }
+            }.start()
+        }
+        #expect(group.wait(timeout: .now() + 60) == .success)
+        #expect(failures.withLock { $0 } == 0)
+        #expect(server.requestCount == connections * requestsEach)
+        #expect(server.acceptedConnections == connections)
+    }
+
+    @Test func stopWithOpenConnectionsReturnsPromptly() throws {
+        let server = try TestServer()
+        let idle = try RawHTTPConnection(port: server.port)
+        _ = try idle.request("GET", "/echo")
+        let delayed = try RawHTTPConnection(port: server.port)
+        try delayed.send("GET /delay/60000 HTTP/1.1\r\nHost: x\r\n\r\n")
+        let stalled = try RawHTTPConnection(port: server.port)
+        try stalled.send("GET /fault/stall-after-headers HTTP/1.1\r\nHost: x\r\n\r\n")
+        _ = try stalled.readHead()
+        let endless = try RawHTTPConnection(port: server.port)
+        try endless.send("GET /fault/endless HTTP/1.1\r\nHost: x\r\n\r\n")
+        _ = try endless.readHead()
+        let halfSent = try RawHTTPConnection(port: server.port)
+        try halfSent.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc")
+        #expect(server.openConnections >= 4)
+
+        let started = ContinuousClock.now
+        server.stop()
+        server.stop()  // idempotent
+        #expect(ContinuousClock.now - started < .seconds(3))
+        #expect(server.openConnections == 0)
+        #expect(idle.readUntilEnd().end != .timedOut)
+        #expect(throws: RawHTTPError.self) { try RawHTTPConnection(port: server.port) }
+    }
+
+    @Test func releasingTheServerStopsIt() throws {
+        var server: TestServer? = try TestServer()
+        let port = server!.port
+        _ = try RawHTTPConnection(port: port).request("GET", "/echo")
+        server = nil
+        #expect(throws: RawHTTPError.self) { try RawHTTPConnection(port: port) }
+    }
+}
