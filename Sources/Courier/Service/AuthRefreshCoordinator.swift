@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Refreshes a credential once for everyone who needs it.
 ///
 /// When many calls get 401 at the same time, each asks for a fresh credential, naming the
@@ -10,13 +12,18 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
     /// Makes a new credential from the one that stopped working (its refresh token, …).
     public typealias Refresher = @Sendable (_ expired: Credential) async throws -> Credential
 
-    private var credential: Credential?
-    /// Bumped on login and logout, so a refresh that ends after either is discarded.
-    private var generation: UInt64 = 0
-    private var inFlight: (id: UInt64, task: Task<Credential, any Error>)?
+    /// The session: read and changed synchronously (login and logout come from notification
+    /// handlers and must take effect before the next request starts).
+    private struct Session {
+        var credential: Credential?
+        /// Bumped on login and logout, so a refresh that ends after either is discarded.
+        var generation: UInt64 = 0
+        var refreshTimes: [ContinuousClock.Instant] = []
+        var completedRefreshes = 0
+    }
+    private nonisolated let session: Mutex<Session>
+    private var inFlight: (id: UInt64, generation: UInt64, task: Task<Credential, any Error>)?
     private var nextRefreshID: UInt64 = 0
-    private var refreshTimes: [ContinuousClock.Instant] = []
-    private var completedRefreshes = 0
     private let refresher: Refresher
     private let stormLimit: RefreshStormLimit
     private let clock: any ServiceClock
@@ -30,32 +37,34 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
         credential: Credential? = nil, stormLimit: RefreshStormLimit = .default, clock: any ServiceClock = .system,
         refresh: @escaping Refresher
     ) {
-        self.credential = credential
+        self.session = Mutex(Session(credential: credential))
         self.stormLimit = stormLimit
         self.clock = clock
         self.refresher = refresh
     }
 
     /// The credential to attach now; nil when logged out.
-    public var current: Credential? { credential }
+    public nonisolated var current: Credential? { session.withLock { $0.credential } }
 
     /// How many refreshes have succeeded.
-    public var refreshCount: Int { completedRefreshes }
+    public nonisolated var refreshCount: Int { session.withLock { $0.completedRefreshes } }
 
     /// Sets the credential (a login) and enables refreshing.
-    public func login(_ credential: Credential) {
-        generation &+= 1
-        self.credential = credential
-        inFlight = nil
-        refreshTimes.removeAll()
+    public nonisolated func login(_ credential: Credential) {
+        session.withLock { session in
+            session.generation &+= 1
+            session.credential = credential
+            session.refreshTimes.removeAll()
+        }
     }
 
     /// Clears the credential and disables refreshing; a refresh under way is discarded and
     /// its waiters fail.
-    public func logout() {
-        generation &+= 1
-        credential = nil
-        inFlight = nil
+    public nonisolated func logout() {
+        session.withLock { session in
+            session.generation &+= 1
+            session.credential = nil
+        }
     }
 
     /// Returns a credential that replaces `failed`, refreshing at most once for all callers.
@@ -64,25 +73,31 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
     /// - Throws: `CourierError.authentication` when logged out, when the refresh fails, or
     ///   when the storm limit is reached.
     public func credential(replacing failed: Credential?) async throws -> Credential {
-        guard let current = credential else {
+        let now = clock.now
+        let limit = stormLimit
+        let (current, generation) = session.withLock { ($0.credential, $0.generation) }
+        guard let current else {
             throw CourierError(.authentication, "not logged in: there is no credential to refresh")
         }
         if current != failed { return current }
-        if let inFlight { return try await wait(for: inFlight.task, id: inFlight.id, generation: generation) }
-
-        let now = clock.now
-        refreshTimes.removeAll { now - $0 >= stormLimit.window }
-        guard refreshTimes.count < stormLimit.maximumRefreshes else {
+        if let inFlight, inFlight.generation == generation {
+            return try await wait(for: inFlight.task, id: inFlight.id, generation: generation)
+        }
+        let refused = session.withLock { session -> Int? in
+            session.refreshTimes.removeAll { now - $0 >= limit.window }
+            guard session.refreshTimes.count < limit.maximumRefreshes else { return session.refreshTimes.count }
+            session.refreshTimes.append(now)
+            return nil
+        }
+        if let refused {
             throw CourierError(
                 .authentication,
-                "the credential was refreshed \(refreshTimes.count) times within \(stormLimit.window); refusing another refresh"
-            )
+                "the credential was refreshed \(refused) times within \(limit.window); refusing another refresh")
         }
-        refreshTimes.append(now)
         nextRefreshID &+= 1
         let refresher = self.refresher
         let task = Task<Credential, any Error> { try await refresher(current) }
-        inFlight = (nextRefreshID, task)
+        inFlight = (nextRefreshID, generation, task)
         return try await wait(for: task, id: nextRefreshID, generation: generation)
     }
 
@@ -95,15 +110,17 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
         } catch {
             result = .failure(error)
         }
-        // Every waiter resumes here, one at a time on the actor; the first one settles state.
-        if inFlight?.id == id {
-            inFlight = nil
-            if generation == started, case .success(let fresh) = result {
-                credential = fresh
-                completedRefreshes += 1
+        if inFlight?.id == id { inFlight = nil }
+        // The first waiter to resume stores the new credential, unless the session changed.
+        let (sessionChanged, credential) = session.withLock { session -> (Bool, Credential?) in
+            guard session.generation == started else { return (true, session.credential) }
+            if case .success(let fresh) = result, session.credential != fresh {
+                session.credential = fresh
+                session.completedRefreshes += 1
             }
+            return (false, session.credential)
         }
-        guard generation == started else {
+        if sessionChanged {
             if let credential { return credential }
             throw CourierError(.authentication, "logged out while the credential was being refreshed")
         }

@@ -31,7 +31,7 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
     }
 
     public func adapt(_ request: PreparedRequest, context: InterceptorContext) async throws -> PreparedRequest {
-        guard let credential = await coordinator.current else { return request }
+        guard let credential = coordinator.current else { return request }
         var request = request
         apply(credential, &request.head)
         return request
@@ -42,7 +42,7 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
     {
         guard let response = failure.response, requiresRefresh(response) else { return .doNotRetry }
         guard context.attempt < maximumAttempts else { return .doNotRetry }
-        let current = await coordinator.current
+        let current = coordinator.current
         // Which credential did the rejected request carry? If applying the current one
         // changes nothing, it was the current one: refresh it. Otherwise the credential
         // changed since (another call refreshed it): just send again.

@@ -40,8 +40,8 @@ import Testing
         #expect(refresher.calls.load(ordering: .relaxed) == 1)
         #expect(results.count == 50)
         #expect(results.allSatisfy { (try? $0.get()) == "t0+1" })
-        #expect(await coordinator.current == "t0+1")
-        #expect(await coordinator.refreshCount == 1)
+        #expect(coordinator.current == "t0+1")
+        #expect(coordinator.refreshCount == 1)
         // A late caller with the old credential gets the new one without a refresh.
         #expect(try await coordinator.credential(replacing: "t0") == "t0+1")
         #expect(refresher.calls.load(ordering: .relaxed) == 1)
@@ -71,7 +71,7 @@ import Testing
         #expect(errors.count == 20)
         #expect(errors.allSatisfy { $0?.code == .authentication })
         #expect(errors.allSatisfy { $0?.message == "the credential could not be refreshed" })
-        #expect(await coordinator.current == "t0")
+        #expect(coordinator.current == "t0")
     }
 
     @Test func stormLimitRefusesTooManyRefreshesInAWindow() async throws {
@@ -94,8 +94,8 @@ import Testing
             counter.wrappingAdd(1, ordering: .relaxed)
             return "new"
         }
-        await coordinator.logout()
-        #expect(await coordinator.current == nil)
+        coordinator.logout()
+        #expect(coordinator.current == nil)
         do {
             _ = try await coordinator.credential(replacing: "t0")
             Issue.record("a refresh after logout must fail")
@@ -103,7 +103,7 @@ import Testing
             #expect(error.code == .authentication)
         }
         #expect(counter.load(ordering: .relaxed) == 0)
-        await coordinator.login("fresh")
+        coordinator.login("fresh")
         #expect(try await coordinator.credential(replacing: "stale") == "fresh")
         #expect(counter.load(ordering: .relaxed) == 0)
     }
@@ -113,10 +113,10 @@ import Testing
         let coordinator = AuthRefreshCoordinator<String>(credential: "t0") { try await refresher.refresh($0) }
         let waiter = Task { try await coordinator.credential(replacing: "t0") }
         while refresher.calls.load(ordering: .relaxed) == 0 { await Task.yield() }
-        await coordinator.logout()
+        coordinator.logout()
         refresher.gate.open()
         await #expect(throws: CourierError.self) { try await waiter.value }
-        #expect(await coordinator.current == nil)
+        #expect(coordinator.current == nil)
     }
 
     @Test func loginDuringRefreshHandsOutTheLoginCredential() async throws {
@@ -124,10 +124,10 @@ import Testing
         let coordinator = AuthRefreshCoordinator<String>(credential: "t0") { try await refresher.refresh($0) }
         let waiter = Task { try await coordinator.credential(replacing: "t0") }
         while refresher.calls.load(ordering: .relaxed) == 0 { await Task.yield() }
-        await coordinator.login("login")
+        coordinator.login("login")
         refresher.gate.open()
         #expect(try await waiter.value == "login")
-        #expect(await coordinator.current == "login")
+        #expect(coordinator.current == "login")
     }
 }
 

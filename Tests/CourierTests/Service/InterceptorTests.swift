@@ -107,7 +107,7 @@ import Testing
             Issue.record("the third attempt must not be retried")
             return
         }
-        #expect(await coordinator.refreshCount == 0)
+        #expect(coordinator.refreshCount == 0)
     }
 
     @Test func authInterceptorFailsClearlyWhenLoggedOutOrRefreshFails() async throws {
@@ -123,7 +123,7 @@ import Testing
         #expect(error.code == .authentication)
         #expect(error.status == .unauthorized)
         #expect(!error.description.contains("Bearer"))
-        await coordinator.logout()
+        coordinator.logout()
         let anonymous = try await auth.adapt(base, context: context)
         #expect(anonymous.head.headerFields[.authorization] == nil)
         guard case .fail(let loggedOut) = await auth.retry(anonymous, failure: unauthorized(), context: context) else {
