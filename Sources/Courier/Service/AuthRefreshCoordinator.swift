@@ -20,25 +20,32 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
         var generation: UInt64 = 0
         var refreshTimes: [ContinuousClock.Instant] = []
         var completedRefreshes = 0
+        /// The last failed refresh: callers still holding that credential get its error
+        /// instead of starting another refresh, for `failureMemory`.
+        var lastFailure: (credential: Credential, error: CourierError, at: ContinuousClock.Instant)?
     }
     private nonisolated let session: Mutex<Session>
     private var inFlight: (id: UInt64, generation: UInt64, task: Task<Credential, any Error>)?
     private var nextRefreshID: UInt64 = 0
     private let refresher: Refresher
     private let stormLimit: RefreshStormLimit
+    private let failureMemory: Duration
     private let clock: any ServiceClock
 
     /// - Parameters:
     ///   - credential: the credential to start with (nil: logged out).
     ///   - stormLimit: how many refreshes a time window allows.
+    ///   - failureMemory: how long a failed refresh answers for its credential: calls rejected
+    ///     just after it fail with the same error instead of refreshing again.
     ///   - clock: the time source for the storm limit.
     ///   - refresh: makes a new credential; runs at most once at a time.
     public init(
-        credential: Credential? = nil, stormLimit: RefreshStormLimit = .default, clock: any ServiceClock = .system,
-        refresh: @escaping Refresher
+        credential: Credential? = nil, stormLimit: RefreshStormLimit = .default,
+        failureMemory: Duration = .seconds(10), clock: any ServiceClock = .system, refresh: @escaping Refresher
     ) {
         self.session = Mutex(Session(credential: credential))
         self.stormLimit = stormLimit
+        self.failureMemory = failureMemory
         self.clock = clock
         self.refresher = refresh
     }
@@ -55,6 +62,7 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
             session.generation &+= 1
             session.credential = credential
             session.refreshTimes.removeAll()
+            session.lastFailure = nil
         }
     }
 
@@ -64,6 +72,7 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
         session.withLock { session in
             session.generation &+= 1
             session.credential = nil
+            session.lastFailure = nil
         }
     }
 
@@ -81,8 +90,16 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
         }
         if current != failed { return current }
         if let inFlight, inFlight.generation == generation {
-            return try await wait(for: inFlight.task, id: inFlight.id, generation: generation)
+            return try await wait(for: inFlight.task, id: inFlight.id, expired: current, generation: generation)
         }
+        let memory = failureMemory
+        let remembered = session.withLock { session -> CourierError? in
+            guard let failure = session.lastFailure, failure.credential == current, now - failure.at < memory else {
+                return nil
+            }
+            return failure.error
+        }
+        if let remembered { throw remembered }
         let refused = session.withLock { session -> Int? in
             session.refreshTimes.removeAll { now - $0 >= limit.window }
             guard session.refreshTimes.count < limit.maximumRefreshes else { return session.refreshTimes.count }
@@ -98,12 +115,12 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
         let refresher = self.refresher
         let task = Task<Credential, any Error> { try await refresher(current) }
         inFlight = (nextRefreshID, generation, task)
-        return try await wait(for: task, id: nextRefreshID, generation: generation)
+        return try await wait(for: task, id: nextRefreshID, expired: current, generation: generation)
     }
 
-    private func wait(for task: Task<Credential, any Error>, id: UInt64, generation started: UInt64) async throws
-        -> Credential
-    {
+    private func wait(
+        for task: Task<Credential, any Error>, id: UInt64, expired: Credential, generation started: UInt64
+    ) async throws -> Credential {
         let result: Result<Credential, any Error>
         do {
             result = .success(try await task.value)
@@ -111,12 +128,24 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
             result = .failure(error)
         }
         if inFlight?.id == id { inFlight = nil }
-        // The first waiter to resume stores the new credential, unless the session changed.
+        let failure: CourierError?
+        switch result {
+        case .success:
+            failure = nil
+        case .failure(let error as CourierError) where error.code == .authentication:
+            failure = error
+        case .failure(let error):
+            failure = CourierError(.authentication, "the credential could not be refreshed", underlying: error)
+        }
+        let now = clock.now
+        // The first waiter to resume settles the session, unless it changed meanwhile.
         let (sessionChanged, credential) = session.withLock { session -> (Bool, Credential?) in
             guard session.generation == started else { return (true, session.credential) }
             if case .success(let fresh) = result, session.credential != fresh {
                 session.credential = fresh
                 session.completedRefreshes += 1
+            } else if let failure {
+                session.lastFailure = (expired, failure, now)
             }
             return (false, session.credential)
         }
@@ -124,14 +153,9 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
             if let credential { return credential }
             throw CourierError(.authentication, "logged out while the credential was being refreshed")
         }
-        switch result {
-        case .success(let fresh):
-            return fresh
-        case .failure(let error as CourierError) where error.code == .authentication:
-            throw error
-        case .failure(let error):
-            throw CourierError(.authentication, "the credential could not be refreshed", underlying: error)
-        }
+        if let failure { throw failure }
+        guard case .success(let fresh) = result else { throw CourierError(.authentication, "refresh failed") }
+        return fresh
     }
 }
 

@@ -110,9 +110,11 @@ public final class RequestIntervalGate: Sendable {
     /// - Parameters:
     ///   - key: the endpoint, usually from `key(for:)`.
     ///   - rule: the interval and mode.
+    ///   - clock: the time source; the gate's own when nil.
     /// - Throws: `CourierError.throttled` when the call is dropped; `CancellationError` when
     ///   the task is cancelled while delayed.
-    public func admit(key: String, rule: RequestInterval) async throws {
+    public func admit(key: String, rule: RequestInterval, clock: (any ServiceClock)? = nil) async throws {
+        let clock = clock ?? self.clock
         let now = clock.now
         let verdict = table.withLock { $0.admit(key: key, rule: rule, now: now) }
         switch verdict {

@@ -74,6 +74,25 @@ import Testing
         #expect(coordinator.current == "t0")
     }
 
+    @Test func aFailedRefreshAnswersLateCallersUntilItsMemoryExpires() async throws {
+        let clock = ManualServiceClock()
+        let attempts = Counter()
+        let coordinator = AuthRefreshCoordinator<String>(credential: "t0", failureMemory: .seconds(10), clock: clock) {
+            _ in
+            attempts.increment()
+            throw CourierError(.httpStatus, "refresh endpoint said 400")
+        }
+        await #expect(throws: CourierError.self) { try await coordinator.credential(replacing: "t0") }
+        await #expect(throws: CourierError.self) { try await coordinator.credential(replacing: "t0") }
+        #expect(attempts.value == 1)
+        clock.advance(by: .seconds(10))
+        await #expect(throws: CourierError.self) { try await coordinator.credential(replacing: "t0") }
+        #expect(attempts.value == 2)
+        coordinator.login("t1")
+        await #expect(throws: CourierError.self) { try await coordinator.credential(replacing: "t1") }
+        #expect(attempts.value == 3)
+    }
+
     @Test func stormLimitRefusesTooManyRefreshesInAWindow() async throws {
         let clock = ManualServiceClock()
         let counter = Atomic<Int>(0)
