@@ -140,7 +140,7 @@ public final class CookieJar: Sendable {
             let argument = pieces.count > 1 ? pieces[1].trimmingCharacters(in: .whitespaces) : ""
             switch key {
             case "expires":
-                if let date = HTTPDate.parse(argument) { cookie.expires = date }
+                if let date = HTTPDateFormat.parse(argument) { cookie.expires = date }
             case "max-age":
                 if let seconds = Int(argument) { maxAge = seconds }
             case "domain":

@@ -143,13 +143,13 @@ public struct RetryPolicy: Sendable {
             guard let seconds = Int64(trimmed) else { return .seconds(Int64.max / 1_000_000_000_000) }
             return .seconds(seconds)
         }
-        guard let date = HTTPDate.parse(trimmed) else { return nil }
+        guard let date = HTTPDateFormat.parse(trimmed) else { return nil }
         return .clampedSeconds(date.timeIntervalSince(now))
     }
 }
 
 /// HTTP dates (RFC 9110 §5.6.7).
-enum HTTPDate {
+enum HTTPDateFormat {
     private static let formats = [
         "EEE, dd MMM yyyy HH:mm:ss zzz",  // IMF-fixdate
         "EEEE, dd-MMM-yy HH:mm:ss zzz",  // RFC 850

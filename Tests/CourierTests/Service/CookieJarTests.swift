@@ -53,7 +53,7 @@ import Testing
         let clock = ManualServiceClock()
         let jar = CookieJar(clock: clock)
         let origin = request("https://h.example/")
-        let expires = HTTPDate.format(clock.wallTime.addingTimeInterval(100))
+        let expires = HTTPDateFormat.format(clock.wallTime.addingTimeInterval(100))
         jar.store(from: setting("short=1; Max-Age=10", "dated=2; Expires=\(expires)", "session=3"), for: origin)
         #expect(jar.all.count == 3)
         clock.advance(by: .seconds(11))

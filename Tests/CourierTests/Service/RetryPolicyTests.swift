@@ -102,11 +102,11 @@ import Testing
         #expect(
             policy.decision(afterAttempt: 1, method: .get, outcome: response(503, retryAfter: "7"), now: now)
                 == .retry(after: .seconds(7)))
-        let date = HTTPDate.format(now.addingTimeInterval(42))
+        let date = HTTPDateFormat.format(now.addingTimeInterval(42))
         #expect(
             policy.decision(afterAttempt: 1, method: .get, outcome: response(429, retryAfter: date), now: now)
                 == .retry(after: .seconds(42)))
-        let past = HTTPDate.format(now.addingTimeInterval(-100))
+        let past = HTTPDateFormat.format(now.addingTimeInterval(-100))
         #expect(
             policy.decision(afterAttempt: 1, method: .get, outcome: response(503, retryAfter: past), now: now)
                 == .retry(after: .zero))
