@@ -14,9 +14,11 @@ extension ServerCore {
                 head = next
             } catch .headTooLarge {
                 _ = write(.text("request header block too large\n", status: 431), to: fd, keepAlive: false, head: nil)
+                lingeringClose(fd)
                 return
             } catch .malformed(let why) {
                 _ = write(.text("bad request: \(why)\n", status: 400), to: fd, keepAlive: false, head: nil)
+                lingeringClose(fd)
                 return
             } catch {
                 return
@@ -46,9 +48,11 @@ extension ServerCore {
                     connectionID: id, indexOnConnection: index)
             } catch .bodyTooLarge {
                 _ = write(.text("request body too large\n", status: 413), to: fd, keepAlive: false, head: head)
+                lingeringClose(fd)
                 return
             } catch .malformed(let why) {
                 _ = write(.text("bad request body: \(why)\n", status: 400), to: fd, keepAlive: false, head: head)
+                lingeringClose(fd)
                 return
             } catch {
                 return
@@ -57,6 +61,21 @@ extension ServerCore {
             let response = respond(to: request)
             let keepAlive = head.keepAlive && !response.closesConnection && !isStopped
             guard write(response, to: fd, keepAlive: keepAlive, head: head), keepAlive else { return }
+        }
+    }
+
+    /// Ends the sending side and drains what the client still sends, briefly, so that closing
+    /// with unread input does not turn into an RST that destroys the error response just sent.
+    func lingeringClose(_ fd: Int32) {
+        _ = shutdown(fd, Int32(SHUT_WR))
+        var scratch = [UInt8](repeating: 0, count: 64 * 1024)
+        var drained = 0
+        while drained < 64 * 1024 * 1024 {
+            let ready = Socket.poll([fd, wakeRead], timeoutMilliseconds: 1000)
+            guard ready.contains(0), !ready.contains(1) else { return }
+            let count = scratch.withUnsafeMutableBytes { Socket.read(fd, into: $0) }
+            if count == 0 { return }
+            drained += count
         }
     }
 }

@@ -36,6 +36,10 @@ extension ServerCore {
             return Socket.writeAll(fd, Array("0\r\n\r\n".utf8))
         }
         if let length = response.patternLength {
+            if length <= 16 * 1024 {
+                headBytes.append(contentsOf: TestServer.patternBlock.prefix(length))
+                return Socket.writeAll(fd, headBytes)
+            }
             guard Socket.writeAll(fd, headBytes) else { return false }
             return writePattern(length: length, fd: fd)
         }
@@ -65,7 +69,7 @@ extension ServerCore {
     }
 
     func writePattern(length: Int, fd: Int32) -> Bool {
-        let block = TestServer.bytePattern(count: 251 * 256)
+        let block = TestServer.patternBlock
         var remaining = length
         while remaining > 0 {
             // The pattern repeats every 251 bytes and the block is a multiple of that, so the

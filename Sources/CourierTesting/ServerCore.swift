@@ -38,6 +38,8 @@ final class ServerCore: Sendable {
     let wakeRead: Int32
     private let wakeWrite: Int32
     private let threads = DispatchGroup()
+    /// Broadcast whenever a connection ends, for ``waitForOpenConnections(atMost:timeout:)``.
+    private let connectionEnded = NSCondition()
 
     init(host: String, port: UInt16, backlog: Int32 = 1024) throws {
         let listener = try Socket.listen(host: host, port: port, backlog: backlog)
@@ -104,6 +106,19 @@ final class ServerCore: Sendable {
         }
     }
 
+    /// Blocks until at most `limit` connections are open, or `timeout` passes.
+    /// - Returns: whether the condition was met.
+    func waitForOpenConnections(atMost limit: Int, timeout: Duration) -> Bool {
+        let deadline = Date().addingTimeInterval(
+            Double(timeout.components.seconds) + Double(timeout.components.attoseconds) * 1e-18)
+        connectionEnded.lock()
+        defer { connectionEnded.unlock() }
+        while state.withLock({ $0.connections.count }) > limit {
+            if !connectionEnded.wait(until: deadline) { return state.withLock { $0.connections.count } <= limit }
+        }
+        return true
+    }
+
     // MARK: - Accepting
 
     private func acceptLoop() {
@@ -133,6 +148,9 @@ final class ServerCore: Sendable {
                 serve(fd: fd, id: id)
                 state.withLock { _ = $0.connections.removeValue(forKey: id) }
                 close(fd)
+                connectionEnded.lock()
+                connectionEnded.broadcast()
+                connectionEnded.unlock()
                 threads.leave()
             }
             thread.name = "TestServer connection \(id)"

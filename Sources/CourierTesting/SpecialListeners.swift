@@ -21,16 +21,58 @@ extension TestServer {
 
 /// Accepts TCP connections and holds them open without reading or writing a byte.
 public final class BlackHoleServer: Sendable {
-    private struct State {
-        var stopped = false
-        var held: [Int32] = []
-        var accepted = 0
+    /// What the accept thread holds, so that releasing the `BlackHoleServer` runs its `deinit`.
+    private final class Core: Sendable {
+        struct State {
+            var stopped = false
+            var held: [Int32] = []
+            var accepted = 0
+        }
+
+        let listenFD: Int32
+        let wake: (read: Int32, write: Int32)
+        let state = Mutex(State())
+        let done = DispatchSemaphore(value: 0)
+
+        init(listenFD: Int32, wake: (read: Int32, write: Int32)) {
+            self.listenFD = listenFD
+            self.wake = wake
+        }
+
+        deinit {
+            close(wake.read)
+            close(wake.write)
+        }
+
+        func acceptLoop() {
+            while true {
+                let ready = Socket.poll([listenFD, wake.read], timeoutMilliseconds: 1000)
+                if state.withLock({ $0.stopped }) { break }
+                guard ready.contains(0), let fd = Socket.accept(listenFD) else { continue }
+                state.withLock {
+                    $0.held.append(fd)
+                    $0.accepted += 1
+                }
+            }
+            let held = state.withLock { $0.held }
+            for fd in held { close(fd) }
+            close(listenFD)
+            done.signal()
+        }
+
+        func stop() {
+            let first = state.withLock { state -> Bool in
+                defer { state.stopped = true }
+                return !state.stopped
+            }
+            guard first else { return }
+            var byte: UInt8 = 1
+            _ = Glibc.write(wake.write, &byte, 1)
+            done.wait()
+        }
     }
 
-    private let listenFD: Int32
-    private let wake: (read: Int32, write: Int32)
-    private let state = Mutex(State())
-    private let done = DispatchSemaphore(value: 0)
+    private let core: Core
     /// The bound port.
     public let port: UInt16
     /// `http://HOST:PORT`.
@@ -43,50 +85,27 @@ public final class BlackHoleServer: Sendable {
             close(listener.fd)
             throw SocketError("pipe")
         }
-        listenFD = listener.fd
-        wake = (fds[0], fds[1])
+        Socket.setCloseOnExec(fds[0])
+        Socket.setCloseOnExec(fds[1])
+        let core = Core(listenFD: listener.fd, wake: (fds[0], fds[1]))
+        self.core = core
         port = listener.port
         baseURL = URL(string: "http://\(host):\(listener.port)")!
-        let thread = Thread { [self] in acceptLoop() }
-        thread.name = "BlackHoleServer \(port)"
+        let thread = Thread { core.acceptLoop() }
+        thread.name = "BlackHoleServer \(listener.port)"
         thread.start()
     }
 
     deinit {
-        stop()
-        close(wake.read)
-        close(wake.write)
+        core.stop()
     }
 
-    /// How many connections were accepted.
-    public var acceptedConnections: Int { state.withLock { $0.accepted } }
+    /// How many connections were accepted so far.
+    public var acceptedConnections: Int { core.state.withLock { $0.accepted } }
 
-    /// Closes the listener and every held connection. Idempotent.
+    /// Closes the listener and every held connection, waiting for the accept thread. Idempotent.
     public func stop() {
-        let first = state.withLock { state -> Bool in
-            defer { state.stopped = true }
-            return !state.stopped
-        }
-        guard first else { return }
-        var byte: UInt8 = 1
-        _ = Glibc.write(wake.write, &byte, 1)
-        done.wait()
-    }
-
-    private func acceptLoop() {
-        while true {
-            let ready = Socket.poll([listenFD, wake.read], timeoutMilliseconds: 1000)
-            if state.withLock({ $0.stopped }) { break }
-            guard ready.contains(0), let fd = Socket.accept(listenFD) else { continue }
-            state.withLock {
-                $0.held.append(fd)
-                $0.accepted += 1
-            }
-        }
-        let held = state.withLock { $0.held }
-        for fd in held { close(fd) }
-        close(listenFD)
-        done.signal()
+        core.stop()
     }
 }
 

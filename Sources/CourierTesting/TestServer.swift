@@ -4,11 +4,26 @@ import Synchronization
 /// An in-process HTTP/1.1 server on a loopback port, for tests — what OkHttp's MockWebServer
 /// gives Android teams.
 ///
-/// It binds and starts accepting in `init`; each connection gets its own thread. Every request
-/// is recorded. A request is answered by, in order: the next ``enqueue(_:)``d response, a
-/// custom ``route(_:_:)``, or a built-in httpbin-like route (`/echo`, `/status/{code}`,
-/// `/redirect/{n}`, `/bytes/{n}`, `/gzip`, `/bearer`, `/cache/etag`, `/fault/…` and more; see
-/// `Docs/TestServer.md`). Unknown paths get 404.
+/// It binds and starts accepting in `init`; each connection gets its own thread and keep-alive,
+/// pipelining, chunked request bodies and `Expect: 100-continue` work as in HTTP/1.1. Every
+/// request is recorded. A request is answered by, in order: the next ``enqueue(_:)``d response,
+/// a custom ``route(_:_:)``, or a built-in route; unknown paths get 404.
+///
+/// Built-in routes (JSON bodies unless said otherwise):
+/// - `/echo`, `/get`, `/anything/…`: `{"method","path","query","args","headers","body","bodyBase64","connectionID"}`;
+///   header names lowercased, repeated ones joined by `", "`.
+/// - `/status/{code}` (no body for 204/304; 401 adds `WWW-Authenticate: Bearer`); `/delay/{ms}` (echo, late).
+/// - `/redirect/{n}` (302 chain to `/get`), `/redirect-to?url=U&status=S`, `/redirect-loop`.
+/// - `/stream/{n}[?intervalMs=M]`: n JSON lines, chunked, one chunk each; `/bytes/{n}`: ``bytePattern(count:)``.
+/// - `/gzip`, `/deflate` (encoded only when `Accept-Encoding` allows); `/gzip-bomb?size=N` (N zero bytes, gzipped).
+/// - `/drop-mid-body`: `Content-Length: 100000`, 50,000 bytes, then close.
+/// - `/bearer`: 200 `{"authenticated":true,"token"}` or 401 with `WWW-Authenticate`; see ``validBearerTokens``.
+/// - `/cache/etag?etag=X&max-age=N`, `/cache/last-modified?date=D&max-age=N` (304 on a matching condition),
+///   `/response-headers?Name=value&…` (each item becomes a response header).
+/// - `/upload`: reads any size without storing, answers `{"bytes","crc32","method","contentType"}`.
+/// - `/fault/{name}`: `reset-headers`, `reset-body`, `close-body`, `no-response`, `stall-after-headers`,
+///   `trickle?bytes=N&intervalMs=M&total=T`, `truncated-chunked`, `bad-status-line`, `bad-header-bytes`,
+///   `content-length-larger`, `content-length-smaller`, `huge-headers?size=N`, `endless` (see ``Fault``).
 ///
 /// ```swift
 /// let server = try TestServer()
@@ -57,6 +72,17 @@ public final class TestServer: Sendable {
 
     /// How many connections are open right now.
     public var openConnections: Int { core.state.withLock { $0.connections.count } }
+
+    /// Blocks until at most `limit` connections are open (e.g. 0 after a client closed its
+    /// connection), or `timeout` passes. Wakes when a connection ends; no polling.
+    /// - Parameters:
+    ///   - limit: The number of connections that may stay open.
+    ///   - timeout: How long to wait at most.
+    /// - Returns: whether the condition was met in time.
+    @discardableResult
+    public func waitForOpenConnections(atMost limit: Int, timeout: Duration = .seconds(10)) -> Bool {
+        core.waitForOpenConnections(atMost: limit, timeout: timeout)
+    }
 
     /// How many requests were received so far.
     public var requestCount: Int { core.state.withLock { $0.requestCount } }
@@ -120,8 +146,23 @@ public final class TestServer: Sendable {
 
     /// The deterministic bytes `/bytes/{n}` sends: byte `i` is `i % 251`.
     public static func bytePattern(count: Int) -> Data {
-        var bytes = [UInt8](repeating: 0, count: count)
-        for index in 0..<count { bytes[index] = UInt8(index % 251) }
-        return Data(bytes)
+        var data = Data(capacity: count)
+        let block = patternBlock
+        var remaining = count
+        while remaining > 0 {
+            let take = min(remaining, block.count)
+            data.append(block.prefix(take))
+            remaining -= take
+        }
+        return data
     }
+
+    /// 256 periods of the pattern, built once; every piece of `/bytes/{n}` is cut from it.
+    static let patternBlock: Data = {
+        var bytes = [UInt8](repeating: 0, count: 251 * 256)
+        bytes.withUnsafeMutableBufferPointer { buffer in
+            for index in buffer.indices { buffer[index] = UInt8(index % 251) }
+        }
+        return Data(bytes)
+    }()
 }

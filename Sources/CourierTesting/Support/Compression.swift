@@ -5,50 +5,66 @@ import Foundation
 enum Compression {
     /// gzip-wrapped DEFLATE (window bits 31).
     static func gzip(_ data: Data) -> Data {
-        compress(windowBits: 31, level: Z_DEFAULT_COMPRESSION, pieces: 1) { _ in data }
+        compress(windowBits: 31, level: Z_DEFAULT_COMPRESSION, strategy: Z_DEFAULT_STRATEGY, flush: Z_FINISH, data)
     }
 
     /// zlib-wrapped DEFLATE, what HTTP calls `deflate` (window bits 15).
     static func zlib(_ data: Data) -> Data {
-        compress(windowBits: 15, level: Z_DEFAULT_COMPRESSION, pieces: 1) { _ in data }
+        compress(windowBits: 15, level: Z_DEFAULT_COMPRESSION, strategy: Z_DEFAULT_STRATEGY, flush: Z_FINISH, data)
     }
 
-    /// A gzip stream that inflates to `count` zero bytes, built without holding them in memory.
+    /// A gzip stream that inflates to `count` zero bytes, built without holding or compressing
+    /// them all.
+    ///
+    /// One MiB of zeros is deflated once, ending in a full flush (byte-aligned, no back
+    /// references across it), so that segment can simply be repeated; a final segment holds the
+    /// remainder. The CRC of the whole is combined from the block's CRC.
     static func gzipZeros(count: Int) -> Data {
-        let block = Data(count: 1 << 20)
-        let pieces = (count + block.count - 1) / block.count
-        return compress(windowBits: 31, level: 9, pieces: pieces) { index in
-            index == pieces - 1 && count % block.count != 0 ? block.prefix(count % block.count) : block
+        let blockSize = 1 << 20
+        let zeros = Data(count: blockSize)
+        let segment = compress(windowBits: -15, level: 9, strategy: Z_RLE, flush: Z_FULL_FLUSH, zeros)
+        let tail = compress(
+            windowBits: -15, level: 9, strategy: Z_RLE, flush: Z_FINISH, zeros.prefix(count % blockSize))
+        let blockCRC = uLong(crc32(zeros))
+        var crc = uLong(crc32(Data()))
+        for _ in 0..<(count / blockSize) { crc = crc32_combine(crc, blockCRC, off_t(blockSize)) }
+        crc = crc32_combine(crc, uLong(crc32(zeros.prefix(count % blockSize))), off_t(count % blockSize))
+
+        var output = Data([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3])
+        output.reserveCapacity(10 + segment.count * (count / blockSize) + tail.count + 8)
+        for _ in 0..<(count / blockSize) { output.append(segment) }
+        output.append(tail)
+        for value in [UInt32(truncatingIfNeeded: crc), UInt32(truncatingIfNeeded: count)] {
+            withUnsafeBytes(of: value.littleEndian) { output.append(contentsOf: $0) }
         }
+        return output
     }
 
-    /// Deflates the concatenation of `pieces` inputs produced by `input`.
-    private static func compress(windowBits: Int32, level: Int32, pieces: Int, input: (Int) -> Data) -> Data {
+    /// Deflates `data` in one call ending with `flush`.
+    private static func compress(windowBits: Int32, level: Int32, strategy: Int32, flush: Int32, _ data: Data)
+        -> Data
+    {
         var stream = z_stream()
         let status = deflateInit2_(
-            &stream, level, Z_DEFLATED, windowBits, 8, Z_DEFAULT_STRATEGY, zlibVersion(),
-            Int32(MemoryLayout<z_stream>.size))
+            &stream, level, Z_DEFLATED, windowBits, 8, strategy, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
         precondition(status == Z_OK, "deflateInit2 failed: \(status)")
         defer { deflateEnd(&stream) }
+        var input = data
         var output = Data()
         var scratch = [UInt8](repeating: 0, count: 64 * 1024)
-        for index in 0..<max(pieces, 1) {
-            var piece = pieces == 0 ? Data() : input(index)
-            let flush = index >= pieces - 1 ? Z_FINISH : Z_NO_FLUSH
-            piece.withUnsafeMutableBytes { raw in
-                stream.next_in = raw.baseAddress?.assumingMemoryBound(to: Bytef.self)
-                stream.avail_in = uInt(raw.count)
-                while true {
-                    let result = scratch.withUnsafeMutableBytes { out in
-                        stream.next_out = out.baseAddress!.assumingMemoryBound(to: Bytef.self)
-                        stream.avail_out = uInt(out.count)
-                        let result = deflate(&stream, flush)
-                        output.append(contentsOf: out.prefix(out.count - Int(stream.avail_out)))
-                        return result
-                    }
-                    if result == Z_STREAM_END || result == Z_STREAM_ERROR { break }
-                    if flush != Z_FINISH && stream.avail_out != 0 { break }
+        input.withUnsafeMutableBytes { raw in
+            stream.next_in = raw.baseAddress?.assumingMemoryBound(to: Bytef.self)
+            stream.avail_in = uInt(raw.count)
+            while true {
+                let result = scratch.withUnsafeMutableBytes { out in
+                    stream.next_out = out.baseAddress!.assumingMemoryBound(to: Bytef.self)
+                    stream.avail_out = uInt(out.count)
+                    let result = deflate(&stream, flush)
+                    output.append(contentsOf: out.prefix(out.count - Int(stream.avail_out)))
+                    return result
                 }
+                if result == Z_STREAM_END || result == Z_STREAM_ERROR || result == Z_BUF_ERROR { break }
+                if flush != Z_FINISH && stream.avail_out != 0 { break }
             }
         }
         return output
@@ -85,12 +101,13 @@ extension Compression {
         }
     }
 
-    /// zlib's CRC-32 of `data`, as `/upload` reports it.
-    static func crc32(_ data: Data) -> UInt32 {
+    /// zlib's CRC-32 of `data`, as `/upload` reports it; pass the previous result as `seed` to
+    /// continue a running checksum.
+    static func crc32(_ data: Data, seed: UInt32 = 0) -> UInt32 {
         data.withUnsafeBytes { raw in
             UInt32(
                 truncatingIfNeeded: CZlib.crc32(
-                    0, raw.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt(raw.count)))
+                    uLong(seed), raw.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt(raw.count)))
         }
     }
 }

@@ -91,6 +91,7 @@ final class RequestReader {
         var scanOffset = 0  // relative to `start`, which `fill` may move
         while true {
             if let end = findHeadEnd(from: start + scanOffset) {
+                guard end - start <= Self.maximumHeadSize else { throw .headTooLarge }
                 let text = String(decoding: buffer[start..<end], as: UTF8.self)
                 start = end + 4
                 return try parseHead(text)

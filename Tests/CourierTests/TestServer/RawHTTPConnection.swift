@@ -49,7 +49,8 @@ final class RawHTTPConnection {
             Glibc.close(fd)
             throw RawHTTPError.connectFailed(code)
         }
-        var value = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: 0)
+        var value = timeval(
+            tv_sec: Int(timeout.components.seconds), tv_usec: Int(timeout.components.attoseconds / 1_000_000_000_000))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
     }
 

@@ -207,3 +207,67 @@ import Testing
         #expect(throws: RawHTTPError.self) { try RawHTTPConnection(port: port) }
     }
 }
+
+@Suite struct TestServerBodyTests {
+    @Test func pipelinedRequestsAreAnsweredInOrder() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let connection = try RawHTTPConnection(port: server.port)
+        try connection.send(
+            "GET /echo?n=1 HTTP/1.1\r\nHost: x\r\n\r\nPOST /echo?n=2 HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi"
+                + "GET /status/202 HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try connection.readResponse().json["query"] as? String == "n=1")
+        #expect(try connection.readResponse().json["body"] as? String == "hi")
+        #expect(try connection.readResponse().status == 202)
+        #expect(server.acceptedConnections == 1)
+    }
+
+    @Test func uploadStreamsABodyLargerThan64MiB() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let connection = try RawHTTPConnection(port: server.port, timeout: .seconds(60))
+        let blockCount = 70
+        let block = TestServer.bytePattern(count: 1024 * 1024)
+        try connection.send(
+            "PUT /upload HTTP/1.1\r\nHost: x\r\nContent-Length: \(blockCount * block.count)\r\n"
+                + "Expect: 100-continue\r\n\r\n")
+        #expect(try connection.readHead().status == 100)
+        // Sent block by block so the test never holds the whole body; the CRC runs along.
+        var crc: UInt32 = 0
+        for _ in 0..<blockCount {
+            try connection.send(block)
+            crc = Compression.crc32(block, seed: crc)
+        }
+        let response = try connection.readResponse()
+        #expect(response.json["bytes"] as? Int == blockCount * block.count)
+        #expect(response.json["crc32"] as? String == String(format: "%08x", crc))
+        #expect(server.recordedRequests.last?.body.isEmpty == true)
+    }
+
+    @Test func chunkedUploadIsCountedToo() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let connection = try RawHTTPConnection(port: server.port)
+        try connection.send("POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for _ in 0..<10 {
+            try connection.send(Data("2710\r\n".utf8) + Data(repeating: 65, count: 10_000) + Data("\r\n".utf8))
+        }
+        try connection.send("0\r\n\r\n")
+        let response = try connection.readResponse()
+        #expect(response.json["bytes"] as? Int == 100_000)
+        #expect(
+            response.json["crc32"] as? String
+                == String(format: "%08x", Compression.crc32(Data(repeating: 65, count: 100_000))))
+    }
+
+    @Test func oversizedHeadGets431() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let connection = try RawHTTPConnection(port: server.port)
+        let big = String(repeating: "a", count: RequestReader.maximumHeadSize + 10)
+        try? connection.send("GET /echo HTTP/1.1\r\nX-Big: \(big)\r\n\r\n")
+        let response = try connection.readResponse()
+        #expect(response.status == 431)
+        #expect(response.header("Connection") == "close")
+    }
+}

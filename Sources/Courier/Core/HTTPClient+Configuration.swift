@@ -1,0 +1,121 @@
+import Foundation
+import HTTPTypes
+import Logging
+
+extension HTTPClient {
+    /// Everything a client needs to know before its first request.
+    ///
+    /// The default response type (which serializer a call gets when it names none) joins this
+    /// struct with the serializers; `send` returns raw bytes and needs none.
+    public struct Configuration: Sendable {
+        /// Where requests without a scheme and authority go (`https://api.example.com/v1`).
+        public var baseURL: URL?
+        /// The longest a request may take, redirects included (`nil`: no limit).
+        public var timeout: Duration?
+        /// The longest a connection may take to set up.
+        public var connectTimeout: Duration
+        /// Fail a transfer when no byte moved for this long (`nil`: never).
+        public var stallTimeout: Duration?
+        /// Fields added to every request that does not set them itself.
+        public var defaultHeaders: HTTPFields
+        /// At most this many connections to one host.
+        public var maxConnectionsPerHost: Int
+        /// At most this many connections in all.
+        public var maxConnections: Int
+        /// How redirects are followed.
+        public var redirects: RedirectConfiguration
+        /// Certificates to trust.
+        public var tls: TLSConfiguration
+        /// Host names answered without DNS, e.g. a "CDN" host on loopback in tests and demos.
+        public var resolve: [CurlTransport.ResolveOverride]
+        /// The proxy URL; `nil` means none, whatever `http_proxy` and friends say.
+        public var proxy: String?
+        /// The largest response body accepted, counted after decoding.
+        public var maxResponseSize: Int64
+        /// Header names whose values are never logged and are dropped on cross-origin redirects,
+        /// in addition to Authorization, Cookie and Proxy-Authorization.
+        public var sensitiveHeaderNames: Set<HTTPField.Name>
+        /// Builds the auth header fields from the logged-in credential.
+        public var authorization: AuthorizationHeader
+        /// Where login and logout notifications are observed.
+        public var notificationCenter: NotificationCenter
+        /// Where requests, responses and failures are logged (header secrets redacted).
+        public var logger: Logger
+        /// Turns on libcurl's cookie engine (the cookie jar builds on it).
+        public var enablesCookieEngine: Bool
+
+        public init(
+            baseURL: URL? = nil, timeout: Duration? = .seconds(60), connectTimeout: Duration = .seconds(10),
+            stallTimeout: Duration? = .seconds(30), defaultHeaders: HTTPFields = [:],
+            maxConnectionsPerHost: Int = 8, maxConnections: Int = 64, redirects: RedirectConfiguration = .default,
+            tls: TLSConfiguration = .init(), resolve: [CurlTransport.ResolveOverride] = [], proxy: String? = nil,
+            maxResponseSize: Int64 = 64 << 20, sensitiveHeaderNames: Set<HTTPField.Name> = [],
+            authorization: AuthorizationHeader = .bearer, notificationCenter: NotificationCenter = .default,
+            logger: Logger = Logger(label: "courier"), enablesCookieEngine: Bool = false
+        ) {
+            self.baseURL = baseURL
+            self.timeout = timeout
+            self.connectTimeout = connectTimeout
+            self.stallTimeout = stallTimeout
+            self.defaultHeaders = defaultHeaders
+            self.maxConnectionsPerHost = maxConnectionsPerHost
+            self.maxConnections = maxConnections
+            self.redirects = redirects
+            self.tls = tls
+            self.resolve = resolve
+            self.proxy = proxy
+            self.maxResponseSize = maxResponseSize
+            self.sensitiveHeaderNames = sensitiveHeaderNames
+            self.authorization = authorization
+            self.notificationCenter = notificationCenter
+            self.logger = logger
+            self.enablesCookieEngine = enablesCookieEngine
+        }
+
+        /// The transport settings this configuration implies.
+        public var transportConfiguration: CurlTransport.Configuration {
+            CurlTransport.Configuration(
+                maxConnectionsPerHost: maxConnectionsPerHost, maxConnections: maxConnections,
+                connectTimeout: connectTimeout, caBundlePath: tls.caBundlePath, resolve: resolve, proxy: proxy,
+                enablesCookieEngine: enablesCookieEngine)
+        }
+    }
+
+    /// How many redirects a request follows.
+    public struct RedirectConfiguration: Sendable, Hashable {
+        /// The most hops followed; 0 returns the 3xx response itself.
+        public var maxRedirects: Int
+
+        public init(maxRedirects: Int) { self.maxRedirects = max(0, maxRedirects) }
+
+        /// Up to 10 redirects.
+        public static let `default` = RedirectConfiguration(maxRedirects: 10)
+        /// Redirects are not followed: the 3xx response is returned.
+        public static let disabled = RedirectConfiguration(maxRedirects: 0)
+        /// Up to `count` redirects.
+        public static func follow(max count: Int) -> RedirectConfiguration {
+            RedirectConfiguration(maxRedirects: count)
+        }
+    }
+
+    /// Which certificates the client trusts. Verification itself is always on.
+    public struct TLSConfiguration: Sendable, Hashable {
+        /// A PEM bundle of CA certificates to trust instead of the system store.
+        public var caBundlePath: String?
+
+        public init(caBundlePath: String? = nil) { self.caBundlePath = caBundlePath }
+    }
+
+    /// Turns the logged-in credential into header fields.
+    public struct AuthorizationHeader: Sendable {
+        let build: @Sendable (String) -> [HTTPField]
+
+        /// Fields of your own, e.g. `X-Api-Key: <credential>`.
+        public static func custom(_ build: @escaping @Sendable (String) -> [HTTPField]) -> AuthorizationHeader {
+            AuthorizationHeader(build: build)
+        }
+
+        /// `Authorization: Bearer <credential>`.
+        public static let bearer = AuthorizationHeader { [HTTPField(name: .authorization, value: "Bearer \($0)")] }
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import HTTPTypes
+
+/// Per-request overrides of the client's configuration, and callbacks for one request.
+public struct RequestOptions: Sendable {
+    /// Replaces the client's total timeout (redirects included).
+    public var timeout: Duration?
+    /// Replaces the client's connect timeout.
+    public var connectTimeout: Duration?
+    /// Replaces the client's stall timeout.
+    public var stallTimeout: Duration?
+    /// Replaces the client's maximum response size.
+    public var maxResponseSize: Int64?
+    /// Replaces the client's redirect configuration.
+    public var redirects: HTTPClient.RedirectConfiguration?
+    /// More header names to redact in logs and drop on cross-origin redirects.
+    public var sensitiveHeaderNames: Set<HTTPField.Name>
+    /// Called on the transport's thread as the body goes out; keep it cheap.
+    public var uploadProgress: (@Sendable (TransferProgress) -> Void)?
+    /// Called on the transport's thread as the body comes in; keep it cheap.
+    public var downloadProgress: (@Sendable (TransferProgress) -> Void)?
+
+    public init(
+        timeout: Duration? = nil, connectTimeout: Duration? = nil, stallTimeout: Duration? = nil,
+        maxResponseSize: Int64? = nil, redirects: HTTPClient.RedirectConfiguration? = nil,
+        sensitiveHeaderNames: Set<HTTPField.Name> = [],
+        uploadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
+        downloadProgress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) {
+        self.timeout = timeout
+        self.connectTimeout = connectTimeout
+        self.stallTimeout = stallTimeout
+        self.maxResponseSize = maxResponseSize
+        self.redirects = redirects
+        self.sensitiveHeaderNames = sensitiveHeaderNames
+        self.uploadProgress = uploadProgress
+        self.downloadProgress = downloadProgress
+    }
+}
+
+extension HTTPClient {
+    /// A response with its whole body.
+    public struct Response: Sendable {
+        /// Status and header fields of the final response.
+        public var head: HTTPResponse
+        /// The body, content-decoded.
+        public var body: Data
+        /// Timings and sizes of the final hop.
+        public var metrics: TransferMetrics
+        /// The request that produced this response (after redirects).
+        public var request: HTTPRequest
+        /// The URL that answered, after redirects.
+        public var url: URL
+        /// How many redirects were followed.
+        public var redirectCount: Int
+
+        public init(
+            head: HTTPResponse, body: Data, metrics: TransferMetrics, request: HTTPRequest, url: URL,
+            redirectCount: Int
+        ) {
+            self.head = head
+            self.body = body
+            self.metrics = metrics
+            self.request = request
+            self.url = url
+            self.redirectCount = redirectCount
+        }
+
+        /// The status code of the final response.
+        public var status: HTTPResponse.Status { head.status }
+    }
+
+    /// A response whose body is still arriving.
+    public struct StreamedResponse: Sendable {
+        /// Status and header fields of the final response.
+        public var head: HTTPResponse
+        /// The body in chunks; read it once.
+        public var body: ResponseBodyStream
+        /// The request that produced this response (after redirects).
+        public var request: HTTPRequest
+        /// The URL that answered, after redirects.
+        public var url: URL
+        /// How many redirects were followed.
+        public var redirectCount: Int
+    }
+}

@@ -1,0 +1,214 @@
+import CCurl
+import CCurlShim
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Process-wide libcurl setup, done once: `curl_global_init` is not safe to race, and a peer
+/// closing a socket must not kill the process with SIGPIPE.
+private let curlGlobalSetup: CURLcode = {
+    signal(SIGPIPE, SIG_IGN)
+    return curl_global_init(Int(CURL_GLOBAL_ALL))
+}()
+
+/// The thread that owns the libcurl multi handle and every easy handle.
+///
+/// Other threads only `enqueue` commands (under a `Mutex`) and wake the thread with
+/// `curl_multi_wakeup`. Completions resume the callers' continuations right here, which only
+/// schedules their tasks elsewhere: one hop in, one hop out per request.
+///
+/// `@unchecked Sendable`: the `queue` is a `Mutex`; `multi` is used from other threads only
+/// through `curl_multi_wakeup`, which libcurl documents as thread-safe; every other stored
+/// `var` is touched only on the loop's own thread (inside `run()`).
+final class CurlLoop: @unchecked Sendable {
+    enum Command {
+        case add(CurlTransfer)
+        case cancel(CurlTransfer)
+        case resume(CurlTransfer)
+        case shutdown
+    }
+
+    private let multi: UnsafeMutableRawPointer
+    private let configuration: CurlTransport.Configuration
+    private let resolveList: UnsafeMutablePointer<curl_slist>?
+    private let queue = Mutex<[Command]>([])
+
+    // MARK: loop thread only
+    private var pending: [Command] = []
+    private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    private var pool: [EasyHandle] = []
+
+    init(configuration: CurlTransport.Configuration) throws(CourierError) {
+        guard curlGlobalSetup == CURLE_OK else {
+            throw CourierError(.configuration, "curl_global_init failed (\(curlGlobalSetup.rawValue))")
+        }
+        guard let multi = curl_multi_init() else {
+            throw CourierError(.configuration, "libcurl could not create a multi handle")
+        }
+        self.multi = multi
+        self.configuration = configuration
+        var list: UnsafeMutablePointer<curl_slist>?
+        for entry in configuration.resolve {
+            list = curl_slist_append(list, "\(entry.host):\(entry.port):\(entry.address)")
+        }
+        resolveList = list
+        courier_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnectionsPerHost)
+        courier_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, configuration.maxConnections)
+        // Keep every connection we may open, so none is closed only to be opened again.
+        courier_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, configuration.maxConnections)
+        courier_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        let thread = Thread { [self] in run() }
+        thread.name = "courier-curl"
+        thread.start()
+    }
+
+    deinit {
+        curl_slist_free_all(resolveList)
+    }
+
+    /// Hands a command to the loop thread.
+    func enqueue(_ command: Command) {
+        let wasEmpty = queue.withLock { queue in
+            queue.append(command)
+            return queue.count == 1
+        }
+        // A non-empty queue means an earlier enqueue already woke the loop, which has not
+        // drained yet; one wakeup covers both.
+        if wasEmpty { curl_multi_wakeup(multi) }
+    }
+
+    // MARK: The loop
+
+    private func run() {
+        var running: Int32 = 0
+        while true {
+            queue.withLock { swap(&$0, &pending) }
+            for command in pending {
+                switch command {
+                case .add(let transfer): start(transfer)
+                case .cancel(let transfer): cancel(transfer)
+                case .resume(let transfer):
+                    if let handle = transfer.handle { curl_easy_pause(handle.raw, CURLPAUSE_CONT) }
+                case .shutdown:
+                    pending.removeAll()
+                    shutDown()
+                    return
+                }
+            }
+            pending.removeAll(keepingCapacity: true)
+            curl_multi_perform(multi, &running)
+            collectCompletions()
+            curl_multi_poll(multi, nil, 0, 1000, nil)
+        }
+    }
+
+    private func start(_ transfer: CurlTransfer) {
+        let handle: EasyHandle
+        do {
+            handle = try pool.popLast() ?? EasyHandle()
+            try configure(handle, for: transfer)
+        } catch {
+            transfer.finish(.failure(error))
+            return
+        }
+        let code = curl_multi_add_handle(multi, handle.raw)
+        guard code == CURLM_OK else {
+            recycle(handle)
+            let message = String(cString: curl_multi_strerror(code))
+            transfer.finish(.failure(CourierError(.transport, "libcurl refused the transfer: \(message)")))
+            return
+        }
+        transfer.handle = handle
+        active[handle.raw] = transfer
+    }
+
+    private func cancel(_ transfer: CurlTransfer) {
+        guard let handle = transfer.handle, active.removeValue(forKey: handle.raw) != nil else { return }
+        curl_multi_remove_handle(multi, handle.raw)
+        transfer.handle = nil
+        recycle(handle)
+        transfer.finish(.failure(CancellationError()))
+    }
+
+    private func collectCompletions() {
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(multi, &remaining) {
+            guard message.pointee.msg == CURLMSG_DONE, let raw = message.pointee.easy_handle else { continue }
+            let result = message.pointee.data.result
+            curl_multi_remove_handle(multi, raw)
+            guard let transfer = active.removeValue(forKey: raw), let handle = transfer.handle else { continue }
+            transfer.handle = nil
+            let outcome = transfer.outcome(code: result, handle: handle)
+            recycle(handle)
+            transfer.finish(outcome)
+        }
+    }
+
+    private func recycle(_ handle: EasyHandle) {
+        handle.reset()
+        if pool.count < configuration.maxConnections { pool.append(handle) }
+    }
+
+    private func shutDown() {
+        for (raw, transfer) in active {
+            curl_multi_remove_handle(multi, raw)
+            transfer.handle = nil
+            transfer.finish(.failure(CourierError(.cancelled, "the transport was shut down")))
+        }
+        active.removeAll()
+        pool.removeAll()
+        curl_multi_cleanup(multi)
+    }
+
+    // MARK: Setting up a handle
+
+    private func configure(_ handle: EasyHandle, for transfer: CurlTransfer) throws(CourierError) {
+        try handle.setDefaults()
+        try handle.setURL(transfer.url)
+        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        if transfer.sendsBody {
+            try handle.setUpload(size: transfer.bodyLength)
+            if transfer.method != .put { try handle.setCustomRequest(transfer.method.rawValue) }
+            transfer.bodyReader = BodyReader(
+                body: transfer.body ?? RequestBody(segments: []), length: transfer.bodyLength)
+        } else if transfer.method == .head {
+            try handle.setNoBody()
+        } else if transfer.method != .get {
+            try handle.setCustomRequest(transfer.method.rawValue)
+        }
+        try handle.setHeaders(transfer.headerList)
+        let options = transfer.options
+        try handle.setCallbacks(
+            context: context, upload: transfer.sendsBody,
+            progress: options.uploadProgress != nil || options.downloadProgress != nil)
+        if let timeout = options.timeout { try handle.setTimeout(milliseconds: timeout.wholeMilliseconds) }
+        let connectTimeout = options.connectTimeout ?? configuration.connectTimeout
+        try handle.setConnectTimeout(milliseconds: connectTimeout.wholeMilliseconds)
+        if let stall = options.stallTimeout { try handle.setStallTimeout(seconds: stall.wholeSecondsRoundedUp) }
+        try handle.setProxy(configuration.proxy)
+        if let caBundlePath = configuration.caBundlePath { try handle.setCAInfo(caBundlePath) }
+        if let resolveList { try handle.setResolve(resolveList) }
+        if configuration.enablesCookieEngine { try handle.setCookieFile("") }
+    }
+}
+
+extension Duration {
+    /// At least 1 ms: curl reads 0 as "no limit".
+    var wholeMilliseconds: Int {
+        let (seconds, attoseconds) = components
+        return Swift.max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
+    }
+
+    /// At least 1 s.
+    var wholeSecondsRoundedUp: Int {
+        let (seconds, attoseconds) = components
+        return Swift.max(1, Int(seconds) + (attoseconds > 0 ? 1 : 0))
+    }
+}

@@ -1,0 +1,133 @@
+import CCurl
+import Foundation
+
+// libcurl's callbacks. Each gets the transfer through an unretained pointer: the loop keeps
+// the transfer alive while its handle is in the multi handle, and curl only calls back from
+// inside `curl_multi_perform` / `curl_easy_pause` on the loop's thread.
+
+func curlWriteCallback(
+    _ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?
+) -> Int {
+    guard let context else { return 0 }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+    return transfer.receiveBody(UnsafeRawBufferPointer(start: data, count: size * count))
+}
+
+func curlHeaderCallback(
+    _ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?
+) -> Int {
+    guard let context, let data else { return 0 }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    let line = UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: length)
+    return transfer.receiveHeaderLine(line) ? length : 0
+}
+
+func curlReadCallback(
+    _ destination: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?
+) -> Int {
+    guard let context, let destination else { return Int(CURL_READFUNC_ABORT) }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+    guard let reader = transfer.bodyReader else { return 0 }
+    do {
+        return try reader.read(into: destination, capacity: size * count)
+    } catch {
+        transfer.callbackFailure = error
+        return Int(CURL_READFUNC_ABORT)
+    }
+}
+
+func curlSeekCallback(_ context: UnsafeMutableRawPointer?, _ offset: curl_off_t, _ origin: Int32) -> Int32 {
+    guard let context else { return Int32(CURL_SEEKFUNC_FAIL) }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+    guard origin == SEEK_SET, let reader = transfer.bodyReader, reader.seek(to: Int64(offset)) else {
+        return Int32(CURL_SEEKFUNC_CANTSEEK)
+    }
+    return Int32(CURL_SEEKFUNC_OK)
+}
+
+func curlProgressCallback(
+    _ context: UnsafeMutableRawPointer?, _ downloadTotal: curl_off_t, _ downloaded: curl_off_t,
+    _ uploadTotal: curl_off_t, _ uploaded: curl_off_t
+) -> Int32 {
+    guard let context else { return 0 }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+    transfer.reportProgress(
+        download: TransferProgress(completed: Int64(downloaded), total: downloadTotal > 0 ? Int64(downloadTotal) : nil),
+        upload: TransferProgress(completed: Int64(uploaded), total: uploadTotal > 0 ? Int64(uploadTotal) : nil))
+    return 0
+}
+
+extension CurlTransfer {
+    /// Largest up-front allocation a `Content-Length` may cause; beyond it the buffer grows
+    /// as bytes really arrive, so a lying server cannot make us allocate the cap for nothing.
+    private static let maxReservation = 4 << 20
+
+    /// Takes body bytes from the write callback. Returns the count taken (anything else
+    /// makes curl fail the transfer), or `CURL_WRITEFUNC_PAUSE`.
+    func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
+        let length = bytes.count
+        guard length > 0, let start = bytes.baseAddress else { return length }
+        // Counted after curl decoded gzip/br, so a small compressed body cannot inflate past the cap.
+        if receivedBytes + Int64(length) > options.maxResponseSize {
+            callbackFailure = .tooLarge(options.maxResponseSize)
+            return 0
+        }
+        switch delivery {
+        case .buffered:
+            guard buffer.append(start, length: length) else {
+                callbackFailure = CourierError(
+                    .transport, "out of memory for a \(receivedBytes + Int64(length))-byte body")
+                return 0
+            }
+        case .streaming(let stream):
+            guard stream.offer(bytes) else { return Int(CURL_WRITEFUNC_PAUSE) }
+        }
+        receivedBytes += Int64(length)
+        return length
+    }
+
+    /// Parses one header line. Returns false to abort the transfer.
+    func receiveHeaderLine(_ line: UnsafeBufferPointer<UInt8>) -> Bool {
+        switch parser.consume(line) {
+        case .needMore:
+            return true
+        case .invalid:
+            callbackFailure = CourierError(.invalidResponse, "the server sent a malformed response head")
+            return false
+        case .complete:
+            let response = parser.response
+            head = response
+            if let length = parser.contentLength, !parser.isEncoded, method != .head,
+                response.status.code != 204, response.status.code != 304
+            {
+                if length > options.maxResponseSize {
+                    callbackFailure = .tooLarge(options.maxResponseSize)
+                    return false
+                }
+                if case .buffered = delivery { buffer.reserve(Int(min(length, Int64(Self.maxReservation)))) }
+            }
+            if case .streaming = delivery {
+                resume(with: .success(TransportResponse(head: response, body: Data(), metrics: TransferMetrics())))
+            }
+            return true
+        }
+    }
+
+    func reportProgress(download: TransferProgress, upload: TransferProgress) {
+        if let callback = options.downloadProgress, download != lastDownload, download.completed > 0 {
+            lastDownload = download
+            callback(download)
+        }
+        if let callback = options.uploadProgress, upload != lastUpload, upload.completed > 0 {
+            lastUpload = upload
+            callback(upload)
+        }
+    }
+}
+
+extension CourierError {
+    static func tooLarge(_ limit: Int64) -> CourierError {
+        CourierError(.responseTooLarge, "the response body is larger than the \(limit)-byte limit")
+    }
+}

@@ -1,0 +1,179 @@
+import CCurl
+import Foundation
+import HTTPTypes
+import Synchronization
+
+/// One request on its way through `CurlLoop`: what to send, what came back, and the
+/// continuation waiting for it.
+///
+/// `@unchecked Sendable` because its parts have three owners, each safe on its own:
+/// - the `let`s are set by the caller before the transfer is handed to the loop (the loop's
+///   locked queue orders that before any use on the curl thread);
+/// - the `var`s below "curl thread only" are touched only on the loop's thread (by the loop
+///   and by curl callbacks it drives);
+/// - `outcome` (the continuation) is guarded by a `Mutex`, since both the curl thread and a
+///   cancelling task resume it.
+final class CurlTransfer: @unchecked Sendable {
+    enum Delivery {
+        /// Resume with the whole body once the transfer ended.
+        case buffered
+        /// Resume with the head as soon as it arrived; the body goes to the stream.
+        case streaming(StreamBuffer)
+    }
+
+    private enum Outcome {
+        case idle
+        case waiting(UnsafeContinuation<TransportResponse, any Error>)
+        case cancelled
+        case resumed
+    }
+
+    let url: String
+    let method: HTTPRequest.Method
+    /// The header list curl reads while sending; freed in `deinit`.
+    let headerList: UnsafeMutablePointer<curl_slist>?
+    let body: RequestBody?
+    let bodyLength: Int64
+    let options: TransportOptions
+    let delivery: Delivery
+    private let outcome = Mutex(Outcome.idle)
+
+    // MARK: curl thread only
+    var handle: EasyHandle?
+    var parser = ResponseHeadParser()
+    var head: HTTPResponse?
+    var buffer = ResponseBuffer()
+    var receivedBytes: Int64 = 0
+    /// A failure a callback decided on (size cap, unreadable body file); wins over curl's code.
+    var callbackFailure: CourierError?
+    var bodyReader: BodyReader?
+    var lastUpload = TransferProgress(completed: -1, total: nil)
+    var lastDownload = TransferProgress(completed: -1, total: nil)
+
+    init(request: TransportRequest, delivery: Delivery) throws(CourierError) {
+        let head = request.head
+        guard let scheme = head.scheme, let authority = head.authority else {
+            throw CourierError(.invalidRequest, "the request has no scheme or authority")
+        }
+        let lowered = scheme.lowercased()
+        guard lowered == "http" || lowered == "https" else {
+            throw CourierError(.invalidRequest, "only http and https URLs are allowed, not \(scheme)")
+        }
+        url = "\(lowered)://\(authority)\(head.path ?? "/")"
+        method = head.method
+        body = request.body
+        do {
+            bodyLength = try request.body?.contentLength() ?? 0
+        } catch {
+            throw error as? CourierError ?? CourierError(.invalidRequest, "cannot measure the request body")
+        }
+        options = request.options
+        self.delivery = delivery
+        let sendsBody = request.body != nil || [.post, .put, .patch].contains(head.method)
+        headerList = try Self.makeHeaderList(head.headerFields, suppressExpect: sendsBody)
+    }
+
+    deinit {
+        curl_slist_free_all(headerList)
+    }
+
+    /// True for methods that send an (empty) body even when none was given, so the
+    /// server sees `Content-Length: 0`.
+    var sendsBody: Bool {
+        body != nil || method == .post || method == .put || method == .patch
+    }
+
+    // MARK: The continuation
+
+    /// Stores the continuation; resumes it at once when the task was already cancelled.
+    /// - Returns: false when cancelled before it could start (do not enqueue).
+    func install(_ continuation: UnsafeContinuation<TransportResponse, any Error>) -> Bool {
+        let installed = outcome.withLock { state -> Bool in
+            guard case .idle = state else { return false }
+            state = .waiting(continuation)
+            return true
+        }
+        if !installed { continuation.resume(throwing: CancellationError()) }
+        return installed
+    }
+
+    /// Resumes the waiting caller with `result`, exactly once; later calls do nothing.
+    func resume(with result: Result<TransportResponse, any Error>) {
+        let continuation = outcome.withLock { state -> UnsafeContinuation<TransportResponse, any Error>? in
+            guard case .waiting(let continuation) = state else { return nil }
+            state = .resumed
+            return continuation
+        }
+        continuation?.resume(with: result)
+    }
+
+    /// Marks the transfer cancelled and resumes a waiting caller with `CancellationError`.
+    /// - Returns: true when the transfer had been handed to the loop and must be removed there.
+    func cancel() -> Bool {
+        let (continuation, wasStarted) = outcome.withLock {
+            state -> (UnsafeContinuation<TransportResponse, any Error>?, Bool) in
+            switch state {
+            case .idle:
+                state = .cancelled
+                return (nil, false)
+            case .waiting(let continuation):
+                state = .cancelled
+                return (continuation, true)
+            case .cancelled:
+                return (nil, false)
+            case .resumed:
+                return (nil, true)
+            }
+        }
+        continuation?.resume(throwing: CancellationError())
+        return wasStarted
+    }
+
+    // MARK: Building
+
+    private static func makeHeaderList(
+        _ fields: HTTPFields, suppressExpect: Bool
+    ) throws(CourierError) -> UnsafeMutablePointer<curl_slist>? {
+        var list: UnsafeMutablePointer<curl_slist>?
+        var hasExpect = false
+        var line = [UInt8]()
+        for field in fields {
+            if field.name == .expect { hasExpect = true }
+            line.removeAll(keepingCapacity: true)
+            line.append(contentsOf: field.name.rawName.utf8)
+            let isEmpty = field.withUnsafeBytesOfValue { value in
+                for byte in value where byte == 0 || byte == 10 || byte == 13 {
+                    return Optional<Bool>.none
+                }
+                if value.isEmpty { return true }
+                line.append(contentsOf: ": ".utf8)
+                line.append(contentsOf: value)
+                return false
+            }
+            guard let isEmpty else {
+                curl_slist_free_all(list)
+                throw CourierError(.invalidRequest, "the value of header \(field.name) contains CR, LF or NUL")
+            }
+            // "Name;" is how curl is told to send a header with an empty value.
+            if isEmpty { line.append(UInt8(ascii: ";")) }
+            line.append(0)
+            let appended = line.withUnsafeBufferPointer { bytes in
+                bytes.withMemoryRebound(to: CChar.self) { curl_slist_append(list, $0.baseAddress) }
+            }
+            guard let appended else {
+                curl_slist_free_all(list)
+                throw CourierError(.transport, "out of memory building the header list")
+            }
+            list = appended
+        }
+        // curl would otherwise wait for "100 Continue" before larger uploads: a round trip lost.
+        if suppressExpect, !hasExpect {
+            guard let appended = curl_slist_append(list, "Expect:") else {
+                curl_slist_free_all(list)
+                throw CourierError(.transport, "out of memory building the header list")
+            }
+            list = appended
+        }
+        return list
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import Synchronization
+
+/// The libcurl transport: one multi handle driven by one dedicated thread.
+///
+/// Connections (and HTTP/2 sessions, TLS sessions, DNS entries) are shared by every request
+/// sent through the same transport, so keep one per process or per client, not per call.
+public final class CurlTransport: Transport {
+    /// Settings that hold for every request sent through one transport.
+    public struct Configuration: Sendable {
+        /// At most this many connections to one host (requests beyond it wait for one).
+        public var maxConnectionsPerHost: Int
+        /// At most this many connections in all; also how many idle ones are kept open.
+        public var maxConnections: Int
+        /// How long a connection may take to set up, unless a request says otherwise.
+        public var connectTimeout: Duration
+        /// A PEM file of CA certificates to trust instead of the system's (e.g. a test CA).
+        /// TLS verification itself cannot be turned off.
+        public var caBundlePath: String?
+        /// Host names answered without DNS (`host:port` → address), like `curl --resolve`.
+        public var resolve: [ResolveOverride]
+        /// The proxy URL (`http://proxy:3128`). `nil`: no proxy, whatever the environment says.
+        public var proxy: String?
+        /// Turns on libcurl's in-memory cookie engine (for the cookie jar; off by default).
+        public var enablesCookieEngine: Bool
+
+        public init(
+            maxConnectionsPerHost: Int = 8, maxConnections: Int = 64, connectTimeout: Duration = .seconds(10),
+            caBundlePath: String? = nil, resolve: [ResolveOverride] = [], proxy: String? = nil,
+            enablesCookieEngine: Bool = false
+        ) {
+            self.maxConnectionsPerHost = maxConnectionsPerHost
+            self.maxConnections = maxConnections
+            self.connectTimeout = connectTimeout
+            self.caBundlePath = caBundlePath
+            self.resolve = resolve
+            self.proxy = proxy
+            self.enablesCookieEngine = enablesCookieEngine
+        }
+
+        /// Checks the values that would make every request fail.
+        /// - Throws: `CourierError.configuration`.
+        public func validate() throws(CourierError) {
+            guard maxConnectionsPerHost >= 1, maxConnections >= 1 else {
+                throw CourierError(.configuration, "connection limits must be at least 1")
+            }
+            guard connectTimeout > .zero else {
+                throw CourierError(.configuration, "the connect timeout must be positive")
+            }
+            if let caBundlePath, !FileManager.default.isReadableFile(atPath: caBundlePath) {
+                throw CourierError(.configuration, "cannot read the CA bundle at \(caBundlePath)")
+            }
+            for entry in resolve {
+                let forbidden: (Character) -> Bool = { $0.isNewline || $0 == "\0" || $0 == "," }
+                guard !entry.host.isEmpty, !entry.address.isEmpty, (1...65535).contains(entry.port),
+                    !entry.host.contains(where: { forbidden($0) || $0 == ":" }),
+                    !entry.address.contains(where: forbidden)
+                else {
+                    throw CourierError(.configuration, "invalid resolve override for \(entry.host)")
+                }
+            }
+            if let proxy, proxy.contains(where: { $0.isNewline || $0 == "\0" }) {
+                throw CourierError(.configuration, "invalid proxy URL")
+            }
+        }
+    }
+
+    /// One `host:port` answered with a fixed address (`CURLOPT_RESOLVE`).
+    public struct ResolveOverride: Sendable, Hashable {
+        public var host: String
+        public var port: Int
+        public var address: String
+
+        public init(host: String, port: Int, address: String = "127.0.0.1") {
+            self.host = host
+            self.port = port
+            self.address = address
+        }
+    }
+
+    /// The configuration the transport was made with.
+    public let configuration: Configuration
+    private let loop: CurlLoop
+
+    /// Starts the transport's thread.
+    /// - Throws: `CourierError.configuration` when the configuration cannot work or libcurl
+    ///   cannot be initialised.
+    public init(configuration: Configuration = .init()) throws(CourierError) {
+        try configuration.validate()
+        self.configuration = configuration
+        loop = try CurlLoop(configuration: configuration)
+    }
+
+    deinit {
+        loop.enqueue(.shutdown)
+    }
+
+    public func execute(_ request: TransportRequest) async throws -> TransportResponse {
+        let transfer = try CurlTransfer(request: request, delivery: .buffered)
+        return try await run(transfer)
+    }
+
+    public func stream(_ request: TransportRequest) async throws -> TransportStreamResponse {
+        let loop = self.loop
+        let reference = TransferReference()
+        let buffer = StreamBuffer { control in
+            guard let transfer = reference.transfer else { return }
+            switch control {
+            case .resume: loop.enqueue(.resume(transfer))
+            case .cancel: if transfer.cancel() { loop.enqueue(.cancel(transfer)) }
+            }
+        }
+        let transfer = try CurlTransfer(request: request, delivery: .streaming(buffer))
+        reference.transfer = transfer
+        let head = try await run(transfer).head
+        return TransportStreamResponse(head: head, body: ResponseBodyStream(buffer: buffer, keepAlive: self))
+    }
+
+    private func run(_ transfer: CurlTransfer) async throws -> TransportResponse {
+        let loop = self.loop
+        return try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { continuation in
+                if transfer.install(continuation) { loop.enqueue(.add(transfer)) }
+            }
+        } onCancel: {
+            if transfer.cancel() { loop.enqueue(.cancel(transfer)) }
+        }
+    }
+}
+
+/// A weak link from a body stream back to its transfer, so the two do not keep each other alive.
+private final class TransferReference: Sendable {
+    private struct Weak { weak var transfer: CurlTransfer? }
+    private let storage = Mutex(Weak())
+
+    var transfer: CurlTransfer? {
+        get { storage.withLock { $0.transfer } }
+        set { storage.withLock { $0.transfer = newValue } }
+    }
+}

@@ -1,0 +1,174 @@
+import CCurl
+import CCurlShim
+import Foundation
+
+/// Owns one libcurl easy handle: one method per option, every `CURLcode` checked.
+///
+/// Used only on the transport's thread. Handles are pooled and `reset()` between requests so
+/// connections, TLS sessions and DNS entries (which live in the multi handle) are reused
+/// without paying for a fresh handle each time.
+final class EasyHandle {
+    let raw: UnsafeMutableRawPointer
+    /// curl writes a readable reason here when a transfer fails (`CURLOPT_ERRORBUFFER`).
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+
+    init() throws(CourierError) {
+        guard let raw = curl_easy_init() else {
+            throw CourierError(.transport, "libcurl could not create an easy handle")
+        }
+        self.raw = raw
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+    }
+
+    deinit {
+        curl_easy_cleanup(raw)
+        errorBuffer.deallocate()
+    }
+
+    /// Forgets every option set for the previous request.
+    func reset() {
+        curl_easy_reset(raw)
+        errorBuffer[0] = 0
+    }
+
+    /// The message curl left in the error buffer, if any.
+    var errorMessage: String? {
+        errorBuffer[0] == 0 ? nil : String(cString: errorBuffer)
+    }
+
+    // MARK: Options that hold for every request
+
+    /// The options every Courier transfer has, whatever the request.
+    func setDefaults() throws(CourierError) {
+        errorBuffer[0] = 0
+        try check(courier_easy_setopt_pointer(raw, CURLOPT_ERRORBUFFER, errorBuffer), "ERRORBUFFER")
+        // Never let curl install signal handlers or use alarm(): we are one thread of many.
+        try setLong(CURLOPT_NOSIGNAL, 1, "NOSIGNAL")
+        // Redirects are Courier's job, hop by hop, with its own rules.
+        try setLong(CURLOPT_FOLLOWLOCATION, 0, "FOLLOWLOCATION")
+        try setString(CURLOPT_PROTOCOLS_STR, "http,https", "PROTOCOLS_STR")
+        try setString(CURLOPT_REDIR_PROTOCOLS_STR, "http,https", "REDIR_PROTOCOLS_STR")
+        try setLong(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS, "HTTP_VERSION")
+        // Wait for a connection that may multiplex (HTTP/2) instead of opening another.
+        try setLong(CURLOPT_PIPEWAIT, 1, "PIPEWAIT")
+        // "" offers every encoding this libcurl can decode (gzip, deflate, br, zstd).
+        try setString(CURLOPT_ACCEPT_ENCODING, "", "ACCEPT_ENCODING")
+        try setLong(CURLOPT_SSL_VERIFYPEER, 1, "SSL_VERIFYPEER")
+        try setLong(CURLOPT_SSL_VERIFYHOST, 2, "SSL_VERIFYHOST")
+        try setLong(CURLOPT_NOPROGRESS, 1, "NOPROGRESS")
+    }
+
+    // MARK: Per-request options
+
+    func setURL(_ url: String) throws(CourierError) {
+        try setString(CURLOPT_URL, url, "URL")
+    }
+
+    func setPrivate(_ pointer: UnsafeMutableRawPointer) throws(CourierError) {
+        try check(courier_easy_setopt_pointer(raw, CURLOPT_PRIVATE, pointer), "PRIVATE")
+    }
+
+    /// GET without a body.
+    func setHTTPGet() throws(CourierError) { try setLong(CURLOPT_HTTPGET, 1, "HTTPGET") }
+
+    /// HEAD: ask for the head only.
+    func setNoBody() throws(CourierError) { try setLong(CURLOPT_NOBODY, 1, "NOBODY") }
+
+    /// Sends a body of `size` bytes produced by the read callback, with any method.
+    func setUpload(size: Int64) throws(CourierError) {
+        try setLong(CURLOPT_UPLOAD, 1, "UPLOAD")
+        try check(courier_easy_setopt_off_t(raw, CURLOPT_INFILESIZE_LARGE, curl_off_t(size)), "INFILESIZE_LARGE")
+    }
+
+    func setCustomRequest(_ method: String) throws(CourierError) {
+        try setString(CURLOPT_CUSTOMREQUEST, method, "CUSTOMREQUEST")
+    }
+
+    /// The header list must stay alive until the transfer ended; curl does not copy it.
+    func setHeaders(_ list: UnsafeMutablePointer<curl_slist>?) throws(CourierError) {
+        try check(courier_easy_setopt_slist(raw, CURLOPT_HTTPHEADER, list), "HTTPHEADER")
+    }
+
+    /// `host:port:address` entries that bypass DNS. The list must outlive the handle's use.
+    func setResolve(_ list: UnsafeMutablePointer<curl_slist>?) throws(CourierError) {
+        try check(courier_easy_setopt_slist(raw, CURLOPT_RESOLVE, list), "RESOLVE")
+    }
+
+    func setTimeout(milliseconds: Int) throws(CourierError) {
+        try setLong(CURLOPT_TIMEOUT_MS, milliseconds, "TIMEOUT_MS")
+    }
+
+    func setConnectTimeout(milliseconds: Int) throws(CourierError) {
+        try setLong(CURLOPT_CONNECTTIMEOUT_MS, milliseconds, "CONNECTTIMEOUT_MS")
+    }
+
+    /// Fails the transfer when fewer than 1 byte per second moved for `seconds`.
+    func setStallTimeout(seconds: Int) throws(CourierError) {
+        try setLong(CURLOPT_LOW_SPEED_LIMIT, 1, "LOW_SPEED_LIMIT")
+        try setLong(CURLOPT_LOW_SPEED_TIME, seconds, "LOW_SPEED_TIME")
+    }
+
+    /// `nil` sets an empty proxy, which also makes curl ignore `http_proxy` & co.
+    func setProxy(_ proxy: String?) throws(CourierError) {
+        try setString(CURLOPT_PROXY, proxy ?? "", "PROXY")
+    }
+
+    func setCAInfo(_ path: String) throws(CourierError) {
+        try setString(CURLOPT_CAINFO, path, "CAINFO")
+    }
+
+    /// Turns on curl's cookie engine; `""` reads no file.
+    func setCookieFile(_ path: String) throws(CourierError) {
+        try setString(CURLOPT_COOKIEFILE, path, "COOKIEFILE")
+    }
+
+    func setCallbacks(context: UnsafeMutableRawPointer, upload: Bool, progress: Bool) throws(CourierError) {
+        try check(courier_easy_setopt_write_callback(raw, curlWriteCallback), "WRITEFUNCTION")
+        try check(courier_easy_setopt_pointer(raw, CURLOPT_WRITEDATA, context), "WRITEDATA")
+        try check(courier_easy_setopt_header_callback(raw, curlHeaderCallback), "HEADERFUNCTION")
+        try check(courier_easy_setopt_pointer(raw, CURLOPT_HEADERDATA, context), "HEADERDATA")
+        if upload {
+            try check(courier_easy_setopt_read_callback(raw, curlReadCallback), "READFUNCTION")
+            try check(courier_easy_setopt_pointer(raw, CURLOPT_READDATA, context), "READDATA")
+            try check(courier_easy_setopt_seek_callback(raw, curlSeekCallback), "SEEKFUNCTION")
+            try check(courier_easy_setopt_pointer(raw, CURLOPT_SEEKDATA, context), "SEEKDATA")
+        }
+        if progress {
+            try check(courier_easy_setopt_xferinfo_callback(raw, curlProgressCallback), "XFERINFOFUNCTION")
+            try check(courier_easy_setopt_pointer(raw, CURLOPT_XFERINFODATA, context), "XFERINFODATA")
+            try setLong(CURLOPT_NOPROGRESS, 0, "NOPROGRESS")
+        }
+    }
+
+    // MARK: Information after a transfer
+
+    func infoLong(_ info: CURLINFO) -> Int {
+        var value = 0
+        return courier_easy_getinfo_long(raw, info, &value) == CURLE_OK ? value : 0
+    }
+
+    func infoOffset(_ info: CURLINFO) -> Int64 {
+        var value: curl_off_t = 0
+        return courier_easy_getinfo_off_t(raw, info, &value) == CURLE_OK ? Int64(value) : 0
+    }
+
+    // MARK: Helpers
+
+    private func setLong(_ option: CURLoption, _ value: Int, _ name: StaticString) throws(CourierError) {
+        try check(courier_easy_setopt_long(raw, option, value), name)
+    }
+
+    private func setString(_ option: CURLoption, _ value: String, _ name: StaticString) throws(CourierError) {
+        let code = value.withCString { courier_easy_setopt_string(raw, option, $0) }
+        try check(code, name)
+    }
+
+    private func check(_ code: CURLcode, _ name: StaticString) throws(CourierError) {
+        guard code != CURLE_OK else { return }
+        throw CourierError(
+            code == CURLE_UNKNOWN_OPTION || code == CURLE_NOT_BUILT_IN ? .configuration : .invalidRequest,
+            "libcurl refused CURLOPT_\(name): \(String(cString: curl_easy_strerror(code)))",
+            underlying: CurlFailure(code: Int(code.rawValue)))
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import HTTPTypes
+
+/// Moves one HTTP exchange over the wire: no redirects, no retries, no decoding.
+///
+/// `HTTPClient` builds everything else (redirects, auth headers, validation) on top of a
+/// transport. `CurlTransport` is the implementation Courier ships.
+public protocol Transport: Sendable {
+    /// Sends a request and buffers the whole response body.
+    /// - Parameter request: What to send and how.
+    /// - Returns: The response head, its body and the transfer's metrics.
+    /// - Throws: `CourierError` for transport failures, `CancellationError` when the task is cancelled.
+    func execute(_ request: TransportRequest) async throws -> TransportResponse
+
+    /// Sends a request and returns as soon as the response head arrived; the body follows as
+    /// a sequence of chunks.
+    /// - Parameter request: What to send and how.
+    /// - Returns: The response head and the body stream.
+    /// - Throws: `CourierError` for failures before the head arrived, `CancellationError` when
+    ///   the task is cancelled.
+    func stream(_ request: TransportRequest) async throws -> TransportStreamResponse
+}
+
+/// One request as a transport sees it.
+public struct TransportRequest: Sendable {
+    /// Method, scheme, authority, path and header fields.
+    public var head: HTTPRequest
+    /// The body, if any.
+    public var body: RequestBody?
+    /// Timeouts, size limit and progress callbacks for this request.
+    public var options: TransportOptions
+
+    public init(head: HTTPRequest, body: RequestBody? = nil, options: TransportOptions = .init()) {
+        self.head = head
+        self.body = body
+        self.options = options
+    }
+}
+
+/// Limits and callbacks for one transfer.
+public struct TransportOptions: Sendable {
+    /// The whole transfer must end within this time (`nil`: no limit).
+    public var timeout: Duration?
+    /// The connection must be made within this time (`nil`: the transport's default).
+    public var connectTimeout: Duration?
+    /// Fail when no byte moved for this long (`nil`: no stall detection).
+    public var stallTimeout: Duration?
+    /// The largest body accepted, counted after content decoding.
+    public var maxResponseSize: Int64
+    /// Called on the transport's thread as bytes go out; keep it cheap.
+    public var uploadProgress: (@Sendable (TransferProgress) -> Void)?
+    /// Called on the transport's thread as bytes come in; keep it cheap.
+    public var downloadProgress: (@Sendable (TransferProgress) -> Void)?
+
+    public init(
+        timeout: Duration? = nil, connectTimeout: Duration? = nil, stallTimeout: Duration? = nil,
+        maxResponseSize: Int64 = 64 << 20,
+        uploadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
+        downloadProgress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) {
+        self.timeout = timeout
+        self.connectTimeout = connectTimeout
+        self.stallTimeout = stallTimeout
+        self.maxResponseSize = maxResponseSize
+        self.uploadProgress = uploadProgress
+        self.downloadProgress = downloadProgress
+    }
+}
+
+/// How far an upload or download has come.
+public struct TransferProgress: Sendable, Hashable {
+    /// Bytes moved so far.
+    public var completed: Int64
+    /// Bytes expected in total, when known.
+    public var total: Int64?
+
+    public init(completed: Int64, total: Int64?) {
+        self.completed = completed
+        self.total = total
+    }
+
+    /// `completed / total`, or `nil` when the total is unknown.
+    public var fraction: Double? {
+        guard let total, total > 0 else { return nil }
+        return Double(completed) / Double(total)
+    }
+}
+
+/// A buffered response.
+public struct TransportResponse: Sendable {
+    /// Status and header fields.
+    public var head: HTTPResponse
+    /// The body, content-decoded.
+    public var body: Data
+    /// Timings and sizes of the transfer.
+    public var metrics: TransferMetrics
+
+    public init(head: HTTPResponse, body: Data, metrics: TransferMetrics) {
+        self.head = head
+        self.body = body
+        self.metrics = metrics
+    }
+}
+
+/// A response whose body is still arriving.
+public struct TransportStreamResponse: Sendable {
+    /// Status and header fields.
+    public var head: HTTPResponse
+    /// The body, chunk by chunk. Dropping it (or cancelling the consuming task) aborts the transfer.
+    public var body: ResponseBodyStream
+
+    public init(head: HTTPResponse, body: ResponseBodyStream) {
+        self.head = head
+        self.body = body
+    }
+}

@@ -1,0 +1,234 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// nginx from the system, started for a test with a config in a temporary folder, optionally
+/// with TLS (a self-signed CA and a certificate for `127.0.0.1`/`localhost`) and HTTP/2.
+///
+/// ```swift
+/// let nginx = try NginxServer.start(tls: true, http2: true, root: fixtures)
+/// defer { nginx.stop() }
+/// // configure the client with nginx.caBundlePath and use nginx.baseURL
+/// ```
+public final class NginxServer: Sendable {
+    /// Why nginx could not be started.
+    public struct Failure: Error, CustomStringConvertible, Sendable {
+        /// What went wrong, with nginx's or openssl's own message when there is one.
+        public let description: String
+    }
+
+    /// The port nginx listens on (127.0.0.1 only).
+    public let port: UInt16
+    /// `https://127.0.0.1:PORT` (or `http://` without TLS).
+    public let baseURL: URL
+    /// The PEM file of the CA that signed the server certificate; `nil` without TLS.
+    public let caBundlePath: String?
+    /// The temporary folder holding the config, certificates, pid file and error log.
+    public let directory: URL
+    /// The process id of nginx's master process.
+    public let pid: Int32
+
+    private let process: SendableProcess
+    private let stopped = Mutex(false)
+
+    /// Whether an nginx binary is available.
+    public static var isInstalled: Bool { executable() != nil }
+
+    /// Writes a config, makes certificates when `tls` is set, starts nginx on a free port and
+    /// waits until it accepts connections.
+    /// - Parameters:
+    ///   - tls: Serve HTTPS with a certificate signed by a fresh CA (see ``caBundlePath``).
+    ///   - http2: Offer HTTP/2 (negotiated through ALPN with TLS; prior knowledge only without).
+    ///   - root: The folder whose files are served.
+    ///   - extraConfig: Directives added inside the `server` block, e.g. extra `location`s.
+    /// - Returns: the running server; call ``stop()`` when done.
+    /// - Throws: ``Failure`` when nginx or openssl is missing or nginx does not come up.
+    public static func start(tls: Bool = true, http2: Bool = true, root: URL, extraConfig: String = "") throws
+        -> NginxServer
+    {
+        guard let nginx = executable() else {
+            throw Failure(description: "nginx is not installed (apt-get install nginx); NginxServer needs it")
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "courier-nginx-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        do {
+            let certificates = tls ? try TestCertificates.make(in: directory) : nil
+            var lastError = ""
+            // The free port is found by binding port 0 and closing; another process can take it
+            // before nginx binds, so a failed start is retried on a new port.
+            for _ in 0..<5 {
+                let port = try freePort()
+                let config = configuration(
+                    directory: directory, port: port, tls: certificates, http2: http2, root: root,
+                    extraConfig: extraConfig)
+                let configURL = directory.appendingPathComponent("nginx.conf")
+                try config.write(to: configURL, atomically: true, encoding: .utf8)
+                let process = Process()
+                process.executableURL = nginx
+                process.arguments = ["-c", configURL.path, "-p", directory.path, "-e", directory.path + "/error.log"]
+                process.standardOutput = FileHandle.nullDevice
+                process.standardError = FileHandle.nullDevice
+                try process.run()
+                if waitUntilAccepting(port: port, process: process, timeout: .seconds(10)) {
+                    return NginxServer(
+                        port: port, tls: certificates != nil, caBundlePath: certificates?.caPath, directory: directory,
+                        process: process)
+                }
+                if process.isRunning {
+                    process.terminate()
+                    process.waitUntilExit()
+                }
+                lastError =
+                    (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
+            }
+            throw Failure(description: "nginx did not start: \(lastError)")
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+    }
+
+    private init(port: UInt16, tls: Bool, caBundlePath: String?, directory: URL, process: Process) {
+        self.port = port
+        self.baseURL = URL(string: "\(tls ? "https" : "http")://127.0.0.1:\(port)")!
+        self.caBundlePath = caBundlePath
+        self.directory = directory
+        self.pid = process.processIdentifier
+        self.process = SendableProcess(process: process)
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// The URL of `path` on this server.
+    public func url(_ path: String) -> URL {
+        URL(string: baseURL.absoluteString + (path.hasPrefix("/") ? path : "/" + path))!
+    }
+
+    /// Stops nginx (SIGTERM, then SIGKILL after five seconds), waits for it and removes the
+    /// temporary folder. Idempotent.
+    public func stop() {
+        let first = stopped.withLock { stopped -> Bool in
+            defer { stopped = true }
+            return !stopped
+        }
+        guard first else { return }
+        let process = process.process
+        if process.isRunning {
+            let box = self.process
+            let pid = self.pid
+            // A watchdog in case nginx ignores SIGTERM; it checks the process has not been
+            // reaped, so it never signals a recycled pid.
+            DispatchQueue.global().asyncAfter(deadline: .now() + 5) {
+                if box.process.isRunning { kill(pid, SIGKILL) }
+            }
+            kill(pid, SIGTERM)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// The text of nginx's error log (useful when a test fails).
+    public var errorLog: String {
+        (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
+    }
+
+    // MARK: - Private
+
+    private static func executable() -> URL? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
+        let candidates = path.split(separator: ":").map(String.init) + ["/usr/sbin", "/usr/local/sbin", "/usr/bin"]
+        return candidates.map { URL(fileURLWithPath: $0).appendingPathComponent("nginx") }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }
+
+    private static func freePort() throws -> UInt16 {
+        let listener = try Socket.listen(host: "127.0.0.1", port: 0, backlog: 1)
+        close(listener.fd)
+        return listener.port
+    }
+
+    /// Tries to connect until one succeeds, nginx exits, or `timeout` passes.
+    private static func waitUntilAccepting(port: UInt16, process: Process, timeout: Duration) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline && process.isRunning {
+            if let fd = try? Socket.connectNonBlocking(host: "127.0.0.1", port: port) {
+                defer { close(fd) }
+                if !Socket.poll([fd], events: Int16(POLLOUT), timeoutMilliseconds: 100).isEmpty {
+                    var error: Int32 = 0
+                    var length = socklen_t(MemoryLayout<Int32>.size)
+                    getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+                    if error == 0 { return true }
+                }
+            }
+            usleep(10_000)  // connection refused: nginx has not bound yet; try again shortly
+        }
+        return false
+    }
+
+    private static func configuration(
+        directory: URL, port: UInt16, tls: TestCertificates?, http2: Bool, root: URL, extraConfig: String
+    ) -> String {
+        let dir = directory.path
+        var listen = "listen 127.0.0.1:\(port)"
+        if tls != nil { listen += " ssl" }
+        if http2 { listen += " http2" }
+        let user = getuid() == 0 ? "user root;\n" : ""
+        let ssl =
+            tls.map {
+                """
+                        ssl_certificate \($0.certificatePath);
+                        ssl_certificate_key \($0.keyPath);
+                        ssl_protocols TLSv1.2 TLSv1.3;
+                        ssl_session_cache shared:SSL:1m;
+
+                """
+            } ?? ""
+        return """
+            \(user)daemon off;
+            master_process on;
+            worker_processes 1;
+            pid \(dir)/nginx.pid;
+            error_log \(dir)/error.log warn;
+            events { worker_connections 4096; }
+            http {
+                access_log off;
+                client_body_temp_path \(dir)/client_body;
+                proxy_temp_path \(dir)/proxy;
+                fastcgi_temp_path \(dir)/fastcgi;
+                uwsgi_temp_path \(dir)/uwsgi;
+                scgi_temp_path \(dir)/scgi;
+                keepalive_requests 100000;
+                keepalive_timeout 120s;
+                http2_max_requests 100000;
+                types {
+                    text/html html;
+                    text/plain txt;
+                    application/json json;
+                    application/x-protobuf pb;
+                    application/octet-stream bin;
+                }
+                default_type application/octet-stream;
+                server {
+                    \(listen);
+                    server_name localhost 127.0.0.1;
+            \(ssl)            root \(root.path);
+                    location / { }
+                    \(extraConfig)
+                }
+            }
+
+            """
+    }
+}
+
+/// Holds the nginx `Process`.
+///
+/// `@unchecked Sendable`: after `start` the object is only read (`isRunning`) and waited on
+/// (`waitUntilExit`), which Foundation's `Process` does under its own lock; `stop()` runs once.
+private final class SendableProcess: @unchecked Sendable {
+    let process: Process
+    init(process: Process) { self.process = process }
+}

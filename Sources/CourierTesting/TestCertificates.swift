@@ -1,0 +1,56 @@
+import Foundation
+
+/// A throwaway CA and a server certificate for `localhost` and `127.0.0.1`, made with the
+/// `openssl` command line.
+struct TestCertificates {
+    let caPath: String
+    let certificatePath: String
+    let keyPath: String
+
+    /// Creates `ca.pem`, `ca.key`, `server.pem` and `server.key` in `directory`.
+    static func make(in directory: URL) throws -> TestCertificates {
+        let dir = directory.path
+        let ecKey = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        try openssl(
+            ["req", "-x509"] + ecKey + [
+                "-keyout", "\(dir)/ca.key", "-out", "\(dir)/ca.pem", "-days", "7", "-subj", "/CN=Courier Test CA",
+                "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+            ])
+        try openssl(
+            ["req"] + ecKey + ["-keyout", "\(dir)/server.key", "-out", "\(dir)/server.csr", "-subj", "/CN=localhost"])
+        let extensions = """
+            subjectAltName=DNS:localhost,IP:127.0.0.1
+            basicConstraints=CA:FALSE
+            keyUsage=critical,digitalSignature,keyEncipherment
+            extendedKeyUsage=serverAuth
+
+            """
+        try extensions.write(toFile: "\(dir)/server.ext", atomically: true, encoding: .utf8)
+        try openssl([
+            "x509", "-req", "-in", "\(dir)/server.csr", "-CA", "\(dir)/ca.pem", "-CAkey", "\(dir)/ca.key",
+            "-CAcreateserial", "-out", "\(dir)/server.pem", "-days", "7", "-extfile", "\(dir)/server.ext",
+        ])
+        return TestCertificates(
+            caPath: "\(dir)/ca.pem", certificatePath: "\(dir)/server.pem", keyPath: "\(dir)/server.key")
+    }
+
+    private static func openssl(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["openssl"] + arguments
+        let errors = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = errors
+        do {
+            try process.run()
+        } catch {
+            throw NginxServer.Failure(description: "could not run openssl: \(error)")
+        }
+        let message = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw NginxServer.Failure(
+                description: "openssl \(arguments.first ?? "") failed: \(String(decoding: message, as: UTF8.self))")
+        }
+    }
+}

@@ -1,0 +1,81 @@
+import Courier
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+/// What the test server's `/echo`, `/anything` and `/delay/{ms}` routes answer.
+struct Echo: Decodable {
+    var method: String
+    var path: String
+    var query: String
+    var args: [String: String]
+    var headers: [String: String]
+    var body: String
+    var connectionID: Int
+
+    init(_ data: Data) throws { self = try JSONDecoder().decode(Echo.self, from: data) }
+}
+
+extension HTTPRequest {
+    /// A request for `path` on `url`'s server.
+    init(_ method: Method, _ url: URL) {
+        self.init(method: method, scheme: nil, authority: nil, path: nil)
+        var components = URLComponents(url: url, resolvingAgainstBaseURL: true)!
+        scheme = components.scheme
+        authority = "\(components.host!):\(components.port!)"
+        components.scheme = nil
+        components.host = nil
+        components.port = nil
+        let rest = components.percentEncodedPath + (components.percentEncodedQuery.map { "?\($0)" } ?? "")
+        path = rest.isEmpty ? "/" : rest
+    }
+}
+
+/// A client that logs nothing and fails fast, for tests.
+func makeClient(_ configure: (inout HTTPClient.Configuration) -> Void = { _ in }) throws -> HTTPClient {
+    var configuration = HTTPClient.Configuration(timeout: .seconds(20), connectTimeout: .seconds(5))
+    configuration.notificationCenter = NotificationCenter()
+    configure(&configuration)
+    return try HTTPClient(configuration: configuration)
+}
+
+/// Waits until `condition` holds, checking every 10 ms, for at most `timeout`.
+/// - Returns: whether it held in time.
+func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+}
+
+/// Runs `body` and returns the `CourierError` it threw (records an issue if it threw none or another).
+func courierError(_ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) async
+    -> CourierError?
+{
+    do {
+        try await body()
+        Issue.record("expected a CourierError, got success", sourceLocation: sourceLocation)
+    } catch let error as CourierError {
+        return error
+    } catch {
+        Issue.record("expected a CourierError, got \(error)", sourceLocation: sourceLocation)
+    }
+    return nil
+}
+
+/// A one-shot signal a server thread gives and a test awaits.
+final class Signal: Sendable {
+    private let stream: AsyncStream<Void>
+    private let continuation: AsyncStream<Void>.Continuation
+
+    init() { (stream, continuation) = AsyncStream.makeStream() }
+
+    func fire() { continuation.yield() }
+
+    func wait() async {
+        for await _ in stream { return }
+    }
+}
