@@ -13,7 +13,7 @@ public struct CourierError: Error, Sendable, CustomStringConvertible {
             case timedOut, cannotConnect, cancelled, skipped, throttled
             case httpStatus, decoding, encoding, invalidRequest, invalidResponse
             case responseTooLarge, tls, redirect, notCached, emptyBody
-            case unacceptableContentType, transport, authentication, configuration
+            case unacceptableContentType, transport, authentication, configuration, apiError
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -56,6 +56,9 @@ public struct CourierError: Error, Sendable, CustomStringConvertible {
         public static let authentication = Code(.authentication)
         /// The client or a call is configured in a way that cannot work.
         public static let configuration = Code(.configuration)
+        /// The server answered with success at the HTTP level but reported a failure in the
+        /// body (an envelope such as `{"code": 4012, "msg": "…"}` whose code is not success).
+        public static let apiError = Code(.apiError)
 
         public var description: String { base.rawValue }
     }

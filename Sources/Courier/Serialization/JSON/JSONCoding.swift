@@ -1,0 +1,32 @@
+import Foundation
+
+/// Something that decodes JSON bytes into `Decodable` values.
+///
+/// Courier's JSON serializers talk to JSON through this, so a faster decoder can replace
+/// Foundation's without changing any call site. Conformers must be safe to use from several
+/// threads at once (Foundation's `JSONDecoder` is).
+public protocol JSONDecoding: Sendable {
+    /// Decodes a value of `type` from `data`.
+    /// - Throws: a `DecodingError` (or another error) when the bytes do not decode.
+    func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T
+}
+
+/// Something that encodes `Encodable` values as JSON bytes.
+///
+/// Conformers must be safe to use from several threads at once (Foundation's `JSONEncoder` is).
+public protocol JSONEncoding: Sendable {
+    /// Encodes `value` as JSON.
+    /// - Throws: an `EncodingError` (or another error) when the value cannot be encoded.
+    func encode<T: Encodable>(_ value: T) throws -> Data
+}
+
+extension JSONDecoder: JSONDecoding {}
+extension JSONEncoder: JSONEncoding {}
+
+/// The JSON coders Courier uses when a caller configures none. Built once, shared by every call.
+public enum DefaultJSONCoders {
+    /// The default decoder (Foundation's `JSONDecoder`, default strategies).
+    public static let decoder: any JSONDecoding = JSONDecoder()
+    /// The default encoder (Foundation's `JSONEncoder`, default strategies).
+    public static let encoder: any JSONEncoding = JSONEncoder()
+}

@@ -1,0 +1,100 @@
+import Foundation
+
+extension MultipartFormData {
+    /// The body: in-memory boundaries and headers with file parts as streamed segments.
+    /// - Returns: the body; its ``RequestBody/contentLength()`` reads file sizes from disk.
+    /// - Throws: `CourierError.encoding` when a content type holds CR, LF or NUL.
+    public func makeBody() throws -> RequestBody {
+        var segments: [RequestBody.Segment] = []
+        var pending = Data()
+        pending.reserveCapacity(256)
+        let dashBoundary = Data("--\(boundary)".utf8)
+        for part in parts {
+            pending.append(dashBoundary)
+            pending.append(contentsOf: [0x0D, 0x0A])
+            try appendHeaders(of: part, to: &pending)
+            switch part.content {
+            case .data(let data) where data.count >= Self.separateSegmentThreshold:
+                // Big in-memory parts become their own segment: shared, not copied.
+                segments.append(.data(pending))
+                segments.append(.data(data))
+                pending = Data()
+            case .data(let data):
+                pending.append(data)
+            case .file(let path):
+                segments.append(.data(pending))
+                segments.append(.file(path: path))
+                pending = Data()
+            }
+            pending.append(contentsOf: [0x0D, 0x0A])
+        }
+        pending.append(dashBoundary)
+        pending.append(contentsOf: Array("--\r\n".utf8))
+        segments.append(.data(pending))
+        return RequestBody(segments: segments)
+    }
+
+    /// In-memory parts at least this big are not copied into the surrounding boundary bytes.
+    static let separateSegmentThreshold = 16 * 1024
+
+    /// The total length, reading file sizes from disk.
+    /// - Throws: `CourierError.invalidRequest` when a file cannot be read; `.encoding` for a bad content type.
+    public func contentLength() throws -> Int64 { try makeBody().contentLength() }
+
+    private func appendHeaders(of part: Part, to output: inout Data) throws {
+        var header = "Content-Disposition: form-data; name=\"" + escape(part.name) + "\""
+        if let fileName = part.fileName { header += "; filename=\"" + escape(fileName) + "\"" }
+        header += "\r\n"
+        if let contentType = part.contentType {
+            guard !contentType.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
+                throw CourierError(.encoding, "the content type of the part '\(part.name)' contains CR, LF or NUL")
+            }
+            header += "Content-Type: " + contentType + "\r\n"
+        }
+        header += "\r\n"
+        output.append(contentsOf: header.utf8)
+    }
+
+    /// Escapes a name for a quoted `Content-Disposition` parameter.
+    func escape(_ name: String) -> String {
+        var output: [UInt8] = []
+        output.reserveCapacity(name.utf8.count)
+        let hex = Array("0123456789ABCDEF".utf8)
+        for byte in name.utf8 {
+            let escaped: Bool
+            switch fileNameEncoding {
+            case .utf8: escaped = byte == UInt8(ascii: "\"") || byte == 0x0D || byte == 0x0A
+            case .percentEncoded:
+                escaped = byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "%") || byte < 0x20 || byte >= 0x7F
+            }
+            if escaped {
+                output.append(contentsOf: [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]])
+            } else {
+                output.append(byte)
+            }
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// A media type for common file extensions; `application/octet-stream` otherwise.
+    static func contentType(forPathExtension pathExtension: String) -> String {
+        switch pathExtension.lowercased() {
+        case "txt": return "text/plain"
+        case "csv": return "text/csv"
+        case "html", "htm": return "text/html"
+        case "json": return "application/json"
+        case "xml": return "application/xml"
+        case "pdf": return "application/pdf"
+        case "zip": return "application/zip"
+        case "gz": return "application/gzip"
+        case "png": return "image/png"
+        case "jpg", "jpeg": return "image/jpeg"
+        case "gif": return "image/gif"
+        case "webp": return "image/webp"
+        case "svg": return "image/svg+xml"
+        case "mp3": return "audio/mpeg"
+        case "mp4": return "video/mp4"
+        default: return "application/octet-stream"
+        }
+    }
+}

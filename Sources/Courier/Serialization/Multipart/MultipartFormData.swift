@@ -1,0 +1,144 @@
+import Foundation
+
+/// A `multipart/form-data` body (RFC 7578): text fields, in-memory data parts, and file parts
+/// streamed from disk.
+///
+/// File parts become `.file(path:)` segments of the ``RequestBody`` between in-memory pieces,
+/// so a file is never loaded whole and the length is known before sending.
+///
+/// Field names and file names are written the way browsers do (WHATWG HTML): UTF-8 as is,
+/// with `"`, CR and LF escaped as `%22`, `%0D`, `%0A`. ``FileNameEncoding/percentEncoded``
+/// instead percent-encodes every byte outside printable ASCII (RFC 7578 §4.2) for servers
+/// that only take ASCII headers. `filename*` is never used (RFC 7578 forbids it).
+public struct MultipartFormData: Sendable, Encodable {
+    /// How names and file names are written in `Content-Disposition`.
+    public enum FileNameEncoding: Sendable, Hashable {
+        /// UTF-8 as is; `"`, CR, LF escaped as `%22`, `%0D`, `%0A` (browsers, the default).
+        case utf8
+        /// Also `%` and every byte outside printable ASCII percent-encoded.
+        case percentEncoded
+    }
+
+    /// A file on disk to upload; put it in your parameters or append it to a form.
+    public struct File: Sendable, Hashable, Encodable {
+        /// The file's path.
+        public var path: String
+        /// The file name sent; the last path component when nil.
+        public var fileName: String?
+        /// The media type sent; guessed from the extension when nil.
+        public var contentType: String?
+
+        /// - Parameters:
+        ///   - path: the file's path.
+        ///   - fileName: the name to send (defaults to the last path component).
+        ///   - contentType: the media type (guessed from the extension by default).
+        public init(path: String, fileName: String? = nil, contentType: String? = nil) {
+            self.path = path
+            self.fileName = fileName
+            self.contentType = contentType
+        }
+
+        /// Only the multipart serializer can send a file; other encoders get this error.
+        public func encode(to encoder: any Encoder) throws {
+            throw EncodingError.invalidValue(
+                self,
+                EncodingError.Context(
+                    codingPath: encoder.codingPath,
+                    debugDescription: "a file can only be sent with the multipart serializer"))
+        }
+    }
+
+    /// The bytes of a part.
+    public enum Content: Sendable, Hashable {
+        case data(Data)
+        case file(path: String)
+    }
+
+    /// One part.
+    public struct Part: Sendable, Hashable {
+        /// The field name.
+        public var name: String
+        /// The file name sent, if any.
+        public var fileName: String?
+        /// The part's `Content-Type`, if any (text fields have none).
+        public var contentType: String?
+        /// The bytes, in memory or in a file.
+        public var content: Content
+    }
+
+    /// The boundary between parts.
+    public let boundary: String
+    /// How names and file names are written.
+    public var fileNameEncoding: FileNameEncoding
+    /// The parts, in order.
+    public private(set) var parts: [Part] = []
+
+    /// - Parameters:
+    ///   - boundary: the boundary; a fresh random one by default.
+    ///   - fileNameEncoding: how names and file names are written.
+    public init(boundary: String = MultipartFormData.makeBoundary(), fileNameEncoding: FileNameEncoding = .utf8) {
+        self.boundary = boundary
+        self.fileNameEncoding = fileNameEncoding
+    }
+
+    /// A random boundary: `courier-` and 32 hex digits (128 random bits), so it does not
+    /// occur in the content.
+    public static func makeBoundary() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let high = String(generator.next() as UInt64, radix: 16)
+        let low = String(generator.next() as UInt64, radix: 16)
+        return "courier-" + String(repeating: "0", count: 16 - high.count) + high
+            + String(repeating: "0", count: 16 - low.count) + low
+    }
+
+    /// The `Content-Type` header value, with the boundary.
+    public var contentType: String { "multipart/form-data; boundary=\(boundary)" }
+
+    /// Adds a text field.
+    public mutating func append(_ value: String, name: String) {
+        parts.append(Part(name: name, fileName: nil, contentType: nil, content: .data(Data(value.utf8))))
+    }
+
+    /// Adds bytes held in memory.
+    /// - Parameters:
+    ///   - data: the bytes.
+    ///   - name: the field name.
+    ///   - fileName: a file name to send, if any.
+    ///   - contentType: the media type; `application/octet-stream` when nil.
+    public mutating func append(_ data: Data, name: String, fileName: String? = nil, contentType: String? = nil) {
+        parts.append(
+            Part(
+                name: name, fileName: fileName, contentType: contentType ?? "application/octet-stream",
+                content: .data(data)))
+    }
+
+    /// Adds a file streamed from disk when the request is sent.
+    /// - Parameters:
+    ///   - path: the file's path.
+    ///   - name: the field name.
+    ///   - fileName: the name to send; the last path component when nil.
+    ///   - contentType: the media type; guessed from the extension when nil.
+    public mutating func appendFile(at path: String, name: String, fileName: String? = nil, contentType: String? = nil)
+    {
+        append(File(path: path, fileName: fileName, contentType: contentType), name: name)
+    }
+
+    /// Adds a file streamed from disk when the request is sent.
+    public mutating func append(_ file: File, name: String) {
+        let fileName = file.fileName ?? (file.path as NSString).lastPathComponent
+        parts.append(
+            Part(
+                name: name, fileName: fileName,
+                contentType: file.contentType
+                    ?? Self.contentType(forPathExtension: (file.path as NSString).pathExtension),
+                content: .file(path: file.path)))
+    }
+
+    /// Only the multipart serializer can send a form; other encoders get this error.
+    public func encode(to encoder: any Encoder) throws {
+        throw EncodingError.invalidValue(
+            boundary,
+            EncodingError.Context(
+                codingPath: encoder.codingPath, debugDescription: "a multipart form can only be sent with .multipart"))
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+
+/// A step between validation and decoding that rewrites the response, usually its body:
+/// unwrapping an envelope, stripping an XSSI prefix, decrypting, …
+///
+/// Preprocessors compose: a ``ResponsePipeline`` runs its list in order. Bodiless responses
+/// skip preprocessing.
+public protocol ResponsePreprocessor: Sendable {
+    /// Returns the response to decode.
+    /// - Throws: a `CourierError` (e.g. `.apiError` for an envelope reporting failure).
+    func preprocess(_ context: ResponseContext) throws -> ResponseContext
+}
+
+/// A preprocessor from a closure.
+public struct ClosurePreprocessor: ResponsePreprocessor {
+    private let body: @Sendable (ResponseContext) throws -> ResponseContext
+
+    /// - Parameter body: rewrites the response.
+    public init(_ body: @escaping @Sendable (ResponseContext) throws -> ResponseContext) { self.body = body }
+
+    public func preprocess(_ context: ResponseContext) throws -> ResponseContext { try body(context) }
+}
+
+/// Removes an anti-XSSI prefix such as `)]}',\n` from the start of the body, if present.
+/// The body stays a slice of the received buffer: nothing is copied.
+public struct XSSIPrefixPreprocessor: ResponsePreprocessor {
+    /// The prefix to strip.
+    public let prefix: Data
+
+    /// - Parameter prefix: the prefix to strip (Angular's `)]}',\n` by default).
+    public init(prefix: String = ")]}',\n") { self.prefix = Data(prefix.utf8) }
+
+    public func preprocess(_ context: ResponseContext) throws -> ResponseContext {
+        guard context.body.starts(with: prefix) else { return context }
+        var result = context
+        result.body = context.body.dropFirst(prefix.count)
+        return result
+    }
+}
+
+extension ResponsePreprocessor where Self == XSSIPrefixPreprocessor {
+    /// Strips Angular's `)]}',\n` anti-XSSI prefix.
+    public static var stripXSSIPrefix: XSSIPrefixPreprocessor { XSSIPrefixPreprocessor() }
+}
+
+extension ResponsePreprocessor where Self == ClosurePreprocessor {
+    /// A preprocessor from a closure.
+    /// - Parameter body: rewrites the response.
+    public static func custom(_ body: @escaping @Sendable (ResponseContext) throws -> ResponseContext)
+        -> ClosurePreprocessor
+    {
+        ClosurePreprocessor(body)
+    }
+}
+
+extension ResponsePreprocessor where Self == EnvelopePreprocessor {
+    /// Unwraps `{"code":0,"msg":"ok","data":{…}}` into the `data` value; any other code
+    /// becomes a `CourierError.apiError`.
+    public static var envelope: EnvelopePreprocessor { EnvelopePreprocessor() }
+
+    /// Unwraps an envelope with your key names and success codes.
+    /// - Parameters:
+    ///   - codeKey: the key of the status code.
+    ///   - messageKey: the key of the message.
+    ///   - dataKey: the key of the payload.
+    ///   - successCodes: the codes meaning success.
+    public static func envelope(
+        codeKey: String = "code", messageKey: String = "msg", dataKey: String = "data",
+        successCodes: Set<String> = ["0"]
+    ) -> EnvelopePreprocessor {
+        EnvelopePreprocessor(codeKey: codeKey, messageKey: messageKey, dataKey: dataKey, successCodes: successCodes)
+    }
+}
