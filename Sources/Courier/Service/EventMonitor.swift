@@ -29,12 +29,18 @@ public struct CallMetrics: Sendable, Hashable {
     public var isFromCache: Bool
     /// Bytes of the final response body.
     public var responseBytes: Int
+    /// Timings and sizes of the final transfer (DNS, connect, TLS, first byte, reuse).
+    public var transfer: TransferMetrics?
 
-    public init(attempts: Int = 0, duration: Duration = .zero, isFromCache: Bool = false, responseBytes: Int = 0) {
+    public init(
+        attempts: Int = 0, duration: Duration = .zero, isFromCache: Bool = false, responseBytes: Int = 0,
+        transfer: TransferMetrics? = nil
+    ) {
         self.attempts = attempts
         self.duration = duration
         self.isFromCache = isFromCache
         self.responseBytes = responseBytes
+        self.transfer = transfer
     }
 }
 

@@ -57,7 +57,7 @@ extension APIService {
                         let value = try decode(context, serializer: serializer, options: options)
                         let metrics = CallMetrics(
                             attempts: attempts, duration: clock.now - started, isFromCache: false,
-                            responseBytes: answer.body.count)
+                            responseBytes: answer.body.count, transfer: answer.metrics)
                         monitor.didFinish(event, result: .success(answer.head), metrics: metrics)
                         return Response(
                             value: value, response: answer.head, body: answer.body, request: request.head,
