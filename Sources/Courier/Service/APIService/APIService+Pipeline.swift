@@ -76,6 +76,8 @@ extension APIService {
                 }
                 let delay = try await retryDelay(
                     after: failure, request: request, context: context, chain: chain, policy: policy)
+                // Whatever retriers say, a call ends after this many sends.
+                guard attempts < configuration.maximumAttempts else { throw failure.error }
                 monitor.willRetry(event, after: delay, because: failure.error)
                 try await clock.sleep(for: delay)
                 // A failover during the attempt moves the retry to the new server.

@@ -39,8 +39,11 @@ public struct ServiceConfiguration: Sendable {
     public var deduplicator: InFlightDeduplicator<HTTPClient.Response>
     /// The time source for back-off, intervals and failover.
     public var clock: any ServiceClock
-    /// Where the callback API delivers, unless a call says otherwise.
+    /// Where the callback API delivers, unless a call says otherwise. On Linux the main
+    /// queue runs only when the main thread runs `dispatchMain()` or a run loop.
     public var callbackQueue: DispatchQueue
+    /// The most times one call is sent, whatever retriers and the retry policy say.
+    public var maximumAttempts: Int
 
     public init(
         servers: ServerPool? = nil, headers: HTTPFields = [:],
@@ -52,7 +55,7 @@ public struct ServiceConfiguration: Sendable {
         authentication: AuthenticationInterceptor<String>? = nil, monitors: [any EventMonitor] = [],
         cookieJar: CookieJar? = nil, intervalGate: RequestIntervalGate? = nil,
         deduplicator: InFlightDeduplicator<HTTPClient.Response> = InFlightDeduplicator(),
-        clock: any ServiceClock = .system, callbackQueue: DispatchQueue = .main
+        clock: any ServiceClock = .system, callbackQueue: DispatchQueue = .main, maximumAttempts: Int = 10
     ) {
         self.servers = servers
         self.headers = headers
@@ -71,5 +74,6 @@ public struct ServiceConfiguration: Sendable {
         self.deduplicator = deduplicator
         self.clock = clock
         self.callbackQueue = callbackQueue
+        self.maximumAttempts = max(1, maximumAttempts)
     }
 }

@@ -133,4 +133,21 @@ import Testing
             ])
         #expect(server.recordedRequests.allSatisfy { $0.header("X-Signed") == "yes" })
     }
+
+    @Test func aRetrierThatAlwaysRetriesIsStoppedByTheAttemptCap() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/always-busy") { _ in .status(503) }
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.maximumAttempts = 4
+            configuration.retriers = [.retrier { _, _, _ in .retry }]
+        }
+        do {
+            let _: User = try await service.get("always-busy")
+            Issue.record("expected a failure")
+        } catch {
+            #expect(error.status?.code == 503)
+        }
+        #expect(server.count("/always-busy") == 4)
+    }
 }
