@@ -147,31 +147,3 @@ public struct RetryPolicy: Sendable {
         return .clampedSeconds(date.timeIntervalSince(now))
     }
 }
-
-/// HTTP dates (RFC 9110 §5.6.7).
-enum HTTPDateFormat {
-    private static let formats = [
-        "EEE, dd MMM yyyy HH:mm:ss zzz",  // IMF-fixdate
-        "EEEE, dd-MMM-yy HH:mm:ss zzz",  // RFC 850
-        "EEE MMM d HH:mm:ss yyyy",  // asctime
-    ]
-
-    static func parse(_ text: String) -> Date? {
-        for format in formats {
-            let formatter = DateFormatter()
-            formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.timeZone = TimeZone(identifier: "GMT")
-            formatter.dateFormat = format
-            if let date = formatter.date(from: text) { return date }
-        }
-        return nil
-    }
-
-    static func format(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.string(from: date)
-    }
-}

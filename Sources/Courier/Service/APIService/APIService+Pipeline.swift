@@ -56,12 +56,13 @@ extension APIService {
                         try validator.validate(context, serializerContentTypes: serializer.acceptableContentTypes)
                         let value = try decode(context, serializer: serializer, options: options)
                         let metrics = CallMetrics(
-                            attempts: attempts, duration: clock.now - started, isFromCache: false,
+                            attempts: attempts, duration: clock.now - started, isFromCache: answer.isFromCache,
                             responseBytes: answer.body.count, transfer: answer.metrics)
                         monitor.didFinish(event, result: .success(answer.head), metrics: metrics)
                         return Response(
                             value: value, response: answer.head, body: answer.body, request: request.head,
-                            isFromCache: false, transferMetrics: answer.metrics, metrics: metrics, callID: id)
+                            isFromCache: answer.isFromCache, transferMetrics: answer.metrics, metrics: metrics,
+                            callID: id)
                     } catch let error as CourierError where error.code == .httpStatus {
                         failure = AttemptFailure(response: answer.head, body: answer.body, error: error)
                     }

@@ -66,6 +66,12 @@ public struct CallOptions: Sendable {
     /// No overrides.
     public static var `default`: CallOptions { CallOptions() }
 
+    /// The cache policy of this call (kept in `transport`): `.returnCacheDataElseLoad`, …
+    public var cachePolicy: CachePolicy {
+        get { transport.cachePolicy }
+        set { transport.cachePolicy = newValue }
+    }
+
     /// A copy with one setting changed: `.default.with(\.timeout, .seconds(5))`.
     public func with<Value>(_ keyPath: WritableKeyPath<CallOptions, Value>, _ value: Value) -> CallOptions {
         var copy = self

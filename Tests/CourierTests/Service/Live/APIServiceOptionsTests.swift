@@ -150,4 +150,29 @@ import Testing
         }
         #expect(server.count("/always-busy") == 4)
     }
+
+    @Test func cachedResponsesSayIsFromCacheAndPerCallPolicyApplies() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/config") { _ in
+            ScriptedResponse.json(["id": 1, "name": "cfg"]).with(.cacheControl, "max-age=60")
+        }
+        let cache = try HostScopedCache(
+            configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly))
+        let client = try HTTPClient(
+            configuration: HTTPClient.Configuration(
+                baseURL: server.baseURL, notificationCenter: NotificationCenter(), cache: cache))
+        let service = APIService(client: client, configuration: ServiceConfiguration(retryPolicy: .none))
+        let first = try await service.send(Endpoint<User>.get("config"))
+        let second = try await service.send(Endpoint<User>.get("config"))
+        #expect(!first.isFromCache)
+        #expect(second.isFromCache)
+        #expect(second.metrics.isFromCache)
+        #expect(second.value.name == "cfg")
+        #expect(server.count("/config") == 1)
+        let reload = try await service.send(
+            Endpoint<User>.get("config", options: .default.with(\.cachePolicy, .reloadIgnoringCache)))
+        #expect(!reload.isFromCache)
+        #expect(server.count("/config") == 2)
+    }
 }
