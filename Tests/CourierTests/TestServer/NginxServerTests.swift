@@ -6,16 +6,9 @@ import Testing
 @Suite struct NginxServerTests {
     /// Runs `/usr/bin/curl` with `arguments`; returns its exit status and standard output.
     private func curl(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["-sS", "--max-time", "10", "--noproxy", "*"] + arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let result = try ChildProcess.run(
+            "/usr/bin/curl", ["-sS", "--max-time", "10", "--noproxy", "*"] + arguments, capture: .capture)
+        return (result.status, String(decoding: result.output, as: UTF8.self))
     }
 
     private func makeRoot() throws -> URL {
@@ -68,5 +61,19 @@ import Testing
         #expect(kill(nginx.pid, 0) == -1)
         #expect(!FileManager.default.fileExists(atPath: directory.path))
         #expect(throws: RawHTTPError.self) { try RawHTTPConnection(port: nginx.port) }
+    }
+
+    @Test func childProcessReportsStatusOutputAndSignals() throws {
+        let ran = try ChildProcess.run("/bin/sh", ["-c", "echo out; echo err >&2; exit 3"], capture: .capture)
+        #expect(ran.status == 3)
+        #expect(String(decoding: ran.output, as: UTF8.self) == "out\n")
+        let errors = try ChildProcess.run("/bin/sh", ["-c", "echo err >&2"], capture: .capture, stderr: true)
+        #expect(String(decoding: errors.output, as: UTF8.self) == "err\n")
+        let sleeper = try ChildProcess.spawn("/bin/sleep", ["30"])
+        #expect(ChildProcess.poll(sleeper.pid) == nil)
+        kill(sleeper.pid, SIGTERM)
+        #expect(ChildProcess.wait(sleeper.pid) == 128 + SIGTERM)
+        #expect(ChildProcess.find("sh") != nil)
+        #expect(ChildProcess.find("no-such-tool-\(UUID().uuidString)") == nil)
     }
 }

@@ -33,12 +33,12 @@ final class RawHTTPConnection {
     let fd: Int32
     private var buffer: [UInt8] = []
 
-    init(port: UInt16, timeout: Duration = .seconds(10)) throws {
+    init(host: String = "127.0.0.1", port: UInt16, timeout: Duration = .seconds(10)) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
-        inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+        inet_pton(AF_INET, host, &address.sin_addr)
         let result = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))

@@ -214,6 +214,16 @@ import Testing
         #expect(ContinuousClock.now - started >= .milliseconds(150))
     }
 
+    @Test func dateHeaderCanBeTurnedOff() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let connection = try RawHTTPConnection(port: server.port)
+        let dated = try connection.request("GET", "/echo")
+        #expect(HTTPDate.parse(try #require(dated.header("Date"))) != nil)
+        server.sendsDateHeader = false
+        #expect(try connection.request("GET", "/echo").header("Date") == nil)
+    }
+
     @Test func unknownPathIs404() throws {
         let server = try TestServer()
         defer { server.stop() }

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 import Testing
 
 @testable import CourierTesting
@@ -121,6 +120,27 @@ import Testing
         #expect(String(decoding: try connection.request("GET", "/echo").body, as: UTF8.self) == "overridden")
     }
 
+    @Test func waitForRequestsWakesWhenASlowRequestArrives() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        #expect(!server.waitForRequests(atLeast: 1, timeout: .milliseconds(50)))
+        let connection = try RawHTTPConnection(port: server.port)
+        try connection.send("GET /delay/300 HTTP/1.1\r\nHost: x\r\n\r\n")
+        // Recorded on arrival, before the delayed answer.
+        #expect(server.waitForRequests(atLeast: 1, timeout: .seconds(10)))
+        #expect(server.recordedRequests.first?.path == "/delay/300")
+        #expect(try connection.readResponse().status == 200)
+    }
+
+    @Test func anotherLoopbackAddressIsAnotherOrigin() throws {
+        let server = try TestServer(host: "127.0.0.2")
+        defer { server.stop() }
+        #expect(server.baseURL.absoluteString == "http://127.0.0.2:\(server.port)")
+        #expect(server.url("status/201").path == "/status/201")
+        let response = try RawHTTPConnection(host: "127.0.0.2", port: server.port).request("GET", "/status/201")
+        #expect(response.status == 201)
+    }
+
     @Test func resetRecordsClearsCounters() throws {
         let server = try TestServer()
         defer { server.stop() }
@@ -149,7 +169,7 @@ import Testing
         defer { server.stop() }
         let connections = 64
         let requestsEach = 30
-        let failures = Mutex(0)
+        let failures = Locked(0)
         let group = DispatchGroup()
         for worker in 0..<connections {
             group.enter()
