@@ -8,7 +8,7 @@ import Testing
     /// waiting while the refresh runs.
     final class Refresher: Sendable {
         let calls = Atomic<Int>(0)
-        let gate = AsyncGate()
+        let gate = ServiceGate()
         let fails: Bool
         init(fails: Bool = false) { self.fails = fails }
         func refresh(_ old: String) async throws -> String {
@@ -76,7 +76,7 @@ import Testing
 
     @Test func aFailedRefreshAnswersLateCallersUntilItsMemoryExpires() async throws {
         let clock = ManualServiceClock()
-        let attempts = Counter()
+        let attempts = ServiceCounter()
         let coordinator = AuthRefreshCoordinator<String>(credential: "t0", failureMemory: .seconds(10), clock: clock) {
             _ in
             attempts.increment()
@@ -151,7 +151,7 @@ import Testing
 }
 
 /// A one-shot gate: `wait()` suspends until `open()`.
-final class AsyncGate: Sendable {
+final class ServiceGate: Sendable {
     private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     func wait() async {
@@ -176,7 +176,7 @@ final class AsyncGate: Sendable {
 }
 
 /// A shared counter for closures that escape.
-final class Counter: Sendable {
+final class ServiceCounter: Sendable {
     private let atomic = Atomic<Int>(0)
     init() {}
     @discardableResult

@@ -5,7 +5,7 @@ import Testing
 
 @Suite struct BatchTests {
     @Test func runsAllWithTheConcurrencyLimitAndReportsProgress() async {
-        let running = Counter()
+        let running = ServiceCounter()
         let peak = Mutex(0)
         let current = Mutex(0)
         let progress = Mutex<[BatchProgress]>([])
@@ -43,7 +43,7 @@ import Testing
     }
 
     @Test func cancelOnFirstFailureStopsTheRest() async {
-        let ran = Counter()
+        let ran = ServiceCounter()
         let operations: [@Sendable () async throws -> Int] = (0..<10).map { index in
             {
                 ran.increment()
@@ -76,7 +76,7 @@ import Testing
     }
 
     @Test func chainStopsAtTheFirstFailure() async {
-        let later = Counter()
+        let later = ServiceCounter()
         let chain = Chain<Int> { throw CourierError(.authentication, "refresh failed") }
             .then { value -> Int in
                 later.increment()

@@ -45,7 +45,7 @@ import Testing
     }
 
     @Test func cancelInFlightCancelsTheTask() async throws {
-        let started = AsyncGate()
+        let started = ServiceGate()
         let call = Call<Int> {
             started.open()
             try await Task.sleep(for: .seconds(600))
@@ -63,7 +63,7 @@ import Testing
     }
 
     @Test func cancellingTheAwaitingTaskCancelsTheCall() async throws {
-        let started = AsyncGate()
+        let started = ServiceGate()
         let call = Call<Int> {
             started.open()
             try await Task.sleep(for: .seconds(600))
@@ -118,7 +118,7 @@ import Testing
     @Test func callbacksOnAQueueAndCallIdentifier() async throws {
         let queue = DispatchQueue(label: "callbacks")
         let events = Mutex<[String]>([])
-        let done = AsyncGate()
+        let done = ServiceGate()
         let call = Call<Int> { 5 }
         let id = call.start(
             deliveringOn: queue,
@@ -139,7 +139,7 @@ import Testing
     @Test func cancelCallbackForACallCancelledBeforeSending() async throws {
         let queue = DispatchQueue(label: "callbacks")
         let events = Mutex<[String]>([])
-        let done = AsyncGate()
+        let done = ServiceGate()
         let sent = Atomic<Bool>(false)
         let call = Call<Int> {
             sent.store(true, ordering: .relaxed)
@@ -156,7 +156,7 @@ import Testing
         let wasSent = sent.load(ordering: .relaxed)
         #expect(!wasSent)
         // Without onCancel, a cancellation is a failure.
-        let failed = AsyncGate()
+        let failed = ServiceGate()
         let other = Call<Int> { 1 }
         other.cancel()
         other.start(

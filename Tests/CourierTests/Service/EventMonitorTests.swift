@@ -6,7 +6,7 @@ import Testing
 @testable import Courier
 
 /// A swift-log handler that keeps every message, for assertions.
-struct CapturingLogHandler: LogHandler {
+struct ServiceLogCapture: LogHandler {
     final class Store: Sendable {
         let lines = Mutex<[String]>([])
     }
@@ -34,8 +34,8 @@ struct CapturingLogHandler: LogHandler {
     }
 
     @Test func loggingMonitorRedactsSecrets() {
-        let store = CapturingLogHandler.Store()
-        let logger = Logger(label: "test") { _ in CapturingLogHandler(store: store) }
+        let store = ServiceLogCapture.Store()
+        let logger = Logger(label: "test") { _ in ServiceLogCapture(store: store) }
         let monitor = LoggingEventMonitor(logger: logger)
         let call = event(
             "/login?user=ann&access_token=SECRET1&Password=SECRET2",
@@ -127,7 +127,7 @@ struct CapturingLogHandler: LogHandler {
         let clock = ManualServiceClock()
         let start = clock.now
         let wall = clock.wallTime
-        let woke = Counter()
+        let woke = ServiceCounter()
         let short = Task {
             try await clock.sleep(for: .seconds(1))
             woke.increment()

@@ -7,8 +7,8 @@ import Testing
 @Suite struct InFlightDeduplicatorTests {
     @Test func identicalConcurrentCallsShareOneExecution() async throws {
         let dedup = InFlightDeduplicator<String>()
-        let gate = AsyncGate()
-        let runs = Counter()
+        let gate = ServiceGate()
+        let runs = ServiceCounter()
         let results = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<10 {
                 group.addTask {
@@ -33,7 +33,7 @@ import Testing
 
     @Test func differentKeysRunSeparatelyAndErrorsAreShared() async throws {
         let dedup = InFlightDeduplicator<Int>()
-        let gate = AsyncGate()
+        let gate = ServiceGate()
         let one = Task {
             try await dedup.run(key: "a") {
                 await gate.wait()
@@ -55,7 +55,7 @@ import Testing
 
     @Test func aCancelledWaiterLeavesWithoutCancellingTheOthers() async throws {
         let dedup = InFlightDeduplicator<String>()
-        let gate = AsyncGate()
+        let gate = ServiceGate()
         let wasCancelled = Atomic<Bool>(false)
         let first = Task {
             try await dedup.run(key: "k") {
@@ -76,7 +76,7 @@ import Testing
 
     @Test func theWorkIsCancelledWhenEveryWaiterLeft() async throws {
         let dedup = InFlightDeduplicator<String>()
-        let observed = AsyncGate()
+        let observed = ServiceGate()
         let task = Task {
             try await dedup.run(key: "k") {
                 try await withTaskCancellationHandler {

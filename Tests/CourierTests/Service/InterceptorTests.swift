@@ -65,7 +65,7 @@ import Testing
     }
 
     @Test func authInterceptorAttachesRefreshesAndRetries() async throws {
-        let refreshes = Counter()
+        let refreshes = ServiceCounter()
         let coordinator = AuthRefreshCoordinator<String>(credential: "old") { _ in
             refreshes.increment()
             return "new"

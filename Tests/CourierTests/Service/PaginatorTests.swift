@@ -43,7 +43,7 @@ import Testing
     }
 
     @Test func totalAndHasMoreEndEarly() async throws {
-        let calls = Counter()
+        let calls = ServiceCounter()
         let fetch = Self.pages(20, reportTotal: true)
         let paginator = Paginator<Int>(style: .offset(limit: 10)) { request in
             calls.increment()

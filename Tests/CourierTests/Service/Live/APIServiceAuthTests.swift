@@ -53,7 +53,7 @@ import Testing
         let server = try TestServer()
         defer { server.stop() }
         server.validBearerTokens = ["never"]
-        let refreshes = Counter()
+        let refreshes = ServiceCounter()
         let coordinator = AuthRefreshCoordinator<String>(credential: "stale") { _ in
             refreshes.increment()
             while server.count("/bearer") < 10 { await Task.yield() }
@@ -84,7 +84,7 @@ import Testing
         defer { server.stop() }
         let center = NotificationCenter()
         server.route("/login") { _ in ScriptedResponse.json(["ok": true]).with(.setCookie, "sid=s1; Path=/") }
-        let refreshes = Counter()
+        let refreshes = ServiceCounter()
         let coordinator = AuthRefreshCoordinator<String> { _ in
             refreshes.increment()
             return "refreshed"

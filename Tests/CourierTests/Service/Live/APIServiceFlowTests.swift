@@ -21,7 +21,7 @@ final class UserService: APIService, @unchecked Sendable {
         var message: String
     }
 
-    func user(id: Int) async throws(Failure) -> User {
+    func user(id: Int) async throws(Failure) -> ServiceUser {
         do {
             return try await get("users/\(id)", options: CallOptions.default.decodingErrors(as: ServerError.self))
         } catch {
@@ -70,7 +70,7 @@ final class UserService: APIService, @unchecked Sendable {
         server.route("/users/5") { _ in .status(500) }
         let service = try ServiceFixture.service(server) { $0.retryPolicy = .none }
         let progress = Mutex<[BatchProgress]>([])
-        let operations: [@Sendable () async throws -> User] = (1...8).map { id in
+        let operations: [@Sendable () async throws -> ServiceUser] = (1...8).map { id in
             { try await service.get("users/\(id)") }
         }
         let results = await Batch.run(operations, maximumConcurrent: 3) { step in
@@ -92,8 +92,8 @@ final class UserService: APIService, @unchecked Sendable {
         server.route("/users/me") { _ in .json(["id": 12, "name": "me"]) }
         server.route("/users/12") { _ in .json(["id": 12, "name": "full profile"]) }
         let service = try ServiceFixture.service(server)
-        let profile = try await Chain { () async throws -> User in try await service.get("users/me") }
-            .then { me -> User in try await service.get("users/\(me.id)") }
+        let profile = try await Chain { () async throws -> ServiceUser in try await service.get("users/me") }
+            .then { me -> ServiceUser in try await service.get("users/\(me.id)") }
             .run()
         #expect(profile.name == "full profile")
     }
@@ -156,7 +156,8 @@ final class UserService: APIService, @unchecked Sendable {
                 LoggingEventMonitor(),
             ]
         }
-        let _: User = try await service.get("users/1", options: .default.with(\.userInfo, [.showsActivity: true]))
+        let _: ServiceUser = try await service.get(
+            "users/1", options: .default.with(\.userInfo, [.showsActivity: true]))
         #expect(
             steps.withLock { $0 } == [
                 "start", "send 1", "receive 503", "retry", "send 2", "receive 200", "finish 200 2",

@@ -87,8 +87,8 @@ import Testing
         defer { server.stop() }
         server.route("/wrapped") { _ in .json(["code": 0, "msg": "ok", "data": ["id": 3, "name": "inner"]]) }
         let service = try ServiceFixture.service(server)
-        let user: User = try await service.get("wrapped", options: CallOptions(preprocessors: [.envelope]))
-        #expect(user == User(id: 3, name: "inner"))
+        let user: ServiceUser = try await service.get("wrapped", options: CallOptions(preprocessors: [.envelope]))
+        #expect(user == ServiceUser(id: 3, name: "inner"))
     }
 
     @Test func customAdaptersAndRetriersRunInOrder() async throws {
@@ -143,7 +143,7 @@ import Testing
             configuration.retriers = [.retrier { _, _, _ in .retry }]
         }
         do {
-            let _: User = try await service.get("always-busy")
+            let _: ServiceUser = try await service.get("always-busy")
             Issue.record("expected a failure")
         } catch {
             #expect(error.status?.code == 503)
@@ -163,15 +163,15 @@ import Testing
             configuration: HTTPClient.Configuration(
                 baseURL: server.baseURL, notificationCenter: NotificationCenter(), cache: cache))
         let service = APIService(client: client, configuration: ServiceConfiguration(retryPolicy: .none))
-        let first = try await service.send(Endpoint<User>.get("config"))
-        let second = try await service.send(Endpoint<User>.get("config"))
+        let first = try await service.send(Endpoint<ServiceUser>.get("config"))
+        let second = try await service.send(Endpoint<ServiceUser>.get("config"))
         #expect(!first.isFromCache)
         #expect(second.isFromCache)
         #expect(second.metrics.isFromCache)
         #expect(second.value.name == "cfg")
         #expect(server.count("/config") == 1)
         let reload = try await service.send(
-            Endpoint<User>.get("config", options: .default.with(\.cachePolicy, .reloadIgnoringCache)))
+            Endpoint<ServiceUser>.get("config", options: .default.with(\.cachePolicy, .reloadIgnoringCache)))
         #expect(!reload.isFromCache)
         #expect(server.count("/config") == 2)
     }

@@ -22,7 +22,7 @@ import Testing
                 ClosureEventMonitor(onRetry: { _, delay, _ in retries.withLock { $0.append(delay) } })
             ]
         }
-        let response = try await service.send(Endpoint<User>.get("users/1"))
+        let response = try await service.send(Endpoint<ServiceUser>.get("users/1"))
         #expect(response.value.name == "ok")
         #expect(response.attempts == 3)
         #expect(server.requestCount == 3)
@@ -42,7 +42,7 @@ import Testing
             configuration.clock = clock
             configuration.retryPolicy = RetryPolicy(maximumRetries: 2, jitter: 0)
         }
-        let user: User = try await service.get("users/2")
+        let user: ServiceUser = try await service.get("users/2")
         #expect(user.name == "after")
         #expect(clock.sleeps == [.seconds(7), .seconds(23)])
     }
@@ -53,7 +53,7 @@ import Testing
         let service = try ServiceFixture.service(server)
         server.enqueue(.status(503))
         do {
-            let _: User = try await service.post("users", body: User(id: 0, name: "new"))
+            let _: ServiceUser = try await service.post("users", body: ServiceUser(id: 0, name: "new"))
             Issue.record("expected a failure")
         } catch {
             #expect(error.code == .httpStatus)
@@ -63,7 +63,8 @@ import Testing
         server.enqueue(.status(503))
         server.enqueue(.json(["id": 5, "name": "new"]))
         let optIn = CallOptions.default.with(\.retryPolicy, RetryPolicy(jitter: 0).allowingNonIdempotent())
-        let created: User = try await service.post("users", body: User(id: 0, name: "new"), options: optIn)
+        let created: ServiceUser = try await service.post(
+            "users", body: ServiceUser(id: 0, name: "new"), options: optIn)
         #expect(created.id == 5)
         #expect(server.requestCount == 3)
     }
@@ -75,16 +76,16 @@ import Testing
         let clock = ManualServiceClock()
         let service = try ServiceFixture.service(server) { $0.clock = clock }
         let once = CallOptions.default.with(\.interval, .drop(.seconds(2)))
-        let _: User = try await service.post("posts/1/like", options: once)
+        let _: ServiceUser = try await service.post("posts/1/like", options: once)
         do {
-            let _: User = try await service.post("posts/1/like", options: once)
+            let _: ServiceUser = try await service.post("posts/1/like", options: once)
             Issue.record("expected throttling")
         } catch {
             #expect(error.code == .throttled)
         }
         #expect(server.count("/posts/1/like") == 1)
         clock.advance(by: .seconds(2))
-        let _: User = try await service.post("posts/1/like", options: once)
+        let _: ServiceUser = try await service.post("posts/1/like", options: once)
         #expect(server.count("/posts/1/like") == 2)
     }
 
@@ -95,8 +96,8 @@ import Testing
         let clock = ManualServiceClock(autoAdvance: true)
         let service = try ServiceFixture.service(server) { $0.clock = clock }
         let spaced = CallOptions.default.with(\.interval, .delay(.seconds(5))).with(\.deduplicates, false)
-        let _: User = try await service.get("users/1", options: spaced)
-        let _: User = try await service.get("users/1", options: spaced)
+        let _: ServiceUser = try await service.get("users/1", options: spaced)
+        let _: ServiceUser = try await service.get("users/1", options: spaced)
         #expect(clock.sleeps == [.seconds(5)])
         #expect(server.count("/users/1") == 2)
     }
@@ -121,12 +122,12 @@ import Testing
             configuration.retryPolicy = .none
         }
         for _ in 0..<20 {
-            let result: User? = try? await service.get("users/1")
+            let result: ServiceUser? = try? await service.get("users/1")
             #expect(result == nil)
         }
         #expect(primary.requestCount == 20)
         #expect(pool.current == ServiceFixture.base(secondary))
-        let user: User = try await service.get("users/1")
+        let user: ServiceUser = try await service.get("users/1")
         #expect(user.name == "from secondary")
         #expect(secondary.requestCount == 1)
         #expect(changes.withLock { $0.count } == 1)
@@ -145,14 +146,15 @@ import Testing
             configuration.servers = pool
             configuration.clock = clock
         }
-        let response = try await service.send(Endpoint<User>.get("users/1"))
+        let response = try await service.send(Endpoint<ServiceUser>.get("users/1"))
         #expect(response.value.name == "alive")
         #expect(response.attempts == 2)
         #expect(pool.currentIndex == 1)
         // Explicit selection moves calls back.
         try pool.select(index: 0)
         do {
-            let _: User = try await service.get("users/1", options: .default.with(\.retryPolicy, RetryPolicy.none))
+            let _: ServiceUser = try await service.get(
+                "users/1", options: .default.with(\.retryPolicy, RetryPolicy.none))
             Issue.record("expected a connection failure")
         } catch {
             #expect(error.code == .cannotConnect)

@@ -19,8 +19,9 @@ import Testing
             configuration.realTimeParameters = { [("ts", "1700000000")] }
         }
         let response = try await service.send(
-            Endpoint<User>.get("users/a b", parameters: ["q": "x y"], options: .default.with(\.userInfo, ["k": 1])))
-        #expect(response.value == User(id: 7, name: "Ann"))
+            Endpoint<ServiceUser>.get(
+                "users/a b", parameters: ["q": "x y"], options: .default.with(\.userInfo, ["k": 1])))
+        #expect(response.value == ServiceUser(id: 7, name: "Ann"))
         #expect(response.attempts == 1)
         #expect(response.status == .ok)
         #expect(!response.isFromCache)
@@ -42,7 +43,7 @@ import Testing
             var method: String
             var body: String
         }
-        let posted: Echo = try await service.post("echo", body: User(id: 1, name: "B"))
+        let posted: Echo = try await service.post("echo", body: ServiceUser(id: 1, name: "B"))
         #expect(posted.method == "POST")
         #expect(posted.body.contains("\"name\":\"B\""))
         let put: Echo = try await service.put("echo", body: ["a": 1])
@@ -62,7 +63,7 @@ import Testing
         defer { server.stop() }
         let service = try ServiceFixture.service(server)
         do {
-            let _: User = try await service.get(path)
+            let _: ServiceUser = try await service.get(path)
             Issue.record("expected a rejection")
         } catch {
             #expect(error.code == .invalidRequest)
@@ -74,7 +75,7 @@ import Testing
         let server = try TestServer()
         defer { server.stop() }
         let service = try ServiceFixture.service(server)
-        let call = service.call(Endpoint<User>.get("users/1"))
+        let call = service.call(Endpoint<ServiceUser>.get("users/1"))
         #expect(service.calls.count == 1)
         #expect(service.cancel(call.id))
         call.start()
@@ -86,8 +87,8 @@ import Testing
         #expect(error.code == .cancelled)
         // Deferred calls cancelled by cancelAll(), and the callback API's onCancel.
         let queue = DispatchQueue(label: "callbacks")
-        let cancelled = AsyncGate()
-        let deferred = (0..<3).map { _ in service.call(Endpoint<User>.get("users/2")) }
+        let cancelled = ServiceGate()
+        let deferred = (0..<3).map { _ in service.call(Endpoint<ServiceUser>.get("users/2")) }
         #expect(service.cancelAll() == 3)
         deferred[0].start(deliveringOn: queue, onSuccess: { _ in }, onCancel: { cancelled.open() })
         await cancelled.wait()
@@ -105,7 +106,7 @@ import Testing
             return .json(["id": 1, "name": "late"])
         }
         let service = try ServiceFixture.service(server)
-        let call = service.call(Endpoint<User>.get("slow"))
+        let call = service.call(Endpoint<ServiceUser>.get("slow"))
         call.start()
         while held.arrived.value == 0 { await Task.yield() }
         call.cancel()
@@ -118,7 +119,7 @@ import Testing
         held.release(1)
         // Another service's calls are not affected by this one's cancelAll().
         let other = try ServiceFixture.service(server)
-        let otherCall = other.call(Endpoint<User>.get("users/9"))
+        let otherCall = other.call(Endpoint<ServiceUser>.get("users/9"))
         server.route("/users/9") { _ in .json(["id": 9, "name": "other"]) }
         service.cancelAll()
         #expect(try await otherCall.run().value.id == 9)
@@ -134,7 +135,7 @@ import Testing
         }
         let service = try ServiceFixture.service(server)
         let dedup = service.configuration.deduplicator
-        let results = try await withThrowingTaskGroup(of: User.self) { group in
+        let results = try await withThrowingTaskGroup(of: ServiceUser.self) { group in
             for _ in 0..<10 { group.addTask { try await service.get("feed") } }
             while dedup.waiterCount < 10 { await Task.yield() }
             held.release(1)
@@ -146,7 +147,7 @@ import Testing
         // Opting out: each call sends its own request.
         server.resetRecords()
         let optOut = CallOptions.default.with(\.deduplicates, false)
-        try await withThrowingTaskGroup(of: User.self) { group in
+        try await withThrowingTaskGroup(of: ServiceUser.self) { group in
             for _ in 0..<4 { group.addTask { try await service.get("feed", options: optOut) } }
             while held.arrived.value < 5 { await Task.yield() }
             held.release(4)
@@ -162,8 +163,8 @@ import Testing
         let service = try ServiceFixture.service(server)
         let queue = DispatchQueue(label: "ui")
         let seen = Mutex<[String]>([])
-        let done = AsyncGate()
-        let id = service.call(Endpoint<User>.get("users/3")).start(
+        let done = ServiceGate()
+        let id = service.call(Endpoint<ServiceUser>.get("users/3")).start(
             deliveringOn: queue,
             onSuccess: { user in
                 dispatchPrecondition(condition: .onQueue(queue))
@@ -177,10 +178,10 @@ import Testing
         #expect(seen.withLock { $0 } == ["success C", "finished"])
         #expect(id.rawValue > 0)
         // The service-level form, on the configured queue.
-        let failed = AsyncGate()
+        let failed = ServiceGate()
         let failure = Mutex<CourierError?>(nil)
         service.start(
-            Endpoint<User>.get("users/404"),
+            Endpoint<ServiceUser>.get("users/404"),
             onFailure: { error in
                 dispatchPrecondition(condition: .onQueue(service.configuration.callbackQueue))
                 failure.withLock { $0 = error }
@@ -195,14 +196,15 @@ import Testing
         server.route("/users/4") { _ in .json(["id": 4, "name": "D"]) }
         let service = try ServiceFixture.service(server)
         do {
-            let _: User = try await service.get("users/4", options: .default.with(\.skipIf, { true }))
+            let _: ServiceUser = try await service.get("users/4", options: .default.with(\.skipIf, { true }))
             Issue.record("expected a skip")
         } catch {
             #expect(error.code == .skipped)
         }
         #expect(server.requestCount == 0)
         do {
-            let _: User = try await service.get("users/4", options: .default.with(\.acceptsResult, { _ in false }))
+            let _: ServiceUser = try await service.get(
+                "users/4", options: .default.with(\.acceptsResult, { _ in false }))
             Issue.record("expected the result to be dropped")
         } catch {
             #expect(error.code == .skipped)

@@ -7,7 +7,7 @@ import Synchronization
 @testable import Courier
 
 /// A user as the test routes send it.
-struct User: Codable, Sendable, Equatable {
+struct ServiceUser: Codable, Sendable, Equatable {
     var id: Int
     var name: String
 }
@@ -35,7 +35,7 @@ enum ServiceFixture {
 /// A route handler that holds requests until released (to make calls overlap on purpose).
 final class HeldRoute: Sendable {
     private let semaphore = DispatchSemaphore(value: 0)
-    let arrived = Counter()
+    let arrived = ServiceCounter()
 
     func hold() {
         arrived.increment()
