@@ -29,6 +29,11 @@ extension APIService {
             if let skipIf = options.skipIf, skipIf() {
                 throw CourierError(.skipped, "the call was vetoed before sending")
             }
+            let guardKey = options.skipsWhileInFlight ? RequestIntervalGate.key(for: base.head) : nil
+            if let guardKey, !configuration.inFlightGuard.enter(guardKey) {
+                throw CourierError(.skipped, "the same call is already in flight")
+            }
+            defer { if let guardKey { configuration.inFlightGuard.leave(guardKey) } }
             if let interval = options.interval {
                 try await configuration.intervalGate.admit(
                     key: RequestIntervalGate.key(for: base.head), rule: interval, clock: clock)

@@ -1,5 +1,6 @@
 import Dispatch
 import HTTPTypes
+import Synchronization
 
 /// What every call of a service starts from; share one value between services for a
 /// global configuration, and override any part of it per call with `CallOptions`.
@@ -35,6 +36,8 @@ public struct ServiceConfiguration: Sendable {
     public var cookieJar: CookieJar?
     /// Enforces request intervals.
     public var intervalGate: RequestIntervalGate
+    /// The endpoints of calls in flight with `skipsWhileInFlight`.
+    public var inFlightGuard = InFlightGuard()
     /// Shares identical GETs in flight.
     public var deduplicator: InFlightDeduplicator<HTTPClient.Response>
     /// The time source for back-off, intervals and failover.
@@ -76,4 +79,19 @@ public struct ServiceConfiguration: Sendable {
         self.callbackQueue = callbackQueue
         self.maximumAttempts = max(1, maximumAttempts)
     }
+}
+
+/// The endpoints (method + URL) with a guarded call in flight.
+public final class InFlightGuard: Sendable {
+    private let keys = Mutex<Set<String>>([])
+
+    public init() {}
+
+    /// Marks `key` busy. - Returns: false when it already was.
+    func enter(_ key: String) -> Bool { keys.withLock { $0.insert(key).inserted } }
+
+    func leave(_ key: String) { _ = keys.withLock { $0.remove(key) } }
+
+    /// The number of endpoints busy.
+    public var count: Int { keys.withLock { $0.count } }
 }

@@ -211,4 +211,32 @@ import Testing
         }
         #expect(server.requestCount == 1)
     }
+
+    @Test func secondTapWhileTheFirstIsInFlightIsSkipped() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = HeldRoute()
+        server.route("POST", "/posts/7/like") { _ in
+            held.hold()
+            return .json(["id": 7, "name": "liked"])
+        }
+        let service = try ServiceFixture.service(server)
+        let guarded = CallOptions.default.with(\.skipsWhileInFlight, true)
+        let first = Task { () async throws -> ServiceUser in try await service.post("posts/7/like", options: guarded) }
+        while held.arrived.value == 0 { await Task.yield() }
+        do {
+            let _: ServiceUser = try await service.post("posts/7/like", options: guarded)
+            Issue.record("expected the second tap to be skipped")
+        } catch {
+            #expect(error.code == .skipped)
+        }
+        held.release(1)
+        #expect(try await first.value.id == 7)
+        #expect(server.count("/posts/7/like") == 1)
+        #expect(service.configuration.inFlightGuard.count == 0)
+        // After the first finished, the endpoint is free again.
+        held.release(1)
+        let _: ServiceUser = try await service.post("posts/7/like", options: guarded)
+        #expect(server.count("/posts/7/like") == 2)
+    }
 }
