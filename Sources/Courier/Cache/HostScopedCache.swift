@@ -100,6 +100,8 @@ public final class HostScopedCache: Sendable {
     /// Recent credential → identity digests, so a hit does not hash the token every time.
     /// In memory only; bounded.
     let identities = Mutex<[String: CacheIdentity]>([:])
+    /// Receivers added with `addObserver`.
+    let observers = Mutex<(next: UInt64, handlers: [UInt64: @Sendable (CacheEvent) -> Void])>((0, [:]))
 
     /// Creates a cache, opening (or creating) its disk tier.
     /// - Parameter configuration: Rules, bounds, storage folder, clock and event handler.
@@ -186,8 +188,27 @@ public final class HostScopedCache: Sendable {
     static func key(identity: CacheIdentity, url: String) -> String { identity.digest + " " + url }
 
     func emit(_ events: [CacheEvent]) {
-        guard let onEvent = configuration.onEvent else { return }
-        for event in events { onEvent(event.redactingQuery) }
+        let observers = observers.withLock { Array($0.handlers.values) }
+        guard configuration.onEvent != nil || !observers.isEmpty else { return }
+        for event in events {
+            let redacted = event.redactingQuery
+            configuration.onEvent?(redacted)
+            for observer in observers { observer(redacted) }
+        }
+    }
+
+    /// Adds a receiver of every `CacheEvent` (URL queries redacted), besides the configuration's
+    /// `onEvent`. Event monitors of the services on this cache's client are added this way.
+    /// - Returns: a token; the receiver is removed when it is cancelled or released.
+    public func addObserver(_ handler: @escaping @Sendable (CacheEvent) -> Void) -> CacheObservation {
+        let id = observers.withLock { registry in
+            registry.next += 1
+            registry.handlers[registry.next] = handler
+            return registry.next
+        }
+        return CacheObservation { [weak self] in
+            self?.observers.withLock { _ = $0.handlers.removeValue(forKey: id) }
+        }
     }
 
     /// The variants stored under `key`: from memory, else from disk (then kept in memory).
@@ -276,4 +297,22 @@ public final class HostScopedCache: Sendable {
         emit(events)
         return written
     }
+}
+
+/// Keeps a cache observer registered; cancelling or releasing it removes the observer.
+public final class CacheObservation: Sendable {
+    private let remove: Mutex<(@Sendable () -> Void)?>
+
+    init(remove: @escaping @Sendable () -> Void) { self.remove = Mutex(remove) }
+
+    /// Removes the observer (idempotent).
+    public func cancel() {
+        let action = remove.withLock { value -> (@Sendable () -> Void)? in
+            defer { value = nil }
+            return value
+        }
+        action?()
+    }
+
+    deinit { cancel() }
 }

@@ -59,6 +59,9 @@ public protocol EventMonitor: Sendable {
     func willRetry(_ event: CallEvent, after delay: Duration, because error: CourierError)
     /// The call ended: with the final response, or with an error.
     func didFinish(_ event: CallEvent, result: Result<HTTPResponse, CourierError>, metrics: CallMetrics)
+    /// The client's cache did something (hit, miss, revalidation, store, eviction, purge).
+    /// URL queries in the event are redacted.
+    func didObserveCache(_ event: CacheEvent)
 }
 
 extension EventMonitor {
@@ -67,6 +70,7 @@ extension EventMonitor {
     public func didReceive(_ event: CallEvent, response: HTTPResponse) {}
     public func willRetry(_ event: CallEvent, after delay: Duration, because error: CourierError) {}
     public func didFinish(_ event: CallEvent, result: Result<HTTPResponse, CourierError>, metrics: CallMetrics) {}
+    public func didObserveCache(_ event: CacheEvent) {}
 }
 
 /// Forwards every event to a list of monitors, in order.
@@ -86,6 +90,7 @@ public struct CompositeEventMonitor: EventMonitor {
     public func didFinish(_ event: CallEvent, result: Result<HTTPResponse, CourierError>, metrics: CallMetrics) {
         monitors.forEach { $0.didFinish(event, result: result, metrics: metrics) }
     }
+    public func didObserveCache(_ event: CacheEvent) { monitors.forEach { $0.didObserveCache(event) } }
 }
 
 /// A monitor made of closures, handy in tests and small apps.
@@ -95,18 +100,21 @@ public struct ClosureEventMonitor: EventMonitor {
     public var onReceive: (@Sendable (CallEvent, HTTPResponse) -> Void)?
     public var onRetry: (@Sendable (CallEvent, Duration, CourierError) -> Void)?
     public var onFinish: (@Sendable (CallEvent, Result<HTTPResponse, CourierError>, CallMetrics) -> Void)?
+    public var onCache: (@Sendable (CacheEvent) -> Void)?
 
     public init(
         onStart: (@Sendable (CallEvent) -> Void)? = nil, onSend: (@Sendable (CallEvent) -> Void)? = nil,
         onReceive: (@Sendable (CallEvent, HTTPResponse) -> Void)? = nil,
         onRetry: (@Sendable (CallEvent, Duration, CourierError) -> Void)? = nil,
-        onFinish: (@Sendable (CallEvent, Result<HTTPResponse, CourierError>, CallMetrics) -> Void)? = nil
+        onFinish: (@Sendable (CallEvent, Result<HTTPResponse, CourierError>, CallMetrics) -> Void)? = nil,
+        onCache: (@Sendable (CacheEvent) -> Void)? = nil
     ) {
         self.onStart = onStart
         self.onSend = onSend
         self.onReceive = onReceive
         self.onRetry = onRetry
         self.onFinish = onFinish
+        self.onCache = onCache
     }
 
     public func didStart(_ event: CallEvent) { onStart?(event) }
@@ -118,4 +126,5 @@ public struct ClosureEventMonitor: EventMonitor {
     public func didFinish(_ event: CallEvent, result: Result<HTTPResponse, CourierError>, metrics: CallMetrics) {
         onFinish?(event, result, metrics)
     }
+    public func didObserveCache(_ event: CacheEvent) { onCache?(event) }
 }

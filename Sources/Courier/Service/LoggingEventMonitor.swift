@@ -57,4 +57,8 @@ public struct LoggingEventMonitor: EventMonitor {
             logger.warning("✗ \(line(event)) \(error.code): \(error.message)")
         }
     }
+
+    public func didObserveCache(_ event: CacheEvent) {
+        logger.debug("cache \(event)")
+    }
 }

@@ -25,6 +25,8 @@ open class APIService: @unchecked Sendable {
     /// The calls of this service that have not finished.
     public let calls = CallRegistry()
     private let session: SessionObserver
+    /// Forwards the client's cache events to this service's monitors while the service lives.
+    private let cacheObservation: CacheObservation?
 
     /// - Parameters:
     ///   - client: the client to send through (shared by every service of an app).
@@ -35,9 +37,19 @@ open class APIService: @unchecked Sendable {
         self.session = SessionObserver(
             center: client.configuration.notificationCenter, authentication: configuration.authentication,
             cookieJar: configuration.cookieJar)
+        let monitors = configuration.monitors
+        self.cacheObservation =
+            monitors.isEmpty
+            ? nil
+            : client.configuration.cache?.addObserver { event in
+                for monitor in monitors { monitor.didObserveCache(event) }
+            }
     }
 
-    deinit { session.stop() }
+    deinit {
+        session.stop()
+        cacheObservation?.cancel()
+    }
 
     // MARK: Verbs
 

@@ -175,4 +175,33 @@ import Testing
         #expect(!reload.isFromCache)
         #expect(server.count("/config") == 2)
     }
+
+    @Test func cacheEventsReachTheServicesMonitorsWhileTheServiceLives() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/config") { _ in
+            ScriptedResponse.json(["id": 1, "name": "cfg"]).with(.cacheControl, "max-age=60")
+        }
+        let cache = try HostScopedCache(
+            configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly))
+        let client = try HTTPClient(
+            configuration: HTTPClient.Configuration(
+                baseURL: server.baseURL, notificationCenter: NotificationCenter(), cache: cache))
+        let seen = Mutex<[CacheEvent]>([])
+        let monitor = ClosureEventMonitor(onCache: { event in seen.withLock { $0.append(event) } })
+        var service: APIService? = APIService(
+            client: client, configuration: ServiceConfiguration(retryPolicy: .none, monitors: [monitor]))
+        _ = try await service?.send(Endpoint<ServiceUser>.get("config?token=secret"))
+        _ = try await service?.send(Endpoint<ServiceUser>.get("config?token=secret"))
+        let events = seen.withLock { $0 }
+        #expect(events.contains { if case .miss = $0 { true } else { false } })
+        #expect(events.contains { if case .stored = $0 { true } else { false } })
+        #expect(events.contains { if case .hit(_, stale: false) = $0 { true } else { false } })
+        #expect(!events.contains { "\($0)".contains("secret") })
+        // A released service stops observing the client's cache.
+        service = nil
+        let countBefore = seen.withLock { $0.count }
+        _ = try await client.send(method: .get, url: server.url("/config?token=secret"))
+        #expect(seen.withLock { $0.count } == countBefore)
+    }
 }
