@@ -25,8 +25,9 @@ import Foundation
 ///   `content-length-larger`, `content-length-smaller`, `huge-headers?size=N`, `endless` (see ``Fault``).
 ///
 /// For another origin (cross-origin redirects, credential stripping) start a second server;
-/// `TestServer(host: "127.0.0.2")` also differs by host. The `waitFor…` methods block the
-/// calling thread (bounded by their timeout); do not call them from a route handler.
+/// `TestServer(host: "127.0.0.2")` also differs by host. The `waitFor…` methods come in a
+/// blocking form (for threads) and an `async` form (for async tests: it does not hold a thread
+/// of the cooperative pool); do not call them from a route handler.
 ///
 /// ```swift
 /// let server = try TestServer()
