@@ -18,6 +18,15 @@ func main(_ command: DemoCommand) async -> Int32 {
     let cacheDirectory = FileManager.default.temporaryDirectory
         .appendingPathComponent("courier-demo-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString)").path
     defer { try? FileManager.default.removeItem(atPath: cacheDirectory) }
+    // Ctrl-C (also the way out of --serve) removes the cache folder too.
+    signal(SIGINT, SIG_IGN)
+    let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+    interrupt.setEventHandler {
+        try? FileManager.default.removeItem(atPath: cacheDirectory)
+        exit(130)
+    }
+    interrupt.resume()
+    defer { interrupt.cancel() }
     let runner = TourRunner()
     let clock = ContinuousClock()
     let start = clock.now

@@ -64,12 +64,17 @@ enum DocSamples {
         let response = try await users.send(Endpoint<User>.get("users/42"))
         print(response.status, response.attempts, response.isFromCache, response.metrics)
 
-        let call = users.call(Endpoint<User>.get("users/42"))
-        let id = call.start(
-            deliveringOn: .main,
-            onSuccess: { response in print(response.value.name) },
-            onFailure: { error in print(error) })
+        let id = users.start(
+            Endpoint<User>.get("users/42"),
+            onSuccess: { user in print(user.name) },
+            onFailure: { error in print(error) },
+            onFinished: { print("done") })
         users.cancel(id)
+
+        let call = users.call(Endpoint<User>.get("users/7"))
+        call.start()
+        let seven = try await call.value().value
+        _ = seven
 
         let raw = try await client.send(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/health"))
         print(raw.status.code, raw.body.count)
@@ -122,6 +127,9 @@ enum DocSamples {
         let rows = try await service.send(Endpoint(.get, "export", serializer: CSVResponseSerializer())).value
         _ = rows
         _ = ServiceConfiguration(decoding: PropertyListModelDecoding())
+        _ = ServiceConfiguration(decoding: .json(keys: .convertFromSnakeCase, dates: .iso8601))
+        _ = ServiceConfiguration(decoding: .foundationJSON)
+        _ = ServiceConfiguration(decoding: JSONModelDecoding(decoder: JSONDecoder()))
     }
 
     // MARK: Caching.md
