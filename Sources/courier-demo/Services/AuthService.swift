@@ -1,0 +1,73 @@
+import Courier
+import Foundation
+import Synchronization
+
+/// Logs the user in and out, and refreshes the token when the API rejects it.
+///
+/// Login and logout are announced with Courier's notifications, so the client and every
+/// service follow without being told one by one.
+///
+/// `@unchecked Sendable`: as `APIService` requires, the only state added is a `Mutex`.
+final class AuthService: APIService, @unchecked Sendable {
+    /// What can go wrong, in the app's words.
+    enum Failure: Error, Equatable {
+        case invalidCredentials
+        case sessionExpired
+        case offline
+        case unexpected(String)
+    }
+
+    private let refreshToken = Mutex<String?>(nil)
+
+    /// Logs in and posts `courierUserDidLogIn` with the new token.
+    /// - Returns: the session the API opened.
+    func signIn(username: String, password: String) async throws(Failure) -> Session {
+        let session: Session
+        do {
+            session = try await post("auth/login", body: Credentials(username: username, password: password))
+        } catch {
+            throw Self.map(error)
+        }
+        refreshToken.withLock { $0 = session.refreshToken }
+        client.configuration.notificationCenter.post(
+            name: .courierUserDidLogIn, object: self, userInfo: [CourierNotificationKey.credential: session.token])
+        return session
+    }
+
+    /// Trades the refresh token for a new access token. Called by the services'
+    /// `AuthRefreshCoordinator`, once for every call the API rejected at the same time.
+    /// - Returns: the new access token.
+    func refresh() async throws(Failure) -> String {
+        guard let token = refreshToken.withLock({ $0 }) else { throw .sessionExpired }
+        let session: Session
+        do {
+            session = try await post("auth/refresh", body: ["refreshToken": token])
+        } catch {
+            throw error.code == .httpStatus ? .sessionExpired : Self.map(error)
+        }
+        refreshToken.withLock { $0 = session.refreshToken }
+        // Calls made straight through the client carry the new token too.
+        do { try client.logIn(credential: session.token) } catch { throw .unexpected(error.message) }
+        return session.token
+    }
+
+    /// Tells the API, then posts `courierUserDidLogOut`, and drops every cached response that
+    /// was fetched with one of this user's tokens (the current one and those refreshed away).
+    /// - Returns: how many cached entries were purged.
+    @discardableResult
+    func signOut() async -> Int {
+        _ = try? await post("auth/logout", as: Empty.self)
+        refreshToken.withLock { $0 = nil }
+        client.configuration.notificationCenter.post(name: .courierUserDidLogOut, object: self)
+        return client.configuration.cache?.purgeAllIdentities() ?? 0
+    }
+
+    static func map(_ error: CourierError) -> Failure {
+        switch error.code {
+        case .httpStatus where error.status == .unauthorized: .invalidCredentials
+        case .authentication: .sessionExpired
+        case .cannotConnect, .timedOut: .offline
+        default: .unexpected(error.description)
+        }
+    }
+}
