@@ -63,6 +63,12 @@ let package = Package(
             dependencies: ["Courier", "CourierProtobuf", "CourierProtos", "CourierTesting"],
             swiftSettings: strict),
 
+        // Child process of the cache crash-safety test: stores entries until SIGKILLed.
+        .executableTarget(
+            name: "courier-cache-crash-writer",
+            dependencies: ["Courier", .product(name: "HTTPTypes", package: "swift-http-types")],
+            swiftSettings: strict),
+
         .testTarget(
             name: "CourierTests",
             dependencies: [

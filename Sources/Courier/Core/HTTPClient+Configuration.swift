@@ -43,6 +43,8 @@ extension HTTPClient {
         public var logger: Logger
         /// Turns on libcurl's cookie engine (the cookie jar builds on it).
         public var enablesCookieEngine: Bool
+        /// The response cache for chosen hosts (`nil`: no caching). `send` consults it; `stream` does not.
+        public var cache: HostScopedCache?
 
         public init(
             baseURL: URL? = nil, timeout: Duration? = .seconds(60), connectTimeout: Duration = .seconds(10),
@@ -51,7 +53,8 @@ extension HTTPClient {
             tls: TLSConfiguration = .init(), resolve: [CurlTransport.ResolveOverride] = [], proxy: String? = nil,
             maxResponseSize: Int64 = 64 << 20, sensitiveHeaderNames: Set<HTTPField.Name> = [],
             authorization: AuthorizationHeader = .bearer, notificationCenter: NotificationCenter = .default,
-            logger: Logger = Logger(label: "courier"), enablesCookieEngine: Bool = false
+            logger: Logger = Logger(label: "courier"), enablesCookieEngine: Bool = false,
+            cache: HostScopedCache? = nil
         ) {
             self.baseURL = baseURL
             self.timeout = timeout
@@ -70,6 +73,7 @@ extension HTTPClient {
             self.notificationCenter = notificationCenter
             self.logger = logger
             self.enablesCookieEngine = enablesCookieEngine
+            self.cache = cache
         }
 
         /// The transport settings this configuration implies.

@@ -18,6 +18,14 @@ extension HTTPClient {
     public func send(
         _ request: HTTPRequest, body: RequestBody? = nil, options: RequestOptions = .init()
     ) async throws -> Response {
+        if let cache = configuration.cache {
+            return try await sendThroughCache(cache, request, body: body, options: options)
+        }
+        return try await sendToNetwork(request, body: body, options: options)
+    }
+
+    /// `send` without the cache: redirects, transport.
+    func sendToNetwork(_ request: HTTPRequest, body: RequestBody?, options: RequestOptions) async throws -> Response {
         let transport = self.transport
         let (response, final) = try await followRedirects(request, body: body, options: options) { request in
             let response = try await transport.execute(request)

@@ -72,8 +72,9 @@ public final class HTTPClient: Sendable {
         configuration.logger.debug("courier: logged in")
     }
 
-    /// Stops sending the auth header.
+    /// Stops sending the auth header, and drops the cached responses of the credential.
     public func logOut() {
+        purgeCache(for: authorizationFields())
         state.withLock { $0.credential = nil }
         configuration.logger.debug("courier: logged out")
     }

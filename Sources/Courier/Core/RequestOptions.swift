@@ -19,13 +19,20 @@ public struct RequestOptions: Sendable {
     public var uploadProgress: (@Sendable (TransferProgress) -> Void)?
     /// Called on the transport's thread as the body comes in; keep it cheap.
     public var downloadProgress: (@Sendable (TransferProgress) -> Void)?
+    /// How this call uses the client's cache.
+    public var cachePolicy: CachePolicy
+    /// Cache this call's response for this long, whatever its caching headers say.
+    public var cacheLifetime: Duration?
+    /// Serve a stale cached response when the network fails or answers 5xx (nil: the cache's setting).
+    public var staleIfError: Bool?
 
     public init(
         timeout: Duration? = nil, connectTimeout: Duration? = nil, stallTimeout: Duration? = nil,
         maxResponseSize: Int64? = nil, redirects: HTTPClient.RedirectConfiguration? = nil,
         sensitiveHeaderNames: Set<HTTPField.Name> = [],
         uploadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
-        downloadProgress: (@Sendable (TransferProgress) -> Void)? = nil
+        downloadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
+        cachePolicy: CachePolicy = .useProtocolCachePolicy, cacheLifetime: Duration? = nil, staleIfError: Bool? = nil
     ) {
         self.timeout = timeout
         self.connectTimeout = connectTimeout
@@ -35,6 +42,9 @@ public struct RequestOptions: Sendable {
         self.sensitiveHeaderNames = sensitiveHeaderNames
         self.uploadProgress = uploadProgress
         self.downloadProgress = downloadProgress
+        self.cachePolicy = cachePolicy
+        self.cacheLifetime = cacheLifetime
+        self.staleIfError = staleIfError
     }
 }
 
@@ -53,6 +63,10 @@ extension HTTPClient {
         public var url: URL
         /// How many redirects were followed.
         public var redirectCount: Int
+        /// True when the body came from the cache (a hit, a 304 revalidation, or stale-if-error).
+        public var isFromCache = false
+        /// True when a cached response was served past its freshness.
+        public var isStale = false
 
         public init(
             head: HTTPResponse, body: Data, metrics: TransferMetrics, request: HTTPRequest, url: URL,

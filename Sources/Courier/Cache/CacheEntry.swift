@@ -1,0 +1,183 @@
+import Foundation
+import HTTPTypes
+
+/// One stored response (one variant of one URL for one identity), with the values freshness
+/// needs parsed once when the entry is made rather than on every lookup.
+///
+/// An immutable class, so handing an entry around (memory tier, lookup results) is one
+/// retain rather than a copy of a dozen fields.
+final class CacheEntry: Sendable {
+    /// identity digest + " " + normalized URL: the primary key.
+    let key: String
+    let url: String
+    let identity: String
+    /// The request's values of the fields the response's `Vary` names (the secondary key).
+    let variant: String
+    let response: HTTPResponse
+    let body: Data
+    let requestTime: Date
+    let responseTime: Date
+    /// A lifetime forced by the host rule or the call when it was stored.
+    let forcedLifetime: TimeInterval?
+    /// Whether the request URL had a query (no heuristic freshness then).
+    let hasQuery: Bool
+    /// `url` parsed once, so serving a hit does not parse it.
+    let parsedURL: URL?
+
+    let control: CacheControl
+    let varyNames: [HTTPField.Name]
+    let dateValue: Date?
+    let ageValue: TimeInterval
+    let headerLifetime: TimeInterval
+
+    init(
+        key: String, url: String, identity: String, variant: String, response: HTTPResponse, body: Data,
+        requestTime: Date, responseTime: Date, forcedLifetime: TimeInterval?, hasQuery: Bool
+    ) {
+        self.key = key
+        self.url = url
+        self.identity = identity
+        self.variant = variant
+        self.response = response
+        self.body = body
+        self.requestTime = requestTime
+        self.responseTime = responseTime
+        self.forcedLifetime = forcedLifetime
+        self.hasQuery = hasQuery
+        parsedURL = URL(string: url)
+        let fields = response.headerFields
+        control = CacheControl(fields)
+        varyNames = Self.varyNames(fields)
+        dateValue = fields[.date].flatMap(HTTPDateFormat.parse)
+        ageValue = fields[CacheFieldName.age].flatMap { TimeInterval($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+        headerLifetime = Self.lifetime(
+            fields: fields, control: control, date: dateValue ?? responseTime, hasQuery: hasQuery)
+    }
+
+    /// Approximate bytes held, for the memory bound.
+    var cost: Int { body.count + key.utf8.count + variant.utf8.count + response.headerFields.count * 48 + 128 }
+
+    /// The freshness lifetime from the headers (RFC 9111 §4.2.1): max-age, else Expires − Date,
+    /// else 10% of Date − Last-Modified for URLs without a query.
+    static func lifetime(fields: HTTPFields, control: CacheControl, date: Date, hasQuery: Bool) -> TimeInterval {
+        if let maxAge = control.maxAge { return TimeInterval(maxAge) }
+        if let expires = fields[.expires] {
+            // An invalid Expires (e.g. "0") means already expired.
+            guard let expiry = HTTPDateFormat.parse(expires) else { return 0 }
+            return max(0, expiry.timeIntervalSince(date))
+        }
+        if !hasQuery, let lastModified = fields[.lastModified].flatMap(HTTPDateFormat.parse) {
+            return max(0, date.timeIntervalSince(lastModified) / 10)
+        }
+        return 0
+    }
+
+    static func varyNames(_ fields: HTTPFields) -> [HTTPField.Name] {
+        fields[values: .vary].flatMap { $0.split(separator: ",") }.compactMap {
+            HTTPField.Name(String($0.trimmingCharacters(in: .whitespaces)))
+        }
+    }
+
+    /// The freshness lifetime to use, given a per-call override.
+    func freshnessLifetime(override: TimeInterval?) -> TimeInterval {
+        if let override { return override }
+        if let forcedLifetime { return forcedLifetime }
+        return control.noCache ? 0 : headerLifetime
+    }
+
+    /// The current age (RFC 9111 §4.2.3).
+    func currentAge(now: Date) -> TimeInterval {
+        let apparentAge = max(0, responseTime.timeIntervalSince(dateValue ?? responseTime))
+        let responseDelay = max(0, responseTime.timeIntervalSince(requestTime))
+        let correctedAgeValue = ageValue + responseDelay
+        let correctedInitialAge = max(apparentAge, correctedAgeValue)
+        let residentTime = max(0, now.timeIntervalSince(responseTime))
+        return correctedInitialAge + residentTime
+    }
+
+    /// Whether revalidation is mandatory once stale (must-revalidate, or no-cache without a
+    /// forced lifetime).
+    var requiresRevalidation: Bool { forcedLifetime == nil && (control.mustRevalidate || control.noCache) }
+
+    /// `If-None-Match` from the ETag, else `If-Modified-Since` from Last-Modified.
+    var conditionalHeaders: HTTPFields {
+        var fields = HTTPFields()
+        if let etag = response.headerFields[.eTag] {
+            fields[.ifNoneMatch] = etag
+        } else if let lastModified = response.headerFields[.lastModified] {
+            fields[.ifModifiedSince] = lastModified
+        }
+        return fields
+    }
+
+    /// This entry refreshed by a 304: its end-to-end fields replace the stored ones, except
+    /// Content-Length, Content-Encoding, Content-Type and hop-by-hop fields (RFC 9111 §3.2).
+    func merging(notModified: HTTPResponse, requestTime: Date, responseTime: Date) -> CacheEntry {
+        let excluded = Self.hopByHop(notModified.headerFields).union([
+            HTTPField.Name.contentLength, .contentEncoding, .contentType, .setCookie,
+        ])
+        var fields = response.headerFields
+        var replaced = Set<HTTPField.Name>()
+        for field in notModified.headerFields where !excluded.contains(field.name) {
+            if replaced.insert(field.name).inserted { fields[values: field.name] = [] }
+            fields.append(field)
+        }
+        var head = response
+        head.headerFields = fields
+        return CacheEntry(
+            key: key, url: url, identity: identity, variant: variant, response: head, body: body,
+            requestTime: requestTime, responseTime: responseTime, forcedLifetime: forcedLifetime, hasQuery: hasQuery)
+    }
+
+    /// Hop-by-hop fields: the fixed set plus any named by `Connection`.
+    static func hopByHop(_ fields: HTTPFields) -> Set<HTTPField.Name> {
+        var names: Set<HTTPField.Name> = [
+            .connection, CacheFieldName.keepAlive, CacheFieldName.proxyConnection, .te, .transferEncoding, .upgrade,
+            .trailer, CacheFieldName.proxyAuthenticate,
+        ]
+        for value in fields[values: .connection] {
+            for token in value.split(separator: ",") {
+                if let name = HTTPField.Name(token.trimmingCharacters(in: .whitespaces)) { names.insert(name) }
+            }
+        }
+        return names
+    }
+
+    /// The response served to a caller: the stored head with `Age` set.
+    func served(now: Date, isStale: Bool) -> CachedResponse {
+        var head = response
+        head.headerFields[CacheFieldName.age] = String(Int(currentAge(now: now)))
+        return CachedResponse(response: head, body: body, isStale: isStale, responseTime: responseTime, entry: self)
+    }
+}
+
+/// The secondary key: a request's values for the fields a response's `Vary` names.
+/// Credential fields are reduced to a digest so they never reach the disk in clear text.
+enum CacheVariant {
+    /// The field names a variant string was made from, in order.
+    static func names(of variant: String) -> [Substring] {
+        guard !variant.isEmpty else { return [] }
+        return variant.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+            line.firstIndex(of: "=").map { line[..<$0] } ?? line
+        }
+    }
+
+    static func make(names: [HTTPField.Name], request: HTTPFields) -> String {
+        guard !names.isEmpty else { return "" }
+        var lines: [String] = []
+        for name in names {
+            let values = request[values: name]
+            guard !values.isEmpty else {
+                lines.append(name.canonicalName)
+                continue
+            }
+            var value = values.map { $0.split(whereSeparator: \.isWhitespace).joined(separator: " ") }
+                .joined(separator: ", ")
+            if name == .authorization || name == .cookie || name == .proxyAuthorization {
+                value = "sha256:" + SHA256.hex(value)
+            }
+            lines.append(name.canonicalName + "=" + value)
+        }
+        return lines.joined(separator: "\n")
+    }
+}

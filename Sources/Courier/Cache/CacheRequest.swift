@@ -1,0 +1,152 @@
+import Foundation
+import HTTPTypes
+
+/// Whose cached responses these are: one-way digests of the credentials a request carried,
+/// or of an app-chosen user id. Entries stored under one identity are never served to another.
+///
+/// Each credential gets its own digest (`a:` Authorization, `c:` Cookie, `p:`
+/// Proxy-Authorization, `u:` user id), so purging the identity of an `Authorization` value also
+/// drops entries fetched with that value plus cookies.
+public struct CacheIdentity: Sendable, Hashable, CustomStringConvertible {
+    /// The credential digests joined by `;`, or "" for anonymous requests.
+    public let digest: String
+
+    private init(digest: String) { self.digest = digest }
+
+    /// Requests without credentials.
+    public static let anonymous = CacheIdentity(digest: "")
+
+    /// The identity of a request's `Authorization`, `Cookie` and `Proxy-Authorization` values
+    /// (anonymous when it has none). Only their SHA-256 digests are kept.
+    /// - Parameter headers: The request's header fields.
+    public init(credentialsIn headers: HTTPFields) {
+        var parts: [String] = []
+        for (tag, name) in [("a", HTTPField.Name.authorization), ("c", .cookie), ("p", .proxyAuthorization)] {
+            guard let value = headers[name] else { continue }
+            parts.append(tag + ":" + SHA256.hex("courier-cache-identity\u{0}" + tag + "\u{0}" + value))
+        }
+        digest = parts.joined(separator: ";")
+    }
+
+    /// An identity chosen by the app (a user id), for clients whose credentials rotate.
+    /// - Parameter user: A stable user identifier; only its digest is kept.
+    public init(user: String) {
+        digest = "u:" + SHA256.hex("courier-cache-user\u{0}" + user)
+    }
+
+    /// True for requests without credentials.
+    public var isAnonymous: Bool { digest.isEmpty }
+
+    /// The per-credential digests.
+    var components: [Substring] { digest.split(separator: ";") }
+
+    /// Whether an entry stored under `stored` belongs to this identity: it was fetched with
+    /// every credential this identity names (and possibly more).
+    func owns(_ stored: Substring) -> Bool {
+        guard !isAnonymous else { return false }
+        let storedParts = stored.split(separator: ";")
+        return components.allSatisfy { storedParts.contains($0) }
+    }
+
+    public var description: String {
+        isAnonymous ? "anonymous" : "identity(\(components.map { $0.prefix(10) + "…" }.joined(separator: ";")))"
+    }
+}
+
+/// A request as the cache sees it: the HTTP request plus the per-call cache options.
+public struct CacheRequest: Sendable {
+    /// The request head (method, scheme, authority, path, headers).
+    public var request: HTTPRequest
+    /// The per-call policy.
+    public var policy: CachePolicy
+    /// A per-call lifetime ("cache this endpoint for 180 s") that overrides the caching
+    /// headers; it does not override a host rule of `.never`.
+    public var lifetime: Duration?
+    /// Serve a stale entry when the network fails or answers 5xx; nil uses the configuration.
+    public var staleIfError: Bool?
+    /// Whose entry this is; nil derives it from the request's credentials.
+    public var identity: CacheIdentity?
+
+    /// Creates a cache request.
+    /// - Parameters:
+    ///   - request: The request head as it will be sent (after interceptors added auth).
+    ///   - policy: The per-call cache policy.
+    ///   - lifetime: A per-call forced lifetime.
+    ///   - staleIfError: Per-call stale-if-error; nil uses the configuration.
+    ///   - identity: An explicit identity; nil derives it from the credentials in `request`.
+    public init(
+        _ request: HTTPRequest, policy: CachePolicy = .useProtocolCachePolicy, lifetime: Duration? = nil,
+        staleIfError: Bool? = nil, identity: CacheIdentity? = nil
+    ) {
+        self.request = request
+        self.policy = policy
+        self.lifetime = lifetime
+        self.staleIfError = staleIfError
+        self.identity = identity
+    }
+
+    /// `scheme://authority/path?query`, lowercased scheme and authority, fragment dropped.
+    var normalizedURL: String {
+        var path = request.path ?? "/"
+        if let hash = path.utf8.firstIndex(of: UInt8(ascii: "#")) { path = String(path[..<hash]) }
+        return asciiLowercased(request.scheme ?? "https") + "://" + asciiLowercased(request.authority ?? "") + path
+    }
+
+    /// The host without port or user info, lowercased, for rule matching.
+    var host: String { Self.host(ofAuthority: request.authority ?? "") }
+
+    static func host(ofAuthority authority: String) -> String {
+        let bytes = authority.utf8
+        var start = bytes.startIndex
+        if let at = bytes.lastIndex(of: UInt8(ascii: "@")) { start = bytes.index(after: at) }
+        var end = bytes.endIndex
+        if bytes[start...].first == UInt8(ascii: "[") {
+            if let close = bytes[start...].firstIndex(of: UInt8(ascii: "]")) { end = bytes.index(after: close) }
+        } else if let colon = bytes[start...].lastIndex(of: UInt8(ascii: ":")) {
+            end = colon
+        }
+        return asciiLowercased(String(authority[start..<end]))
+    }
+
+    /// Whether the URL has a query (heuristic freshness is not used for those).
+    var hasQuery: Bool { request.path?.utf8.contains(UInt8(ascii: "?")) ?? false }
+}
+
+/// A response served from the cache.
+public struct CachedResponse: Sendable {
+    /// The stored response head, with an `Age` field giving its current age.
+    public var response: HTTPResponse
+    /// The stored body, received whole when it was stored.
+    public var body: Data
+    /// True when it was served past its freshness (max-stale, cache-only policies, stale-if-error).
+    public var isStale: Bool
+    /// Always true: the response did not come from the network.
+    public var isFromCache: Bool { true }
+    /// When the response this entry holds was received.
+    public var responseTime: Date
+    /// The URL the entry was stored for (`scheme://authority/path?query`).
+    public var url: URL? { entry.parsedURL }
+    /// The entry in the store, so a 304 or a failure can refer back to it.
+    let entry: CacheEntry
+}
+
+/// What a lookup decided.
+public enum CacheLookupResult: Sendable {
+    /// Serve this response; do not touch the network.
+    case fresh(CachedResponse)
+    /// Send the request with `conditionalHeaders` added (empty when the entry has no
+    /// validators); merge a 304 with `HostScopedCache.merge304`, or fall back to the entry on
+    /// failure with `HostScopedCache.staleFallback`.
+    case stale(CachedResponse, conditionalHeaders: HTTPFields)
+    /// Nothing usable: go to the network, then offer the response to `store`.
+    case miss
+}
+
+/// `text` with ASCII letters lowercased; returns `text` itself (no allocation) when it has none.
+func asciiLowercased(_ text: String) -> String {
+    var text = text
+    let hasUppercase = text.withUTF8 { bytes in bytes.contains { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") } }
+    guard hasUppercase else { return text }
+    return String(
+        decoding: text.utf8.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 + 32 : $0 }, as: UTF8.self)
+}

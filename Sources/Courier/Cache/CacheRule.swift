@@ -1,0 +1,62 @@
+import Foundation
+
+/// Which hosts a `HostScopedCache` caches, and how.
+///
+/// A pattern starting with a dot matches that domain and every subdomain
+/// (`.cdn.example.com` matches `cdn.example.com` and `img.cdn.example.com`); any other
+/// pattern matches one host exactly. Matching ignores case and the port.
+public struct CacheRule: Sendable, Hashable {
+    /// What the cache does with a matching host's responses.
+    public enum Policy: Sendable, Hashable {
+        /// Follow HTTP caching headers (RFC 9111, private-cache rules).
+        case followHTTP
+        /// Keep every storable GET response for this long, whatever its caching headers say.
+        case forceLifetime(Duration)
+        /// Never store or serve cached responses.
+        case never
+    }
+
+    /// The host, or a `.suffix` pattern.
+    public var pattern: String
+    /// The policy for matching hosts.
+    public var policy: Policy
+
+    /// Creates a rule.
+    /// - Parameters:
+    ///   - pattern: A host (`api.example.com`) or a suffix starting with a dot (`.cdn.example.com`).
+    ///   - policy: What to do with matching hosts' responses.
+    public init(_ pattern: String, _ policy: Policy) {
+        self.pattern = pattern.lowercased()
+        self.policy = policy
+    }
+
+    /// Whether the rule matches `host` (lowercased, without port).
+    func matches(_ host: String) -> Bool {
+        guard pattern.utf8.first == UInt8(ascii: ".") else { return host == pattern }
+        var host = host
+        var pattern = pattern
+        return host.withUTF8 { hostBytes in
+            pattern.withUTF8 { patternBytes in
+                if hostBytes.count == patternBytes.count - 1 {
+                    return hostBytes.elementsEqual(patternBytes.dropFirst())
+                }
+                return hostBytes.count > patternBytes.count
+                    && hostBytes[(hostBytes.count - patternBytes.count)...].elementsEqual(patternBytes)
+            }
+        }
+    }
+}
+
+extension CacheRule.Policy {
+    var forcedLifetime: TimeInterval? {
+        guard case .forceLifetime(let duration) = self else { return nil }
+        return duration.timeInterval
+    }
+}
+
+extension Duration {
+    var timeInterval: TimeInterval {
+        let (seconds, attoseconds) = components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+    }
+}

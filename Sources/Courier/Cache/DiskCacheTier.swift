@@ -1,0 +1,356 @@
+import CSQLite
+import Foundation
+import HTTPTypes
+
+/// The persistent tier: one SQLite database, one row per stored variant.
+///
+/// Crash safety: the database runs in WAL mode and every store is one transaction holding the
+/// head, the body and the checksum together, so a process killed at any instant leaves either
+/// the old row or the new one, never a half-written one (SQLite rolls back an uncommitted WAL
+/// tail on the next open). `synchronous=NORMAL` is enough for that: in WAL mode it only
+/// gives up durability of the last commits on an OS crash or power loss, never consistency,
+/// and losing a few recent cache entries is harmless. On top of this every row carries an
+/// xxHash64 of its contents, checked on read, so a row damaged any other way is dropped
+/// rather than served.
+final class DiskCacheTier {
+    let path: String
+    let maxBytes: Int
+    private var connection: SQLiteConnection
+    private(set) var totalBytes = 0
+    private var accessCounter: Int64 = 0
+    /// Rows read from memory since the last write, whose recency is written lazily.
+    private var pendingTouches: [String: Int64] = [:]
+
+    /// A row read back from disk.
+    struct Row {
+        var id: Int64
+        var entry: CacheEntry
+    }
+
+    /// Opens or creates the database in `directory`, recreating it if it is damaged.
+    init(directory: String, maxBytes: Int) throws(CourierError) {
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw CourierError(.configuration, "cannot create the cache folder \(directory)", underlying: error)
+        }
+        path = (directory as NSString).appendingPathComponent("cache.sqlite3")
+        self.maxBytes = maxBytes
+        do {
+            connection = try Self.open(path)
+        } catch  where SQLiteConnection.isCorruption(error) {
+            Self.deleteFiles(path)
+            connection = try Self.open(path)
+        }
+        let totals = try connection.statement(
+            "SELECT COALESCE(SUM(size), 0), COALESCE(MAX(last_access), 0) FROM entries")
+        if try totals.step(connection) {
+            totalBytes = Int(totals.int64(0))
+            accessCounter = totals.int64(1)
+        }
+        sqlite3_reset(totals.raw)
+    }
+
+    private static func open(_ path: String) throws(CourierError) -> SQLiteConnection {
+        let connection = try SQLiteConnection(path: path)
+        try connection.execute("PRAGMA journal_mode=WAL")
+        try connection.execute("PRAGMA synchronous=NORMAL")
+        // Truncate the WAL back to 4 MiB after checkpoints so it does not keep its high-water size.
+        try connection.execute("PRAGMA journal_size_limit=4194304")
+        try connection.execute(
+            """
+            CREATE TABLE IF NOT EXISTS entries(
+              id INTEGER PRIMARY KEY,
+              key TEXT NOT NULL, variant TEXT NOT NULL, url TEXT NOT NULL, identity TEXT NOT NULL,
+              head BLOB NOT NULL, body BLOB NOT NULL,
+              request_time REAL NOT NULL, response_time REAL NOT NULL, lifetime REAL, has_query INTEGER NOT NULL,
+              checksum INTEGER NOT NULL, size INTEGER NOT NULL, last_access INTEGER NOT NULL,
+              UNIQUE(key, variant));
+            CREATE INDEX IF NOT EXISTS entries_url ON entries(url);
+            CREATE INDEX IF NOT EXISTS entries_identity ON entries(identity);
+            CREATE INDEX IF NOT EXISTS entries_access ON entries(last_access);
+            """)
+        return connection
+    }
+
+    private static func deleteFiles(_ path: String) {
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+    }
+
+    /// Every valid variant stored under `key`; damaged rows are deleted and reported.
+    func variants(for key: String) throws(CourierError) -> (rows: [Row], corrupt: Int) {
+        let select = try connection.statement(
+            "SELECT id, variant, url, identity, head, body, request_time, response_time, lifetime, has_query, checksum"
+                + " FROM entries WHERE key = ?1")
+        select.bind(1, key)
+        var rows: [Row] = []
+        var corrupt: [Int64] = []
+        while try select.step(connection) {
+            let id = select.int64(0)
+            let variant = select.text(1)
+            let head = select.data(4)
+            let body = select.data(5)
+            let requestTime = select.double(6) ?? 0
+            let responseTime = select.double(7) ?? 0
+            let lifetime = select.double(8)
+            let checksum = Self.checksum(
+                key: key, variant: variant, head: head, body: body, requestTime: requestTime,
+                responseTime: responseTime, lifetime: lifetime)
+            guard UInt64(bitPattern: select.int64(10)) == checksum, let response = CacheHeadCodec.decode(head) else {
+                corrupt.append(id)
+                continue
+            }
+            let entry = CacheEntry(
+                key: key, url: select.text(2), identity: select.text(3), variant: variant, response: response,
+                body: body,
+                requestTime: Date(timeIntervalSince1970: requestTime),
+                responseTime: Date(timeIntervalSince1970: responseTime), forcedLifetime: lifetime,
+                hasQuery: select.int64(9) != 0)
+            rows.append(Row(id: id, entry: entry))
+        }
+        sqlite3_reset(select.raw)
+        for id in corrupt { try delete(id: id) }
+        if !rows.isEmpty { touch(key) }
+        return (rows, corrupt.count)
+    }
+
+    /// Notes that `key` was used; written with the next store.
+    func touch(_ key: String) {
+        accessCounter += 1
+        pendingTouches[key] = accessCounter
+    }
+
+    /// Writes `entry` in one transaction, replacing the same variant and any variant of the key
+    /// selected by a different `Vary` (the server changed it), then evicts least recently used
+    /// rows over the byte bound.
+    /// - Returns: The keys evicted, and how many other variants of the key remain.
+    func store(_ entry: CacheEntry) throws(CourierError) -> (evicted: [String], otherVariants: Int) {
+        let head = CacheHeadCodec.encode(entry.response)
+        let requestTime = entry.requestTime.timeIntervalSince1970
+        let responseTime = entry.responseTime.timeIntervalSince1970
+        let checksum = Self.checksum(
+            key: entry.key, variant: entry.variant, head: head, body: entry.body, requestTime: requestTime,
+            responseTime: responseTime, lifetime: entry.forcedLifetime)
+        let size = head.count + entry.body.count + entry.key.utf8.count + entry.variant.utf8.count + 64
+        return try transaction { () throws(CourierError) -> ([String], Int) in
+            try flushTouches()
+            let otherVariants = try removeReplacedVariants(of: entry)
+            accessCounter += 1
+            let insert = try connection.statement(
+                "INSERT INTO entries(key, variant, url, identity, head, body, request_time, response_time, lifetime,"
+                    + " has_query, checksum, size, last_access) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)")
+            insert.bind(1, entry.key)
+            insert.bind(2, entry.variant)
+            insert.bind(3, entry.url)
+            insert.bind(4, entry.identity)
+            insert.bind(5, head)
+            insert.bind(6, entry.body)
+            insert.bind(7, requestTime)
+            insert.bind(8, responseTime)
+            insert.bind(9, entry.forcedLifetime)
+            insert.bind(10, Int64(entry.hasQuery ? 1 : 0))
+            insert.bind(11, Int64(bitPattern: checksum))
+            insert.bind(12, Int64(size))
+            insert.bind(13, accessCounter)
+            try insert.run(connection)
+            totalBytes += size
+            return (try evictOverBound(), otherVariants)
+        }
+    }
+
+    /// Deletes the rows `entry` replaces. - Returns: How many variants of its key remain.
+    private func removeReplacedVariants(of entry: CacheEntry) throws(CourierError) -> Int {
+        let select = try connection.statement("SELECT id, size, variant FROM entries WHERE key = ?1")
+        select.bind(1, entry.key)
+        var doomed: [(Int64, Int)] = []
+        var kept = 0
+        let names = CacheVariant.names(of: entry.variant)
+        while try select.step(connection) {
+            let variant = select.text(2)
+            if variant == entry.variant || CacheVariant.names(of: variant) != names {
+                doomed.append((select.int64(0), Int(select.int64(1))))
+            } else {
+                kept += 1
+            }
+        }
+        sqlite3_reset(select.raw)
+        for (id, size) in doomed {
+            try deleteRow(id: id)
+            totalBytes -= size
+        }
+        return kept
+    }
+
+    private func evictOverBound() throws(CourierError) -> [String] {
+        var evicted: [String] = []
+        while totalBytes > maxBytes {
+            let oldest = try connection.statement("SELECT id, size, key FROM entries ORDER BY last_access LIMIT 32")
+            var batch: [(Int64, Int, String)] = []
+            while try oldest.step(connection) { batch.append((oldest.int64(0), Int(oldest.int64(1)), oldest.text(2))) }
+            sqlite3_reset(oldest.raw)
+            guard !batch.isEmpty else {
+                totalBytes = 0
+                break
+            }
+            for (id, size, key) in batch where totalBytes > maxBytes {
+                try deleteRow(id: id)
+                totalBytes -= size
+                evicted.append(key)
+            }
+        }
+        return evicted
+    }
+
+    private func flushTouches() throws(CourierError) {
+        guard !pendingTouches.isEmpty else { return }
+        let update = try connection.statement("UPDATE entries SET last_access = ?1 WHERE key = ?2")
+        for (key, access) in pendingTouches {
+            sqlite3_reset(update.raw)
+            update.bind(1, access)
+            update.bind(2, key)
+            try update.run(connection)
+        }
+        pendingTouches = [:]
+    }
+
+    /// Deletes one row (outside or inside a transaction).
+    func delete(id: Int64) throws(CourierError) {
+        let size = try connection.statement("SELECT size FROM entries WHERE id = ?1")
+        size.bind(1, id)
+        if try size.step(connection) { totalBytes -= Int(size.int64(0)) }
+        sqlite3_reset(size.raw)
+        try deleteRow(id: id)
+    }
+
+    private func deleteRow(id: Int64) throws(CourierError) {
+        let delete = try connection.statement("DELETE FROM entries WHERE id = ?1")
+        delete.bind(1, id)
+        try delete.run(connection)
+    }
+
+    /// Deletes the rows where `column` equals `value` (`url` or `identity`).
+    /// - Returns: The primary keys removed.
+    func deleteAll(where column: String, equals value: String) throws(CourierError) -> [String] {
+        precondition(column == "url" || column == "identity" || column == "key")
+        return try transaction { () throws(CourierError) -> [String] in
+            let select = try connection.statement("SELECT key, size FROM entries WHERE \(column) = ?1")
+            select.bind(1, value)
+            var keys: [String] = []
+            var bytes = 0
+            while try select.step(connection) {
+                keys.append(select.text(0))
+                bytes += Int(select.int64(1))
+            }
+            sqlite3_reset(select.raw)
+            let delete = try connection.statement("DELETE FROM entries WHERE \(column) = ?1")
+            delete.bind(1, value)
+            try delete.run(connection)
+            totalBytes -= bytes
+            return keys
+        }
+    }
+
+    /// Deletes the rows `identity` owns (see `CacheIdentity.owns`).
+    /// - Returns: The primary keys removed.
+    func deleteAll(ownedBy identity: CacheIdentity) throws(CourierError) -> [String] {
+        try transaction { () throws(CourierError) -> [String] in
+            // Purges are rare: scan the identified rows and match their digests here.
+            let select = try connection.statement("SELECT id, key, identity, size FROM entries WHERE identity <> ''")
+            var doomed: [(Int64, String, Int)] = []
+            while try select.step(connection) {
+                if identity.owns(Substring(select.text(2))) {
+                    doomed.append((select.int64(0), select.text(1), Int(select.int64(3))))
+                }
+            }
+            sqlite3_reset(select.raw)
+            for (id, _, size) in doomed {
+                try deleteRow(id: id)
+                totalBytes -= size
+            }
+            return doomed.map(\.1)
+        }
+    }
+
+    /// Replaces a damaged database with an empty one.
+    func reset() throws(CourierError) {
+        connection.close()
+        Self.deleteFiles(path)
+        connection = try Self.open(path)
+        totalBytes = 0
+        pendingTouches = [:]
+    }
+
+    /// Deletes every row that belongs to an identity.
+    /// - Returns: How many rows were deleted.
+    func deleteAllIdentified() throws(CourierError) -> Int {
+        try connection.execute("DELETE FROM entries WHERE identity <> ''")
+        let deleted = connection.changes
+        recomputeTotal()
+        return deleted
+    }
+
+    /// Deletes everything.
+    func deleteEverything() throws(CourierError) {
+        try connection.execute("DELETE FROM entries")
+        totalBytes = 0
+        pendingTouches = [:]
+    }
+
+    /// Writes pending recency updates.
+    func flush() throws(CourierError) {
+        try transaction { () throws(CourierError) in try flushTouches() }
+    }
+
+    /// Runs SQL directly (tests use it to damage rows).
+    func executeForTesting(_ sql: String) throws(CourierError) { try connection.execute(sql) }
+
+    /// `PRAGMA integrity_check` (tests).
+    func integrityCheck() throws(CourierError) -> String {
+        let check = try connection.statement("PRAGMA integrity_check")
+        let result = try check.step(connection) ? check.text(0) : "no result"
+        sqlite3_reset(check.raw)
+        return result
+    }
+
+    /// The number of rows (tests).
+    func rowCount() throws(CourierError) -> Int {
+        let count = try connection.statement("SELECT COUNT(*) FROM entries")
+        let result = try count.step(connection) ? Int(count.int64(0)) : 0
+        sqlite3_reset(count.raw)
+        return result
+    }
+
+    private func transaction<T>(_ body: () throws(CourierError) -> T) throws(CourierError) -> T {
+        try connection.execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try connection.execute("COMMIT")
+            return result
+        } catch {
+            try? connection.execute("ROLLBACK")
+            pendingTouches = [:]
+            recomputeTotal()
+            throw error
+        }
+    }
+
+    private func recomputeTotal() {
+        guard let sum = try? connection.statement("SELECT COALESCE(SUM(size), 0) FROM entries") else { return }
+        if (try? sum.step(connection)) == true { totalBytes = Int(sum.int64(0)) }
+        sqlite3_reset(sum.raw)
+    }
+
+    static func checksum(
+        key: String, variant: String, head: Data, body: Data, requestTime: Double, responseTime: Double,
+        lifetime: Double?
+    ) -> UInt64 {
+        var meta = Data(key.utf8)
+        meta.append(0)
+        meta.append(contentsOf: variant.utf8)
+        meta.append(0)
+        meta.append(head)
+        meta.append(
+            contentsOf: "\(requestTime.bitPattern) \(responseTime.bitPattern) \(lifetime?.bitPattern ?? 0)".utf8)
+        return CacheChecksum.xxh64(body, seed: CacheChecksum.xxh64(meta))
+    }
+}

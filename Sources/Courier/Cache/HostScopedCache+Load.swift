@@ -1,0 +1,154 @@
+import Foundation
+import HTTPTypes
+
+/// A response as a transport delivered it, for `HostScopedCache.load(_:send:)`.
+public struct CacheTransportResponse: Sendable {
+    /// The response head.
+    public var response: HTTPResponse
+    /// The body as received.
+    public var body: Data
+    /// False when the transfer ended early (the body is then never stored).
+    public var receivedWhole: Bool
+    /// False when the response must not be stored under the request's URL, e.g. because it
+    /// answered a redirect target rather than the URL asked for.
+    public var mayStore: Bool
+    /// When the request was sent; nil: `load` reads the cache's clock before calling `send`.
+    public var requestTime: Date?
+    /// When the response head arrived; nil: `load` reads the cache's clock after `send` returns.
+    public var responseTime: Date?
+
+    /// Creates a transport response.
+    public init(
+        response: HTTPResponse, body: Data, receivedWhole: Bool = true, mayStore: Bool = true,
+        requestTime: Date? = nil, responseTime: Date? = nil
+    ) {
+        self.response = response
+        self.body = body
+        self.receivedWhole = receivedWhole
+        self.mayStore = mayStore
+        self.requestTime = requestTime
+        self.responseTime = responseTime
+    }
+}
+
+/// The outcome of `HostScopedCache.load(_:send:)`.
+public struct CacheLoadResult: Sendable {
+    /// How the response was obtained.
+    public enum Source: Sendable, Hashable {
+        /// From the network (and offered to the cache).
+        case network
+        /// From the cache, without touching the network.
+        case cache
+        /// From the cache after the server answered 304 Not Modified.
+        case revalidated
+        /// From the cache, stale, because the network failed or answered 5xx.
+        case staleOnError
+    }
+
+    /// The response head (for cached responses, with `Age`).
+    public var response: HTTPResponse
+    /// The body.
+    public var body: Data
+    /// How it was obtained.
+    public var source: Source
+    /// True when the body came from the cache (`.cache`, `.revalidated`, `.staleOnError`).
+    public var isFromCache: Bool { source != .network }
+    /// True when a cached response was served past its freshness.
+    public var isStale: Bool
+    /// For cached responses, the URL the entry was stored for.
+    public var url: URL? = nil
+}
+
+extension HostScopedCache {
+    /// Runs one call through the cache: pipeline steps 6 and 8 around a transport.
+    ///
+    /// Looks the request up; a fresh hit returns without calling `send`. A stale entry is
+    /// revalidated with a conditional request and a 304 is merged into it. Other responses are
+    /// offered to `store`. Unsafe methods invalidate the URL. With stale-if-error, a transport
+    /// failure or a 5xx falls back to the stale entry (cancellation never does).
+    /// - Parameters:
+    ///   - request: The request as it will be sent, with the per-call cache options.
+    ///   - send: Sends a request (possibly with conditional fields added) on the transport.
+    /// - Returns: The response to hand on, and where it came from.
+    /// - Throws: `CourierError.notCached` for cache-only calls without a usable entry, or
+    ///   whatever `send` throws when no stale fallback applies.
+    public func load(
+        _ request: CacheRequest, send: (HTTPRequest) async throws -> CacheTransportResponse
+    ) async throws -> CacheLoadResult {
+        let clock = configuration.clock
+        guard request.request.method == .get else {
+            let result = try await timed(send, request.request)
+            invalidate(after: request.request, response: result.response)
+            return CacheLoadResult(response: result.response, body: result.body, source: .network, isStale: false)
+        }
+        switch try lookup(request) {
+        case .fresh(let cached):
+            return CacheLoadResult(
+                response: cached.response, body: cached.body, source: .cache, isStale: cached.isStale)
+        case .miss:
+            let result = try await timed(send, request.request)
+            offer(request, result)
+            return CacheLoadResult(response: result.response, body: result.body, source: .network, isStale: false)
+        case .stale(let cached, let conditionalHeaders):
+            var conditional = request.request
+            for field in conditionalHeaders where !conditional.headerFields.contains(field.name) {
+                conditional.headerFields.append(field)
+            }
+            let result: CacheTransportResponse
+            do {
+                result = try await timed(send, conditional)
+            } catch {
+                if Self.isNetworkFailure(error), let stale = staleFallback(request, cached: cached, status: nil) {
+                    return CacheLoadResult(
+                        response: stale.response, body: stale.body, source: .staleOnError, isStale: true)
+                }
+                throw error
+            }
+            if result.response.status.code == 304 {
+                let merged = merge304(
+                    request, cached: cached, notModified: result.response,
+                    requestTime: result.requestTime ?? clock.now(),
+                    responseTime: result.responseTime ?? clock.now())
+                return CacheLoadResult(
+                    response: merged.response, body: merged.body, source: .revalidated, isStale: false)
+            }
+            if result.response.status.kind == .serverError,
+                let stale = staleFallback(request, cached: cached, status: result.response.status)
+            {
+                return CacheLoadResult(
+                    response: stale.response, body: stale.body, source: .staleOnError, isStale: true, url: stale.url)
+            }
+            offer(request, result)
+            return CacheLoadResult(response: result.response, body: result.body, source: .network, isStale: false)
+        }
+    }
+
+    /// Whether `error` is the network failing (stale-if-error applies), not the caller
+    /// cancelling or the request being refused before it was sent.
+    static func isNetworkFailure(_ error: any Error) -> Bool {
+        if error is CancellationError { return false }
+        if let error = error as? CourierError {
+            return ![.cancelled, .invalidRequest, .configuration, .skipped, .throttled].contains(error.code)
+        }
+        return true
+    }
+
+    /// Calls `send`, filling in the times it left out from the cache's clock.
+    private func timed(
+        _ send: (HTTPRequest) async throws -> CacheTransportResponse, _ request: HTTPRequest
+    ) async throws -> CacheTransportResponse {
+        let sentAt = configuration.clock.now()
+        var result = try await send(request)
+        if result.requestTime == nil { result.requestTime = sentAt }
+        if result.responseTime == nil { result.responseTime = configuration.clock.now() }
+        return result
+    }
+
+    private func offer(_ request: CacheRequest, _ result: CacheTransportResponse) {
+        guard result.mayStore else { return }
+        store(
+            request, response: result.response, body: result.body, receivedWhole: result.receivedWhole,
+            requestTime: result.requestTime ?? configuration.clock.now(),
+            responseTime: result.responseTime ?? configuration.clock.now())
+    }
+}

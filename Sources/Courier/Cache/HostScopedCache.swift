@@ -1,0 +1,279 @@
+import Foundation
+import HTTPTypes
+import Synchronization
+
+/// A private HTTP cache (RFC 9111) for chosen hosts: a bounded memory tier over a bounded,
+/// crash-safe SQLite tier, with entries scoped to the identity whose credentials fetched them.
+///
+/// ```swift
+/// let cache = try HostScopedCache(configuration: .init(rules: [
+///     CacheRule("api.example.com", .followHTTP),
+///     CacheRule(".cdn.example.com", .forceLifetime(.seconds(365 * 86_400))),
+///     CacheRule("pay.example.com", .never),
+/// ]))
+/// let client = try HTTPClient(configuration: .init(baseURL: apiURL, cache: cache))
+/// let response = try await client.send(request, options: .init(cacheLifetime: .seconds(180)))
+/// print(response.isFromCache)
+/// ```
+///
+/// `HTTPClient.send` runs every call through `load(_:send:)`: `lookup` before sending,
+/// `store` / `merge304` / `staleFallback` after, and `invalidate(after:response:)` for unsafe
+/// methods; those are public for other pipelines. Every method is synchronous (except `load`)
+/// and thread-safe; memory hits take a lock and do no SQLite work. Several processes may share
+/// a folder (SQLite locks it), but each keeps its own memory tier.
+public final class HostScopedCache: Sendable {
+    /// How a cache is set up.
+    public struct Configuration: Sendable {
+        /// Where entries persist.
+        public enum Storage: Sendable, Hashable {
+            /// Memory only; nothing survives the process.
+            case memoryOnly
+            /// A SQLite database in `directory` (nil: `defaultDirectory()`).
+            case disk(directory: String?)
+        }
+
+        /// Host rules; an exact host beats a suffix, a longer suffix beats a shorter one.
+        public var rules: [CacheRule]
+        /// The policy for hosts no rule matches.
+        public var defaultPolicy: CacheRule.Policy
+        /// Memory only, or a folder for the SQLite tier.
+        public var storage: Storage
+        /// Bytes the memory tier may hold.
+        public var memoryCapacityBytes: Int
+        /// URLs (primary keys) the memory tier may hold.
+        public var memoryCapacityEntries: Int
+        /// Bytes the disk tier may hold.
+        public var diskCapacityBytes: Int
+        /// Larger bodies are not stored.
+        public var maxEntryBytes: Int
+        /// Serve stale entries when the network fails or answers 5xx (per-call overridable).
+        public var staleIfError: Bool
+        /// The time source.
+        public var clock: CacheClock
+        /// Receives every `CacheEvent`; called outside the cache's locks.
+        public var onEvent: (@Sendable (CacheEvent) -> Void)?
+
+        /// Creates a configuration.
+        /// - Parameters:
+        ///   - rules: Host rules.
+        ///   - defaultPolicy: The policy for hosts no rule matches (never, unless set).
+        ///   - storage: Memory only, or a folder for the disk tier.
+        public init(
+            rules: [CacheRule], defaultPolicy: CacheRule.Policy = .never, storage: Storage = .disk(directory: nil),
+            memoryCapacityBytes: Int = 16 << 20, memoryCapacityEntries: Int = 1_000, diskCapacityBytes: Int = 256 << 20,
+            maxEntryBytes: Int = 8 << 20, staleIfError: Bool = false, clock: CacheClock = .system,
+            onEvent: (@Sendable (CacheEvent) -> Void)? = nil
+        ) {
+            self.rules = rules
+            self.defaultPolicy = defaultPolicy
+            self.storage = storage
+            self.memoryCapacityBytes = memoryCapacityBytes
+            self.memoryCapacityEntries = memoryCapacityEntries
+            self.diskCapacityBytes = diskCapacityBytes
+            self.maxEntryBytes = maxEntryBytes
+            self.staleIfError = staleIfError
+            self.clock = clock
+            self.onEvent = onEvent
+        }
+
+        /// `$XDG_CACHE_HOME/courier` when set to an absolute path, else `~/.cache/courier`.
+        public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment)
+            -> String
+        {
+            if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") { return xdg + "/courier" }
+            let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+            return home + "/.cache/courier"
+        }
+    }
+
+    struct MemoryState {
+        var tier: MemoryCacheTier
+        var statistics = CacheStatistics()
+        /// Keys served from memory whose disk recency is written with the next store.
+        var touched: Set<String> = []
+    }
+
+    let configuration: Configuration
+    let memory: Mutex<MemoryState>
+    let disk: Mutex<DiskCacheTier?>
+    let hasDisk: Bool
+    /// Recent credential → identity digests, so a hit does not hash the token every time.
+    /// In memory only; bounded.
+    let identities = Mutex<[String: CacheIdentity]>([:])
+
+    /// Creates a cache, opening (or creating) its disk tier.
+    /// - Parameter configuration: Rules, bounds, storage folder, clock and event handler.
+    /// - Throws: `CourierError.configuration` when the disk folder or database cannot be used.
+    public init(configuration: Configuration) throws(CourierError) {
+        self.configuration = configuration
+        memory = Mutex(
+            MemoryState(
+                tier: MemoryCacheTier(
+                    maxBytes: configuration.memoryCapacityBytes, maxEntries: configuration.memoryCapacityEntries)))
+        switch configuration.storage {
+        case .memoryOnly:
+            disk = Mutex(nil)
+            hasDisk = false
+        case .disk(let directory):
+            let tier = try DiskCacheTier(
+                directory: directory ?? Configuration.defaultDirectory(), maxBytes: configuration.diskCapacityBytes)
+            disk = Mutex(tier)
+            hasDisk = true
+        }
+    }
+
+    deinit {
+        disk.withLock { tier in try? tier?.flush() }
+    }
+
+    /// The counters so far.
+    public var statistics: CacheStatistics { memory.withLock { $0.statistics } }
+
+    /// The policy that applies to `host` and whether a rule named it explicitly.
+    func rulePolicy(forHost host: String) -> (policy: CacheRule.Policy, explicit: Bool) {
+        var best: CacheRule?
+        for rule in configuration.rules where rule.matches(host) {
+            if rule.pattern.utf8.first != UInt8(ascii: ".") { return (rule.policy, true) }
+            if best == nil || rule.pattern.utf8.count > best!.pattern.utf8.count { best = rule }
+        }
+        if let best { return (best.policy, true) }
+        return (configuration.defaultPolicy, false)
+    }
+
+    /// The lifetime override for `request`, or nil to follow the headers; nil overall when the
+    /// request must bypass the cache (not GET, or the host is never cached).
+    func plan(for request: CacheRequest) -> Plan? {
+        guard request.request.method == .get else { return nil }
+        let (policy, explicit) = rulePolicy(forHost: request.host)
+        if let lifetime = request.lifetime {
+            if case .never = policy, explicit { return nil }
+            return Plan(forcedLifetime: lifetime.timeInterval)
+        }
+        switch policy {
+        case .never: return nil
+        case .followHTTP: return Plan(forcedLifetime: nil)
+        case .forceLifetime(let duration): return Plan(forcedLifetime: duration.timeInterval)
+        }
+    }
+
+    /// How a cacheable request is handled: with a forced lifetime, or by the headers.
+    struct Plan {
+        var forcedLifetime: TimeInterval?
+    }
+
+    /// The identity `request` belongs to, memoized for recent credentials.
+    func identity(of request: CacheRequest) -> CacheIdentity {
+        if let identity = request.identity { return identity }
+        let fields = request.request.headerFields
+        var memoKey = ""
+        for field in fields where Self.credentialNames.contains(field.name) {
+            memoKey += field.name.canonicalName + ":" + field.value + "\u{0}"
+        }
+        guard !memoKey.isEmpty else { return .anonymous }
+        if let known = identities.withLock({ $0[memoKey] }) { return known }
+        let identity = CacheIdentity(credentialsIn: fields)
+        identities.withLock { memo in
+            if memo.count >= 64 { memo.removeAll(keepingCapacity: true) }
+            memo[memoKey] = identity
+        }
+        return identity
+    }
+
+    static func sameVaryNames(_ a: CacheEntry, _ b: CacheEntry) -> Bool { a.varyNames == b.varyNames }
+
+    static let credentialNames: Set<HTTPField.Name> = [.authorization, .cookie, .proxyAuthorization]
+
+    static func key(identity: CacheIdentity, url: String) -> String { identity.digest + " " + url }
+
+    func emit(_ events: [CacheEvent]) {
+        guard let onEvent = configuration.onEvent else { return }
+        for event in events { onEvent(event.redactingQuery) }
+    }
+
+    /// The variants stored under `key`: from memory, else from disk (then kept in memory).
+    func variants(for key: String) -> [CacheEntry] {
+        let fromMemory = memory.withLock { state -> [CacheEntry]? in
+            guard let variants = state.tier.variants(for: key) else { return nil }
+            if hasDisk, state.touched.count < 4_096 { state.touched.insert(key) }
+            return variants
+        }
+        if let fromMemory { return fromMemory }
+        guard hasDisk else { return [] }
+        var events: [CacheEvent] = []
+        let loaded = disk.withLock { tier -> [CacheEntry] in
+            guard let tier else { return [] }
+            let rows: [DiskCacheTier.Row]
+            var corrupt = 0
+            do {
+                (rows, corrupt) = try tier.variants(for: key)
+            } catch {
+                if SQLiteConnection.isCorruption(error) { try? tier.reset() }
+                return []
+            }
+            let entries = rows.map(\.entry)
+            memory.withLock { state in
+                let evicted = entries.isEmpty ? 0 : state.tier.set(entries, for: key)
+                state.statistics.evictions += evicted
+                state.statistics.corruptEntriesDropped += corrupt
+                if evicted > 0 { events.append(.evicted(count: evicted, fromDisk: false)) }
+            }
+            events += Array(repeating: CacheEvent.corruptEntryDropped, count: corrupt)
+            return entries
+        }
+        emit(events)
+        return loaded
+    }
+
+    /// Writes `entry` to disk (when there is a disk tier) and memory, replacing the same variant.
+    /// - Returns: Whether it was written.
+    @discardableResult
+    func write(_ entry: CacheEntry) -> Bool {
+        var events: [CacheEvent] = []
+        guard hasDisk else {
+            memory.withLock { state in
+                var variants = state.tier.variants(for: entry.key) ?? []
+                variants.removeAll { $0.variant == entry.variant || !Self.sameVaryNames($0, entry) }
+                variants.append(entry)
+                let evicted = state.tier.set(variants, for: entry.key)
+                state.statistics.evictions += evicted
+                if evicted > 0 { events.append(.evicted(count: evicted, fromDisk: false)) }
+            }
+            emit(events)
+            return true
+        }
+        let written = disk.withLock { tier -> Bool in
+            guard let tier else { return false }
+            let touched = memory.withLock { state in
+                defer { state.touched = [] }
+                return state.touched
+            }
+            for key in touched { tier.touch(key) }
+            let evictedKeys: [String]
+            let otherVariants: Int
+            do {
+                (evictedKeys, otherVariants) = try tier.store(entry)
+            } catch {
+                if SQLiteConnection.isCorruption(error) { try? tier.reset() }
+                memory.withLock { $0.tier.remove(entry.key) }
+                return false
+            }
+            // Other variants live on disk but not in memory: load them so memory holds them all.
+            let inMemory = memory.withLock { $0.tier.contains(entry.key) }
+            let reloaded = !inMemory && otherVariants > 0 ? try? tier.variants(for: entry.key).rows : nil
+            memory.withLock { state in
+                var variants = reloaded?.map(\.entry) ?? state.tier.variants(for: entry.key) ?? []
+                variants.removeAll { $0.variant == entry.variant || !Self.sameVaryNames($0, entry) }
+                variants.append(entry)
+                var evicted = state.tier.set(variants, for: entry.key)
+                for key in Set(evictedKeys) where key != entry.key { state.tier.remove(key) }
+                if !evictedKeys.isEmpty { events.append(.evicted(count: evictedKeys.count, fromDisk: true)) }
+                if evicted > 0 { events.append(.evicted(count: evicted, fromDisk: false)) }
+                evicted += evictedKeys.count
+                state.statistics.evictions += evicted
+            }
+            return true
+        }
+        emit(events)
+        return written
+    }
+}

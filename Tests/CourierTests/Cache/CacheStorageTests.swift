@@ -1,0 +1,250 @@
+import Foundation
+import HTTPTypes
+import Testing
+
+@testable import Courier
+
+/// The memory and disk tiers: bounds, LRU eviction, persistence and corruption handling.
+@Suite struct CacheStorageTests {
+    let clock = ManualClock()
+    let maxAge = CacheFixtures.response(200, ["Cache-Control": "max-age=3600", "ETag": "\"e\""])
+
+    func path(_ index: Int) -> HTTPRequest { CacheFixtures.request("/item/\(index)") }
+
+    @Test func memoryTierEvictsLeastRecentlyUsedByCount() {
+        var tier = MemoryCacheTier(maxBytes: 1 << 20, maxEntries: 3)
+        func entry(_ key: String) -> CacheEntry {
+            CacheEntry(
+                key: key, url: key, identity: "", variant: "", response: HTTPResponse(status: .ok),
+                body: Data("x".utf8),
+                requestTime: .now, responseTime: .now, forcedLifetime: nil, hasQuery: false)
+        }
+        for key in ["a", "b", "c"] { tier.set([entry(key)], for: key) }
+        #expect(tier.variants(for: "a") != nil)  // a is now most recent
+        #expect(tier.set([entry("d")], for: "d") == 1)
+        #expect(tier.variants(for: "b") == nil)
+        #expect(tier.keysByRecency == ["d", "a", "c"])
+        tier.remove("a")
+        #expect(tier.keysByRecency == ["d", "c"])
+        #expect(tier.count == 2)
+    }
+
+    @Test func memoryTierEvictsByBytes() {
+        var tier = MemoryCacheTier(maxBytes: 3_000, maxEntries: 100)
+        func entry(_ key: String) -> CacheEntry {
+            CacheEntry(
+                key: key, url: key, identity: "", variant: "", response: HTTPResponse(status: .ok),
+                body: Data(repeating: 1, count: 1_000), requestTime: .now, responseTime: .now, forcedLifetime: nil,
+                hasQuery: false)
+        }
+        for key in ["a", "b", "c", "d"] { tier.set([entry(key)], for: key) }
+        #expect(tier.totalCost <= 3_000)
+        #expect(tier.keysByRecency.first == "d")
+        #expect(!tier.contains("a"))
+        // An entry larger than the whole tier is not kept.
+        tier.set(
+            [
+                CacheEntry(
+                    key: "huge", url: "huge", identity: "", variant: "", response: HTTPResponse(status: .ok),
+                    body: Data(count: 5_000), requestTime: .now, responseTime: .now, forcedLifetime: nil,
+                    hasQuery: false)
+            ], for: "huge")
+        #expect(!tier.contains("huge"))
+        #expect(tier.contains("d"))
+    }
+
+    @Test func memoryOnlyCacheEvictsAndCounts() throws {
+        let cache = try HostScopedCache(
+            configuration: .init(
+                rules: [CacheRule(CacheFixtures.host, .followHTTP)], storage: .memoryOnly, memoryCapacityEntries: 2,
+                clock: clock.cacheClock))
+        for index in 0..<3 { cache.store(path(index), maxAge) }
+        #expect(try cache.lookup(path(0)).isMiss)
+        #expect(try cache.lookup(path(2)).isFresh)
+        #expect(cache.statistics.evictions == 1)
+    }
+
+    @Test func entriesSurviveARestart() throws {
+        let directory = TemporaryDirectory()
+        do {
+            let cache = try CacheFixtures.diskCache(clock: clock, directory: directory.path)
+            #expect(cache.store(path(1), maxAge, body: "persisted body"))
+            cache.store(
+                CacheFixtures.request("/v", headers: CacheFixtures.headers(["Accept": "a"])),
+                CacheFixtures.response(200, ["Cache-Control": "max-age=60", "Vary": "Accept"]), body: "variant a")
+        }
+        clock.advance(10)
+        let reopened = try CacheFixtures.diskCache(clock: clock, directory: directory.path)
+        let result = try reopened.lookup(path(1))
+        #expect(result.isFresh)
+        #expect(result.bodyString == "persisted body")
+        #expect(result.cached?.response.headerFields[.eTag] == "\"e\"")
+        #expect(result.cached?.response.headerFields[CacheFieldName.age] == "10")
+        #expect(
+            try reopened.lookup(CacheFixtures.request("/v", headers: CacheFixtures.headers(["Accept": "a"]))).bodyString
+                == "variant a")
+        #expect(
+            try reopened.lookup(CacheFixtures.request("/v", headers: CacheFixtures.headers(["Accept": "b"]))).isMiss)
+        clock.advance(3600)
+        #expect(try reopened.lookup(path(1)).isStale)
+    }
+
+    @Test func diskTierIsBoundedWithLRUEviction() throws {
+        let directory = TemporaryDirectory()
+        let body = String(repeating: "x", count: 10_000)
+        do {
+            let cache = try CacheFixtures.diskCache(clock: clock, directory: directory.path, diskCapacityBytes: 45_000)
+            for index in 0..<4 { #expect(cache.store(path(index), maxAge, body: body)) }
+            // A memory hit on 0 makes it recent on disk too (written with the next store).
+            #expect(try cache.lookup(path(0)).isFresh)
+            cache.store(path(4), maxAge, body: body)
+            cache.store(path(5), maxAge, body: body)
+            #expect(cache.statistics.evictions >= 2)
+            let total = cache.disk.withLock { $0!.totalBytes }
+            #expect(total <= 45_000)
+        }
+        let reopened = try CacheFixtures.diskCache(clock: clock, directory: directory.path, diskCapacityBytes: 45_000)
+        #expect(try reopened.lookup(path(0)).bodyString == body)
+        #expect(try reopened.lookup(path(1)).isMiss)
+        #expect(try reopened.lookup(path(2)).isMiss)
+        #expect(try reopened.lookup(path(5)).bodyString == body)
+        #expect(reopened.disk.withLock { $0!.totalBytes } <= 45_000)
+    }
+
+    @Test(arguments: ["body = X'00'", "head = X'0102'", "request_time = request_time + 1", "checksum = checksum + 1"])
+    func aMangledRowIsAMissAndIsDeleted(mangle: String) throws {
+        let directory = TemporaryDirectory()
+        do {
+            let cache = try CacheFixtures.diskCache(clock: clock, directory: directory.path)
+            cache.store(path(1), maxAge, body: "good")
+            cache.store(path(2), maxAge, body: "other")
+            try cache.disk.withLock { tier throws(CourierError) in
+                try tier!.executeForTesting("UPDATE entries SET \(mangle) WHERE url LIKE '%/item/1'")
+            }
+        }
+        let reopened = try CacheFixtures.diskCache(clock: clock, directory: directory.path)
+        #expect(try reopened.lookup(path(1)).isMiss)
+        #expect(try reopened.lookup(path(2)).bodyString == "other")
+        #expect(reopened.statistics.corruptEntriesDropped == 1)
+        #expect(try reopened.disk.withLock { tier throws(CourierError) in try tier!.rowCount() } == 1)
+    }
+
+    @Test func aDatabaseFileThatIsNotSQLiteIsRecreated() throws {
+        let directory = TemporaryDirectory()
+        try Data(repeating: 0x5a, count: 8192).write(to: URL(fileURLWithPath: directory.path + "/cache.sqlite3"))
+        let cache = try CacheFixtures.diskCache(clock: clock, directory: directory.path)
+        #expect(cache.store(path(1), maxAge, body: "fresh start"))
+        #expect(try cache.lookup(path(1)).bodyString == "fresh start")
+    }
+
+    @Test func aMemoryHitDoesNotReadTheDisk() throws {
+        let directory = TemporaryDirectory()
+        let cache = try CacheFixtures.diskCache(clock: clock, directory: directory.path)
+        cache.store(path(1), maxAge, body: "in memory")
+        // Remove the row behind the cache's back: only a memory hit can still answer.
+        try cache.disk.withLock { tier throws(CourierError) in try tier!.executeForTesting("DELETE FROM entries") }
+        #expect(try cache.lookup(path(1)).bodyString == "in memory")
+    }
+
+    @Test func removeAllEmptiesBothTiers() throws {
+        let directory = TemporaryDirectory()
+        let cache = try CacheFixtures.diskCache(clock: clock, directory: directory.path)
+        cache.store(path(1), maxAge)
+        cache.removeAll()
+        #expect(try cache.lookup(path(1)).isMiss)
+        #expect(try CacheFixtures.diskCache(clock: clock, directory: directory.path).lookup(path(1)).isMiss)
+    }
+
+    @Test func defaultDirectoryFollowsXDG() {
+        #expect(
+            HostScopedCache.Configuration.defaultDirectory(environment: [
+                "XDG_CACHE_HOME": "/x/cache", "HOME": "/home/u",
+            ])
+                == "/x/cache/courier")
+        #expect(
+            HostScopedCache.Configuration.defaultDirectory(environment: ["HOME": "/home/u"]) == "/home/u/.cache/courier"
+        )
+        #expect(
+            HostScopedCache.Configuration.defaultDirectory(environment: [
+                "XDG_CACHE_HOME": "relative", "HOME": "/home/u",
+            ])
+                == "/home/u/.cache/courier")
+    }
+
+    @Test func anUnusableFolderIsAConfigurationError() throws {
+        let directory = TemporaryDirectory()
+        let file = directory.path + "/file"
+        try Data("x".utf8).write(to: URL(fileURLWithPath: file))
+        let error = #expect(throws: CourierError.self) {
+            try CacheFixtures.diskCache(clock: clock, directory: file + "/sub")
+        }
+        #expect(error?.code == .configuration)
+    }
+}
+
+/// SHA-256 (FIPS 180-4 vectors) and the xxHash64 row checksum.
+@Suite struct CacheHashTests {
+    @Test(arguments: [
+        ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+        ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+        (
+            "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
+        ),
+        (
+            "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
+            "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"
+        ),
+    ])
+    func sha256KnownVectors(input: String, expected: String) {
+        #expect(SHA256.hex(input) == expected)
+    }
+
+    @Test func sha256OfAMillionAs() {
+        var hasher = SHA256()
+        hasher.update([UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000))
+        #expect(
+            SHA256.hexString(hasher.finalize()) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+    }
+
+    @Test func sha256AcrossBlockBoundaries() {
+        // 55, 56 and 64 bytes exercise the padding branches.
+        #expect(
+            SHA256.hex(String(repeating: "a", count: 55))
+                == "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318")
+        #expect(
+            SHA256.hex(String(repeating: "a", count: 56))
+                == "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a")
+        #expect(
+            SHA256.hex(String(repeating: "a", count: 64))
+                == "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb")
+    }
+
+    @Test func xxh64() {
+        #expect(CacheChecksum.xxh64(Data()) == 0xEF46_DB37_51D8_E999)
+        var data = Data((0..<1000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        let original = CacheChecksum.xxh64(data)
+        #expect(CacheChecksum.xxh64(data) == original)
+        for position in [0, 31, 32, 500, 996, 999] {
+            data[position] ^= 1
+            #expect(CacheChecksum.xxh64(data) != original)
+            data[position] ^= 1
+        }
+        #expect(CacheChecksum.xxh64(data, seed: 1) != original)
+    }
+
+    @Test func headCodecRoundTripsAndRejectsGarbage() {
+        var fields = HTTPFields()
+        fields.append(HTTPField(name: .contentType, value: "text/plain; charset=utf-8"))
+        fields.append(HTTPField(name: HTTPField.Name("X-Multi")!, value: "1"))
+        fields.append(HTTPField(name: HTTPField.Name("X-Multi")!, value: "2"))
+        let response = HTTPResponse(status: .init(code: 203, reasonPhrase: "Non-Authoritative"), headerFields: fields)
+        let decoded = CacheHeadCodec.decode(CacheHeadCodec.encode(response))
+        #expect(decoded == response)
+        #expect(decoded?.status.reasonPhrase == "Non-Authoritative")
+        let encoded = CacheHeadCodec.encode(response)
+        #expect(CacheHeadCodec.decode(encoded.dropLast()) == nil)
+        #expect(CacheHeadCodec.decode(Data([1, 0xff, 0xff])) == nil)
+        #expect(CacheHeadCodec.decode(Data()) == nil)
+    }
+}
