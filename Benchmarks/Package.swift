@@ -25,6 +25,7 @@ let package = Package(
             dependencies: [
                 "CBenchProtos",
                 .product(name: "Courier", package: "Courier"),
+                .product(name: "CourierProtobuf", package: "Courier"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]),
         .executableTarget(
@@ -33,6 +34,7 @@ let package = Package(
                 "BenchSupport", "CBenchProtos",
                 .product(name: "Benchmark", package: "package-benchmark"),
                 .product(name: "Courier", package: "Courier"),
+                .product(name: "CourierProtobuf", package: "Courier"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             path: "Benchmarks/CourierBenchmarks",

@@ -152,7 +152,7 @@ micro="$work/micro"
 mkdir -p "$micro"
 if [ -z "${SKIP_MICRO:-}" ]; then
     echo "== micro benchmarks (package-benchmark)"
-    (cd "$root/Benchmarks" && BENCH_URL="$url" swift package --allow-writing-to-directory "$micro" \
+    (cd "$root/Benchmarks" && BENCH_URL="$url" BENCH_CACHE_DIR="$work/cache" swift package --allow-writing-to-directory "$micro" \
         benchmark --format jmh --path "$micro" --no-progress 2>&1 | tail -n 5)
 fi
 

@@ -4,6 +4,7 @@ import BenchSupport
 import Benchmark
 import CBenchProtos
 import Courier
+import CourierProtobuf
 import Foundation
 import HTTPTypes
 import SwiftProtobuf
@@ -19,6 +20,7 @@ let benchmarks: @Sendable () -> Void = {
     jsonBenchmarks()
     formBenchmarks()
     protobufBenchmarks()
+    cacheBenchmarks()
 }
 
 // MARK: - JSON: the 1 KB body into `Catalog`
@@ -82,6 +84,21 @@ func protobufBenchmarks() {
             }
             precondition(written == bytes.count)
             blackHole(written)
+        }
+    }
+    let data = Data(bytes)
+    let decoder = ProtobufDecoder()
+    let encoder = ProtobufEncoder()
+    Benchmark("Protobuf decode+encode: Courier ProtobufDirectCodable model") { benchmark in
+        for _ in benchmark.scaledIterations {
+            let model = try decoder.decode(DirectCatalog.self, from: data)
+            blackHole(try encoder.encode(model))
+        }
+    }
+    Benchmark("Protobuf decode+encode: Courier Codable model") { benchmark in
+        for _ in benchmark.scaledIterations {
+            let model = try decoder.decode(Catalog.self, from: data)
+            blackHole(try encoder.encode(model))
         }
     }
     Benchmark("Protobuf decode+encode: apple/swift-protobuf") { benchmark in
