@@ -10,6 +10,7 @@ p.add_argument("--requests", type=int, required=True)
 p.add_argument("--inflight", type=int, required=True)
 p.add_argument("--seconds", type=int, required=True)
 p.add_argument("--body-bytes", type=int, required=True)
+p.add_argument("--load-start", default="unknown")
 a = p.parse_args()
 
 rows = [json.loads(line) for line in open(a.results) if line.strip()]
@@ -60,6 +61,7 @@ def machine():
         ("date (UTC)", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")),
         ("CPU", f"{model}, {os.cpu_count()} logical cores (nproc)"),
         ("memory", mem),
+        ("load average at the start (1/5/15 min)", a.load_start),
         ("load average at the end (1/5/15 min)", load),
         ("kernel", platform.release()),
         ("Swift", version(["swift", "--version"])),

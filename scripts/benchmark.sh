@@ -16,6 +16,7 @@ runs="${RUNS:-3}"
 requests="${REQUESTS:-10000}"
 inflight_big="${INFLIGHT_BIG:-1000}"
 started=$(date +%s)
+load_start="$(cut -d" " -f1-3 /proc/loadavg | sed 's| | / |g')"
 
 # --- tools ---------------------------------------------------------------------------------
 "$root/scripts/bootstrap.sh"
@@ -129,9 +130,9 @@ for run in $(seq 1 "$runs"); do
             echo "   $line"
         done
         if [ "$concurrency" -eq 1 ]; then
-            line="$(measure_child curl 1 curl -s --config "$work/curl.conf")"
+            line="$(measure_child curl 1 curl -s --no-progress-meter --config "$work/curl.conf")"
         else
-            line="$(measure_child curl "$concurrency" curl -s --parallel --parallel-max "$concurrency" --config "$work/curl.conf")"
+            line="$(measure_child curl "$concurrency" curl -s --no-progress-meter --parallel --parallel-max "$concurrency" --config "$work/curl.conf")"
         fi
         echo "$line" | sed "s/^{/{\"run\": $run, /" >>"$results"
         echo "   $line"
@@ -160,5 +161,5 @@ fi
 finished=$(date +%s)
 python3 "$root/Benchmarks/report.py" --results "$results" --micro "$micro" --runs "$runs" \
     --requests "$requests" --inflight "$inflight_big" --seconds $((finished - started)) \
-    --body-bytes "$(curl -fsS "$url" | wc -c)" >"$root/Docs/Performance.md"
+    --body-bytes "$(curl -fsS "$url" | wc -c)" --load-start "$load_start" >"$root/Docs/Performance.md"
 echo "== wrote Docs/Performance.md in $((finished - started)) s"
