@@ -120,7 +120,7 @@ wrk_rps() {  # connections
     wrk -t1 -c"$1" -d5s "$url" | awk '/Requests\/sec/ { print $2 }'
 }
 
-clients=(courier-transport courier-e2e ahc-transport ahc-e2e urlsession-transport urlsession-e2e)
+clients=(courier-transport courier-e2e courier-service ahc-transport ahc-e2e urlsession-transport urlsession-e2e)
 for run in $(seq 1 "$runs"); do
     for concurrency in 1 32; do
         echo "== run $run/$runs, $concurrency in flight"

@@ -38,9 +38,21 @@ func jsonBenchmarks() {
         response: HTTPResponse(status: .ok, headerFields: [.contentType: "application/json"]), body: body)
     let serializer = DecodableResponseSerializer(Catalog.self)
     let pipeline = ResponsePipeline.default
-    Benchmark("JSON decode: Courier pipeline (.json serializer)") { benchmark in
+    Benchmark("JSON decode: Courier pipeline (.json = CourierJSONDecoder)") { benchmark in
         for _ in benchmark.scaledIterations {
             blackHole(try pipeline.process(context, with: serializer))
+        }
+    }
+    let foundationSerializer = DecodableResponseSerializer(Catalog.self, decoding: .foundationJSON)
+    Benchmark("JSON decode: Courier pipeline (.foundationJSON)") { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(try pipeline.process(context, with: foundationSerializer))
+        }
+    }
+    let courierDecoder = CourierJSONDecoder()
+    Benchmark("JSON decode: CourierJSONDecoder (bare)") { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(try courierDecoder.decode(Catalog.self, from: body))
         }
     }
 }

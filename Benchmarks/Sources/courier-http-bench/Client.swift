@@ -5,6 +5,7 @@ import Foundation
 enum Client: String, CaseIterable {
     case courierTransport = "courier-transport"
     case courierE2E = "courier-e2e"
+    case courierService = "courier-service"
     case ahcTransport = "ahc-transport"
     case ahcE2E = "ahc-e2e"
     case urlSessionTransport = "urlsession-transport"
@@ -14,6 +15,7 @@ enum Client: String, CaseIterable {
         switch self {
         case .courierTransport: try CourierRunner.make(url: url, connections: connections, decode: false)
         case .courierE2E: try CourierRunner.make(url: url, connections: connections, decode: true)
+        case .courierService: try CourierRunner.makeService(url: url, connections: connections)
         case .ahcTransport: AHCRunner.make(url: url, connections: connections, decode: false)
         case .ahcE2E: AHCRunner.make(url: url, connections: connections, decode: true)
         case .urlSessionTransport: URLSessionRunner.make(url: url, connections: connections, decode: false)

@@ -33,4 +33,25 @@ enum CourierRunner {
                 }
             }, shutdown: {})
     }
+
+    /// End to end through `APIService.get`, the path an app's domain services take.
+    static func makeService(url: URL, connections: Int) throws -> Runner {
+        let base = url.deletingLastPathComponent()
+        let configuration = HTTPClient.Configuration(
+            baseURL: base, maxConnectionsPerHost: connections, maxConnections: max(connections, 64))
+        let service = CatalogService(client: try HTTPClient(configuration: configuration))
+        let path = url.lastPathComponent
+        return Runner(
+            request: {
+                let catalog = try await service.catalog(path: path)
+                guard catalog.count == 10 else {
+                    throw UnexpectedResponse(description: "decoded \(catalog.count) items")
+                }
+            }, shutdown: {})
+    }
+}
+
+/// A domain service with one endpoint, as an app would write it.
+final class CatalogService: APIService, @unchecked Sendable {
+    func catalog(path: String) async throws(CourierError) -> Catalog { try await get(path) }
 }
