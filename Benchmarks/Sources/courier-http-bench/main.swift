@@ -69,10 +69,17 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
+/// `getrusage` of this process (RUSAGE_SELF is 0; glibc types the parameter differently
+/// depending on feature macros, so it is passed as a literal).
+func selfUsage() -> rusage {
+    var usage = rusage()
+    getrusage(.init(0), &usage)
+    return usage
+}
+
 /// CPU seconds (user + system) of this process so far.
 func cpuSeconds() -> Double {
-    var usage = rusage()
-    getrusage(RUSAGE_SELF, &usage)
+    let usage = selfUsage()
     let user = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
     let system = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
     return user + system
@@ -80,9 +87,7 @@ func cpuSeconds() -> Double {
 
 /// Peak resident set size of this process, in KiB.
 func peakRSSKiB() -> Int {
-    var usage = rusage()
-    getrusage(RUSAGE_SELF, &usage)
-    return usage.ru_maxrss
+    selfUsage().ru_maxrss
 }
 
 /// Runs `total` calls of `body`, `concurrency` at a time; each worker takes the next index.
