@@ -1,0 +1,51 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+// Benchmarks for Courier against its peers. A package of its own so that Courier itself never
+// depends on package-benchmark, AsyncHTTPClient or swift-protobuf. Run everything with
+// `scripts/benchmark.sh` from the repository root.
+let package = Package(
+    name: "CourierBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "Courier", path: ".."),
+        .package(
+            url: "https://github.com/ordo-one/package-benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.39.0"),
+    ],
+    targets: [
+        // protoc-c output for Protos/bench.proto (see Protos/README.md), used raw and through Courier.
+        .target(
+            name: "CBenchProtos",
+            linkerSettings: [.linkedLibrary("protobuf-c")]),
+        // The 1 KB JSON body, its models and the protobuf twin shared by every benchmark.
+        .target(
+            name: "BenchSupport",
+            dependencies: [
+                "CBenchProtos",
+                .product(name: "Courier", package: "Courier"),
+                .product(name: "CourierProtobuf", package: "Courier"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]),
+        .executableTarget(
+            name: "CourierBenchmarks",
+            dependencies: [
+                "BenchSupport", "CBenchProtos",
+                .product(name: "Benchmark", package: "package-benchmark"),
+                .product(name: "Courier", package: "Courier"),
+                .product(name: "CourierProtobuf", package: "Courier"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            path: "Benchmarks/CourierBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]),
+        // One HTTP client per process: `courier-http-bench CLIENT --url URL --requests N --concurrency C`.
+        .executableTarget(
+            name: "courier-http-bench",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "Courier", package: "Courier"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]),
+    ]
+)

@@ -1,0 +1,35 @@
+import Foundation
+
+/// The clients the executable can measure; `-transport` reads the body as bytes, `-e2e`
+/// decodes it into ``BenchSupport/Catalog``.
+enum Client: String, CaseIterable {
+    case courierTransport = "courier-transport"
+    case courierE2E = "courier-e2e"
+    case courierService = "courier-service"
+    case ahcTransport = "ahc-transport"
+    case ahcE2E = "ahc-e2e"
+    case urlSessionTransport = "urlsession-transport"
+    case urlSessionE2E = "urlsession-e2e"
+
+    func makeRunner(url: URL, connections: Int) async throws -> Runner {
+        switch self {
+        case .courierTransport: try CourierRunner.make(url: url, connections: connections, decode: false)
+        case .courierE2E: try CourierRunner.make(url: url, connections: connections, decode: true)
+        case .courierService: try CourierRunner.makeService(url: url, connections: connections)
+        case .ahcTransport: AHCRunner.make(url: url, connections: connections, decode: false)
+        case .ahcE2E: AHCRunner.make(url: url, connections: connections, decode: true)
+        case .urlSessionTransport: URLSessionRunner.make(url: url, connections: connections, decode: false)
+        case .urlSessionE2E: URLSessionRunner.make(url: url, connections: connections, decode: true)
+        }
+    }
+}
+
+/// One request, and the clean-up after the run.
+struct Runner: Sendable {
+    var request: @Sendable () async throws -> Void
+    var shutdown: @Sendable () async throws -> Void
+}
+
+struct UnexpectedResponse: Error, CustomStringConvertible {
+    var description: String
+}

@@ -1,0 +1,57 @@
+import BenchSupport
+import Courier
+import Foundation
+import HTTPTypes
+
+enum CourierRunner {
+    static func make(url: URL, connections: Int, decode: Bool) throws -> Runner {
+        let configuration = HTTPClient.Configuration(
+            maxConnectionsPerHost: connections, maxConnections: max(connections, 64))
+        let client = try HTTPClient(configuration: configuration)
+        let authority = "\(url.host ?? "127.0.0.1")\(url.port.map { ":\($0)" } ?? "")"
+        let request = HTTPRequest(method: .get, scheme: url.scheme ?? "http", authority: authority, path: url.path)
+        let expected = Catalog.body.count
+        if decode {
+            let serializer = DecodableResponseSerializer(Catalog.self)
+            let pipeline = ResponsePipeline.default
+            return Runner(
+                request: {
+                    let response = try await client.send(request)
+                    let context = ResponseContext(
+                        request: response.request, response: response.head, body: response.body)
+                    let catalog = try pipeline.process(context, with: serializer)
+                    guard catalog.count == 10 else {
+                        throw UnexpectedResponse(description: "decoded \(catalog.count) items")
+                    }
+                }, shutdown: {})
+        }
+        return Runner(
+            request: {
+                let response = try await client.send(request)
+                guard response.head.status == .ok, response.body.count == expected else {
+                    throw UnexpectedResponse(description: "\(response.head.status), \(response.body.count) bytes")
+                }
+            }, shutdown: {})
+    }
+
+    /// End to end through `APIService.get`, the path an app's domain services take.
+    static func makeService(url: URL, connections: Int) throws -> Runner {
+        let base = url.deletingLastPathComponent()
+        let configuration = HTTPClient.Configuration(
+            baseURL: base, maxConnectionsPerHost: connections, maxConnections: max(connections, 64))
+        let service = CatalogService(client: try HTTPClient(configuration: configuration))
+        let path = url.lastPathComponent
+        return Runner(
+            request: {
+                let catalog = try await service.catalog(path: path)
+                guard catalog.count == 10 else {
+                    throw UnexpectedResponse(description: "decoded \(catalog.count) items")
+                }
+            }, shutdown: {})
+    }
+}
+
+/// A domain service with one endpoint, as an app would write it.
+final class CatalogService: APIService, @unchecked Sendable {
+    func catalog(path: String) async throws(CourierError) -> Catalog { try await get(path) }
+}

@@ -1,0 +1,133 @@
+// One HTTP client per process, so that its CPU time and peak RSS are its own.
+//
+//   courier-http-bench CLIENT --url URL [--requests N] [--concurrency C] [--connections K] [--warmup W]
+//   courier-http-bench write-body PATH
+//
+// CLIENT is one of `Client.allCases`. Prints one JSON line with the figures of the measured
+// requests (warm-up excluded): requests per second, client CPU µs per request (getrusage user +
+// sys of the whole process over the measured phase) and the process's peak RSS.
+import BenchSupport
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+struct Options {
+    var client: Client
+    var url: URL
+    var requests = 10_000
+    var concurrency = 32
+    var connections: Int?
+    var warmup = 500
+}
+
+func parseOptions() -> Options {
+    var arguments = Array(CommandLine.arguments.dropFirst())
+    guard let name = arguments.first else { usage() }
+    if name == "write-body" {
+        guard arguments.count == 2 else { usage() }
+        do {
+            try Catalog.body.write(to: URL(fileURLWithPath: arguments[1]))
+            print("wrote \(Catalog.body.count) bytes to \(arguments[1])")
+            exit(0)
+        } catch {
+            fail("cannot write \(arguments[1]): \(error)")
+        }
+    }
+    guard let client = Client(rawValue: name) else { usage() }
+    arguments.removeFirst()
+    var url: URL?
+    var options = Options(client: client, url: URL(string: "http://127.0.0.1/")!)
+    while !arguments.isEmpty {
+        let flag = arguments.removeFirst()
+        guard let value = arguments.first else { usage() }
+        arguments.removeFirst()
+        switch flag {
+        case "--url": url = URL(string: value)
+        case "--requests": options.requests = Int(value) ?? options.requests
+        case "--concurrency": options.concurrency = Int(value) ?? options.concurrency
+        case "--connections": options.connections = Int(value)
+        case "--warmup": options.warmup = Int(value) ?? options.warmup
+        default: usage()
+        }
+    }
+    guard let url else { usage() }
+    options.url = url
+    return options
+}
+
+func usage() -> Never {
+    let clients = Client.allCases.map(\.rawValue).joined(separator: "|")
+    fail(
+        "usage: courier-http-bench \(clients) --url URL [--requests N] [--concurrency C] [--connections K] [--warmup W]\n"
+            + "       courier-http-bench write-body PATH")
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+    exit(2)
+}
+
+/// `getrusage` of this process (RUSAGE_SELF is 0; glibc types the parameter differently
+/// depending on feature macros, so it is passed as a literal).
+func selfUsage() -> rusage {
+    var usage = rusage()
+    getrusage(.init(0), &usage)
+    return usage
+}
+
+/// CPU seconds (user + system) of this process so far.
+func cpuSeconds() -> Double {
+    let usage = selfUsage()
+    let user = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+    let system = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+    return user + system
+}
+
+/// Peak resident set size of this process, in KiB.
+func peakRSSKiB() -> Int {
+    selfUsage().ru_maxrss
+}
+
+/// Runs `total` calls of `body`, `concurrency` at a time; each worker takes the next index.
+func run(total: Int, concurrency: Int, _ body: @escaping @Sendable () async throws -> Void) async throws {
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        let workers = max(1, min(concurrency, total))
+        for worker in 0..<workers {
+            let share = total / workers + (worker < total % workers ? 1 : 0)
+            group.addTask {
+                for _ in 0..<share { try await body() }
+            }
+        }
+        try await group.waitForAll()
+    }
+}
+
+let options = parseOptions()
+let runner = try await options.client.makeRunner(
+    url: options.url, connections: options.connections ?? options.concurrency)
+do {
+    // Warm-up: open the connections and fault in the code paths.
+    if options.warmup > 0 {
+        try await run(total: max(options.warmup, options.concurrency), concurrency: options.concurrency, runner.request)
+    }
+    let cpuBefore = cpuSeconds()
+    let start = ContinuousClock.now
+    try await run(total: options.requests, concurrency: options.concurrency, runner.request)
+    let elapsed = ContinuousClock.now - start
+    let cpu = cpuSeconds() - cpuBefore
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    let result: [String: Any] = [
+        "client": options.client.rawValue, "requests": options.requests, "concurrency": options.concurrency,
+        "connections": options.connections ?? options.concurrency, "seconds": seconds,
+        "rps": Double(options.requests) / seconds, "cpu_us_per_request": cpu * 1e6 / Double(options.requests),
+        "peak_rss_kib": peakRSSKiB(),
+    ]
+    let json = try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys])
+    print(String(decoding: json, as: UTF8.self))
+    try await runner.shutdown()
+} catch {
+    try? await runner.shutdown()
+    fail("\(options.client.rawValue): \(error)")
+}

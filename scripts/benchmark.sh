@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# Runs Courier's benchmarks against its peers and writes Docs/Performance.md.
+#
+#   scripts/benchmark.sh            # everything: HTTP (nginx on loopback), memory, micro benchmarks
+#   RUNS=5 scripts/benchmark.sh     # more interleaved runs per figure (default 3)
+#   SKIP_MICRO=1 scripts/benchmark.sh   # HTTP figures only
+#
+# nginx serves a 1 KB JSON file from a config in a temporary folder (one worker, access log off,
+# keepalive_requests high), on a free loopback port. Each HTTP client runs in its own process
+# (Benchmarks' `courier-http-bench CLIENT`), so its CPU time and peak RSS are its own. The runs
+# are interleaved (A B C D A B C D …) and each figure is the median of RUNS runs.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+runs="${RUNS:-3}"
+requests="${REQUESTS:-10000}"
+inflight_big="${INFLIGHT_BIG:-1000}"
+started=$(date +%s)
+load_start="$(cut -d" " -f1-3 /proc/loadavg | sed 's| | / |g')"
+
+# --- tools ---------------------------------------------------------------------------------
+"$root/scripts/bootstrap.sh"
+tools=()
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || tools+=(nginx)
+command -v wrk >/dev/null || tools+=(wrk)
+command -v curl >/dev/null || tools+=(curl)
+command -v python3 >/dev/null || tools+=(python3)
+if [ ${#tools[@]} -gt 0 ]; then
+    echo "Installing missing tools: ${tools[*]}"
+    sudo_cmd=()
+    if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo_cmd[@]}" apt-get update -qq
+    "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${tools[@]}"
+fi
+nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
+
+# --- build -----------------------------------------------------------------------------------
+echo "== building (release)"
+(cd "$root/Benchmarks" && swift build -c release --product courier-http-bench 2>&1 | tail -n 3)
+bench="$root/Benchmarks/.build/release/courier-http-bench"
+
+# --- nginx -----------------------------------------------------------------------------------
+work="$(mktemp -d /tmp/courier-bench.XXXXXX)"
+nginx_pid=""
+cleanup() {
+    if [ -n "$nginx_pid" ] && kill -0 "$nginx_pid" 2>/dev/null; then
+        kill "$nginx_pid"
+        wait "$nginx_pid" 2>/dev/null || true
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+mkdir -p "$work/www"
+"$bench" write-body "$work/www/catalog.json"
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+user_line=""
+[ "$(id -u)" -eq 0 ] && user_line="user root;"
+cat >"$work/nginx.conf" <<CONF
+$user_line
+daemon off;
+master_process on;
+worker_processes 1;
+worker_rlimit_nofile 16384;
+pid $work/nginx.pid;
+error_log $work/error.log warn;
+events { worker_connections 8192; }
+http {
+    access_log off;
+    client_body_temp_path $work/client_body;
+    proxy_temp_path $work/proxy;
+    fastcgi_temp_path $work/fastcgi;
+    uwsgi_temp_path $work/uwsgi;
+    scgi_temp_path $work/scgi;
+    keepalive_requests 1000000;
+    keepalive_timeout 300s;
+    types { application/json json; }
+    default_type application/octet-stream;
+    server {
+        listen 127.0.0.1:$port backlog=4096;
+        root $work/www;
+        location / { }
+    }
+}
+CONF
+"$nginx_bin" -c "$work/nginx.conf" -p "$work" -e "$work/error.log" &
+nginx_pid=$!
+url="http://127.0.0.1:$port/catalog.json"
+for _ in $(seq 1 100); do
+    curl -fsS -o /dev/null "$url" 2>/dev/null && break
+    sleep 0.1  # waiting for nginx to bind (startup, not synchronisation between measurements)
+done
+curl -fsS -o /dev/null "$url" || { cat "$work/error.log"; exit 1; }
+echo "== nginx on $url ($(curl -fsS "$url" | wc -c) bytes)"
+
+# --- HTTP runs ---------------------------------------------------------------------------------
+results="$work/results.jsonl"
+: >"$results"
+for i in $(seq 1 "$requests"); do printf 'url = "%s"\noutput = "/dev/null"\n' "$url"; done >"$work/curl.conf"
+
+# Runs a command and prints its wall time, children's CPU and peak RSS as a JSON line.
+measure_child() {  # client concurrency command...
+    local client="$1" concurrency="$2"
+    shift 2
+    python3 - "$client" "$concurrency" "$requests" "$@" <<'PY'
+import json, resource, subprocess, sys, time
+client, concurrency, requests, command = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+start = time.monotonic()
+subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+seconds = time.monotonic() - start
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"client": client, "concurrency": concurrency, "requests": requests, "seconds": seconds,
+                  "rps": requests / seconds, "cpu_us_per_request": (usage.ru_utime + usage.ru_stime) * 1e6 / requests,
+                  "peak_rss_kib": usage.ru_maxrss}))
+PY
+}
+
+wrk_rps() {  # connections
+    wrk -t1 -c"$1" -d5s "$url" | awk '/Requests\/sec/ { print $2 }'
+}
+
+clients=(courier-transport courier-e2e courier-service ahc-transport ahc-e2e urlsession-transport urlsession-e2e)
+for run in $(seq 1 "$runs"); do
+    for concurrency in 1 32; do
+        echo "== run $run/$runs, $concurrency in flight"
+        for client in "${clients[@]}"; do
+            line="$("$bench" "$client" --url "$url" --requests "$requests" --concurrency "$concurrency")"
+            echo "$line" | sed "s/^{/{\"run\": $run, /" >>"$results"
+            echo "   $line"
+        done
+        if [ "$concurrency" -eq 1 ]; then
+            line="$(measure_child curl 1 curl -s --no-progress-meter --config "$work/curl.conf")"
+        else
+            line="$(measure_child curl "$concurrency" curl -s --no-progress-meter --parallel --parallel-max "$concurrency" --config "$work/curl.conf")"
+        fi
+        echo "$line" | sed "s/^{/{\"run\": $run, /" >>"$results"
+        echo "   $line"
+        rps="$(wrk_rps "$concurrency")"
+        echo "{\"run\": $run, \"client\": \"wrk\", \"concurrency\": $concurrency, \"rps\": $rps}" >>"$results"
+        echo "   wrk: $rps req/s"
+    done
+    echo "== run $run/$runs, $inflight_big in flight (memory)"
+    for client in courier-transport ahc-transport; do
+        line="$("$bench" "$client" --url "$url" --requests "$requests" --concurrency "$inflight_big" --connections "$inflight_big" --warmup 0)"
+        echo "$line" | sed "s/^{/{\"run\": $run, /" >>"$results"
+        echo "   $line"
+    done
+done
+
+# --- micro benchmarks --------------------------------------------------------------------------
+micro="$work/micro"
+mkdir -p "$micro"
+if [ -z "${SKIP_MICRO:-}" ]; then
+    echo "== micro benchmarks (package-benchmark)"
+    (cd "$root/Benchmarks" && BENCH_URL="$url" BENCH_CACHE_DIR="$work/cache" swift package --allow-writing-to-directory "$micro" \
+        benchmark --format jmh --path "$micro" --no-progress 2>&1 | tail -n 5)
+fi
+
+# --- report ------------------------------------------------------------------------------------
+finished=$(date +%s)
+python3 "$root/Benchmarks/report.py" --results "$results" --micro "$micro" --runs "$runs" \
+    --requests "$requests" --inflight "$inflight_big" --seconds $((finished - started)) \
+    --body-bytes "$(curl -fsS "$url" | wc -c)" --load-start "$load_start" >"$root/Docs/Performance.md"
+echo "== wrote Docs/Performance.md in $((finished - started)) s"
