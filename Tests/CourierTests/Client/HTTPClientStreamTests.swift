@@ -26,6 +26,6 @@ import Testing
             let response = try await client.stream(HTTPRequest(.get, server.url("/stream/1000?intervalMs=20")))
             #expect(response.head.status == .ok)
         }
-        #expect(await eventually { server.openConnections == 0 })
+        #expect(await server.waitForOpenConnections(atMost: 0))
     }
 }

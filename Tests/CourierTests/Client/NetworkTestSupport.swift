@@ -40,17 +40,6 @@ func makeClient(_ configure: (inout HTTPClient.Configuration) -> Void = { _ in }
     return try HTTPClient(configuration: configuration)
 }
 
-/// Waits until `condition` holds, checking every 10 ms, for at most `timeout`.
-/// - Returns: whether it held in time.
-func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
-}
-
 /// Runs `body` and returns the `CourierError` it threw (records an issue if it threw none or another).
 func courierError(_ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) async
     -> CourierError?

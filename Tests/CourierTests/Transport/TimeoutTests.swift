@@ -58,7 +58,7 @@ import Testing
     }
 
     @Test func connectTimeoutAgainstAFullBacklog() async throws {
-        let server = try TestServer.fullBacklog()
+        let server = try await offPool { try TestServer.fullBacklog() }  // filling the backlog blocks
         defer { server.stop() }
         let client = try makeClient {
             $0.connectTimeout = .milliseconds(300)
