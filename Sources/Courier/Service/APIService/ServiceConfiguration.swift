@@ -42,9 +42,13 @@ public struct ServiceConfiguration: Sendable {
     public var deduplicator: InFlightDeduplicator<HTTPClient.Response>
     /// The time source for back-off, intervals and failover.
     public var clock: any ServiceClock
-    /// Where the callback API delivers, unless a call says otherwise. On Linux the main
-    /// queue runs only when the main thread runs `dispatchMain()` or a run loop.
+    /// Where the callback API delivers, unless a call says otherwise: by default one serial
+    /// queue shared by all services, so handlers run in completion order. (Not `.main`: on
+    /// Linux the main queue runs only when the main thread runs `dispatchMain()` or a run
+    /// loop, which command-line tools and servers usually do not.)
     public var callbackQueue: DispatchQueue
+    /// The serial queue the callback API uses when nothing else is configured.
+    public static let defaultCallbackQueue = DispatchQueue(label: "courier.callbacks")
     /// The most times one call is sent, whatever retriers and the retry policy say.
     public var maximumAttempts: Int
 
@@ -58,7 +62,8 @@ public struct ServiceConfiguration: Sendable {
         authentication: AuthenticationInterceptor<String>? = nil, monitors: [any EventMonitor] = [],
         cookieJar: CookieJar? = nil, intervalGate: RequestIntervalGate? = nil,
         deduplicator: InFlightDeduplicator<HTTPClient.Response> = InFlightDeduplicator(),
-        clock: any ServiceClock = .system, callbackQueue: DispatchQueue = .main, maximumAttempts: Int = 10
+        clock: any ServiceClock = .system, callbackQueue: DispatchQueue = ServiceConfiguration.defaultCallbackQueue,
+        maximumAttempts: Int = 10
     ) {
         self.servers = servers
         self.headers = headers
