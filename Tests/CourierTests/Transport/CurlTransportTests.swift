@@ -112,8 +112,10 @@ import Testing
         let server = try TestServer()
         defer { server.stop() }
         let transport = try CurlTransport()
+        // A five-minute stream: a loaded parallel run has held this task for 20 s, and a stream
+        // that ends in that time would end the loop without the cancellation under test.
         let response = try await transport.stream(
-            TransportRequest(head: HTTPRequest(.get, server.url("/stream/1000?intervalMs=20"))))
+            TransportRequest(head: HTTPRequest(.get, server.url("/stream/6000?intervalMs=50"))))
         var iterator = response.body.makeAsyncIterator()
         let first = try await iterator.next()
         #expect(first != nil)
