@@ -15,46 +15,58 @@ import Testing
 @Suite struct CacheCrashSafetyTests {
     static let writerName = "courier-cache-crash-writer"
 
-    @Test func killedWritersNeverLeavePartialOrCorruptEntries() throws {
+    @Test func killedWritersNeverLeavePartialOrCorruptEntries() async throws {
         let writer = try #require(Self.locateWriter(), "build \(Self.writerName) first (swift build --build-tests)")
         let directory = TemporaryDirectory()
         for round in 0..<20 {
-            let process = Process()
-            process.executableURL = writer
-            process.arguments = [directory.path, String(round)]
-            let output = Pipe()
-            process.standardOutput = output
-            try process.run()
-            // Kill after a random number of committed stores; the writer keeps going while we
-            // read, so SIGKILL lands at an arbitrary point of a later store.
-            let target = Int.random(in: 1...60)
-            var committed = -1
-            var pending = Data()
-            let reader = output.fileHandleForReading
-            while committed + 1 < target {
-                let chunk = reader.availableData
-                if chunk.isEmpty { break }
-                pending.append(chunk)
-                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                    let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
-                    pending = Data(pending[pending.index(after: newline)...])
-                    let parts = line.split(separator: " ")
-                    if parts.count == 3, Int(parts[1]) == round, let index = Int(parts[2]) { committed = index }
-                }
+            // Reading the writer's pipe and reaping it block: done on a thread of its own (see
+            // `offPool`) so the run's other async tests keep the cooperative pool.
+            let path = directory.path
+            let (committed, killedBySignal) = try await offPool {
+                try Self.runAndKill(writer, directory: path, round: round)
             }
-            // We react to a line within microseconds, while a store takes milliseconds: without
-            // jitter every kill would land at the start of the next store. A random pause of up
-            // to a few stores spreads the kills over all its phases (checksum, transaction,
-            // commit, eviction). Nothing waits on it; it only picks the moment.
-            usleep(UInt32.random(in: 0...8_000))
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            try? reader.close()
-            #expect(process.terminationReason == .uncaughtSignal, "round \(round): the writer exited on its own")
+            #expect(killedBySignal, "round \(round): the writer exited on its own")
             #expect(committed >= 0, "round \(round): the writer committed nothing")
             // Check right away, before later rounds' eviction can hide a torn entry.
             try verify(directory: directory.path, round: round, lastCommitted: committed)
         }
+    }
+
+    /// Starts the writer for `round` and SIGKILLs it after a random number of committed stores.
+    /// - Returns: the last index it reported committed (-1 if none), and whether the kill ended it.
+    static func runAndKill(_ writer: URL, directory: String, round: Int) throws -> (committed: Int, killed: Bool) {
+        let process = Process()
+        process.executableURL = writer
+        process.arguments = [directory, String(round)]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        // Kill after a random number of committed stores; the writer keeps going while we
+        // read, so SIGKILL lands at an arbitrary point of a later store.
+        let target = Int.random(in: 1...60)
+        var committed = -1
+        var pending = Data()
+        let reader = output.fileHandleForReading
+        while committed + 1 < target {
+            let chunk = reader.availableData
+            if chunk.isEmpty { break }
+            pending.append(chunk)
+            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                pending = Data(pending[pending.index(after: newline)...])
+                let parts = line.split(separator: " ")
+                if parts.count == 3, Int(parts[1]) == round, let index = Int(parts[2]) { committed = index }
+            }
+        }
+        // We react to a line within microseconds, while a store takes milliseconds: without
+        // jitter every kill would land at the start of the next store. A random pause of up
+        // to a few stores spreads the kills over all its phases (checksum, transaction,
+        // commit, eviction). Nothing waits on it; it only picks the moment.
+        usleep(UInt32.random(in: 0...8_000))
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        try? reader.close()
+        return (committed, process.terminationReason == .uncaughtSignal)
     }
 
     /// Reopens the cache and checks every entry of `round` it serves, plus the newest committed one.

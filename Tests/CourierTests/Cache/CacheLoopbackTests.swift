@@ -29,11 +29,12 @@ import Testing
 
     /// Sends `request` on a fresh raw connection (`load` times it with the injected clock). The
     /// response's `Date` is restamped from that clock, as from a server whose clock agrees with
-    /// ours (the test moves its clock ahead of the real one).
-    func send(_ server: TestServer, _ request: HTTPRequest) throws -> CacheTransportResponse {
-        let connection = try RawHTTPConnection(port: server.port)
+    /// ours (the test moves its clock ahead of the real one). The socket calls run off the
+    /// cooperative pool (see `offPool`), so they cannot stall the run's other async tests.
+    func send(_ server: TestServer, _ request: HTTPRequest) async throws -> CacheTransportResponse {
+        let connection = try await offPool { try RawHTTPConnection(port: server.port) }
         let headers = request.headerFields.map { ($0.name.rawName, $0.value) }
-        let raw = try connection.request(request.method.rawValue, request.path ?? "/", headers: headers)
+        let raw = try await connection.request(request.method.rawValue, request.path ?? "/", headers: headers)
         var fields = HTTPFields()
         for (name, value) in raw.headers {
             if let name = HTTPField.Name(name) { fields.append(HTTPField(name: name, value: value)) }
@@ -44,7 +45,7 @@ import Testing
     }
 
     func load(_ cache: HostScopedCache, _ server: TestServer, _ request: CacheRequest) async throws -> CacheLoadResult {
-        try await cache.load(request) { outgoing in try send(server, outgoing) }
+        try await cache.load(request) { outgoing in try await send(server, outgoing) }
     }
 
     @Test func aFreshHitNeverTouchesTheNetwork() async throws {
@@ -191,7 +192,7 @@ import Testing
         let call = CacheRequest(request(server, "/cache/etag?max-age=60"))
         for _ in 0..<2 {
             let result = try await cache.load(call) { outgoing in
-                var response = try send(server, outgoing)
+                var response = try await send(server, outgoing)
                 response.mayStore = false  // e.g. it came from a redirect target
                 return response
             }

@@ -98,11 +98,12 @@ import Testing
         let client = try makeClient()
         let task = Task { try await client.send(HTTPRequest(.get, server.url("/hang"))) }
         await arrived.wait()
-        #expect(await eventually { server.openConnections == 1 })
+        // The server counts a connection as open before its handler runs.
+        #expect(server.openConnections == 1)
         task.cancel()
         let result = await task.result
         #expect(throws: CancellationError.self) { try result.get() }
-        #expect(await eventually { server.openConnections == 0 })
+        #expect(await server.waitForOpenConnections(atMost: 0))
         // The transport keeps working after a cancellation.
         #expect(try await client.send(HTTPRequest(.get, server.url("/echo"))).status == .ok)
     }
@@ -111,8 +112,10 @@ import Testing
         let server = try TestServer()
         defer { server.stop() }
         let transport = try CurlTransport()
+        // A five-minute stream: a loaded parallel run has held this task for 20 s, and a stream
+        // that ends in that time would end the loop without the cancellation under test.
         let response = try await transport.stream(
-            TransportRequest(head: HTTPRequest(.get, server.url("/stream/1000?intervalMs=20"))))
+            TransportRequest(head: HTTPRequest(.get, server.url("/stream/6000?intervalMs=50"))))
         var iterator = response.body.makeAsyncIterator()
         let first = try await iterator.next()
         #expect(first != nil)
@@ -123,7 +126,7 @@ import Testing
         task.cancel()
         let result = await task.result
         #expect(throws: CancellationError.self) { try result.get() }
-        #expect(await eventually { server.openConnections == 0 })
+        #expect(await server.waitForOpenConnections(atMost: 0))
     }
 
     @Test func alreadyCancelledTaskSendsNothing() async throws {

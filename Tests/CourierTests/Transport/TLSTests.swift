@@ -16,16 +16,10 @@ struct TLSTests {
         return root
     }
 
-    /// Starts nginx on a thread of its own: making certificates and waiting for nginx blocks,
-    /// and must not hold one of the few threads every other test's tasks run on.
+    /// Starts nginx on a thread of its own (`offPool`): making certificates and waiting for
+    /// nginx blocks, and must not hold one of the few threads every other test's tasks run on.
     func startNginx(tls: Bool, http2: Bool, root: URL, extraConfig: String = "") async throws -> NginxServer {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                continuation.resume(
-                    with: Result { try NginxServer.start(tls: tls, http2: http2, root: root, extraConfig: extraConfig) }
-                )
-            }.start()
-        }
+        try await offPool { try NginxServer.start(tls: tls, http2: http2, root: root, extraConfig: extraConfig) }
     }
 
     @Test func untrustedCertificateFailsAndTheCAFixesIt() async throws {

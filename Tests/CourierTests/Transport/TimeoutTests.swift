@@ -5,15 +5,21 @@ import HTTPTypes
 import Testing
 
 @Suite struct TimeoutTests {
-    /// Far above the timeouts under test, far below the 30 s fallbacks (stall, total) that would
-    /// end the request if the timeout under test did not work. Loose because a parallel test run
-    /// on a loaded two-core machine can delay a resumed task by seconds.
-    static let bound: Duration = .seconds(15)
+    /// What ends a request if the timeout under test is not enforced: each test sets the
+    /// client's other timeouts (stall, total) to this.
+    static let fallback: Duration = .seconds(120)
+
+    /// Far above the timeouts under test (≤ 1 s), far below ``fallback``. Loose because a full
+    /// parallel run on a loaded two-core machine has delayed a resumed task by up to ~20 s.
+    static let bound: Duration = fallback / 2
 
     @Test func totalTimeoutAgainstASilentServer() async throws {
         let server = try TestServer.blackHole()
         defer { server.stop() }
-        let client = try makeClient { $0.timeout = .milliseconds(400) }
+        let client = try makeClient {
+            $0.timeout = .milliseconds(400)
+            $0.stallTimeout = Self.fallback
+        }
         let start = ContinuousClock.now
         let error = await courierError { _ = try await client.send(HTTPRequest(.get, server.baseURL)) }
         #expect(error?.code == .timedOut)
@@ -37,7 +43,7 @@ import Testing
         defer { server.stop() }
         server.enqueue(ScriptedResponse(body: Data(count: 10_000), fault: .stallAfterHeaders))
         let client = try makeClient {
-            $0.timeout = .seconds(30)
+            $0.timeout = Self.fallback
             $0.stallTimeout = .seconds(1)
         }
         let start = ContinuousClock.now
@@ -58,11 +64,12 @@ import Testing
     }
 
     @Test func connectTimeoutAgainstAFullBacklog() async throws {
-        let server = try TestServer.fullBacklog()
+        let server = try await offPool { try TestServer.fullBacklog() }  // filling the backlog blocks
         defer { server.stop() }
         let client = try makeClient {
             $0.connectTimeout = .milliseconds(300)
-            $0.timeout = .seconds(30)
+            $0.timeout = Self.fallback
+            $0.stallTimeout = Self.fallback
         }
         let start = ContinuousClock.now
         let error = await courierError { _ = try await client.send(HTTPRequest(.get, server.baseURL)) }
