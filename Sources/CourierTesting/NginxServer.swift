@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-import Synchronization
 
 /// nginx from the system, started for a test with a config in a temporary folder, optionally
 /// with TLS (a self-signed CA and a certificate for `127.0.0.1`/`localhost`) and HTTP/2.
@@ -28,11 +27,10 @@ public final class NginxServer: Sendable {
     /// The process id of nginx's master process.
     public let pid: Int32
 
-    private let process: SendableProcess
-    private let stopped = Mutex(false)
+    private let stopped = Locked(false)
 
     /// Whether an nginx binary is available.
-    public static var isInstalled: Bool { executable() != nil }
+    public static var isInstalled: Bool { ChildProcess.find("nginx") != nil }
 
     /// Writes a config, makes certificates when `tls` is set, starts nginx on a free port and
     /// waits until it accepts connections.
@@ -46,7 +44,7 @@ public final class NginxServer: Sendable {
     public static func start(tls: Bool = true, http2: Bool = true, root: URL, extraConfig: String = "") throws
         -> NginxServer
     {
-        guard let nginx = executable() else {
+        guard let nginx = ChildProcess.find("nginx") else {
             throw Failure(description: "nginx is not installed (apt-get install nginx); NginxServer needs it")
         }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -64,21 +62,15 @@ public final class NginxServer: Sendable {
                     extraConfig: extraConfig)
                 let configURL = directory.appendingPathComponent("nginx.conf")
                 try config.write(to: configURL, atomically: true, encoding: .utf8)
-                let process = Process()
-                process.executableURL = nginx
-                process.arguments = ["-c", configURL.path, "-p", directory.path, "-e", directory.path + "/error.log"]
-                process.standardOutput = FileHandle.nullDevice
-                process.standardError = FileHandle.nullDevice
-                try process.run()
-                if waitUntilAccepting(port: port, process: process, timeout: .seconds(10)) {
+                let pid = try ChildProcess.spawn(
+                    nginx, ["-c", configURL.path, "-p", directory.path, "-e", directory.path + "/error.log"]
+                ).pid
+                if waitUntilAccepting(port: port, pid: pid, timeout: .seconds(10)) {
                     return NginxServer(
                         port: port, tls: certificates != nil, caBundlePath: certificates?.caPath, directory: directory,
-                        process: process)
+                        pid: pid)
                 }
-                if process.isRunning {
-                    process.terminate()
-                    process.waitUntilExit()
-                }
+                terminate(pid)
                 lastError =
                     (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
             }
@@ -89,13 +81,12 @@ public final class NginxServer: Sendable {
         }
     }
 
-    private init(port: UInt16, tls: Bool, caBundlePath: String?, directory: URL, process: Process) {
+    private init(port: UInt16, tls: Bool, caBundlePath: String?, directory: URL, pid: pid_t) {
         self.port = port
         self.baseURL = URL(string: "\(tls ? "https" : "http")://127.0.0.1:\(port)")!
         self.caBundlePath = caBundlePath
         self.directory = directory
-        self.pid = process.processIdentifier
-        self.process = SendableProcess(process: process)
+        self.pid = pid
     }
 
     deinit {
@@ -115,18 +106,7 @@ public final class NginxServer: Sendable {
             return !stopped
         }
         guard first else { return }
-        let process = process.process
-        if process.isRunning {
-            let box = self.process
-            let pid = self.pid
-            // A watchdog in case nginx ignores SIGTERM; it checks the process has not been
-            // reaped, so it never signals a recycled pid.
-            DispatchQueue.global().asyncAfter(deadline: .now() + 5) {
-                if box.process.isRunning { kill(pid, SIGKILL) }
-            }
-            kill(pid, SIGTERM)
-            process.waitUntilExit()
-        }
+        Self.terminate(pid)
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -137,11 +117,17 @@ public final class NginxServer: Sendable {
 
     // MARK: - Private
 
-    private static func executable() -> URL? {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
-        let candidates = path.split(separator: ":").map(String.init) + ["/usr/sbin", "/usr/local/sbin", "/usr/bin"]
-        return candidates.map { URL(fileURLWithPath: $0).appendingPathComponent("nginx") }
-            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    /// Sends SIGTERM, waits up to five seconds for the exit (then SIGKILL), and reaps the process.
+    private static func terminate(_ pid: pid_t) {
+        guard ChildProcess.poll(pid) == nil else { return }
+        kill(pid, SIGTERM)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < deadline {
+            if ChildProcess.poll(pid) != nil { return }
+            usleep(2_000)  // nginx's shutdown takes a few milliseconds
+        }
+        kill(pid, SIGKILL)
+        _ = ChildProcess.wait(pid)
     }
 
     private static func freePort() throws -> UInt16 {
@@ -151,9 +137,9 @@ public final class NginxServer: Sendable {
     }
 
     /// Tries to connect until one succeeds, nginx exits, or `timeout` passes.
-    private static func waitUntilAccepting(port: UInt16, process: Process, timeout: Duration) -> Bool {
+    private static func waitUntilAccepting(port: UInt16, pid: pid_t, timeout: Duration) -> Bool {
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline && process.isRunning {
+        while ContinuousClock.now < deadline {
             if let fd = try? Socket.connectNonBlocking(host: "127.0.0.1", port: port) {
                 defer { close(fd) }
                 if !Socket.poll([fd], events: Int16(POLLOUT), timeoutMilliseconds: 100).isEmpty {
@@ -163,7 +149,9 @@ public final class NginxServer: Sendable {
                     if error == 0 { return true }
                 }
             }
-            usleep(10_000)  // connection refused: nginx has not bound yet; try again shortly
+            // Refused: nginx has not bound yet, or it exited (e.g. the port was taken).
+            if ChildProcess.poll(pid) != nil { return false }
+            usleep(10_000)
         }
         return false
     }
@@ -222,13 +210,4 @@ public final class NginxServer: Sendable {
 
             """
     }
-}
-
-/// Holds the nginx `Process`.
-///
-/// `@unchecked Sendable`: after `start` the object is only read (`isRunning`) and waited on
-/// (`waitUntilExit`), which Foundation's `Process` does under its own lock; `stop()` runs once.
-private final class SendableProcess: @unchecked Sendable {
-    let process: Process
-    init(process: Process) { self.process = process }
 }

@@ -55,7 +55,9 @@ extension ServerCore {
     func statusLineAndHeaders(_ response: ScriptedResponse, extra: [(String, String)]) -> [UInt8] {
         let reason = response.reason ?? HTTPResponse.Status(code: response.status).reasonPhrase
         var text = "HTTP/1.1 \(response.status) \(reason)\r\n"
-        if response.headers[.date] == nil { text += "Date: \(HTTPDate.format(Date()))\r\n" }
+        if response.headers[.date] == nil && state.withLock({ $0.sendsDateHeader }) {
+            text += "Date: \(HTTPDate.format(Date()))\r\n"
+        }
         for field in response.headers { text += "\(field.name.rawName): \(field.value)\r\n" }
         for (name, value) in extra { text += "\(name): \(value)\r\n" }
         return Array(text.utf8)

@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import Glibc
-import Synchronization
 
 /// The shared state and threads behind a ``TestServer``.
 ///
@@ -24,6 +23,7 @@ final class ServerCore: Sendable {
         var queue: [ScriptedResponse] = []
         var routes: [Route] = []
         var validBearerTokens: Set<String>? = nil
+        var sendsDateHeader = true
     }
 
     /// The largest request body kept in memory (`/upload` streams and has no limit).
@@ -31,15 +31,15 @@ final class ServerCore: Sendable {
 
     let host: String
     let port: UInt16
-    let state = Mutex(State())
+    let state = Locked(State())
     private let listenFD: Int32
     /// A pipe whose read end becomes readable (and stays so) when the server stops; every wait
     /// in the server polls it, so `stop()` interrupts delays, stalls and trickles.
     let wakeRead: Int32
     private let wakeWrite: Int32
     private let threads = DispatchGroup()
-    /// Broadcast whenever a connection ends, for ``waitForOpenConnections(atMost:timeout:)``.
-    private let connectionEnded = NSCondition()
+    /// Broadcast whenever a connection ends or a request is recorded, for ``waitUntil(timeout:_:)``.
+    private let changed = NSCondition()
 
     init(host: String, port: UInt16, backlog: Int32 = 1024) throws {
         let listener = try Socket.listen(host: host, port: port, backlog: backlog)
@@ -94,29 +94,34 @@ final class ServerCore: Sendable {
     /// Waits for `duration` unless the server stops first.
     /// - Returns: `false` when the server is stopping.
     func pause(_ duration: Duration) -> Bool {
-        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
-        guard milliseconds > 0 else { return !isStopped }
         let deadline = ContinuousClock.now + duration
         while true {
             let left = ContinuousClock.now.duration(to: deadline)
             if left <= .zero { return !isStopped }
-            let ms = Int32(
-                clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
-            if !Socket.poll([wakeRead], timeoutMilliseconds: ms).isEmpty { return false }
+            let milliseconds = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000
+            if !Socket.poll([wakeRead], timeoutMilliseconds: Int32(clamping: milliseconds + 1)).isEmpty { return false }
         }
     }
 
-    /// Blocks until at most `limit` connections are open, or `timeout` passes.
+    /// Blocks until `condition` holds for the state, or `timeout` passes. Re-checked whenever a
+    /// connection ends or a request is recorded.
     /// - Returns: whether the condition was met.
-    func waitForOpenConnections(atMost limit: Int, timeout: Duration) -> Bool {
+    func waitUntil(timeout: Duration, _ condition: (State) -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(
             Double(timeout.components.seconds) + Double(timeout.components.attoseconds) * 1e-18)
-        connectionEnded.lock()
-        defer { connectionEnded.unlock() }
-        while state.withLock({ $0.connections.count }) > limit {
-            if !connectionEnded.wait(until: deadline) { return state.withLock { $0.connections.count } <= limit }
+        changed.lock()
+        defer { changed.unlock() }
+        while !state.withLock({ condition($0) }) {
+            if !changed.wait(until: deadline) { return state.withLock { condition($0) } }
         }
         return true
+    }
+
+    /// Wakes ``waitUntil(timeout:_:)`` callers.
+    func signalChange() {
+        changed.lock()
+        changed.broadcast()
+        changed.unlock()
     }
 
     // MARK: - Accepting
@@ -148,9 +153,7 @@ final class ServerCore: Sendable {
                 serve(fd: fd, id: id)
                 state.withLock { _ = $0.connections.removeValue(forKey: id) }
                 close(fd)
-                connectionEnded.lock()
-                connectionEnded.broadcast()
-                connectionEnded.unlock()
+                signalChange()
                 threads.leave()
             }
             thread.name = "TestServer connection \(id)"
@@ -181,6 +184,7 @@ final class ServerCore: Sendable {
             }
             return .builtIn(state.validBearerTokens)
         }
+        signalChange()
         switch choice {
         case .scripted(let response): return response
         case .route(let handler): return handler(request)

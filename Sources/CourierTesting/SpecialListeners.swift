@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import Glibc
-import Synchronization
 
 extension TestServer {
     /// A listener that accepts connections and then never reads or answers — for total and
@@ -31,7 +30,7 @@ public final class BlackHoleServer: Sendable {
 
         let listenFD: Int32
         let wake: (read: Int32, write: Int32)
-        let state = Mutex(State())
+        let state = Locked(State())
         let done = DispatchSemaphore(value: 0)
 
         init(listenFD: Int32, wake: (read: Int32, write: Int32)) {
@@ -114,7 +113,7 @@ public final class BlackHoleServer: Sendable {
 public final class FullBacklogServer: Sendable {
     private let listenFD: Int32
     private let fillers: [Int32]
-    private let stopped = Mutex(false)
+    private let stopped = Locked(false)
     /// The bound port.
     public let port: UInt16
     /// `http://HOST:PORT`.

@@ -35,22 +35,14 @@ struct TestCertificates {
     }
 
     private static func openssl(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl"] + arguments
-        let errors = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errors
-        do {
-            try process.run()
-        } catch {
-            throw NginxServer.Failure(description: "could not run openssl: \(error)")
+        guard let openssl = ChildProcess.find("openssl") else {
+            throw NginxServer.Failure(description: "openssl is not installed (apt-get install openssl)")
         }
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        let result = try ChildProcess.run(openssl, arguments, capture: .capture, stderr: true)
+        guard result.status == 0 else {
             throw NginxServer.Failure(
-                description: "openssl \(arguments.first ?? "") failed: \(String(decoding: message, as: UTF8.self))")
+                description:
+                    "openssl \(arguments.first ?? "") failed: \(String(decoding: result.output, as: UTF8.self))")
         }
     }
 }

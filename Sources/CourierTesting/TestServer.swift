@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// An in-process HTTP/1.1 server on a loopback port, for tests — what OkHttp's MockWebServer
 /// gives Android teams.
@@ -24,6 +23,11 @@ import Synchronization
 /// - `/fault/{name}`: `reset-headers`, `reset-body`, `close-body`, `no-response`, `stall-after-headers`,
 ///   `trickle?bytes=N&intervalMs=M&total=T`, `truncated-chunked`, `bad-status-line`, `bad-header-bytes`,
 ///   `content-length-larger`, `content-length-smaller`, `huge-headers?size=N`, `endless` (see ``Fault``).
+///
+/// For another origin (cross-origin redirects, credential stripping) start a second server;
+/// `TestServer(host: "127.0.0.2")` also differs by host. The `waitFor…` methods come in a
+/// blocking form (for threads) and an `async` form (for async tests: it does not hold a thread
+/// of the cooperative pool); do not call them from a route handler.
 ///
 /// ```swift
 /// let server = try TestServer()
@@ -81,7 +85,19 @@ public final class TestServer: Sendable {
     /// - Returns: whether the condition was met in time.
     @discardableResult
     public func waitForOpenConnections(atMost limit: Int, timeout: Duration = .seconds(10)) -> Bool {
-        core.waitForOpenConnections(atMost: limit, timeout: timeout)
+        core.waitUntil(timeout: timeout) { $0.connections.count <= limit }
+    }
+
+    /// Blocks until at least `count` requests were received (counted as ``requestCount``), or
+    /// `timeout` passes — e.g. to know a slow request has reached the server before a test acts.
+    /// Wakes when a request arrives; no polling.
+    /// - Parameters:
+    ///   - count: The number of requests to wait for.
+    ///   - timeout: How long to wait at most.
+    /// - Returns: whether that many requests arrived in time.
+    @discardableResult
+    public func waitForRequests(atLeast count: Int, timeout: Duration = .seconds(10)) -> Bool {
+        core.waitUntil(timeout: timeout) { $0.requestCount >= count }
     }
 
     /// How many requests were received so far.
@@ -95,7 +111,8 @@ public final class TestServer: Sendable {
         core.state.withLock { $0.records.filter { $0.path == path } }
     }
 
-    /// Forgets the recorded requests and resets the request and connection counters.
+    /// Forgets the recorded requests and zeroes ``requestCount`` and ``acceptedConnections``
+    /// (connections already open stay open and keep their ids).
     public func resetRecords() {
         core.state.withLock {
             $0.records.removeAll()
@@ -144,6 +161,15 @@ public final class TestServer: Sendable {
         set { core.state.withLock { $0.validBearerTokens = newValue } }
     }
 
+    /// Whether responses without a `Date` header get one with the current time (default `true`).
+    ///
+    /// Cache tests that run on an injected clock can turn it off, or set `Date` themselves
+    /// (e.g. through `/response-headers?Date=…`).
+    public var sendsDateHeader: Bool {
+        get { core.state.withLock { $0.sendsDateHeader } }
+        set { core.state.withLock { $0.sendsDateHeader = newValue } }
+    }
+
     /// The deterministic bytes `/bytes/{n}` sends: byte `i` is `i % 251`.
     public static func bytePattern(count: Int) -> Data {
         var data = Data(capacity: count)
@@ -151,18 +177,15 @@ public final class TestServer: Sendable {
         var remaining = count
         while remaining > 0 {
             let take = min(remaining, block.count)
-            data.append(block.prefix(take))
+            data.append(contentsOf: block[0..<take])
             remaining -= take
         }
         return data
     }
 
     /// 256 periods of the pattern, built once; every piece of `/bytes/{n}` is cut from it.
-    static let patternBlock: Data = {
-        var bytes = [UInt8](repeating: 0, count: 251 * 256)
-        bytes.withUnsafeMutableBufferPointer { buffer in
-            for index in buffer.indices { buffer[index] = UInt8(index % 251) }
-        }
-        return Data(bytes)
-    }()
+    ///
+    /// An array rather than `Data`: LeakSanitizer does not recognise the pointer inside a global
+    /// `Data`'s packed representation and would report the block as leaked.
+    static let patternBlock: [UInt8] = (0..<(251 * 256)).map { UInt8($0 % 251) }
 }

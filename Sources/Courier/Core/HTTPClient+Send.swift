@@ -106,7 +106,10 @@ extension HTTPClient {
         }
         var currentBody = body
         let limit = (options.redirects ?? configuration.redirects).maxRedirects
-        let sensitive = configuration.sensitiveHeaderNames.union(options.sensitiveHeaderNames)
+        let sensitive =
+            options.sensitiveHeaderNames.isEmpty
+            ? configuration.sensitiveHeaderNames
+            : configuration.sensitiveHeaderNames.union(options.sensitiveHeaderNames)
         let handler = RedirectHandler(sensitiveHeaderNames: sensitive)
         let redaction = Redaction(extraNames: sensitive)
         let clock = ContinuousClock()
@@ -126,7 +129,10 @@ extension HTTPClient {
                 }
                 transportOptions.timeout = remaining
             }
-            let target = Redaction.target(scheme: current.scheme, authority: current.authority, path: current.path)
+            // Built only when something is logged: this runs for every request.
+            let logs = logger.logLevel <= .debug
+            let target =
+                logs ? Redaction.target(scheme: current.scheme, authority: current.authority, path: current.path) : ""
             logger.debug(
                 "courier: → \(current.method) \(target)",
                 metadata: logger.logLevel <= .trace

@@ -38,7 +38,11 @@ final class CurlLoop: @unchecked Sendable {
     private let multi: UnsafeMutableRawPointer
     private let configuration: CurlTransport.Configuration
     private let resolveList: UnsafeMutablePointer<curl_slist>?
-    private let queue = Mutex<[Command]>([])
+    private struct Queue {
+        var commands: [Command] = []
+        var isShutDown = false
+    }
+    private let queue = Mutex(Queue())
 
     // MARK: loop thread only
     private var pending: [Command] = []
@@ -75,13 +79,18 @@ final class CurlLoop: @unchecked Sendable {
 
     /// Hands a command to the loop thread.
     func enqueue(_ command: Command) {
-        let wasEmpty = queue.withLock { queue in
-            queue.append(command)
-            return queue.count == 1
+        let accepted = queue.withLock { queue -> Bool in
+            guard !queue.isShutDown else { return false }
+            queue.commands.append(command)
+            // A longer queue means an earlier enqueue already woke the loop, which has not
+            // drained yet; one wakeup covers both. Inside the lock so it cannot race the
+            // multi handle's cleanup.
+            if queue.commands.count == 1 { curl_multi_wakeup(multi) }
+            return true
         }
-        // A non-empty queue means an earlier enqueue already woke the loop, which has not
-        // drained yet; one wakeup covers both.
-        if wasEmpty { curl_multi_wakeup(multi) }
+        if !accepted, case .add(let transfer) = command {
+            transfer.finish(.failure(CourierError(.cancelled, "the transport was shut down")))
+        }
     }
 
     // MARK: The loop
@@ -89,7 +98,7 @@ final class CurlLoop: @unchecked Sendable {
     private func run() {
         var running: Int32 = 0
         while true {
-            queue.withLock { swap(&$0, &pending) }
+            queue.withLock { swap(&$0.commands, &pending) }
             for command in pending {
                 switch command {
                 case .add(let transfer): start(transfer)
@@ -110,6 +119,8 @@ final class CurlLoop: @unchecked Sendable {
     }
 
     private func start(_ transfer: CurlTransfer) {
+        // Cancelled between enqueue and now: its caller has its CancellationError already.
+        guard !transfer.isCancelled else { return }
         let handle: EasyHandle
         do {
             handle = try pool.popLast() ?? EasyHandle()
@@ -157,6 +168,14 @@ final class CurlLoop: @unchecked Sendable {
     }
 
     private func shutDown() {
+        let late = queue.withLock { queue in
+            queue.isShutDown = true
+            defer { queue.commands.removeAll() }
+            return queue.commands
+        }
+        for case .add(let transfer) in late {
+            transfer.finish(.failure(CourierError(.cancelled, "the transport was shut down")))
+        }
         for (raw, transfer) in active {
             curl_multi_remove_handle(multi, raw)
             transfer.handle = nil
@@ -172,6 +191,7 @@ final class CurlLoop: @unchecked Sendable {
     private func configure(_ handle: EasyHandle, for transfer: CurlTransfer) throws(CourierError) {
         try handle.setDefaults()
         try handle.setURL(transfer.url)
+        if transfer.isHTTPS { try handle.setPipeWait() }
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         if transfer.sendsBody {
             try handle.setUpload(size: transfer.bodyLength)

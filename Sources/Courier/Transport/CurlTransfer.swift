@@ -29,6 +29,7 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     let url: String
+    let isHTTPS: Bool
     let method: HTTPRequest.Method
     /// The header list curl reads while sending; freed in `deinit`.
     let headerList: UnsafeMutablePointer<curl_slist>?
@@ -60,6 +61,7 @@ final class CurlTransfer: @unchecked Sendable {
             throw CourierError(.invalidRequest, "only http and https URLs are allowed, not \(scheme)")
         }
         url = "\(lowered)://\(authority)\(head.path ?? "/")"
+        isHTTPS = lowered == "https"
         method = head.method
         body = request.body
         do {
@@ -95,6 +97,14 @@ final class CurlTransfer: @unchecked Sendable {
         }
         if !installed { continuation.resume(throwing: CancellationError()) }
         return installed
+    }
+
+    /// Whether the caller cancelled before the transfer ended.
+    var isCancelled: Bool {
+        outcome.withLock { state in
+            if case .cancelled = state { return true }
+            return false
+        }
     }
 
     /// Resumes the waiting caller with `result`, exactly once; later calls do nothing.

@@ -50,8 +50,6 @@ final class EasyHandle {
         try setString(CURLOPT_PROTOCOLS_STR, "http,https", "PROTOCOLS_STR")
         try setString(CURLOPT_REDIR_PROTOCOLS_STR, "http,https", "REDIR_PROTOCOLS_STR")
         try setLong(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS, "HTTP_VERSION")
-        // Wait for a connection that may multiplex (HTTP/2) instead of opening another.
-        try setLong(CURLOPT_PIPEWAIT, 1, "PIPEWAIT")
         // "" offers every encoding this libcurl can decode (gzip, deflate, br, zstd).
         try setString(CURLOPT_ACCEPT_ENCODING, "", "ACCEPT_ENCODING")
         try setLong(CURLOPT_SSL_VERIFYPEER, 1, "SSL_VERIFYPEER")
@@ -64,6 +62,11 @@ final class EasyHandle {
     func setURL(_ url: String) throws(CourierError) {
         try setString(CURLOPT_URL, url, "URL")
     }
+
+    /// Waits for a connection being set up to tell (by ALPN) whether it multiplexes (HTTP/2)
+    /// instead of opening another. Only for https: a plain-http connection is HTTP/1.1 anyway,
+    /// and curl would hold new requests until the first response came back.
+    func setPipeWait() throws(CourierError) { try setLong(CURLOPT_PIPEWAIT, 1, "PIPEWAIT") }
 
     func setPrivate(_ pointer: UnsafeMutableRawPointer) throws(CourierError) {
         try check(courier_easy_setopt_pointer(raw, CURLOPT_PRIVATE, pointer), "PRIVATE")
@@ -112,6 +115,8 @@ final class EasyHandle {
     /// `nil` sets an empty proxy, which also makes curl ignore `http_proxy` & co.
     func setProxy(_ proxy: String?) throws(CourierError) {
         try setString(CURLOPT_PROXY, proxy ?? "", "PROXY")
+        // A CONNECT tunnel's "200 Connection established" head is not the response.
+        if proxy != nil { try setLong(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1, "SUPPRESS_CONNECT_HEADERS") }
     }
 
     func setCAInfo(_ path: String) throws(CourierError) {

@@ -118,13 +118,15 @@ import Testing
         #expect(serializer.acceptHeader == "application/json, text/json")
     }
 
+    /// The defaults are Courier's value-type coders (nothing to rebuild); Foundation's class
+    /// coders, when chosen, are one shared instance.
     @Test func sharedDefaultsAreReusedNotRebuilt() {
-        let sameDecoder =
-            (JSONModelDecoding.json.decoder as AnyObject) === (JSONModelDecoding.json.decoder as AnyObject)
-        let sameEncoder =
-            (JSONRequestSerializer.json.encoder as AnyObject) === (JSONRequestSerializer.json.encoder as AnyObject)
-        #expect(sameDecoder)
-        #expect(sameEncoder)
+        #expect(JSONModelDecoding.json.decoder is CourierJSONDecoder)
+        #expect(JSONRequestSerializer.json.encoder is CourierJSONEncoder)
+        let sameFoundationDecoder =
+            (JSONModelDecoding.foundationJSON.decoder as AnyObject)
+            === (JSONModelDecoding.foundationJSON.decoder as AnyObject)
+        #expect(sameFoundationDecoder)
     }
 }
 

@@ -5,17 +5,12 @@ import Testing
 
 @Suite struct NginxServerTests {
     /// Runs `/usr/bin/curl` with `arguments`; returns its exit status and standard output.
-    private func curl(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["-sS", "--max-time", "10", "--noproxy", "*"] + arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    private func curl(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+        let result = try await offPool {
+            try ChildProcess.run(
+                "/usr/bin/curl", ["-sS", "--max-time", "10", "--noproxy", "*"] + arguments, capture: .capture)
+        }
+        return (result.status, String(decoding: result.output, as: UTF8.self))
     }
 
     private func makeRoot() throws -> URL {
@@ -25,42 +20,49 @@ import Testing
         return root
     }
 
-    @Test func servesHTTP2OverTLSWithTheTestCA() throws {
+    @Test func servesHTTP2OverTLSWithTheTestCA() async throws {
         let root = try makeRoot()
         defer { try? FileManager.default.removeItem(at: root) }
-        let nginx = try NginxServer.start(tls: true, http2: true, root: root)
+        let nginx = try await offPool { try NginxServer.start(tls: true, http2: true, root: root) }
         defer { nginx.stop() }
         let caBundle = try #require(nginx.caBundlePath)
         #expect(nginx.baseURL.scheme == "https")
 
-        let ok = try curl(["--cacert", caBundle, "-w", "|%{http_version}", nginx.url("/hello.txt").absoluteString])
+        let ok = try await curl([
+            "--cacert", caBundle, "-w", "|%{http_version}", nginx.url("/hello.txt").absoluteString,
+        ])
         #expect(ok.status == 0)
         #expect(ok.output == "hello from nginx\n|2")
 
         // localhost is in the certificate too.
-        let byName = try curl(["--cacert", caBundle, "-o", "/dev/null", "https://localhost:\(nginx.port)/hello.txt"])
+        let byName = try await curl([
+            "--cacert", caBundle, "-o", "/dev/null", "https://localhost:\(nginx.port)/hello.txt",
+        ])
         #expect(byName.status == 0)
 
         // Without the CA the handshake fails verification (curl exit 60).
-        let untrusted = try curl(["-o", "/dev/null", nginx.url("/hello.txt").absoluteString])
+        let untrusted = try await curl(["-o", "/dev/null", nginx.url("/hello.txt").absoluteString])
         #expect(untrusted.status == 60)
     }
 
-    @Test func plainHTTPAndExtraConfig() throws {
+    @Test func plainHTTPAndExtraConfig() async throws {
         let root = try makeRoot()
         defer { try? FileManager.default.removeItem(at: root) }
-        let nginx = try NginxServer.start(
-            tls: false, http2: false, root: root, extraConfig: "location = /teapot { return 418 \"short and stout\"; }")
+        let nginx = try await offPool {
+            try NginxServer.start(
+                tls: false, http2: false, root: root,
+                extraConfig: "location = /teapot { return 418 \"short and stout\"; }")
+        }
         defer { nginx.stop() }
         #expect(nginx.caBundlePath == nil)
-        let teapot = try curl(["-w", "|%{http_code}", nginx.url("/teapot").absoluteString])
+        let teapot = try await curl(["-w", "|%{http_code}", nginx.url("/teapot").absoluteString])
         #expect(teapot.output == "short and stout|418")
     }
 
-    @Test func stopKillsNginxAndCleansUp() throws {
+    @Test func stopKillsNginxAndCleansUp() async throws {
         let root = try makeRoot()
         defer { try? FileManager.default.removeItem(at: root) }
-        let nginx = try NginxServer.start(tls: true, http2: true, root: root)
+        let nginx = try await offPool { try NginxServer.start(tls: true, http2: true, root: root) }
         let directory = nginx.directory
         #expect(kill(nginx.pid, 0) == 0)
         nginx.stop()
@@ -68,5 +70,19 @@ import Testing
         #expect(kill(nginx.pid, 0) == -1)
         #expect(!FileManager.default.fileExists(atPath: directory.path))
         #expect(throws: RawHTTPError.self) { try RawHTTPConnection(port: nginx.port) }
+    }
+
+    @Test func childProcessReportsStatusOutputAndSignals() async throws {
+        let ran = try ChildProcess.run("/bin/sh", ["-c", "echo out; echo err >&2; exit 3"], capture: .capture)
+        #expect(ran.status == 3)
+        #expect(String(decoding: ran.output, as: UTF8.self) == "out\n")
+        let errors = try ChildProcess.run("/bin/sh", ["-c", "echo err >&2"], capture: .capture, stderr: true)
+        #expect(String(decoding: errors.output, as: UTF8.self) == "err\n")
+        let sleeper = try ChildProcess.spawn("/bin/sleep", ["30"])
+        #expect(ChildProcess.poll(sleeper.pid) == nil)
+        kill(sleeper.pid, SIGTERM)
+        #expect(ChildProcess.wait(sleeper.pid) == 128 + SIGTERM)
+        #expect(ChildProcess.find("sh") != nil)
+        #expect(ChildProcess.find("no-such-tool-\(UUID().uuidString)") == nil)
     }
 }

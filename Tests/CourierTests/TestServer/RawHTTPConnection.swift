@@ -4,7 +4,7 @@ import Glibc
 @testable import CourierTesting
 
 /// A response as read off the wire by ``RawHTTPConnection``.
-struct RawResponse {
+struct RawResponse: Sendable {
     var status: Int
     var statusLine: String
     var headers: [(name: String, value: String)]
@@ -29,16 +29,16 @@ enum RawHTTPError: Error, Equatable {
 
 /// A blocking HTTP/1.1 client on a raw socket, so the server's tests do not depend on the
 /// library's transport. Every read gives up after `timeout` so a broken server cannot hang a test.
-final class RawHTTPConnection {
+final class RawHTTPConnection: @unchecked Sendable {
     let fd: Int32
     private var buffer: [UInt8] = []
 
-    init(port: UInt16, timeout: Duration = .seconds(10)) throws {
+    init(host: String = "127.0.0.1", port: UInt16, timeout: Duration = .seconds(10)) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
-        inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+        inet_pton(AF_INET, host, &address.sin_addr)
         let result = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
@@ -112,7 +112,7 @@ final class RawHTTPConnection {
         } else if let length = response.header("Content-Length").flatMap(Int.init) {
             response.body = try read(count: length)
         } else {
-            response.body = readToEnd()
+            response.body = readUntilEnd().data
         }
         return response
     }
@@ -121,11 +121,6 @@ final class RawHTTPConnection {
         while buffer.count < count { try fill() }
         defer { buffer.removeFirst(count) }
         return Data(buffer[0..<count])
-    }
-
-    /// Reads until the server closes (or an error/timeout ends the stream).
-    func readToEnd() -> Data {
-        readUntilEnd().data
     }
 
     /// Reads until the stream ends; also says how it ended.
@@ -182,5 +177,52 @@ final class RawHTTPConnection {
         if count < 0 && errno == ECONNRESET { throw RawHTTPError.reset }
         guard count > 0 else { throw RawHTTPError.closed }
         buffer += scratch[0..<count]
+    }
+}
+
+/// Runs blocking socket work on a thread of its own and awaits it.
+///
+/// Swift Testing runs tests on the small cooperative pool (two threads on a two-core machine);
+/// a test blocking there in `recv` would stall every async test of the run and break their
+/// timing. The raw-socket tests therefore await their blocking calls through this.
+func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}
+
+/// The same calls, awaitable: in async tests these overloads are chosen and run off the pool.
+///
+/// `@unchecked Sendable` on the class is safe because a connection is used by one test at a
+/// time and each call is awaited before the next one starts.
+extension RawHTTPConnection {
+    func send(_ text: String) async throws {
+        try await offPool { try self.send(text) }
+    }
+
+    func send(_ data: Data) async throws {
+        try await offPool { try self.send(data) }
+    }
+
+    func request(
+        _ method: String, _ target: String, headers: [(String, String)] = [], body: Data? = nil
+    ) async throws -> RawResponse {
+        try await offPool { try self.request(method, target, headers: headers, body: body) }
+    }
+
+    func readHead() async throws -> RawResponse {
+        try await offPool { try self.readHead() }
+    }
+
+    func readResponse(method: String = "GET") async throws -> RawResponse {
+        try await offPool { try self.readResponse(method: method) }
+    }
+
+    func read(count: Int) async throws -> Data {
+        try await offPool { try self.read(count: count) }
+    }
+
+    func readUntilEnd() async -> (data: Data, end: RawHTTPError) {
+        (try? await offPool { self.readUntilEnd() }) ?? (Data(), .closed)
     }
 }

@@ -22,7 +22,7 @@ public struct JSONModelDecoding: ModelDecoding {
         self.acceptableContentTypes = acceptableContentTypes
     }
 
-    /// A Foundation `JSONDecoder` with the given strategies, built once here.
+    /// Courier's fast ``CourierJSONDecoder`` with the given strategies, built once here.
     /// - Parameters:
     ///   - keys: how JSON keys map to property names.
     ///   - dates: how dates are read.
@@ -36,7 +36,7 @@ public struct JSONModelDecoding: ModelDecoding {
         nonConformingFloats: JSONDecoder.NonConformingFloatDecodingStrategy = .throw,
         acceptableContentTypes: [String] = JSONModelDecoding.defaultContentTypes
     ) {
-        let decoder = JSONDecoder()
+        var decoder = CourierJSONDecoder()
         decoder.keyDecodingStrategy = keys
         decoder.dateDecodingStrategy = dates
         decoder.dataDecodingStrategy = data
@@ -49,6 +49,8 @@ public struct JSONModelDecoding: ModelDecoding {
 
     /// The shared default: Courier's default JSON decoder.
     public static let shared = JSONModelDecoding(decoder: DefaultJSONCoders.decoder)
+    /// Foundation's `JSONDecoder` with default strategies, shared.
+    static let foundationShared = JSONModelDecoding(decoder: JSONDecoder())
 
     /// Decodes `type` from JSON.
     /// - Throws: `CourierError.decoding` with the coding path and the underlying `DecodingError`.
@@ -64,6 +66,10 @@ public struct JSONModelDecoding: ModelDecoding {
 extension ModelDecoding where Self == JSONModelDecoding {
     /// JSON with default strategies, through one shared decoder.
     public static var json: JSONModelDecoding { .shared }
+
+    /// JSON through Foundation's `JSONDecoder` (default strategies), for code that depends on
+    /// one of the documented differences of ``CourierJSONDecoder``.
+    public static var foundationJSON: JSONModelDecoding { JSONModelDecoding.foundationShared }
 
     /// JSON with the given strategies (build it once and keep it).
     /// - Parameters:

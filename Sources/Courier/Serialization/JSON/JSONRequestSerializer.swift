@@ -31,7 +31,7 @@ public struct JSONRequestSerializer: RequestSerializer {
         self.contentType = contentType
     }
 
-    /// A Foundation `JSONEncoder` with the given strategies, built once here.
+    /// Courier's fast ``CourierJSONEncoder`` with the given strategies, built once here.
     /// - Parameters:
     ///   - keys: how property names become JSON keys.
     ///   - dates: how dates are written.
@@ -45,7 +45,7 @@ public struct JSONRequestSerializer: RequestSerializer {
         outputFormatting: JSONEncoder.OutputFormatting = [],
         destination: ParameterDestination = .methodDependent
     ) {
-        let encoder = JSONEncoder()
+        var encoder = CourierJSONEncoder()
         encoder.keyEncodingStrategy = keys
         encoder.dateEncodingStrategy = dates
         encoder.dataEncodingStrategy = data

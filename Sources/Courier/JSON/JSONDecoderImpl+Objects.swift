@@ -1,0 +1,178 @@
+import Foundation
+
+extension JSONDecoderImpl {
+    /// The value token of member `name` of `object`, or `nil`; the first of duplicates wins.
+    @inline(__always)
+    func findMember(_ object: Int, _ name: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard isValid else { return nil }
+        let end = Int(tokens[object].next)
+        if hintObject == object && hintKey < end && stringEquals(at: hintKey, name) {
+            let value = hintKey + 1
+            hintKey = Int(tokens[value].next)
+            return value
+        }
+        var key = object + 1
+        while key < end {
+            let value = key + 1
+            if stringEquals(at: key, name) {
+                if tokens[object].flags & JSONToken.mayHaveDuplicateKeys == 0 {
+                    hintObject = object
+                    hintKey = Int(tokens[value].next)
+                }
+                return value
+            }
+            key = Int(tokens[value].next)
+        }
+        return nil
+    }
+
+    /// Marks `object` as free of duplicate keys (so in-order lookups may skip ahead), or not.
+    /// Objects with many members are conservatively marked as possibly duplicated.
+    func checkDuplicateKeys(_ object: Int) {
+        let token = tokens[object]
+        var flags = token.flags | JSONToken.keysChecked
+        if token.length > 64 {
+            flags |= JSONToken.mayHaveDuplicateKeys
+        } else if token.length > 1 {
+            var key = object + 1
+            let end = Int(token.next)
+            var seen = 0
+            withUnsafeTemporaryAllocation(of: Int.self, capacity: Int(token.length)) { keys in
+                outer: while key < end {
+                    for other in keys[..<seen] where sameKey(other, key) {
+                        flags |= JSONToken.mayHaveDuplicateKeys
+                        break outer
+                    }
+                    keys[seen] = key
+                    seen += 1
+                    key = Int(tokens[key + 1].next)
+                }
+            }
+        }
+        tokens[object].flags = flags
+    }
+
+    private func sameKey(_ a: Int, _ b: Int) -> Bool {
+        let first = tokens[a]
+        let second = tokens[b]
+        if (first.flags | second.flags) & JSONToken.hasEscapes != 0 { return string(at: a) == string(at: b) }
+        return first.length == second.length
+            && memcmp(bytes + Int(first.start), bytes + Int(second.start), Int(first.length)) == 0
+    }
+
+    /// Each member's key after the snake-case or custom key strategy.
+    func convertedKeys(_ object: Int, path: [any CodingKey]) -> [String] {
+        var result: [String] = []
+        result.reserveCapacity(Int(tokens[object].length))
+        var key = object + 1
+        let end = Int(tokens[object].next)
+        while key < end {
+            let name = string(at: key)
+            switch options.keyDecodingStrategy {
+            case .convertFromSnakeCase: result.append(JSONKeyConversion.fromSnakeCase(name))
+            case .custom(let convert): result.append(convert(path + [JSONKey(stringValue: name)]).stringValue)
+            default: result.append(name)
+            }
+            key = Int(tokens[key + 1].next)
+        }
+        return result
+    }
+
+    /// A separate decoder for `superDecoder()`: it may outlive the container that made it.
+    func subDecoder(at value: Int, path: [any CodingKey]) -> JSONDecoderImpl {
+        let decoder = JSONDecoderImpl(
+            bytes: bytes, tape: tape, options: options, index: value, path: path, nullIndex: nullIndex)
+        decoder.isValid = isValid
+        subDecoders.append(decoder)
+        return decoder
+    }
+
+    // MARK: Foundation types
+
+    private func checkNotNull(_ type: Any.Type, at value: Int, path: @autoclosure () -> [any CodingKey]) throws {
+        if tokens[value].kind == .null {
+            throw DecodingError.valueNotFound(
+                type,
+                .init(
+                    codingPath: path(), debugDescription: "Cannot get value of type \(type) -- found null value instead"
+                ))
+        }
+    }
+
+    private func read<T>(
+        _ type: Any.Type, at value: Int, path: @autoclosure () -> [any CodingKey],
+        _ body: (Int) throws(JSONValueFailure) -> T
+    ) throws -> T {
+        do {
+            return try body(value)
+        } catch {
+            throw self.error(for: error, type: type, at: value, path: path())
+        }
+    }
+
+    func decodeDate(at value: Int, depth: Int, suffix: [any CodingKey], key: (any CodingKey)?) throws -> Date {
+        let valuePath = { self.path(depth: depth, suffix: suffix, appending: key) }
+        try checkNotNull(Date.self, at: value, path: valuePath())
+        switch options.dateDecodingStrategy {
+        case .deferredToDate:
+            return try withValue(at: value, depth: depth, suffix: suffix, key: key) { try Date(from: self) }
+        case .secondsSince1970:
+            return Date(timeIntervalSince1970: try read(Double.self, at: value, path: valuePath(), doubleValue))
+        case .millisecondsSince1970:
+            return Date(timeIntervalSince1970: try read(Double.self, at: value, path: valuePath(), doubleValue) / 1000)
+        case .iso8601:
+            let text = try read(String.self, at: value, path: valuePath(), stringValue)
+            guard let date = try? Date.ISO8601FormatStyle().parse(text) else {
+                throw DecodingError.dataCorrupted(
+                    .init(codingPath: valuePath(), debugDescription: "Expected date string to be ISO8601-formatted."))
+            }
+            return date
+        case .custom(let closure):
+            return try withValue(at: value, depth: depth, suffix: suffix, key: key) { try closure(self) }
+        @unknown default:
+            return try withValue(at: value, depth: depth, suffix: suffix, key: key) { try Date(from: self) }
+        }
+    }
+
+    func decodeData(at value: Int, depth: Int, suffix: [any CodingKey], key: (any CodingKey)?) throws -> Data {
+        let valuePath = { self.path(depth: depth, suffix: suffix, appending: key) }
+        try checkNotNull(Data.self, at: value, path: valuePath())
+        switch options.dataDecodingStrategy {
+        case .deferredToData:
+            return try withValue(at: value, depth: depth, suffix: suffix, key: key) { try Data(from: self) }
+        case .base64:
+            let text = try read(String.self, at: value, path: valuePath(), stringValue)
+            guard let data = Data(base64Encoded: text) else {
+                throw DecodingError.dataCorrupted(
+                    .init(codingPath: valuePath(), debugDescription: "Encountered Data is not valid Base64."))
+            }
+            return data
+        case .custom(let closure):
+            return try withValue(at: value, depth: depth, suffix: suffix, key: key) { try closure(self) }
+        @unknown default:
+            return try withValue(at: value, depth: depth, suffix: suffix, key: key) { try Data(from: self) }
+        }
+    }
+
+    func decodeURL(at value: Int, depth: Int, suffix: [any CodingKey], key: (any CodingKey)?) throws -> URL {
+        let valuePath = { self.path(depth: depth, suffix: suffix, appending: key) }
+        try checkNotNull(URL.self, at: value, path: valuePath())
+        let text = try read(String.self, at: value, path: valuePath(), stringValue)
+        guard let url = URL(string: text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: valuePath(), debugDescription: "Invalid URL string."))
+        }
+        return url
+    }
+
+    func decodeDecimal(at value: Int, depth: Int, suffix: [any CodingKey], key: (any CodingKey)?) throws -> Decimal {
+        let valuePath = { self.path(depth: depth, suffix: suffix, appending: key) }
+        try checkNotNull(Decimal.self, at: value, path: valuePath())
+        guard tokens[value].kind == .number else {
+            throw DecodingError.typeMismatch(Decimal.self, .init(codingPath: valuePath(), debugDescription: ""))
+        }
+        guard let decimal = Decimal(string: rawText(at: value), locale: nil) else {
+            throw self.error(for: .notRepresentable, type: Decimal.self, at: value, path: valuePath())
+        }
+        return decimal
+    }
+}

@@ -1,0 +1,71 @@
+/// Foundation's snake-case key conversions, reimplemented to give the same keys.
+enum JSONKeyConversion {
+    /// `my_url_value` → `myUrlValue`; leading and trailing underscores are kept.
+    static func fromSnakeCase(_ key: String) -> String {
+        guard !key.isEmpty else { return key }
+        guard let firstNonUnderscore = key.firstIndex(where: { $0 != "_" }) else { return key }
+        var lastNonUnderscore = key.index(before: key.endIndex)
+        while lastNonUnderscore > firstNonUnderscore && key[lastNonUnderscore] == "_" {
+            key.formIndex(before: &lastNonUnderscore)
+        }
+        let keyRange = firstNonUnderscore...lastNonUnderscore
+        let leading = key[key.startIndex..<firstNonUnderscore]
+        let trailing = key[key.index(after: lastNonUnderscore)...]
+        let components = key[keyRange].split(separator: "_")
+        let joined: String
+        if components.count == 1 {
+            joined = String(key[keyRange])
+        } else {
+            joined =
+                ([components[0].lowercased()] + components[1...].map { capitalized($0) }).joined()
+        }
+        return leading + joined + trailing
+    }
+
+    /// Foundation's `capitalized` for one word: first letter upper-cased, the rest lower-cased.
+    private static func capitalized(_ word: Substring) -> String {
+        guard let first = word.first else { return "" }
+        return first.uppercased() + word.dropFirst().lowercased()
+    }
+
+    /// `myURLValue` → `my_url_value`, splitting words at case changes like Foundation.
+    static func toSnakeCase(_ key: String) -> String {
+        guard !key.isEmpty else { return key }
+        var words: [Range<String.Index>] = []
+        var wordStart = key.startIndex
+        var searchRange = key.index(after: wordStart)..<key.endIndex
+        while let upperCaseRange = key.rangeOfCharacter(where: { $0.isUppercase }, in: searchRange) {
+            let untilUpperCase = wordStart..<upperCaseRange.lowerBound
+            words.append(untilUpperCase)
+            searchRange = upperCaseRange.lowerBound..<searchRange.upperBound
+            guard let lowerCaseRange = key.rangeOfCharacter(where: { $0.isLowercase }, in: searchRange) else {
+                wordStart = searchRange.lowerBound
+                break
+            }
+            let nextCharacterAfterCapital = key.index(after: upperCaseRange.lowerBound)
+            if lowerCaseRange.lowerBound == nextCharacterAfterCapital {
+                wordStart = upperCaseRange.lowerBound
+            } else {
+                let beforeLowerIndex = key.index(before: lowerCaseRange.lowerBound)
+                words.append(upperCaseRange.lowerBound..<beforeLowerIndex)
+                wordStart = beforeLowerIndex
+            }
+            searchRange = lowerCaseRange.upperBound..<searchRange.upperBound
+        }
+        words.append(wordStart..<searchRange.upperBound)
+        return words.map { key[$0].lowercased() }.joined(separator: "_")
+    }
+}
+
+extension String {
+    /// The range of the first character in `range` that satisfies `predicate`.
+    fileprivate func rangeOfCharacter(where predicate: (Character) -> Bool, in range: Range<Index>) -> Range<Index>? {
+        var index = range.lowerBound
+        while index < range.upperBound {
+            let next = self.index(after: index)
+            if predicate(self[index]) { return index..<next }
+            index = next
+        }
+        return nil
+    }
+}

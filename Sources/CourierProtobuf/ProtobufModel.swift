@@ -1,2 +1,0 @@
-import CProtobufC
-import Courier

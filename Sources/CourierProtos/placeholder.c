@@ -1,2 +1,0 @@
-// Replaced by the protoc-c output of scripts/generate-protos.sh.
-#include "CourierProtos.h"

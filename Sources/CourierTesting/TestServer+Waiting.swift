@@ -1,0 +1,32 @@
+import Foundation
+
+extension TestServer {
+    /// Waits until at most `limit` connections are open, or `timeout` passes, without blocking
+    /// a thread of the cooperative pool (the wait runs on a thread of its own).
+    /// - Parameters:
+    ///   - limit: The number of connections that may stay open.
+    ///   - timeout: How long to wait at most.
+    /// - Returns: whether the condition was met in time.
+    @discardableResult
+    public func waitForOpenConnections(atMost limit: Int, timeout: Duration = .seconds(10)) async -> Bool {
+        await Self.onOwnThread { self.core.waitUntil(timeout: timeout) { $0.connections.count <= limit } }
+    }
+
+    /// Waits until at least `count` requests were received, or `timeout` passes, without
+    /// blocking a thread of the cooperative pool.
+    /// - Parameters:
+    ///   - count: The number of requests to wait for.
+    ///   - timeout: How long to wait at most.
+    /// - Returns: whether that many requests arrived in time.
+    @discardableResult
+    public func waitForRequests(atLeast count: Int, timeout: Duration = .seconds(10)) async -> Bool {
+        await Self.onOwnThread { self.core.waitUntil(timeout: timeout) { $0.requestCount >= count } }
+    }
+
+    /// Runs a blocking wait on a new thread and awaits its result.
+    private static func onOwnThread(_ body: @escaping @Sendable () -> Bool) async -> Bool {
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: body()) }.start()
+        }
+    }
+}

@@ -1,5 +1,0 @@
-import Testing
-
-@Suite struct ProtobufPlaceholder {
-    @Test func compiles() { #expect(Bool(true)) }
-}

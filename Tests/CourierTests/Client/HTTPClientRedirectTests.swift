@@ -1,0 +1,119 @@
+import Courier
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+@Suite struct HTTPClientRedirectTests {
+    @Test func followsUpToTheLimitAndReportsTheFinalURL() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try makeClient()
+        let response = try await client.send(HTTPRequest(.get, server.url("/redirect/3")))
+        #expect(response.status == .ok)
+        #expect(response.redirectCount == 3)
+        #expect(response.url == server.url("/get"))
+        #expect(server.requestCount == 4)
+    }
+
+    @Test func tooManyRedirectsFail() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try makeClient { $0.redirects = .follow(max: 10) }
+        let error = await courierError { _ = try await client.send(HTTPRequest(.get, server.url("/redirect-loop"))) }
+        #expect(error?.code == .redirect)
+        #expect(server.requestCount == 11)
+        let limited = await courierError {
+            _ = try await client.send(
+                HTTPRequest(.get, server.url("/redirect/3")), options: RequestOptions(redirects: .follow(max: 2)))
+        }
+        #expect(limited?.code == .redirect)
+    }
+
+    @Test func zeroMeansTheRedirectIsReturned() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try makeClient { $0.redirects = .disabled }
+        let response = try await client.send(HTTPRequest(.get, server.url("/redirect/1")))
+        #expect(response.status.code == 302)
+        #expect(response.head.headerFields[.location] == "/get")
+        #expect(response.redirectCount == 0)
+        #expect(server.requestCount == 1)
+    }
+
+    @Test(arguments: [(301, "GET"), (302, "GET"), (303, "GET"), (307, "POST"), (308, "POST")])
+    func postRedirectsChangeMethodByStatus(status: Int, expectedMethod: String) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try makeClient()
+        var request = HTTPRequest(.post, server.url("/redirect-to?url=/echo&status=\(status)"))
+        request.headerFields[.contentType] = "text/plain"
+        let response = try await client.send(request, body: .data(Data("the body".utf8)))
+        let echo = try Echo(response.body)
+        #expect(echo.method == expectedMethod)
+        #expect(echo.body == (expectedMethod == "POST" ? "the body" : ""))
+        #expect((echo.headers["content-type"] != nil) == (expectedMethod == "POST"))
+        #expect(response.redirectCount == 1)
+    }
+
+    @Test func putKeepsItsMethodOn302ButNotOn303() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try makeClient()
+        let kept = try await client.send(
+            HTTPRequest(.put, server.url("/redirect-to?url=/echo&status=302")), body: .data(Data("x".utf8)))
+        #expect(try Echo(kept.body).method == "PUT")
+        let changed = try await client.send(
+            HTTPRequest(.put, server.url("/redirect-to?url=/echo&status=303")), body: .data(Data("x".utf8)))
+        #expect(try Echo(changed.body).method == "GET")
+    }
+
+    @Test func credentialsFollowSameOriginOnly() async throws {
+        let first = try TestServer()
+        let second = try TestServer()
+        defer {
+            first.stop()
+            second.stop()
+        }
+        let apiKey = HTTPField.Name("X-Api-Key")!
+        let client = try makeClient { $0.sensitiveHeaderNames = [apiKey] }
+        try client.logIn(credential: "token-1")
+        var request = HTTPRequest(.get, first.url("/redirect-to?url=/echo"))
+        request.headerFields[.cookie] = "session=1"
+        request.headerFields[apiKey] = "k"
+        request.headerFields[HTTPField.Name("X-Other")!] = "kept"
+        let same = try Echo(try await client.send(request).body)
+        #expect(same.headers["authorization"] == "Bearer token-1")
+        #expect(same.headers["cookie"] == "session=1")
+        #expect(same.headers["x-api-key"] == "k")
+
+        let target = second.url("/echo").absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        request.path = "/redirect-to?url=\(target)&status=307"
+        var perRequest = RequestOptions()
+        perRequest.sensitiveHeaderNames = [HTTPField.Name("X-Per-Request")!]
+        request.headerFields[HTTPField.Name("X-Per-Request")!] = "p"
+        let response = try await client.send(request, options: perRequest)
+        #expect(response.url == second.url("/echo"))
+        let cross = try Echo(response.body)
+        #expect(cross.headers["authorization"] == nil)
+        #expect(cross.headers["cookie"] == nil)
+        #expect(cross.headers["x-api-key"] == nil)
+        #expect(cross.headers["x-per-request"] == nil)
+        #expect(cross.headers["x-other"] == "kept")
+        // The first hop still carried them.
+        let firstHop = try #require(first.recordedRequests.last)
+        #expect(firstHop.header("Authorization") == "Bearer token-1")
+    }
+
+    @Test func badLocationsAreRefused() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try makeClient()
+        for location in ["ftp://127.0.0.1/x", "file:///etc/passwd", "http://user:pw@127.0.0.1/"] {
+            server.enqueue(.redirect(to: location))
+            let error = await courierError { _ = try await client.send(HTTPRequest(.get, server.url("/a"))) }
+            #expect(error?.code == .redirect, "\(location)")
+        }
+        #expect(server.requestCount == 3)
+    }
+}

@@ -1,0 +1,31 @@
+import Courier
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+@Suite struct HTTPClientStreamTests {
+    @Test func streamFollowsRedirectsAndYieldsTheFinalBody() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try makeClient()
+        let response = try await client.stream(HTTPRequest(.get, server.url("/redirect-to?url=/stream/5")))
+        #expect(response.redirectCount == 1)
+        #expect(response.head.status == .ok)
+        var lines = 0
+        for try await chunk in response.body { lines += chunk.filter { $0 == UInt8(ascii: "\n") }.count }
+        #expect(lines == 5)
+        #expect(server.acceptedConnections == 1)
+    }
+
+    @Test func droppingAnUnreadStreamAbortsTheTransfer() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try makeClient()
+        do {
+            let response = try await client.stream(HTTPRequest(.get, server.url("/stream/1000?intervalMs=20")))
+            #expect(response.head.status == .ok)
+        }
+        #expect(await eventually { server.openConnections == 0 })
+    }
+}

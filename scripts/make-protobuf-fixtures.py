@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Writes the golden protobuf fixtures in Fixtures/protobuf/ with Google's own runtime.
+
+The schema comes from a descriptor set made by `protoc --include_imports --descriptor_set_out`
+from Protos/ (committed as Fixtures/protobuf/courier.desc), not from generated _pb2 modules, so
+the versions of protoc and the Python package never need to match.
+
+For each case it writes <case>.bin (serialized with deterministic=True, so map entries are
+sorted by key) and adds to expected.json the value as the Swift test models' Codable JSON:
+camelCase keys; int64 as numbers; bytes as base64; enums as numbers; maps with string keys as
+objects and other keys as [key, value, ...] arrays (how Swift's Dictionary codes them); fields
+with presence (oneof members, proto3 `optional`, proto2 `optional`, messages) only when set,
+except the proto2 fields the Swift model declares non-optional to read their defaults.
+
+Usage: pip install protobuf; scripts/make-protobuf-fixtures.py
+"""
+
+import base64
+import json
+import os
+import subprocess
+import sys
+
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.descriptor import FieldDescriptor
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "Fixtures", "protobuf")
+DESC = os.path.join(OUT, "courier.desc")
+
+# proto2 fields with presence that the Swift test model declares non-optional (to read defaults).
+NON_OPTIONAL = {
+    "courier.test.Legacy": {"retries", "ratio", "enabled", "big", "values"},
+}
+
+
+def build_descriptor_set():
+    protos = []
+    for base, _, files in os.walk(os.path.join(ROOT, "Protos")):
+        for name in files:
+            if name.endswith(".proto"):
+                protos.append(os.path.relpath(os.path.join(base, name), os.path.join(ROOT, "Protos")))
+    protos.sort()
+    subprocess.run(
+        ["protoc", "--include_imports", "--descriptor_set_out=" + DESC, "-I", os.path.join(ROOT, "Protos")] + protos,
+        check=True,
+    )
+    fds = descriptor_pb2.FileDescriptorSet.FromString(open(DESC, "rb").read())
+    pool = descriptor_pool.DescriptorPool()
+    for f in fds.file:
+        pool.Add(f)
+    return pool
+
+
+def scalar_json(field, value):
+    if field.type == FieldDescriptor.TYPE_BYTES:
+        return base64.b64encode(value).decode("ascii")
+    if field.type == FieldDescriptor.TYPE_MESSAGE:
+        return swift_json(value)
+    return value
+
+
+def has_presence(field):
+    return field.has_presence
+
+
+def swift_json(message):
+    result = {}
+    desc = message.DESCRIPTOR
+    keep = NON_OPTIONAL.get(desc.full_name, set())
+    for field in desc.fields:
+        key = field.json_name
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            key_field = field.message_type.fields_by_name["key"]
+            value_field = field.message_type.fields_by_name["value"]
+            entries = sorted(getattr(message, field.name).items())
+            if key_field.type == FieldDescriptor.TYPE_STRING:
+                result[key] = {k: scalar_json(value_field, v) for k, v in entries}
+            else:
+                flat = []
+                for k, v in entries:
+                    flat += [k, scalar_json(value_field, v)]
+                result[key] = flat
+        elif field.is_repeated:
+            result[key] = [scalar_json(field, v) for v in getattr(message, field.name)]
+        elif has_presence(field) and field.name not in keep:
+            if message.HasField(field.name):
+                result[key] = scalar_json(field, getattr(message, field.name))
+        else:
+            result[key] = scalar_json(field, getattr(message, field.name))
+    return result
+
+
+def cases(pool):
+    def new(type_name, **fields):
+        cls = message_factory.GetMessageClass(pool.FindMessageTypeByName(type_name))
+        return cls(**fields)
+
+    point = lambda x, y, label="": {"x": x, "y": y, "label": label}
+    yield "scalars_typical", new(
+        "courier.test.Scalars",
+        int32_value=42, int64_value=-9000000000, uint32_value=4000000000, uint64_value=12345678901234567890,
+        sint32_value=-17, sint64_value=-123456789012, fixed32_value=3000000000, fixed64_value=9876543210,
+        sfixed32_value=-5, sfixed64_value=-6000000000000, float_value=1.5, double_value=-2.25,
+        bool_value=True, string_value="héllo, wörld ✓", bytes_value=bytes([0, 1, 2, 254, 255]), color=2,
+    )
+    yield "scalars_extremes", new(
+        "courier.test.Scalars",
+        int32_value=-2147483648, int64_value=-9223372036854775808, uint32_value=4294967295,
+        uint64_value=18446744073709551615, sint32_value=2147483647, sint64_value=-9223372036854775808,
+        fixed32_value=4294967295, fixed64_value=18446744073709551615, sfixed32_value=-2147483648,
+        sfixed64_value=9223372036854775807, float_value=3.4028234663852886e38, double_value=5e-324,
+        bool_value=True, string_value="x" * 300, bytes_value=bytes(range(256)), color=3,
+    )
+    yield "scalars_empty", new("courier.test.Scalars")
+    yield "repeated_all", new(
+        "courier.test.Repeated",
+        packed_int32=[1, -1, 300, -2147483648, 2147483647], packed_sint64=[-1, 1, -9223372036854775808],
+        packed_double=[0.5, -1.25, 1e300], packed_bool=[True, False, True], packed_fixed32=[0, 1, 4294967295],
+        packed_colors=[1, 2, 3, 0], unpacked_int32=[7, -7, 70000], unpacked_float=[0.25, -8.5],
+        unpacked_uint64=[0, 18446744073709551615], strings=["a", "", "ünïcode", "emoji 🚀"],
+        blobs=[b"", b"\x00\x01", b"xyz"], points=[point(1, 2, "a"), point(-3, -4), point(0, 0, "origin")],
+    )
+    yield "repeated_empty", new("courier.test.Repeated")
+    yield "maps_all", new(
+        "courier.test.Maps",
+        counts={"apples": 3, "bananas": -1, "": 0, "cherries": 2147483647},
+        points_by_id={1: point(1, 1, "one"), -5: point(-5, 5), 9000000000: point(9, 9, "big")},
+        names={1: "one", 2: "two", 4294967295: "max"},
+        colors={"sky": 3, "grass": 2, "unset": 0},
+    )
+    yield "choice_number", new("courier.test.Choice", number=0, tail=1)
+    yield "choice_text", new("courier.test.Choice", text="chosen", maybe_count=0, maybe_name="", tail=-1)
+    yield "choice_point", new(
+        "courier.test.Choice", point=point(3, 4, "p"), origin=point(0, 0), maybe_ratio=0.0, maybe_color=0
+    )
+    yield "choice_color", new("courier.test.Choice", color=1, maybe_count=-7, maybe_name="n", maybe_ratio=-0.5)
+    yield "choice_none", new("courier.test.Choice")
+    yield "legacy_minimal", new("courier.test.Legacy", id=1, name="min")
+    yield "legacy_full", new(
+        "courier.test.Legacy",
+        id=-2, name="full", retries=0, greeting="hello", ratio=0.25, enabled=False, level=3, token=b"\x00tok",
+        big=1, values=[1, 2, 3], child={"serial": -99, "note": "kid"},
+    )
+    profile = dict(
+        user_id=1234567890123, display_name="Ada Lovelace", email="ada@example.com", tier=2, verified=True,
+        created_at=1700000000, rating=4.75,
+        address={"street": "12 Analytical Engine Way", "city": "London", "country_code": "GB",
+                 "postal_code": "W1 1AA"},
+        interests=["mathematics", "poetry", "engines", "music"], badge_ids=[1, 7, 42, 1001, 65536],
+        stats={"followers": 10500, "following": 321, "posts": 87}, bio="First programmer.",
+    )
+    yield "demo_profile", new("courier.demo.UserProfile", **profile)
+    posts = [
+        dict(post_id=9000 + i, author_id=1234567890123, title="Post number %d" % i,
+             body="Notes on the engine, part %d." % i, published_at=1700000000 + 3600 * i, likes=10 * i,
+             tags=["engine", "notes"])
+        for i in range(3)
+    ]
+    yield "demo_feed", new(
+        "courier.demo.Feed", posts=posts, next_cursor="c2Vjb25kLXBhZ2U=",
+        viewer=dict(user_id=7, display_name="Viewer", email="viewer@example.com", tier=1),
+    )
+
+
+def main():
+    pool = build_descriptor_set()
+    expected = {}
+    for name, message in cases(pool):
+        data = message.SerializeToString(deterministic=True)
+        with open(os.path.join(OUT, name + ".bin"), "wb") as f:
+            f.write(data)
+        expected[name] = {"message": message.DESCRIPTOR.full_name, "size": len(data), "value": swift_json(message)}
+    with open(os.path.join(OUT, "expected.json"), "w") as f:
+        json.dump(expected, f, indent=2, sort_keys=True, ensure_ascii=False)
+        f.write("\n")
+    print("wrote %d fixtures to %s" % (len(expected), os.path.relpath(OUT, ROOT)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
