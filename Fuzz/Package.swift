@@ -26,5 +26,14 @@ let package = Package(
         .executableTarget(name: "FuzzFormDecoder", dependencies: courier, swiftSettings: strict),
         .executableTarget(name: "FuzzResponsePipeline", dependencies: courier, swiftSettings: strict),
         .executableTarget(name: "FuzzCacheEntry", dependencies: courier, swiftSettings: strict),
+        .executableTarget(name: "FuzzJSONDifferential", dependencies: courier, swiftSettings: strict),
+        .executableTarget(
+            name: "FuzzProtobuf",
+            dependencies: [
+                "FuzzSupport",
+                .product(name: "CourierProtobuf", package: "Courier"),
+                .product(name: "CourierProtos", package: "Courier"),
+            ],
+            swiftSettings: strict),
     ]
 )

@@ -39,15 +39,27 @@ if [ ${#targets[@]} -eq 0 ]; then
   done
 fi
 
+flags=(-c release --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address -Xcc -fsanitize=address)
 if [ "$build" = 1 ]; then
   echo "== building ${targets[*]} (release, fuzzer+address)"
   start=$(date +%s)
   # SwiftPM adds -parse-as-library to single-file executables, so libFuzzer's main() is the
-  # entry point and calls each target's @_cdecl("LLVMFuzzerTestOneInput").
-  (cd Fuzz && swift build -c release --sanitize=fuzzer --sanitize=address)
+  # entry point and calls each target's @_cdecl("LLVMFuzzerTestOneInput"). `--sanitize=fuzzer`
+  # makes SwiftPM link libFuzzer; ASan is added through -Xswiftc as ONE combined flag because
+  # `--sanitize=fuzzer --sanitize=address` hands swiftc two -sanitize= flags and the last one
+  # wins, which silently drops the coverage instrumentation (libFuzzer then sees ~15 edges).
+  (cd Fuzz && swift build "${flags[@]}")
   echo "   built in $(( $(date +%s) - start )) s"
 fi
-bin=$(cd Fuzz && swift build -c release --sanitize=fuzzer --sanitize=address --show-bin-path)
+bin=$(cd Fuzz && swift build "${flags[@]}" --show-bin-path)
+# Refuse to "fuzz" blind: the binaries must carry coverage counters for the Swift code.
+for target in "${targets[@]}"; do
+  edges=$("$bin/$target" -runs=0 2>&1 | sed -n 's/.*(\([0-9]*\) inline 8-bit counters).*/\1/p' | head -1)
+  if [ "${edges:-0}" -lt 500 ]; then
+    echo "$target has ${edges:-no} coverage counters: not instrumented, rebuild" >&2
+    exit 1
+  fi
+done
 
 run_one() {
   local target=$1
