@@ -1,0 +1,203 @@
+import Foundation
+import HTTPTypes
+
+/// The base class of a domain service: subclass it once per business domain and write one
+/// method per endpoint.
+///
+/// ```swift
+/// final class UserService: APIService, @unchecked Sendable {
+///     func user(id: Int) async throws(CourierError) -> User { try await get("users/\(id)") }
+/// }
+/// ```
+///
+/// Every call gets an identifier, is registered for `cancelAll()`, and goes through the
+/// pipeline described in `APIService+Pipeline.swift`: compose the URL, add general
+/// parameters, encode, adapt, gate (veto, interval, de-duplication), send, retry or refresh
+/// the credential, fail over, validate, preprocess and decode.
+///
+/// `@unchecked Sendable`: every stored property is a `let` of a `Sendable` type. Subclasses
+/// must keep that contract (store only immutable `Sendable` values, or state in a lock).
+open class APIService: @unchecked Sendable {
+    /// The client calls are sent through.
+    public let client: HTTPClient
+    /// The defaults of this service's calls.
+    public let configuration: ServiceConfiguration
+    /// The calls of this service that have not finished.
+    public let calls = CallRegistry()
+    private let session: SessionObserver
+
+    /// - Parameters:
+    ///   - client: the client to send through (shared by every service of an app).
+    ///   - configuration: the service's defaults (share one value for a global configuration).
+    public init(client: HTTPClient, configuration: ServiceConfiguration = ServiceConfiguration()) {
+        self.client = client
+        self.configuration = configuration
+        self.session = SessionObserver(
+            center: client.configuration.notificationCenter, authentication: configuration.authentication,
+            cookieJar: configuration.cookieJar)
+    }
+
+    deinit { session.stop() }
+
+    // MARK: Verbs
+
+    /// GETs `path` and decodes the answer.
+    /// - Parameters:
+    ///   - path: relative to the server (`users/42`).
+    ///   - parameters: encoded into the query string.
+    ///   - type: the model type.
+    ///   - options: per-call settings.
+    /// - Returns: the decoded model.
+    /// - Throws: `CourierError`.
+    public func get<Model: Decodable & Sendable>(
+        _ path: String, parameters: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
+        options: CallOptions = .default
+    ) async throws(CourierError) -> Model {
+        try await send(Endpoint(.get, path, parameters: parameters, options: options)).value
+    }
+
+    /// POSTs `body` (encoded by the request serializer) to `path` and decodes the answer.
+    public func post<Model: Decodable & Sendable>(
+        _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
+        options: CallOptions = .default
+    ) async throws(CourierError) -> Model {
+        try await send(Endpoint(.post, path, parameters: body, options: options)).value
+    }
+
+    /// PUTs `body` to `path` and decodes the answer.
+    public func put<Model: Decodable & Sendable>(
+        _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
+        options: CallOptions = .default
+    ) async throws(CourierError) -> Model {
+        try await send(Endpoint(.put, path, parameters: body, options: options)).value
+    }
+
+    /// PATCHes `path` with `body` and decodes the answer.
+    public func patch<Model: Decodable & Sendable>(
+        _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
+        options: CallOptions = .default
+    ) async throws(CourierError) -> Model {
+        try await send(Endpoint(.patch, path, parameters: body, options: options)).value
+    }
+
+    /// DELETEs `path` (parameters in the query string) and decodes the answer (`Empty` for none).
+    public func delete<Model: Decodable & Sendable>(
+        _ path: String, parameters: (any Encodable & Sendable)? = nil, as type: Model.Type = Empty.self,
+        options: CallOptions = .default
+    ) async throws(CourierError) -> Model {
+        try await send(Endpoint(.delete, path, parameters: parameters, options: options)).value
+    }
+
+    /// HEADs `path`.
+    /// - Returns: the response head.
+    public func head(
+        _ path: String, parameters: (any Encodable & Sendable)? = nil, options: CallOptions = .default
+    ) async throws(CourierError) -> HTTPResponse {
+        try await send(Endpoint<Empty>(.head, path, parameters: parameters, options: options)).response
+    }
+
+    // MARK: Endpoints and calls
+
+    /// Sends an endpoint whose model is `Decodable`, with the service's default format.
+    /// - Returns: the value with the response, metrics and attempts.
+    /// - Throws: `CourierError`.
+    public func send<Model: Decodable & Sendable>(_ endpoint: Endpoint<Model>) async throws(CourierError)
+        -> Response<Model>
+    {
+        try await call(endpoint).run()
+    }
+
+    /// Sends an endpoint with its own response serializer.
+    /// - Throws: `CourierError.configuration` when the endpoint names no serializer.
+    public func send<Model: Sendable>(_ endpoint: Endpoint<Model>) async throws(CourierError) -> Response<Model> {
+        try await call(endpoint).run()
+    }
+
+    /// Builds the call for an endpoint without starting it (deferred start): start it later,
+    /// queue it, cancel it, or use the callback API on it.
+    public func call<Model: Decodable & Sendable>(_ endpoint: Endpoint<Model>) -> Call<Response<Model>> {
+        let serializer =
+            endpoint.serializer ?? DecodableResponseSerializer(Model.self, anyDecoding: configuration.decoding)
+        return makeCall(endpoint, serializer: serializer)
+    }
+
+    /// Builds the call for an endpoint with its own serializer, without starting it.
+    public func call<Model: Sendable>(_ endpoint: Endpoint<Model>) -> Call<Response<Model>> {
+        guard let serializer = endpoint.serializer else {
+            let call = Call<Response<Model>> {
+                throw CourierError(.configuration, "the endpoint for \(Model.self) names no response serializer")
+            }
+            calls.register(call)
+            return call
+        }
+        return makeCall(endpoint, serializer: serializer)
+    }
+
+    private func makeCall<Model: Sendable>(_ endpoint: Endpoint<Model>, serializer: any ResponseSerializer<Model>)
+        -> Call<Response<Model>>
+    {
+        let id = CallID.next()
+        let call = Call<Response<Model>>(id: id) { [self] in
+            try await perform(endpoint, serializer: serializer, id: id)
+        }
+        calls.register(call)
+        return call
+    }
+
+    /// Cancels the call with identifier `id`, if it belongs to this service.
+    /// - Returns: false when no such call is running or waiting.
+    @discardableResult
+    public func cancel(_ id: CallID) -> Bool { calls.cancel(id) }
+
+    /// Cancels every call of this service (and of no other).
+    @discardableResult
+    public func cancelAll() -> Int { calls.cancelAll() }
+
+    // MARK: Session
+
+    /// Logs in: the client and the authentication interceptor use `credential` from now on.
+    /// - Throws: `CourierError.invalidRequest` when the credential contains CR, LF or NUL.
+    public func logIn(credential: String) throws(CourierError) {
+        try client.logIn(credential: credential)
+        configuration.authentication?.coordinator.login(credential)
+    }
+
+    /// Logs out: no credential is sent or refreshed, and cookies are cleared.
+    public func logOut() {
+        client.logOut()
+        configuration.authentication?.coordinator.logout()
+        configuration.cookieJar?.removeAll()
+    }
+}
+
+/// Follows the client's login and logout notifications for a service's authentication
+/// interceptor and cookie jar.
+final class SessionObserver: Sendable {
+    /// `@unchecked Sendable`: a token is an opaque handle given back only to the thread-safe
+    /// `NotificationCenter` that made it.
+    private struct Token: @unchecked Sendable { let value: any NSObjectProtocol }
+    private let center: NotificationCenter
+    private let tokens: [Token]
+
+    init(center: NotificationCenter, authentication: AuthenticationInterceptor<String>?, cookieJar: CookieJar?) {
+        self.center = center
+        guard authentication != nil || cookieJar != nil else {
+            tokens = []
+            return
+        }
+        let coordinator = authentication?.coordinator
+        let login = center.addObserver(forName: .courierUserDidLogIn, object: nil, queue: nil) { notification in
+            guard let credential = notification.userInfo?[CourierNotificationKey.credential] as? String else { return }
+            coordinator?.login(credential)
+        }
+        let logout = center.addObserver(forName: .courierUserDidLogOut, object: nil, queue: nil) { _ in
+            coordinator?.logout()
+            cookieJar?.removeAll()
+        }
+        tokens = [Token(value: login), Token(value: logout)]
+    }
+
+    func stop() {
+        for token in tokens { center.removeObserver(token.value) }
+    }
+}

@@ -1,0 +1,97 @@
+import Dispatch
+import HTTPTypes
+import Synchronization
+
+/// What every call of a service starts from; share one value between services for a
+/// global configuration, and override any part of it per call with `CallOptions`.
+///
+/// The reference-type members (`servers`, `cookieJar`, `intervalGate`, the deduplicator,
+/// the authentication coordinator) are shared by every service holding the same value.
+public struct ServiceConfiguration: Sendable {
+    /// The servers calls go to, with failover and environments; nil uses the client's base URL.
+    public var servers: ServerPool?
+    /// Header fields for every call (a call's own headers win).
+    public var headers: HTTPFields
+    /// Query items added to every call (device, channel, OS version, …).
+    public var generalParameters: [(name: String, value: String)]
+    /// Query items computed for each call as it is sent (timestamp, network type, …).
+    public var realTimeParameters: (@Sendable () -> [(name: String, value: String)])?
+    /// How parameters are encoded when a call names no serializer.
+    public var requestSerializer: any RequestSerializer
+    /// How `Decodable` models are read when a call names no serializer.
+    public var decoding: any ModelDecoding
+    /// Validation and preprocessing (an envelope, an XSSI prefix) for every call.
+    public var pipeline: ResponsePipeline
+    /// The retry policy of calls that name none.
+    public var retryPolicy: RetryPolicy
+    /// Adapters of every call, in order, before the call's own.
+    public var adapters: [any RequestAdapter]
+    /// Retriers of every call, asked after the call's own.
+    public var retriers: [any RequestRetrier]
+    /// Attaches and refreshes the credential; follows the client's login/logout notifications.
+    public var authentication: AuthenticationInterceptor<String>?
+    /// Sees every step of every call.
+    public var monitors: [any EventMonitor]
+    /// Cookies of this API, cleared on logout; nil sends none.
+    public var cookieJar: CookieJar?
+    /// Enforces request intervals.
+    public var intervalGate: RequestIntervalGate
+    /// The endpoints of calls in flight with `skipsWhileInFlight`.
+    public var inFlightGuard = InFlightGuard()
+    /// Shares identical GETs in flight.
+    public var deduplicator: InFlightDeduplicator<HTTPClient.Response>
+    /// The time source for back-off, intervals and failover.
+    public var clock: any ServiceClock
+    /// Where the callback API delivers, unless a call says otherwise. On Linux the main
+    /// queue runs only when the main thread runs `dispatchMain()` or a run loop.
+    public var callbackQueue: DispatchQueue
+    /// The most times one call is sent, whatever retriers and the retry policy say.
+    public var maximumAttempts: Int
+
+    public init(
+        servers: ServerPool? = nil, headers: HTTPFields = [:],
+        generalParameters: [(name: String, value: String)] = [],
+        realTimeParameters: (@Sendable () -> [(name: String, value: String)])? = nil,
+        requestSerializer: any RequestSerializer = .json, decoding: any ModelDecoding = .json,
+        pipeline: ResponsePipeline = .default, retryPolicy: RetryPolicy = .default,
+        adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = [],
+        authentication: AuthenticationInterceptor<String>? = nil, monitors: [any EventMonitor] = [],
+        cookieJar: CookieJar? = nil, intervalGate: RequestIntervalGate? = nil,
+        deduplicator: InFlightDeduplicator<HTTPClient.Response> = InFlightDeduplicator(),
+        clock: any ServiceClock = .system, callbackQueue: DispatchQueue = .main, maximumAttempts: Int = 10
+    ) {
+        self.servers = servers
+        self.headers = headers
+        self.generalParameters = generalParameters
+        self.realTimeParameters = realTimeParameters
+        self.requestSerializer = requestSerializer
+        self.decoding = decoding
+        self.pipeline = pipeline
+        self.retryPolicy = retryPolicy
+        self.adapters = adapters
+        self.retriers = retriers
+        self.authentication = authentication
+        self.monitors = monitors
+        self.cookieJar = cookieJar
+        self.intervalGate = intervalGate ?? RequestIntervalGate(clock: clock)
+        self.deduplicator = deduplicator
+        self.clock = clock
+        self.callbackQueue = callbackQueue
+        self.maximumAttempts = max(1, maximumAttempts)
+    }
+}
+
+/// The endpoints (method + URL) with a guarded call in flight.
+public final class InFlightGuard: Sendable {
+    private let keys = Mutex<Set<String>>([])
+
+    public init() {}
+
+    /// Marks `key` busy. - Returns: false when it already was.
+    func enter(_ key: String) -> Bool { keys.withLock { $0.insert(key).inserted } }
+
+    func leave(_ key: String) { _ = keys.withLock { $0.remove(key) } }
+
+    /// The number of endpoints busy.
+    public var count: Int { keys.withLock { $0.count } }
+}

@@ -1,0 +1,37 @@
+import HTTPTypes
+import Synchronization
+
+/// Tells when calls that ask for it (`userInfo[.showsActivity] == true`) are running:
+/// `true` when their number goes from 0 to 1, `false` when it goes back to 0 — the switch
+/// for a loading indicator.
+public final class ActivityMonitor: EventMonitor {
+    private struct State {
+        var active: Set<CallID> = []
+    }
+    private let state = Mutex(State())
+    private let onChange: @Sendable (Bool) -> Void
+
+    /// - Parameter onChange: called with `true` at 0 → 1 and `false` at 1 → 0, on the thread
+    ///   of the call that caused it. Calls are serialised: never two at once.
+    public init(onChange: @escaping @Sendable (Bool) -> Void) {
+        self.onChange = onChange
+    }
+
+    /// The number of active calls that asked for activity.
+    public var activeCount: Int { state.withLock { $0.active.count } }
+
+    public func didStart(_ event: CallEvent) {
+        guard event.userInfo.showsActivity else { return }
+        state.withLock { state in
+            let (inserted, _) = state.active.insert(event.id)
+            // Called under the lock so a quick 0→1→0 is never reported in the wrong order.
+            if inserted && state.active.count == 1 { onChange(true) }
+        }
+    }
+
+    public func didFinish(_ event: CallEvent, result: Result<HTTPResponse, CourierError>, metrics: CallMetrics) {
+        state.withLock { state in
+            if state.active.remove(event.id) != nil && state.active.isEmpty { onChange(false) }
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import HTTPTypes
+
+/// Attaches a credential to every request and, when the server rejects it (401 by
+/// default), refreshes it through an `AuthRefreshCoordinator` — once for all the calls
+/// that were rejected at the same time — and has the call sent again with the new one.
+///
+/// Use one instance per credential store and add it to the client or service as both
+/// adapter and retrier.
+public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: RequestAdapter, RequestRetrier {
+    /// The refresh coordinator (login, logout and refresh go through it).
+    public let coordinator: AuthRefreshCoordinator<Credential>
+    private let apply: @Sendable (Credential, inout HTTPRequest) -> Void
+    private let requiresRefresh: @Sendable (HTTPResponse) -> Bool
+    /// A call is sent at most this many times in total because of rejected credentials.
+    public let maximumAttempts: Int
+
+    /// - Parameters:
+    ///   - coordinator: refreshes the credential.
+    ///   - maximumAttempts: the most attempts a call gets (the first one included).
+    ///   - requiresRefresh: which responses mean "credential rejected"; 401 by default.
+    ///   - apply: writes the credential into a request (a header, a query item, …).
+    public init(
+        coordinator: AuthRefreshCoordinator<Credential>, maximumAttempts: Int = 3,
+        requiresRefresh: @escaping @Sendable (HTTPResponse) -> Bool = { $0.status == .unauthorized },
+        apply: @escaping @Sendable (Credential, inout HTTPRequest) -> Void
+    ) {
+        self.coordinator = coordinator
+        self.maximumAttempts = max(1, maximumAttempts)
+        self.requiresRefresh = requiresRefresh
+        self.apply = apply
+    }
+
+    public func adapt(_ request: PreparedRequest, context: InterceptorContext) async throws -> PreparedRequest {
+        guard let credential = coordinator.current else { return request }
+        var request = request
+        apply(credential, &request.head)
+        return request
+    }
+
+    public func retry(_ request: PreparedRequest, failure: AttemptFailure, context: InterceptorContext) async
+        -> RetryVerdict
+    {
+        guard let response = failure.response, requiresRefresh(response) else { return .doNotRetry }
+        guard context.attempt < maximumAttempts else { return .doNotRetry }
+        let current = coordinator.current
+        // Which credential did the rejected request carry? If applying the current one
+        // changes nothing, it was the current one: refresh it. Otherwise the credential
+        // changed since (another call refreshed it): just send again.
+        var sent: Credential?
+        if let current {
+            var probe = request.head
+            apply(current, &probe)
+            if probe.headerFields == request.head.headerFields && probe.path == request.head.path { sent = current }
+        }
+        do {
+            _ = try await coordinator.credential(replacing: sent)
+            return .retry
+        } catch let error as CourierError {
+            var error = error
+            error.response = response
+            return .fail(error)
+        } catch {
+            return .fail(CourierError(.authentication, "the credential could not be refreshed", underlying: error))
+        }
+    }
+}
+
+extension AuthenticationInterceptor where Credential == String {
+    /// Sends the token as `Authorization: Bearer <token>`.
+    /// - Parameter coordinator: refreshes the token.
+    public static func bearer(_ coordinator: AuthRefreshCoordinator<String>) -> AuthenticationInterceptor<String> {
+        AuthenticationInterceptor(coordinator: coordinator) { token, request in
+            request.headerFields[.authorization] = "Bearer \(token)"
+        }
+    }
+}

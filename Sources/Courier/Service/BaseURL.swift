@@ -1,0 +1,88 @@
+import Foundation
+import HTTPTypes
+
+/// A server's base URL: `https://api.example.com/v1`. Only `http` and `https`, a host,
+/// an optional path prefix; no credentials, query or fragment.
+public struct BaseURL: Sendable, Hashable, CustomStringConvertible {
+    /// `http` or `https`, lowercased.
+    public let scheme: String
+    /// `host[:port]`, host lowercased (IPv6 hosts in brackets).
+    public let authority: String
+    /// The path prefix without a trailing slash: `""` or `/v1`.
+    public let pathPrefix: String
+
+    /// Parses and validates a base URL.
+    /// - Parameter string: the URL, such as `https://api.example.com/v1/`.
+    /// - Throws: `CourierError.configuration` when it is not a usable base URL.
+    public init(_ string: String) throws {
+        guard let separator = string.range(of: "://") else {
+            throw CourierError(.configuration, "the base URL '\(string)' has no scheme")
+        }
+        let scheme = string[..<separator.lowerBound].lowercased()
+        guard scheme == "http" || scheme == "https" else {
+            throw CourierError(.configuration, "the base URL scheme '\(scheme)' is not http or https")
+        }
+        let rest = string[separator.upperBound...]
+        if rest.contains("?") || rest.contains("#") {
+            throw CourierError(.configuration, "the base URL must not have a query or fragment")
+        }
+        if rest.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F || $0 == "\\" }) {
+            throw CourierError(.configuration, "the base URL contains spaces, control characters or backslashes")
+        }
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        let authority = rest[..<slash]
+        guard !authority.isEmpty else { throw CourierError(.configuration, "the base URL has no host") }
+        if authority.contains("@") {
+            throw CourierError(.configuration, "the base URL must not carry credentials")
+        }
+        guard let components = URLComponents(string: "\(scheme)://\(authority)/"), let host = components.host,
+            !host.isEmpty
+        else {
+            throw CourierError(.configuration, "the base URL has an invalid host")
+        }
+        var prefix = String(rest[slash...])
+        while prefix.hasSuffix("/") { prefix.removeLast() }
+        if !prefix.isEmpty {
+            // The prefix goes through the same checks as a call's path.
+            let validated = try RelativePath(prefix)
+            prefix = validated.segments.isEmpty ? "" : "/" + validated.encoded
+        }
+        self.scheme = scheme
+        self.authority = authority.lowercased()
+        self.pathPrefix = prefix
+    }
+
+    /// The URL as text, without a trailing slash.
+    public var description: String { "\(scheme)://\(authority)\(pathPrefix)" }
+
+    /// The request target (`/v1/users/42?x=1`) for a relative path.
+    /// - Parameter path: a validated relative path.
+    /// - Returns: the absolute path and query to send.
+    public func target(for path: RelativePath) -> String {
+        let relative = path.encoded
+        if relative.isEmpty || relative.hasPrefix("?") {
+            return (pathPrefix.isEmpty ? "/" : pathPrefix) + relative
+        }
+        return pathPrefix + "/" + relative
+    }
+
+    /// The full URL as text for a relative path (`https://api.example.com/v1/users/42`).
+    /// - Parameter path: a validated relative path.
+    /// - Returns: the URL string.
+    public func urlString(for path: RelativePath) -> String {
+        "\(scheme)://\(authority)\(target(for: path))"
+    }
+
+    /// A request head for `method` and `path` on this server.
+    /// - Parameters:
+    ///   - method: the HTTP method.
+    ///   - path: a validated relative path.
+    ///   - headerFields: headers to start with.
+    /// - Returns: the request head.
+    public func request(
+        _ method: HTTPRequest.Method, _ path: RelativePath, headerFields: HTTPFields = [:]
+    ) -> HTTPRequest {
+        HTTPRequest(
+            method: method, scheme: scheme, authority: authority, path: target(for: path), headerFields: headerFields)
+    }
+}

@@ -1,0 +1,201 @@
+import Foundation
+import HTTPTypes
+import Synchronization
+
+/// One stored cookie (RFC 6265 §5.3).
+public struct Cookie: Sendable, Hashable {
+    public var name: String
+    public var value: String
+    /// The host (host-only) or the domain it was set for, lowercased, without a leading dot.
+    public var domain: String
+    /// Sent only to exactly `domain`, not its subdomains.
+    public var hostOnly: Bool
+    public var path: String
+    /// Sent only over https.
+    public var secure: Bool
+    public var httpOnly: Bool
+    /// When it stops being sent; nil for a session cookie.
+    public var expires: Date?
+}
+
+/// A cookie jar for one client: stores `Set-Cookie` answers and adds the `Cookie` header
+/// to requests, following the domain, path, secure and expiry rules of RFC 6265.
+///
+/// Bounded (`maximumCookies` in total, `maximumCookiesPerDomain`), cleared with
+/// `removeAll()` — which the service does on logout. A `Domain` attribute that does not
+/// match the answering host, or that names a bare top-level domain, is ignored, so one site
+/// cannot set cookies for another.
+public final class CookieJar: Sendable {
+    private let cookies = Mutex<[Cookie]>([])
+    private let clock: any ServiceClock
+    public let maximumCookies: Int
+    public let maximumCookiesPerDomain: Int
+
+    /// - Parameters:
+    ///   - clock: the time source for expiry.
+    ///   - maximumCookies: the most cookies kept; the oldest are dropped first.
+    ///   - maximumCookiesPerDomain: the most cookies kept per domain.
+    public init(clock: any ServiceClock = .system, maximumCookies: Int = 3_000, maximumCookiesPerDomain: Int = 50) {
+        self.clock = clock
+        self.maximumCookies = max(1, maximumCookies)
+        self.maximumCookiesPerDomain = max(1, maximumCookiesPerDomain)
+    }
+
+    /// Every cookie not expired.
+    public var all: [Cookie] {
+        let now = clock.wallTime
+        return cookies.withLock { $0.filter { !$0.isExpired(at: now) } }
+    }
+
+    /// Forgets every cookie.
+    public func removeAll() { cookies.withLock { $0.removeAll() } }
+
+    /// Stores the cookies a response sets.
+    /// - Parameters:
+    ///   - response: the response, with its `Set-Cookie` fields.
+    ///   - request: the request it answers (for the host and default path).
+    public func store(from response: HTTPResponse, for request: HTTPRequest) {
+        let lines = response.headerFields[values: .setCookie]
+        guard !lines.isEmpty, let host = Self.host(of: request) else { return }
+        let now = clock.wallTime
+        let parsed = lines.compactMap { Self.parse($0, host: host, requestPath: request.path ?? "/", now: now) }
+        guard !parsed.isEmpty else { return }
+        cookies.withLock { stored in
+            for cookie in parsed {
+                stored.removeAll { $0.name == cookie.name && $0.domain == cookie.domain && $0.path == cookie.path }
+                // An already-expired cookie is how a server deletes one.
+                if !cookie.isExpired(at: now) { stored.append(cookie) }
+            }
+            stored.removeAll { $0.isExpired(at: now) }
+            let domains = Set(parsed.map(\.domain))
+            for domain in domains {
+                let count = stored.lazy.filter { $0.domain == domain }.count
+                if count > maximumCookiesPerDomain {
+                    var excess = count - maximumCookiesPerDomain
+                    stored.removeAll { cookie in
+                        guard excess > 0, cookie.domain == domain else { return false }
+                        excess -= 1
+                        return true
+                    }
+                }
+            }
+            if stored.count > maximumCookies { stored.removeFirst(stored.count - maximumCookies) }
+        }
+    }
+
+    /// The `Cookie` header value for a request, or nil when no cookie applies.
+    /// - Parameter request: the request about to be sent.
+    public func cookieHeader(for request: HTTPRequest) -> String? {
+        guard let host = Self.host(of: request) else { return nil }
+        let secure = request.scheme?.lowercased() == "https"
+        let path = Self.pathOnly(request.path ?? "/")
+        let now = clock.wallTime
+        let matching = cookies.withLock { stored in
+            stored.filter { cookie in
+                !cookie.isExpired(at: now) && (!cookie.secure || secure)
+                    && (cookie.hostOnly ? host == cookie.domain : Self.domainMatches(host, cookie.domain))
+                    && Self.pathMatches(path, cookie.path)
+            }
+        }
+        guard !matching.isEmpty else { return nil }
+        // Longer paths first (RFC 6265 §5.4); otherwise in order of creation.
+        let ordered = matching.enumerated().sorted {
+            $0.element.path.count != $1.element.path.count
+                ? $0.element.path.count > $1.element.path.count : $0.offset < $1.offset
+        }
+        return ordered.map { "\($0.element.name)=\($0.element.value)" }.joined(separator: "; ")
+    }
+
+    /// Adds the `Cookie` field to `request` when cookies apply and it has none.
+    public func apply(to request: inout HTTPRequest) {
+        guard request.headerFields[.cookie] == nil, let header = cookieHeader(for: request) else { return }
+        request.headerFields[.cookie] = header
+    }
+
+    // MARK: - Parsing and matching
+
+    static func host(of request: HTTPRequest) -> String? {
+        guard var authority = request.authority?.lowercased(), !authority.isEmpty else { return nil }
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return nil }
+            return String(authority[...close])
+        }
+        if let colon = authority.lastIndex(of: ":") { authority = String(authority[..<colon]) }
+        return authority
+    }
+
+    static func parse(_ line: String, host: String, requestPath: String, now: Date) -> Cookie? {
+        let parts = line.split(separator: ";", omittingEmptySubsequences: false)
+        guard let pair = parts.first, let equals = pair.firstIndex(of: "=") else { return nil }
+        let name = pair[..<equals].trimmingCharacters(in: .whitespaces)
+        let value = pair[pair.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+        guard !name.isEmpty, Self.isSafe(name), Self.isSafe(value) else { return nil }
+        var cookie = Cookie(
+            name: name, value: value, domain: host, hostOnly: true, path: defaultPath(requestPath), secure: false,
+            httpOnly: false, expires: nil)
+        var maxAge: Int?
+        for attribute in parts.dropFirst() {
+            let pieces = attribute.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let key = pieces[0].trimmingCharacters(in: .whitespaces).lowercased()
+            let argument = pieces.count > 1 ? pieces[1].trimmingCharacters(in: .whitespaces) : ""
+            switch key {
+            case "expires":
+                if let date = HTTPDateFormat.parse(argument) { cookie.expires = date }
+            case "max-age":
+                if let seconds = Int(argument) { maxAge = seconds }
+            case "domain":
+                var domain = argument.lowercased()
+                if domain.hasPrefix(".") { domain.removeFirst() }
+                guard !domain.isEmpty else { continue }
+                // Not for another site, not for a bare top-level domain, not on an IP host.
+                guard domainMatches(host, domain), domain.contains("."), !isIPAddress(host) else { return nil }
+                cookie.domain = domain
+                cookie.hostOnly = false
+            case "path":
+                if argument.hasPrefix("/") { cookie.path = argument }
+            case "secure":
+                cookie.secure = true
+            case "httponly":
+                cookie.httpOnly = true
+            default:
+                continue
+            }
+        }
+        if let maxAge { cookie.expires = now.addingTimeInterval(TimeInterval(maxAge)) }
+        return cookie
+    }
+
+    private static func isSafe(_ text: String) -> Bool {
+        !text.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || $0 == ";" }
+    }
+
+    static func defaultPath(_ requestPath: String) -> String {
+        let path = pathOnly(requestPath)
+        guard path.hasPrefix("/"), let lastSlash = path.lastIndex(of: "/"), lastSlash != path.startIndex else {
+            return "/"
+        }
+        return String(path[..<lastSlash])
+    }
+
+    static func pathOnly(_ target: String) -> String {
+        String(target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "/")
+    }
+
+    static func domainMatches(_ host: String, _ domain: String) -> Bool {
+        host == domain || (host.hasSuffix("." + domain) && !isIPAddress(host))
+    }
+
+    static func pathMatches(_ path: String, _ cookiePath: String) -> Bool {
+        if path == cookiePath { return true }
+        guard path.hasPrefix(cookiePath) else { return false }
+        return cookiePath.hasSuffix("/") || path.dropFirst(cookiePath.count).hasPrefix("/")
+    }
+
+    static func isIPAddress(_ host: String) -> Bool {
+        host.hasPrefix("[") || host.split(separator: ".").count == 4 && host.allSatisfy { $0.isNumber || $0 == "." }
+    }
+}
+
+extension Cookie {
+    func isExpired(at now: Date) -> Bool { expires.map { $0 <= now } ?? false }
+}

@@ -1,0 +1,128 @@
+import HTTPTypes
+import Synchronization
+
+/// Shares one execution among identical concurrent calls: while a GET for a key is under
+/// way, later calls for the same key wait for its result instead of sending their own.
+///
+/// A waiter that is cancelled leaves alone; the shared work is cancelled only when every
+/// waiter has left. The key is built by `key(for:varyingOn:)`.
+public final class InFlightDeduplicator<Value: Sendable>: Sendable {
+    private final class Entry: Sendable {
+        struct State {
+            var waiters: [UInt64: CheckedContinuation<Value, any Error>] = [:]
+            var result: Result<Value, any Error>?
+            var task: Task<Void, Never>?
+        }
+        let state = Mutex(State())
+    }
+
+    private struct Table {
+        var entries: [String: Entry] = [:]
+        var nextWaiter: UInt64 = 0
+        var executions = 0
+    }
+
+    private let table = Mutex(Table())
+
+    public init() {}
+
+    /// The number of keys with work under way.
+    public var inFlightCount: Int { table.withLock { $0.entries.count } }
+
+    /// The number of callers waiting, over all keys.
+    var waiterCount: Int {
+        let entries = table.withLock { Array($0.entries.values) }
+        return entries.reduce(0) { count, entry in count + entry.state.withLock { $0.waiters.count } }
+    }
+
+    /// How many times an operation was really started (not joined).
+    public var executionCount: Int { table.withLock { $0.executions } }
+
+    /// Headers that change the response of a GET and so belong to its key.
+    public static var defaultVaryingHeaders: [HTTPField.Name] {
+        [.authorization, .accept, .acceptLanguage, .acceptEncoding, .cookie]
+    }
+
+    /// The key of a request: method, URL and the values of the headers that vary the response.
+    /// - Parameters:
+    ///   - request: the request head.
+    ///   - varyingOn: the header names that distinguish otherwise equal requests.
+    /// - Returns: the key (kept in memory only: it can contain credentials).
+    public static func key(for request: HTTPRequest, varyingOn: [HTTPField.Name] = defaultVaryingHeaders) -> String {
+        var key =
+            "\(request.method.rawValue) \(request.scheme ?? "")://\(request.authority ?? "")\(request.path ?? "/")"
+        for name in varyingOn {
+            let values = request.headerFields[values: name]
+            guard !values.isEmpty else { continue }
+            key += "\n\(name.canonicalName): \(values.joined(separator: ", "))"
+        }
+        return key
+    }
+
+    /// Runs `operation` for `key`, or joins the run already under way for it.
+    /// - Parameters:
+    ///   - key: what makes two calls identical.
+    ///   - operation: the work; runs at most once at a time per key.
+    /// - Returns: the shared result.
+    /// - Throws: the shared error, or `CancellationError` when this caller is cancelled.
+    public func run(key: String, operation: @escaping @Sendable () async throws -> Value) async throws -> Value {
+        let (entry, isNew, waiterID) = table.withLock { table -> (Entry, Bool, UInt64) in
+            table.nextWaiter += 1
+            if let entry = table.entries[key] { return (entry, false, table.nextWaiter) }
+            let entry = Entry()
+            table.entries[key] = entry
+            table.executions += 1
+            return (entry, true, table.nextWaiter)
+        }
+        if isNew {
+            let task = Task {
+                let result: Result<Value, any Error>
+                do { result = .success(try await operation()) } catch { result = .failure(error) }
+                self.finish(key: key, entry: entry, result: result)
+            }
+            entry.state.withLock { $0.task = task }
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
+                let finished = entry.state.withLock { state -> Result<Value, any Error>? in
+                    if let result = state.result { return result }
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    state.waiters[waiterID] = continuation
+                    return nil
+                }
+                if let finished { continuation.resume(with: finished) }
+            }
+        } onCancel: {
+            self.leave(key: key, entry: entry, waiterID: waiterID)
+        }
+    }
+
+    private func leave(key: String, entry: Entry, waiterID: UInt64) {
+        let (continuation, taskToCancel) = entry.state.withLock {
+            state -> (CheckedContinuation<Value, any Error>?, Task<Void, Never>?) in
+            let continuation = state.waiters.removeValue(forKey: waiterID)
+            let abandon = continuation != nil && state.waiters.isEmpty && state.result == nil
+            return (continuation, abandon ? state.task : nil)
+        }
+        continuation?.resume(throwing: CancellationError())
+        if let taskToCancel {
+            // Nobody waits any more: later callers must not join a cancelled run.
+            table.withLock { table in
+                if table.entries[key] === entry { table.entries.removeValue(forKey: key) }
+            }
+            taskToCancel.cancel()
+        }
+    }
+
+    private func finish(key: String, entry: Entry, result: Result<Value, any Error>) {
+        table.withLock { table in
+            if table.entries[key] === entry { table.entries.removeValue(forKey: key) }
+        }
+        let waiters = entry.state.withLock { state -> [CheckedContinuation<Value, any Error>] in
+            state.result = result
+            defer { state.waiters.removeAll() }
+            return Array(state.waiters.values)
+        }
+        waiters.forEach { $0.resume(with: result) }
+    }
+}

@@ -1,0 +1,60 @@
+import HTTPTypes
+import Logging
+
+/// Logs every call through swift-log, with credentials redacted.
+///
+/// Start, send, retry and finish at `.debug` (failures at `.warning`); header lines at
+/// `.trace`. Authorization, cookies and secret query parameters never reach the log.
+public struct LoggingEventMonitor: EventMonitor {
+    public var logger: Logger
+    public var redaction: LogRedaction
+    /// Whether header fields are logged (at `.trace`).
+    public var logsHeaders: Bool
+
+    public init(
+        logger: Logger = Logger(label: "courier.service"), redaction: LogRedaction = .default, logsHeaders: Bool = true
+    ) {
+        self.logger = logger
+        self.redaction = redaction
+        self.logsHeaders = logsHeaders
+    }
+
+    private func line(_ event: CallEvent) -> String {
+        "\(event.id) \(event.request.method.rawValue) \(redaction.redactedURL(of: event.request))"
+    }
+
+    public func willSend(_ event: CallEvent) {
+        logger.debug("→ \(line(event)) attempt \(event.attempt)")
+        if logsHeaders, logger.logLevel <= .trace {
+            for header in redaction.redact(event.request.headerFields) {
+                logger.trace("→ \(event.id) \(header)")
+            }
+        }
+    }
+
+    public func didReceive(_ event: CallEvent, response: HTTPResponse) {
+        logger.debug("← \(line(event)) \(response.status.code) \(response.status.reasonPhrase)")
+        if logsHeaders, logger.logLevel <= .trace {
+            for header in redaction.redact(response.headerFields) {
+                logger.trace("← \(event.id) \(header)")
+            }
+        }
+    }
+
+    public func willRetry(_ event: CallEvent, after delay: Duration, because error: CourierError) {
+        logger.debug("↻ \(line(event)) retry after \(delay): \(error.code)")
+    }
+
+    public func didFinish(_ event: CallEvent, result: Result<HTTPResponse, CourierError>, metrics: CallMetrics) {
+        switch result {
+        case .success(let response):
+            logger.debug(
+                "✓ \(line(event)) \(response.status.code) in \(metrics.duration), \(metrics.attempts) attempt(s)\(metrics.isFromCache ? ", from cache" : "")"
+            )
+        case .failure(let error):
+            // The error's message is free of secrets by contract; its underlying error may
+            // not be, so only the code and message are logged.
+            logger.warning("✗ \(line(event)) \(error.code): \(error.message)")
+        }
+    }
+}

@@ -1,0 +1,160 @@
+/// Which page to fetch next.
+public struct PageRequest: Sendable, Hashable {
+    /// The page number (page style; starts at the style's first page).
+    public var page: Int?
+    /// The index of the first item (offset style).
+    public var offset: Int?
+    /// The page size.
+    public var limit: Int
+    /// The cursor the previous page returned (cursor style; nil for the first page).
+    public var cursor: String?
+}
+
+/// One page of results as the endpoint returned it.
+public struct Page<Item: Sendable>: Sendable {
+    public var items: [Item]
+    /// The cursor of the next page (cursor style); nil when there is none.
+    public var nextCursor: String?
+    /// What the server says about a next page, when it says anything.
+    public var hasMore: Bool?
+    /// The total number of items, when the server reports it.
+    public var total: Int?
+
+    public init(items: [Item], nextCursor: String? = nil, hasMore: Bool? = nil, total: Int? = nil) {
+        self.items = items
+        self.nextCursor = nextCursor
+        self.hasMore = hasMore
+        self.total = total
+    }
+}
+
+/// How pages are addressed.
+public enum PaginationStyle: Sendable, Hashable {
+    /// `?page=1&per_page=20`.
+    case page(first: Int = 1, size: Int)
+    /// `?offset=0&limit=20`.
+    case offset(limit: Int)
+    /// `?cursor=…&limit=20`; the first page has no cursor.
+    case cursor(limit: Int)
+}
+
+/// Walks a paginated endpoint: `first()`, then `next()` while `hasMore`.
+///
+/// The end is known from, in order: a missing next cursor (cursor style), the page's
+/// `hasMore`, its `total`, or a page shorter than the page size (an empty page ends too).
+/// Concurrent `next()` calls are served one after another, never fetching a page twice.
+public actor Paginator<Item: Sendable> {
+    public typealias Fetch = @Sendable (PageRequest) async throws -> Page<Item>
+
+    private let style: PaginationStyle
+    private let fetch: Fetch
+    private var nextRequest: PageRequest?
+    private var started = false
+    private var loading: Task<[Item], any Error>?
+    private var generation: UInt64 = 0
+    private var loadedCount = 0
+
+    /// - Parameters:
+    ///   - style: page, offset or cursor.
+    ///   - fetch: loads one page.
+    public init(style: PaginationStyle, fetch: @escaping Fetch) {
+        self.style = style
+        self.fetch = fetch
+    }
+
+    /// Whether another page may exist (true before the first fetch).
+    public var hasMore: Bool { !started || nextRequest != nil }
+
+    /// The number of items loaded since `first()`.
+    public var itemCount: Int { loadedCount }
+
+    /// Loads the first page, starting over.
+    /// - Returns: its items.
+    public func first() async throws -> [Item] {
+        loading?.cancel()
+        loading = nil
+        generation &+= 1
+        started = false
+        loadedCount = 0
+        return try await load(firstRequest)
+    }
+
+    /// Loads the page after the last one loaded (the first page if none was).
+    /// - Returns: its items; empty when there are no more pages.
+    public func next() async throws -> [Item] {
+        while let current = loading {
+            _ = try? await current.value
+            // Whoever resumes first retires the finished load, so no one spins on it.
+            if loading == current { loading = nil }
+        }
+        guard started else { return try await load(firstRequest) }
+        guard let request = nextRequest else { return [] }
+        return try await load(request)
+    }
+
+    /// Loads every remaining page.
+    /// - Parameter maximumPages: a guard against endpoints that never end.
+    /// - Returns: all items from the first page on.
+    public func all(maximumPages: Int = 10_000) async throws -> [Item] {
+        var items = try await first()
+        var pages = 1
+        while hasMore {
+            guard pages < maximumPages else {
+                throw CourierError(.invalidResponse, "pagination did not end after \(maximumPages) pages")
+            }
+            items += try await next()
+            pages += 1
+        }
+        return items
+    }
+
+    private var firstRequest: PageRequest {
+        switch style {
+        case .page(let first, let size): PageRequest(page: first, offset: nil, limit: size, cursor: nil)
+        case .offset(let limit): PageRequest(page: nil, offset: 0, limit: limit, cursor: nil)
+        case .cursor(let limit): PageRequest(page: nil, offset: nil, limit: limit, cursor: nil)
+        }
+    }
+
+    private func load(_ request: PageRequest) async throws -> [Item] {
+        let generation = self.generation
+        // The task updates the paginator's state itself, before anyone awaiting it resumes.
+        let task = Task { try await self.fetchAndApply(request, generation: generation) }
+        loading = task
+        defer { if loading == task { loading = nil } }
+        return try await withTaskCancellationHandler {
+            try await task.value
+        } onCancel: {
+            task.cancel()
+        }
+    }
+
+    private func fetchAndApply(_ request: PageRequest, generation: UInt64) async throws -> [Item] {
+        let page = try await fetch(request)
+        // A `first()` while this page was loading started over: this page is not part of it.
+        guard generation == self.generation else { throw CancellationError() }
+        started = true
+        loadedCount += page.items.count
+        nextRequest = following(request, page: page)
+        return page.items
+    }
+
+    private func following(_ request: PageRequest, page: Page<Item>) -> PageRequest? {
+        if case .cursor = style {
+            guard let cursor = page.nextCursor, !cursor.isEmpty, page.hasMore != false else { return nil }
+            return PageRequest(page: nil, offset: nil, limit: request.limit, cursor: cursor)
+        }
+        if page.items.isEmpty { return nil }
+        if let hasMore = page.hasMore {
+            if !hasMore { return nil }
+        } else if let total = page.total {
+            if loadedCount >= total { return nil }
+        } else if page.items.count < request.limit {
+            return nil
+        }
+        var next = request
+        next.page = request.page.map { $0 + 1 }
+        next.offset = request.offset.map { $0 + page.items.count }
+        return next
+    }
+}

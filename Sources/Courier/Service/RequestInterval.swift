@@ -1,0 +1,131 @@
+import HTTPTypes
+import Synchronization
+
+/// The shortest time between two calls to the same endpoint (method + URL), and what
+/// happens to a call that comes too early.
+public struct RequestInterval: Sendable, Hashable {
+    /// What to do with a call inside the interval.
+    public enum Mode: Sendable, Hashable {
+        /// Fail it at once with `CourierError.throttled`; nothing is sent.
+        case drop
+        /// Hold it until the interval has passed, then send it.
+        case delay
+    }
+
+    /// The minimum time between two sends.
+    public var interval: Duration
+    public var mode: Mode
+
+    public init(_ interval: Duration, mode: Mode = .drop) {
+        self.interval = max(.zero, interval)
+        self.mode = mode
+    }
+
+    /// Drops calls that come sooner than `interval` after the previous one.
+    public static func drop(_ interval: Duration) -> RequestInterval { RequestInterval(interval, mode: .drop) }
+    /// Delays calls that come sooner than `interval` after the previous one.
+    public static func delay(_ interval: Duration) -> RequestInterval { RequestInterval(interval, mode: .delay) }
+}
+
+/// The pure bookkeeping of request intervals: the last send time per endpoint, purged.
+struct RequestIntervalTable: Sendable {
+    enum Verdict: Equatable {
+        case proceed
+        case wait(Duration)
+        case drop(remaining: Duration)
+    }
+
+    private struct Entry {
+        var lastSent: ContinuousClock.Instant
+        var interval: Duration
+    }
+
+    private var entries: [String: Entry] = [:]
+    let capacity: Int
+
+    init(capacity: Int) { self.capacity = max(1, capacity) }
+
+    var count: Int { entries.count }
+
+    /// Decides for a call to `key` and, unless it is dropped, books its send time (a delayed
+    /// call books the future slot, so the calls behind it queue up after it).
+    mutating func admit(key: String, rule: RequestInterval, now: ContinuousClock.Instant) -> Verdict {
+        if entries.count >= capacity { purge(now: now) }
+        guard let entry = entries[key] else {
+            book(key, at: now, rule)
+            return .proceed
+        }
+        let allowed = entry.lastSent + rule.interval
+        if allowed <= now {
+            book(key, at: now, rule)
+            return .proceed
+        }
+        switch rule.mode {
+        case .drop:
+            return .drop(remaining: allowed - now)
+        case .delay:
+            book(key, at: allowed, rule)
+            return .wait(allowed - now)
+        }
+    }
+
+    private mutating func book(_ key: String, at instant: ContinuousClock.Instant, _ rule: RequestInterval) {
+        entries[key] = Entry(lastSent: instant, interval: rule.interval)
+        if entries.count > capacity { evictOldest() }
+    }
+
+    /// Removes every entry whose interval has passed: it can no longer affect a call.
+    mutating func purge(now: ContinuousClock.Instant) {
+        entries = entries.filter { $0.value.lastSent + $0.value.interval > now }
+    }
+
+    private mutating func evictOldest() {
+        guard let oldest = entries.min(by: { $0.value.lastSent < $1.value.lastSent }) else { return }
+        entries.removeValue(forKey: oldest.key)
+    }
+}
+
+/// Enforces request intervals per endpoint; shared by the calls of one client or service.
+public final class RequestIntervalGate: Sendable {
+    private let table: Mutex<RequestIntervalTable>
+    private let clock: any ServiceClock
+
+    /// - Parameters:
+    ///   - capacity: the most endpoints remembered; expired entries are purged first.
+    ///   - clock: the time source.
+    public init(capacity: Int = 1_024, clock: any ServiceClock = .system) {
+        self.table = Mutex(RequestIntervalTable(capacity: capacity))
+        self.clock = clock
+    }
+
+    /// The number of endpoints currently remembered.
+    public var trackedEndpoints: Int { table.withLock { $0.count } }
+
+    /// The key of an endpoint: method and URL (query included).
+    public static func key(for request: HTTPRequest) -> String {
+        "\(request.method.rawValue) \(request.scheme ?? "")://\(request.authority ?? "")\(request.path ?? "/")"
+    }
+
+    /// Waits until `rule` lets a call to `key` go, or refuses it.
+    /// - Parameters:
+    ///   - key: the endpoint, usually from `key(for:)`.
+    ///   - rule: the interval and mode.
+    ///   - clock: the time source; the gate's own when nil.
+    /// - Throws: `CourierError.throttled` when the call is dropped; `CancellationError` when
+    ///   the task is cancelled while delayed.
+    public func admit(key: String, rule: RequestInterval, clock: (any ServiceClock)? = nil) async throws {
+        let clock = clock ?? self.clock
+        let now = clock.now
+        let verdict = table.withLock { $0.admit(key: key, rule: rule, now: now) }
+        switch verdict {
+        case .proceed:
+            return
+        case .drop(let remaining):
+            // The key may hold a query with secrets: the message names only the wait.
+            throw CourierError(
+                .throttled, "the endpoint was called again within its request interval; allowed again in \(remaining)")
+        case .wait(let duration):
+            try await clock.sleep(for: duration)
+        }
+    }
+}

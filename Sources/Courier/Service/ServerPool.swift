@@ -1,0 +1,160 @@
+import Synchronization
+
+/// The name of a deployment an app can talk to: development, staging, production, …
+public struct ServerEnvironment: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ name: String) { self.rawValue = name }
+    public var description: String { rawValue }
+
+    public static let development = ServerEnvironment("development")
+    public static let staging = ServerEnvironment("staging")
+    public static let production = ServerEnvironment("production")
+}
+
+/// Several base URLs for one API, with failover between them, optionally grouped into
+/// named environments that can be switched at runtime.
+///
+/// Requests go to `current`. Report how each ended with `record(_:for:)`; when the error
+/// rate over the sliding window passes the policy's threshold, or connections fail, the pool
+/// moves to the next server and tells its observers.
+public final class ServerPool: Sendable {
+    private struct State {
+        var failover: FailoverState
+        var environments: [ServerEnvironment: [BaseURL]]
+        var environment: ServerEnvironment?
+        var observers: [UInt64: @Sendable (ServerChange) -> Void] = [:]
+        var nextObserver: UInt64 = 0
+    }
+
+    private let state: Mutex<State>
+    private let clock: any ServiceClock
+
+    /// A pool of servers for one environment.
+    /// - Parameters:
+    ///   - servers: the base URLs, in order of preference.
+    ///   - policy: when to switch.
+    ///   - clock: the time source for the sliding window.
+    /// - Throws: `CourierError.configuration` when `servers` is empty.
+    public init(servers: [BaseURL], policy: FailoverPolicy = .default, clock: any ServiceClock = .system) throws {
+        guard !servers.isEmpty else { throw CourierError(.configuration, "a server pool needs at least one server") }
+        self.clock = clock
+        self.state = Mutex(
+            State(failover: FailoverState(servers: servers, policy: policy), environments: [:], environment: nil))
+    }
+
+    /// A pool with named environments, starting in `environment`.
+    /// - Parameters:
+    ///   - environments: the servers of each environment.
+    ///   - environment: the one to start with.
+    ///   - policy: when to switch servers within an environment.
+    ///   - clock: the time source for the sliding window.
+    /// - Throws: `CourierError.configuration` when `environment` is unknown or has no servers.
+    public init(
+        environments: [ServerEnvironment: [BaseURL]], current environment: ServerEnvironment,
+        policy: FailoverPolicy = .default, clock: any ServiceClock = .system
+    ) throws {
+        guard let servers = environments[environment], !servers.isEmpty else {
+            throw CourierError(.configuration, "the environment '\(environment)' has no servers")
+        }
+        self.clock = clock
+        self.state = Mutex(
+            State(
+                failover: FailoverState(servers: servers, policy: policy), environments: environments,
+                environment: environment))
+    }
+
+    /// The server requests go to now.
+    public var current: BaseURL { state.withLock { $0.failover.current } }
+    /// The index of `current` in `servers`.
+    public var currentIndex: Int { state.withLock { $0.failover.index } }
+    /// The servers of the current environment.
+    public var servers: [BaseURL] { state.withLock { $0.failover.servers } }
+    /// The current environment, when the pool was made with environments.
+    public var environment: ServerEnvironment? { state.withLock { $0.environment } }
+    /// The failure share over the window for the current server, and the sample count.
+    public var errorRate: (rate: Double, count: Int) {
+        let now = clock.now
+        return state.withLock { $0.failover.errorRate(now: now) }
+    }
+
+    /// Reports how a request to `server` ended; may switch the current server.
+    /// - Parameters:
+    ///   - outcome: success, failure or connection failure.
+    ///   - server: the server the request went to.
+    /// - Returns: the change, if this outcome caused one.
+    @discardableResult
+    public func record(_ outcome: ServerOutcome, for server: BaseURL) -> ServerChange? {
+        let now = clock.now
+        return apply { $0.failover.record(outcome, server: server, now: now) }
+    }
+
+    /// Selects a server explicitly (for example when the backend pushes an index).
+    /// - Parameter index: the index in `servers`.
+    /// - Throws: `CourierError.configuration` when the index is out of range.
+    public func select(index: Int) throws {
+        try apply { try $0.failover.select(index) }
+    }
+
+    /// Switches to another environment and to its first server.
+    /// - Parameter environment: a name given at creation or added with `setServers(_:for:)`.
+    /// - Throws: `CourierError.configuration` when the environment is unknown.
+    public func switchEnvironment(to environment: ServerEnvironment) throws {
+        try apply { state in
+            guard let servers = state.environments[environment], !servers.isEmpty else {
+                throw CourierError(.configuration, "the environment '\(environment)' has no servers")
+            }
+            state.environment = environment
+            return state.failover.replace(servers: servers, reason: .environment(environment))
+        }
+    }
+
+    /// Adds or replaces the servers of an environment. When it is the current one, the pool
+    /// starts over at its first server.
+    /// - Throws: `CourierError.configuration` when `servers` is empty.
+    public func setServers(_ servers: [BaseURL], for environment: ServerEnvironment) throws {
+        guard !servers.isEmpty else { throw CourierError(.configuration, "an environment needs at least one server") }
+        apply { state in
+            state.environments[environment] = servers
+            guard state.environment == environment || state.environment == nil && state.environments.count == 1
+            else { return nil }
+            state.environment = environment
+            return state.failover.replace(servers: servers, reason: .environment(environment))
+        }
+    }
+
+    /// Calls `handler` after every change of the current server, on the thread that caused it.
+    /// - Returns: a token for `removeObserver(_:)`.
+    @discardableResult
+    public func addObserver(_ handler: @escaping @Sendable (ServerChange) -> Void) -> UInt64 {
+        state.withLock { state in
+            state.nextObserver += 1
+            state.observers[state.nextObserver] = handler
+            return state.nextObserver
+        }
+    }
+
+    /// Stops calling an observer.
+    public func removeObserver(_ token: UInt64) {
+        _ = state.withLock { $0.observers.removeValue(forKey: token) }
+    }
+
+    /// The changes as an async sequence (ends when the pool is released).
+    public var changes: AsyncStream<ServerChange> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: ServerChange.self, bufferingPolicy: .bufferingNewest(64))
+        let token = addObserver { continuation.yield($0) }
+        continuation.onTermination = { [weak self] _ in self?.removeObserver(token) }
+        return stream
+    }
+
+    @discardableResult
+    private func apply(_ body: (inout State) throws -> ServerChange?) rethrows -> ServerChange? {
+        let (change, observers) = try state.withLock { state -> (ServerChange?, [@Sendable (ServerChange) -> Void]) in
+            let change = try body(&state)
+            return (change, change == nil ? [] : Array(state.observers.values))
+        }
+        if let change { observers.forEach { $0(change) } }
+        return change
+    }
+}

@@ -1,0 +1,98 @@
+import Synchronization
+import Testing
+
+@testable import Courier
+
+@Suite struct BatchTests {
+    @Test func runsAllWithTheConcurrencyLimitAndReportsProgress() async {
+        let running = ServiceCounter()
+        let peak = Mutex(0)
+        let current = Mutex(0)
+        let progress = Mutex<[BatchProgress]>([])
+        let operations: [@Sendable () async throws -> Int] = (0..<12).map { index in
+            {
+                running.increment()
+                current.withLock { value in
+                    value += 1
+                    peak.withLock { $0 = max($0, value) }
+                }
+                await Task.yield()
+                current.withLock { $0 -= 1 }
+                if index == 5 { throw CourierError(.httpStatus, "item 5 failed") }
+                return index * 10
+            }
+        }
+        let results = await Batch.run(operations, maximumConcurrent: 3) { status in
+            progress.withLock { $0.append(status) }
+        }
+        #expect(results.count == 12)
+        #expect(running.value == 12)
+        #expect(peak.withLock { $0 } <= 3)
+        for (index, result) in results.enumerated() {
+            if index == 5 {
+                #expect((try? result.get()) == nil)
+            } else {
+                #expect((try? result.get()) == index * 10)
+            }
+        }
+        let reported = progress.withLock { $0 }
+        #expect(reported.map(\.completed) == Array(1...12))
+        #expect(reported.last?.failed == 1)
+        #expect(reported.last?.fractionCompleted == 1)
+        #expect(reported.allSatisfy { $0.total == 12 })
+    }
+
+    @Test func cancelOnFirstFailureStopsTheRest() async {
+        let ran = ServiceCounter()
+        let operations: [@Sendable () async throws -> Int] = (0..<10).map { index in
+            {
+                ran.increment()
+                if index == 0 { throw CourierError(.httpStatus, "first fails") }
+                return index
+            }
+        }
+        let results = await Batch.run(operations, maximumConcurrent: 1, cancelOnFirstFailure: true)
+        #expect(ran.value == 1)
+        #expect(results.count == 10)
+        let codes = results.map { result -> CourierError.Code? in
+            if case .failure(let error) = result { return error.code }
+            return nil
+        }
+        #expect(codes.first == .httpStatus)
+        #expect(codes.dropFirst().allSatisfy { $0 == .cancelled })
+    }
+
+    @Test func emptyBatch() async {
+        let results = await Batch.run([@Sendable () async throws -> Int](), maximumConcurrent: 0)
+        #expect(results.isEmpty)
+    }
+
+    @Test func chainPassesEachResultOn() async throws {
+        let value = try await Chain { "token-1" }
+            .then { token in token.count }
+            .then { count in "length \(count)" }
+            .run()
+        #expect(value == "length 7")
+    }
+
+    @Test func chainStopsAtTheFirstFailure() async {
+        let later = ServiceCounter()
+        let chain = Chain<Int> { throw CourierError(.authentication, "refresh failed") }
+            .then { value -> Int in
+                later.increment()
+                return value + 1
+            }
+        do {
+            _ = try await chain.run()
+            Issue.record("expected a failure")
+        } catch {
+            #expect(error.code == .authentication)
+        }
+        #expect(later.value == 0)
+        // As a deferred call, cancelled before it starts, nothing runs.
+        let call = Chain { later.increment() }.call()
+        call.cancel()
+        await #expect(throws: CourierError.self) { try await call.run() }
+        #expect(later.value == 0)
+    }
+}

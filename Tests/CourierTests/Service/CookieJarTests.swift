@@ -1,0 +1,91 @@
+import Foundation
+import HTTPTypes
+import Testing
+
+@testable import Courier
+
+@Suite struct CookieJarTests {
+    func request(_ url: String) -> HTTPRequest {
+        let parts = url.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false)
+        let scheme = String(parts[0].dropLast())
+        let path = parts.count > 3 ? "/" + parts[3] : "/"
+        return HTTPRequest(method: .get, scheme: scheme, authority: String(parts[2]), path: path)
+    }
+
+    func setting(_ lines: String...) -> HTTPResponse {
+        var fields = HTTPFields()
+        for line in lines { fields.append(HTTPField(name: .setCookie, value: line)) }
+        return HTTPResponse(status: .ok, headerFields: fields)
+    }
+
+    @Test func storesAndSendsHostOnlyCookies() {
+        let jar = CookieJar(clock: ManualServiceClock())
+        jar.store(
+            from: setting("sid=abc; Path=/; HttpOnly", "theme=dark"), for: request("https://api.example.com/login"))
+        #expect(jar.cookieHeader(for: request("https://api.example.com/users")) == "sid=abc; theme=dark")
+        #expect(jar.cookieHeader(for: request("https://sub.api.example.com/users")) == nil)
+        #expect(jar.cookieHeader(for: request("https://other.example/")) == nil)
+        var head = request("https://api.example.com:8443/x")
+        jar.apply(to: &head)
+        #expect(head.headerFields[.cookie] == "sid=abc; theme=dark")
+    }
+
+    @Test func domainAttributeCoversSubdomainsButNotOtherSites() {
+        let jar = CookieJar(clock: ManualServiceClock())
+        let origin = request("https://www.example.com/")
+        jar.store(from: setting("a=1; Domain=.example.com", "b=2; Domain=evil.com", "c=3; Domain=com"), for: origin)
+        #expect(jar.cookieHeader(for: request("https://api.example.com/")) == "a=1")
+        #expect(jar.cookieHeader(for: request("https://evil.com/")) == nil)
+        #expect(jar.all.count == 1)
+    }
+
+    @Test func pathAndSecureRules() {
+        let jar = CookieJar(clock: ManualServiceClock())
+        jar.store(
+            from: setting("root=1; Path=/", "deep=2; Path=/api/v1", "sec=3; Secure"),
+            for: request("https://h.example/api/v1/login"))
+        #expect(jar.cookieHeader(for: request("https://h.example/api/v1/users")) == "deep=2; sec=3; root=1")
+        #expect(jar.cookieHeader(for: request("https://h.example/api/v10")) == "root=1")
+        #expect(jar.cookieHeader(for: request("http://h.example/api/v1/users")) == "deep=2; root=1")
+    }
+
+    @Test func expiryMaxAgeAndDeletion() {
+        let clock = ManualServiceClock()
+        let jar = CookieJar(clock: clock)
+        let origin = request("https://h.example/")
+        let expires = HTTPDateFormat.format(clock.wallTime.addingTimeInterval(100))
+        jar.store(from: setting("short=1; Max-Age=10", "dated=2; Expires=\(expires)", "session=3"), for: origin)
+        #expect(jar.all.count == 3)
+        clock.advance(by: .seconds(11))
+        #expect(jar.cookieHeader(for: origin) == "dated=2; session=3")
+        clock.advance(by: .seconds(100))
+        #expect(jar.cookieHeader(for: origin) == "session=3")
+        jar.store(from: setting("session=x; Max-Age=0"), for: origin)
+        #expect(jar.cookieHeader(for: origin) == nil)
+    }
+
+    @Test func replacesByNameDomainPathAndIsBounded() {
+        let jar = CookieJar(clock: ManualServiceClock(), maximumCookies: 10, maximumCookiesPerDomain: 5)
+        let origin = request("https://h.example/")
+        jar.store(from: setting("a=1"), for: origin)
+        jar.store(from: setting("a=2"), for: origin)
+        #expect(jar.cookieHeader(for: origin) == "a=2")
+        for index in 0..<20 { jar.store(from: setting("n\(index)=v"), for: origin) }
+        #expect(jar.all.count == 5)
+        #expect(jar.cookieHeader(for: origin)?.contains("n19=v") == true)
+        jar.removeAll()
+        #expect(jar.all.isEmpty)
+    }
+
+    @Test func rejectsMalformedAndInjectedValues() {
+        let jar = CookieJar(clock: ManualServiceClock())
+        let origin = request("https://h.example/")
+        jar.store(from: setting("novalue", "=x", "ok=1"), for: origin)
+        #expect(jar.cookieHeader(for: origin) == "ok=1")
+        #expect(CookieJar.parse("a=b\u{1}c", host: "h.example", requestPath: "/", now: Date()) == nil)
+        let ip = request("http://127.0.0.1:8080/")
+        jar.store(from: setting("x=1; Domain=0.0.1"), for: ip)
+        jar.store(from: setting("y=2"), for: ip)
+        #expect(jar.cookieHeader(for: ip) == "y=2")
+    }
+}

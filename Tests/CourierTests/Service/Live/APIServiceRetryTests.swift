@@ -1,0 +1,163 @@
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Synchronization
+import Testing
+
+@testable import Courier
+
+@Suite struct APIServiceRetryTests {
+    @Test func retriesA503ThenSucceedsWithBackoffOnTheInjectedClock() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(.status(503))
+        server.enqueue(.status(503))
+        server.enqueue(.json(["id": 1, "name": "ok"]))
+        let clock = ManualServiceClock(autoAdvance: true)
+        let retries = Mutex<[Duration]>([])
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.clock = clock
+            configuration.retryPolicy = RetryPolicy(maximumRetries: 3, baseDelay: .milliseconds(300), jitter: 0)
+            configuration.monitors = [
+                ClosureEventMonitor(onRetry: { _, delay, _ in retries.withLock { $0.append(delay) } })
+            ]
+        }
+        let response = try await service.send(Endpoint<ServiceUser>.get("users/1"))
+        #expect(response.value.name == "ok")
+        #expect(response.attempts == 3)
+        #expect(server.requestCount == 3)
+        #expect(clock.sleeps == [.milliseconds(300), .milliseconds(600)])
+        #expect(retries.withLock { $0 } == [.milliseconds(300), .milliseconds(600)])
+    }
+
+    @Test func retryAfterSecondsAndDateAreHonoured() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let clock = ManualServiceClock(autoAdvance: true)
+        let date = HTTPDateFormat.format(clock.wallTime.addingTimeInterval(30))
+        server.enqueue(.status(429, headers: [.retryAfter: "7"]))
+        server.enqueue(.status(503, headers: [.retryAfter: date]))
+        server.enqueue(.json(["id": 2, "name": "after"]))
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.clock = clock
+            configuration.retryPolicy = RetryPolicy(maximumRetries: 2, jitter: 0)
+        }
+        let user: ServiceUser = try await service.get("users/2")
+        #expect(user.name == "after")
+        #expect(clock.sleeps == [.seconds(7), .seconds(23)])
+    }
+
+    @Test func postIsRetriedOnlyWhenTheCallOptsIn() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let service = try ServiceFixture.service(server)
+        server.enqueue(.status(503))
+        do {
+            let _: ServiceUser = try await service.post("users", body: ServiceUser(id: 0, name: "new"))
+            Issue.record("expected a failure")
+        } catch {
+            #expect(error.code == .httpStatus)
+            #expect(error.status?.code == 503)
+        }
+        #expect(server.requestCount == 1)
+        server.enqueue(.status(503))
+        server.enqueue(.json(["id": 5, "name": "new"]))
+        let optIn = CallOptions.default.with(\.retryPolicy, RetryPolicy(jitter: 0).allowingNonIdempotent())
+        let created: ServiceUser = try await service.post(
+            "users", body: ServiceUser(id: 0, name: "new"), options: optIn)
+        #expect(created.id == 5)
+        #expect(server.requestCount == 3)
+    }
+
+    @Test func throttledDoubleTapIsDroppedWithoutSending() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("POST", "/posts/1/like") { _ in .json(["id": 1, "name": "liked"]) }
+        let clock = ManualServiceClock()
+        let service = try ServiceFixture.service(server) { $0.clock = clock }
+        let once = CallOptions.default.with(\.interval, .drop(.seconds(2)))
+        let _: ServiceUser = try await service.post("posts/1/like", options: once)
+        do {
+            let _: ServiceUser = try await service.post("posts/1/like", options: once)
+            Issue.record("expected throttling")
+        } catch {
+            #expect(error.code == .throttled)
+        }
+        #expect(server.count("/posts/1/like") == 1)
+        clock.advance(by: .seconds(2))
+        let _: ServiceUser = try await service.post("posts/1/like", options: once)
+        #expect(server.count("/posts/1/like") == 2)
+    }
+
+    @Test func delayedIntervalWaitsOnTheClock() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/users/1") { _ in .json(["id": 1, "name": "a"]) }
+        let clock = ManualServiceClock(autoAdvance: true)
+        let service = try ServiceFixture.service(server) { $0.clock = clock }
+        let spaced = CallOptions.default.with(\.interval, .delay(.seconds(5))).with(\.deduplicates, false)
+        let _: ServiceUser = try await service.get("users/1", options: spaced)
+        let _: ServiceUser = try await service.get("users/1", options: spaced)
+        #expect(clock.sleeps == [.seconds(5)])
+        #expect(server.count("/users/1") == 2)
+    }
+
+    @Test func failoverSwitchesServerOnErrorRate() async throws {
+        let primary = try TestServer()
+        let secondary = try TestServer()
+        defer {
+            primary.stop()
+            secondary.stop()
+        }
+        primary.route("/users/1") { _ in .status(500) }
+        secondary.route("/users/1") { _ in .json(["id": 1, "name": "from secondary"]) }
+        let clock = ManualServiceClock(autoAdvance: true)
+        let pool = try ServerPool(
+            servers: [ServiceFixture.base(primary), ServiceFixture.base(secondary)], clock: clock)
+        let changes = Mutex<[ServerChange]>([])
+        pool.addObserver { change in changes.withLock { $0.append(change) } }
+        let service = try ServiceFixture.service(primary) { configuration in
+            configuration.servers = pool
+            configuration.clock = clock
+            configuration.retryPolicy = .none
+        }
+        for _ in 0..<20 {
+            let result: ServiceUser? = try? await service.get("users/1")
+            #expect(result == nil)
+        }
+        #expect(primary.requestCount == 20)
+        #expect(pool.current == ServiceFixture.base(secondary))
+        let user: ServiceUser = try await service.get("users/1")
+        #expect(user.name == "from secondary")
+        #expect(secondary.requestCount == 1)
+        #expect(changes.withLock { $0.count } == 1)
+    }
+
+    @Test func connectionFailureFailsOverAndTheRetryGoesToTheNextServer() async throws {
+        let dead = try TestServer()
+        let deadBase = ServiceFixture.base(dead)
+        dead.stop()
+        let alive = try TestServer()
+        defer { alive.stop() }
+        alive.route("/users/1") { _ in .json(["id": 1, "name": "alive"]) }
+        let clock = ManualServiceClock(autoAdvance: true)
+        let pool = try ServerPool(servers: [deadBase, ServiceFixture.base(alive)], clock: clock)
+        let service = try ServiceFixture.service(alive) { configuration in
+            configuration.servers = pool
+            configuration.clock = clock
+        }
+        let response = try await service.send(Endpoint<ServiceUser>.get("users/1"))
+        #expect(response.value.name == "alive")
+        #expect(response.attempts == 2)
+        #expect(pool.currentIndex == 1)
+        // Explicit selection moves calls back.
+        try pool.select(index: 0)
+        do {
+            let _: ServiceUser = try await service.get(
+                "users/1", options: .default.with(\.retryPolicy, RetryPolicy.none))
+            Issue.record("expected a connection failure")
+        } catch {
+            #expect(error.code == .cannotConnect)
+        }
+    }
+}

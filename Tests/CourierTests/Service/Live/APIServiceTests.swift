@@ -1,0 +1,242 @@
+import CourierTesting
+import Dispatch
+import Foundation
+import HTTPTypes
+import Synchronization
+import Testing
+
+@testable import Courier
+
+@Suite struct APIServiceTests {
+    @Test func getComposesThePathAddsParametersAndDecodes() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("GET", "/v1/users/a%20b") { _ in .json(["id": 7, "name": "Ann"]) }
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.servers = try ServerPool(servers: [BaseURL(server.baseURL.absoluteString + "/v1")])
+            configuration.headers = [.init("X-Client")!: "tests"]
+            configuration.generalParameters = [("device", "linux"), ("channel", "a&b")]
+            configuration.realTimeParameters = { [("ts", "1700000000")] }
+        }
+        let response = try await service.send(
+            Endpoint<ServiceUser>.get(
+                "users/a b", parameters: ["q": "x y"], options: .default.with(\.userInfo, ["k": 1])))
+        #expect(response.value == ServiceUser(id: 7, name: "Ann"))
+        #expect(response.attempts == 1)
+        #expect(response.status == .ok)
+        #expect(!response.isFromCache)
+        let recorded = try #require(server.recordedRequests.first)
+        #expect(recorded.path == "/v1/users/a%20b")
+        #expect(recorded.queryValue("device") == "linux")
+        #expect(recorded.queryValue("channel") == "a&b")
+        #expect(recorded.queryValue("ts") == "1700000000")
+        #expect(recorded.queryValue("q") == "x y")
+        #expect(recorded.header("X-Client") == "tests")
+        #expect(recorded.header("Accept")?.contains("application/json") == true)
+    }
+
+    @Test func verbsSendTheirMethodAndBody() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let service = try ServiceFixture.service(server)
+        struct Echo: Decodable, Sendable {
+            var method: String
+            var body: String
+        }
+        let posted: Echo = try await service.post("echo", body: ServiceUser(id: 1, name: "B"))
+        #expect(posted.method == "POST")
+        #expect(posted.body.contains("\"name\":\"B\""))
+        let put: Echo = try await service.put("echo", body: ["a": 1])
+        #expect(put.method == "PUT")
+        let patched: Echo = try await service.patch("echo", body: ["a": 2])
+        #expect(patched.method == "PATCH")
+        let deleted: Echo = try await service.delete("echo", as: Echo.self)
+        #expect(deleted.method == "DELETE")
+        let head = try await service.head("echo")
+        #expect(head.status == .ok)
+        #expect(server.recordedRequests.map(\.method) == ["POST", "PUT", "PATCH", "DELETE", "HEAD"])
+    }
+
+    @Test(arguments: ["//evil.example/x", "https://evil.example/steal", "../admin", "a/%2e%2e/b"])
+    func unsafePathsNeverReachTheNetwork(_ path: String) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let service = try ServiceFixture.service(server)
+        do {
+            let _: ServiceUser = try await service.get(path)
+            Issue.record("expected a rejection")
+        } catch {
+            #expect(error.code == .invalidRequest)
+        }
+        #expect(server.requestCount == 0)
+    }
+
+    @Test func cancelBeforeSendNeverReachesTheServer() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let service = try ServiceFixture.service(server)
+        let call = service.call(Endpoint<ServiceUser>.get("users/1"))
+        #expect(service.calls.count == 1)
+        #expect(service.cancel(call.id))
+        call.start()
+        let result = await call.result()
+        guard case .failure(let error) = result else {
+            Issue.record("expected cancellation")
+            return
+        }
+        #expect(error.code == .cancelled)
+        // Deferred calls cancelled by cancelAll(), and the callback API's onCancel.
+        let queue = DispatchQueue(label: "callbacks")
+        let cancelled = ServiceGate()
+        let deferred = (0..<3).map { _ in service.call(Endpoint<ServiceUser>.get("users/2")) }
+        #expect(service.cancelAll() == 3)
+        deferred[0].start(deliveringOn: queue, onSuccess: { _ in }, onCancel: { cancelled.open() })
+        await cancelled.wait()
+        for call in deferred.dropFirst() { await #expect(throws: CourierError.self) { try await call.run() } }
+        #expect(server.requestCount == 0)
+        #expect(service.calls.count == 0)
+    }
+
+    @Test func cancelInFlightAbortsTheTransfer() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = HeldRoute()
+        server.route("/slow") { _ in
+            held.hold()
+            return .json(["id": 1, "name": "late"])
+        }
+        let service = try ServiceFixture.service(server)
+        let call = service.call(Endpoint<ServiceUser>.get("slow"))
+        call.start()
+        while held.arrived.value == 0 { await Task.yield() }
+        call.cancel()
+        do {
+            _ = try await call.value()
+            Issue.record("expected cancellation")
+        } catch {
+            #expect(error.code == .cancelled)
+        }
+        held.release(1)
+        // Another service's calls are not affected by this one's cancelAll().
+        let other = try ServiceFixture.service(server)
+        let otherCall = other.call(Endpoint<ServiceUser>.get("users/9"))
+        server.route("/users/9") { _ in .json(["id": 9, "name": "other"]) }
+        service.cancelAll()
+        #expect(try await otherCall.run().value.id == 9)
+    }
+
+    @Test func identicalGETsShareOneTransfer() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = HeldRoute()
+        server.route("/feed") { _ in
+            held.hold()
+            return .json(["id": 1, "name": "feed"])
+        }
+        let service = try ServiceFixture.service(server)
+        let dedup = service.configuration.deduplicator
+        let results = try await withThrowingTaskGroup(of: ServiceUser.self) { group in
+            for _ in 0..<10 { group.addTask { try await service.get("feed") } }
+            while dedup.waiterCount < 10 { await Task.yield() }
+            held.release(1)
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.count == 10)
+        #expect(results.allSatisfy { $0.name == "feed" })
+        #expect(server.count("/feed") == 1)
+        // Opting out: each call sends its own request.
+        server.resetRecords()
+        let optOut = CallOptions.default.with(\.deduplicates, false)
+        try await withThrowingTaskGroup(of: ServiceUser.self) { group in
+            for _ in 0..<4 { group.addTask { try await service.get("feed", options: optOut) } }
+            while held.arrived.value < 5 { await Task.yield() }
+            held.release(4)
+            for try await _ in group {}
+        }
+        #expect(server.count("/feed") == 4)
+    }
+
+    @Test func callbackAPIDeliversOnTheQueue() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/users/3") { _ in .json(["id": 3, "name": "C"]) }
+        let service = try ServiceFixture.service(server)
+        let queue = DispatchQueue(label: "ui")
+        let seen = Mutex<[String]>([])
+        let done = ServiceGate()
+        let id = service.call(Endpoint<ServiceUser>.get("users/3")).start(
+            deliveringOn: queue,
+            onSuccess: { user in
+                dispatchPrecondition(condition: .onQueue(queue))
+                seen.withLock { $0.append("success \(user.value.name)") }
+            },
+            onFinished: {
+                seen.withLock { $0.append("finished") }
+                done.open()
+            })
+        await done.wait()
+        #expect(seen.withLock { $0 } == ["success C", "finished"])
+        #expect(id.rawValue > 0)
+        // The service-level form, on the configured queue.
+        let failed = ServiceGate()
+        let failure = Mutex<CourierError?>(nil)
+        service.start(
+            Endpoint<ServiceUser>.get("users/404"),
+            onFailure: { error in
+                dispatchPrecondition(condition: .onQueue(service.configuration.callbackQueue))
+                failure.withLock { $0 = error }
+            }, onFinished: { failed.open() })
+        await failed.wait()
+        #expect(failure.withLock { $0?.status } == .notFound)
+    }
+
+    @Test func vetoesSkipWithoutSendingAndDropResults() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/users/4") { _ in .json(["id": 4, "name": "D"]) }
+        let service = try ServiceFixture.service(server)
+        do {
+            let _: ServiceUser = try await service.get("users/4", options: .default.with(\.skipIf, { true }))
+            Issue.record("expected a skip")
+        } catch {
+            #expect(error.code == .skipped)
+        }
+        #expect(server.requestCount == 0)
+        do {
+            let _: ServiceUser = try await service.get(
+                "users/4", options: .default.with(\.acceptsResult, { _ in false }))
+            Issue.record("expected the result to be dropped")
+        } catch {
+            #expect(error.code == .skipped)
+        }
+        #expect(server.requestCount == 1)
+    }
+
+    @Test func secondTapWhileTheFirstIsInFlightIsSkipped() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = HeldRoute()
+        server.route("POST", "/posts/7/like") { _ in
+            held.hold()
+            return .json(["id": 7, "name": "liked"])
+        }
+        let service = try ServiceFixture.service(server)
+        let guarded = CallOptions.default.with(\.skipsWhileInFlight, true)
+        let first = Task { () async throws -> ServiceUser in try await service.post("posts/7/like", options: guarded) }
+        while held.arrived.value == 0 { await Task.yield() }
+        do {
+            let _: ServiceUser = try await service.post("posts/7/like", options: guarded)
+            Issue.record("expected the second tap to be skipped")
+        } catch {
+            #expect(error.code == .skipped)
+        }
+        held.release(1)
+        #expect(try await first.value.id == 7)
+        #expect(server.count("/posts/7/like") == 1)
+        #expect(service.configuration.inFlightGuard.count == 0)
+        // After the first finished, the endpoint is free again.
+        held.release(1)
+        let _: ServiceUser = try await service.post("posts/7/like", options: guarded)
+        #expect(server.count("/posts/7/like") == 2)
+    }
+}

@@ -1,0 +1,113 @@
+import Synchronization
+import Testing
+
+@testable import Courier
+
+@Suite struct PaginatorTests {
+    /// 0..<count served page by page.
+    static func pages(_ count: Int, reportTotal: Bool = false, reportHasMore: Bool = false)
+        -> @Sendable (PageRequest) async throws -> Page<Int>
+    {
+        { request in
+            let start = request.offset ?? ((request.page ?? 1) - 1) * request.limit
+            let items = Array(start..<min(count, start + request.limit))
+            return Page(
+                items: items, hasMore: reportHasMore ? start + items.count < count : nil,
+                total: reportTotal ? count : nil)
+        }
+    }
+
+    @Test func pageStyleToTheEnd() async throws {
+        let requests = Mutex<[PageRequest]>([])
+        let fetch = Self.pages(45)
+        let paginator = Paginator<Int>(style: .page(size: 20)) { request in
+            requests.withLock { $0.append(request) }
+            return try await fetch(request)
+        }
+        #expect(await paginator.hasMore)
+        #expect(try await paginator.first() == Array(0..<20))
+        #expect(await paginator.hasMore)
+        #expect(try await paginator.next() == Array(20..<40))
+        #expect(try await paginator.next() == Array(40..<45))
+        #expect(await paginator.hasMore == false)
+        #expect(try await paginator.next() == [])
+        #expect(requests.withLock { $0.map(\.page) } == [1, 2, 3])
+        #expect(await paginator.itemCount == 45)
+    }
+
+    @Test func exactMultipleEndsOnAnEmptyPage() async throws {
+        let paginator = Paginator<Int>(style: .offset(limit: 10), fetch: Self.pages(20))
+        let all = try await paginator.all()
+        #expect(all == Array(0..<20))
+        #expect(await paginator.hasMore == false)
+    }
+
+    @Test func totalAndHasMoreEndEarly() async throws {
+        let calls = ServiceCounter()
+        let fetch = Self.pages(20, reportTotal: true)
+        let paginator = Paginator<Int>(style: .offset(limit: 10)) { request in
+            calls.increment()
+            return try await fetch(request)
+        }
+        #expect(try await paginator.all() == Array(0..<20))
+        #expect(calls.value == 2)
+        let flagged = Paginator<Int>(style: .page(first: 1, size: 10), fetch: Self.pages(20, reportHasMore: true))
+        #expect(try await flagged.all().count == 20)
+    }
+
+    @Test func cursorStyle() async throws {
+        let cursors = Mutex<[String?]>([])
+        let paginator = Paginator<String>(style: .cursor(limit: 2)) { request in
+            cursors.withLock { $0.append(request.cursor) }
+            switch request.cursor {
+            case nil: return Page(items: ["a", "b"], nextCursor: "c1")
+            case "c1": return Page(items: ["c", "d"], nextCursor: "c2")
+            default: return Page(items: ["e"], nextCursor: nil)
+            }
+        }
+        #expect(try await paginator.first() == ["a", "b"])
+        #expect(try await paginator.next() == ["c", "d"])
+        #expect(await paginator.hasMore)
+        #expect(try await paginator.next() == ["e"])
+        #expect(await paginator.hasMore == false)
+        #expect(cursors.withLock { $0 } == [nil, "c1", "c2"])
+        // first() starts over.
+        #expect(try await paginator.first() == ["a", "b"])
+        #expect(await paginator.hasMore)
+    }
+
+    @Test func concurrentNextNeverFetchesAPageTwice() async throws {
+        let requests = Mutex<[Int]>([])
+        let fetch = Self.pages(100)
+        let paginator = Paginator<Int>(style: .page(size: 10)) { request in
+            requests.withLock { $0.append(request.page ?? 0) }
+            await Task.yield()
+            return try await fetch(request)
+        }
+        _ = try await paginator.first()
+        let pages = try await withThrowingTaskGroup(of: [Int].self) { group in
+            for _ in 0..<5 { group.addTask { try await paginator.next() } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(Set(pages.map { $0.first ?? -1 }).count == 5)
+        let fetched = requests.withLock { $0 }
+        #expect(fetched.count == Set(fetched).count)
+    }
+
+    @Test func failuresPropagateAndCanBeRetried() async throws {
+        let fail = Mutex(true)
+        let paginator = Paginator<Int>(style: .page(size: 10)) { request in
+            if request.page == 2, fail.withLock({ $0 }) { throw CourierError(.timedOut, "slow") }
+            return Page(items: Array(0..<10))
+        }
+        _ = try await paginator.first()
+        await #expect(throws: CourierError.self) { try await paginator.next() }
+        fail.withLock { $0 = false }
+        #expect(try await paginator.next().count == 10)
+    }
+
+    @Test func neverEndingEndpointIsStopped() async {
+        let paginator = Paginator<Int>(style: .cursor(limit: 1)) { _ in Page(items: [1], nextCursor: "same") }
+        await #expect(throws: CourierError.self) { try await paginator.all(maximumPages: 50) }
+    }
+}

@@ -1,0 +1,86 @@
+import HTTPTypes
+import Testing
+
+@testable import Courier
+
+@Suite struct RelativePathTests {
+    @Test(arguments: [
+        "https://evil.example/steal", "http://evil.example", "HTTPS://evil.example", "mailto:a@b.c",
+        "javascript:alert(1)", "//evil.example/x", "//", "../admin", "users/../../admin", "users/..",
+        "users/%2e%2e/admin", "users/%2E%2E/admin", "%2e%2e", "users/.%2e/x", "a\\b", "a/b#frag", "a\u{0}b",
+        "a\r\nHost: evil", "users//1",
+    ])
+    func rejectsUnsafePaths(_ path: String) {
+        #expect(throws: CourierError.self) { try RelativePath(path) }
+        do {
+            _ = try RelativePath(path)
+        } catch let error as CourierError {
+            #expect(error.code == .invalidRequest)
+        } catch {
+            Issue.record("unexpected error \(error)")
+        }
+    }
+
+    @Test func encodesSegmentsAndKeepsValidEscapes() throws {
+        #expect(try RelativePath("users/a b").encoded == "users/a%20b")
+        #expect(try RelativePath("users/a%20b").encoded == "users/a%20b")
+        #expect(try RelativePath("files/50%off").encoded == "files/50%25off")
+        #expect(try RelativePath("tags/ça?x").encoded == "tags/%C3%A7a?x")
+        #expect(try RelativePath("emoji/🚀").encoded == "emoji/%F0%9F%9A%80")
+        #expect(try RelativePath("a/%2Fb").segments == ["a", "/b"])
+        #expect(try RelativePath("a/%2Fb").encoded == "a/%2Fb")
+    }
+
+    @Test func leadingSlashDotSegmentsAndTrailingSlash() throws {
+        #expect(try RelativePath("/users/1").encoded == "users/1")
+        #expect(try RelativePath("./users:batch").encoded == "users:batch")
+        #expect(try RelativePath("v1/users:batch").encoded == "v1/users:batch")
+        #expect(try RelativePath("users/").encoded == "users/")
+        #expect(try RelativePath("").encoded == "")
+        #expect(try RelativePath("a/./b").segments == ["a", "b"])
+        #expect(try RelativePath("...").segments == ["..."])
+    }
+
+    @Test func queryIsKeptAndEncoded() throws {
+        let path = try RelativePath("search?q=a b&lang=fr%20FR&x=%zz")
+        #expect(path.segments == ["search"])
+        #expect(path.query == "q=a%20b&lang=fr%20FR&x=%25zz")
+        #expect(path.encoded == "search?q=a%20b&lang=fr%20FR&x=%25zz")
+    }
+}
+
+@Suite struct BaseURLTests {
+    @Test func joinsPrefixAndPath() throws {
+        let base = try BaseURL("https://API.example.com/v1/")
+        #expect(base.authority == "api.example.com")
+        #expect(base.pathPrefix == "/v1")
+        #expect(base.urlString(for: try RelativePath("users/42")) == "https://api.example.com/v1/users/42")
+        #expect(base.target(for: try RelativePath("/users")) == "/v1/users")
+        #expect(base.target(for: try RelativePath("")) == "/v1")
+        #expect(base.target(for: try RelativePath("?a=1")) == "/v1?a=1")
+        let root = try BaseURL("http://127.0.0.1:8080")
+        #expect(root.target(for: try RelativePath("")) == "/")
+        #expect(root.target(for: try RelativePath("echo")) == "/echo")
+        #expect(root.description == "http://127.0.0.1:8080")
+        let v6 = try BaseURL("http://[::1]:9000/api")
+        #expect(v6.authority == "[::1]:9000")
+    }
+
+    @Test func requestHeadCarriesTheParts() throws {
+        let base = try BaseURL("https://api.example.com/v2")
+        let head = base.request(.post, try RelativePath("users/a b"), headerFields: [.accept: "application/json"])
+        #expect(head.method == .post)
+        #expect(head.scheme == "https")
+        #expect(head.authority == "api.example.com")
+        #expect(head.path == "/v2/users/a%20b")
+        #expect(head.headerFields[.accept] == "application/json")
+    }
+
+    @Test(arguments: [
+        "ftp://example.com", "example.com", "https://", "https://user:pw@example.com", "https://example.com?x=1",
+        "https://example.com/#a", "https://exa mple.com", "https://example.com/v1/../x", "file:///etc/passwd",
+    ])
+    func rejectsBadBaseURLs(_ text: String) {
+        #expect(throws: CourierError.self) { try BaseURL(text) }
+    }
+}

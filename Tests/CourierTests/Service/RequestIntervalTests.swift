@@ -1,0 +1,90 @@
+import HTTPTypes
+import Testing
+
+@testable import Courier
+
+@Suite struct RequestIntervalTests {
+    @Test func dropsASecondTapWithinTheInterval() async throws {
+        let clock = ManualServiceClock()
+        let gate = RequestIntervalGate(clock: clock)
+        try await gate.admit(key: "POST /like", rule: .drop(.seconds(2)))
+        await #expect(throws: CourierError.self) { try await gate.admit(key: "POST /like", rule: .drop(.seconds(2))) }
+        do {
+            try await gate.admit(key: "POST /like", rule: .drop(.seconds(2)))
+        } catch let error as CourierError {
+            #expect(error.code == .throttled)
+        }
+        // Another endpoint is not affected.
+        try await gate.admit(key: "POST /follow", rule: .drop(.seconds(2)))
+        clock.advance(by: .seconds(2))
+        try await gate.admit(key: "POST /like", rule: .drop(.seconds(2)))
+    }
+
+    @Test func droppedCallDoesNotExtendTheInterval() async throws {
+        let clock = ManualServiceClock()
+        let gate = RequestIntervalGate(clock: clock)
+        try await gate.admit(key: "k", rule: .drop(.seconds(2)))
+        clock.advance(by: .seconds(1))
+        await #expect(throws: CourierError.self) { try await gate.admit(key: "k", rule: .drop(.seconds(2))) }
+        clock.advance(by: .seconds(1))
+        try await gate.admit(key: "k", rule: .drop(.seconds(2)))
+    }
+
+    @Test func delayedCallsQueueBehindEachOther() async throws {
+        let clock = ManualServiceClock(autoAdvance: true)
+        let gate = RequestIntervalGate(clock: clock)
+        try await gate.admit(key: "k", rule: .delay(.seconds(1)))
+        try await gate.admit(key: "k", rule: .delay(.seconds(1)))
+        #expect(clock.sleeps == [.seconds(1)])
+        try await gate.admit(key: "k", rule: .delay(.seconds(1)))
+        #expect(clock.sleeps == [.seconds(1), .seconds(1)])
+    }
+
+    @Test func concurrentDelayedCallsGetSuccessiveSlots() async throws {
+        let clock = ManualServiceClock()
+        let gate = RequestIntervalGate(clock: clock)
+        try await gate.admit(key: "k", rule: .delay(.seconds(1)))
+        async let second: Void = gate.admit(key: "k", rule: .delay(.seconds(1)))
+        async let third: Void = gate.admit(key: "k", rule: .delay(.seconds(1)))
+        await clock.waitForSleepers(2)
+        #expect(clock.sleeps.sorted() == [.seconds(1), .seconds(2)])
+        clock.advance(by: .seconds(2))
+        _ = try await (second, third)
+    }
+
+    @Test func tableIsPurgedAndBounded() async throws {
+        let clock = ManualServiceClock()
+        let gate = RequestIntervalGate(capacity: 100, clock: clock)
+        for index in 0..<1_000 {
+            try await gate.admit(key: "GET /items/\(index)", rule: .drop(.seconds(1)))
+        }
+        #expect(gate.trackedEndpoints <= 100)
+        clock.advance(by: .seconds(5))
+        try await gate.admit(key: "GET /new", rule: .drop(.seconds(1)))
+        try await gate.admit(key: "GET /new2", rule: .drop(.seconds(1)))
+        // The full table was purged of expired entries when the next call came.
+        var table = RequestIntervalTable(capacity: 10)
+        let now = clock.now
+        for index in 0..<10 { _ = table.admit(key: "\(index)", rule: .drop(.seconds(1)), now: now) }
+        #expect(table.count == 10)
+        _ = table.admit(key: "late", rule: .drop(.seconds(1)), now: now + .seconds(2))
+        #expect(table.count == 1)
+    }
+
+    @Test func keyIsMethodAndURL() {
+        let get = HTTPRequest(method: .get, scheme: "https", authority: "a.example", path: "/like?id=1")
+        let post = HTTPRequest(method: .post, scheme: "https", authority: "a.example", path: "/like?id=1")
+        #expect(RequestIntervalGate.key(for: get) == "GET https://a.example/like?id=1")
+        #expect(RequestIntervalGate.key(for: get) != RequestIntervalGate.key(for: post))
+    }
+
+    @Test func cancellationWhileDelayed() async throws {
+        let clock = ManualServiceClock()
+        let gate = RequestIntervalGate(clock: clock)
+        try await gate.admit(key: "k", rule: .delay(.seconds(10)))
+        let task = Task { try await gate.admit(key: "k", rule: .delay(.seconds(10))) }
+        await clock.waitForSleepers(1)
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+    }
+}

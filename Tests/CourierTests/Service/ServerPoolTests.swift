@@ -1,0 +1,140 @@
+import Synchronization
+import Testing
+
+@testable import Courier
+
+@Suite struct ServerPoolTests {
+    let a = try! BaseURL("https://a.example.com")
+    let b = try! BaseURL("https://b.example.com")
+    let c = try! BaseURL("https://c.example.com")
+
+    @Test func switchesWhenErrorRatePassesTenPercentOverTwentyRequests() throws {
+        let clock = ManualServiceClock()
+        let pool = try ServerPool(servers: [a, b], clock: clock)
+        let changes = Mutex<[ServerChange]>([])
+        pool.addObserver { change in changes.withLock { $0.append(change) } }
+        // 18 successes and 2 failures: exactly 10%, not above it.
+        for _ in 0..<18 { pool.record(.success, for: a) }
+        for _ in 0..<2 { pool.record(.failure, for: a) }
+        #expect(pool.current == a)
+        // One more failure: 3 of 21 > 10%.
+        let change = pool.record(.failure, for: a)
+        #expect(change?.current == b)
+        #expect(pool.current == b)
+        #expect(pool.currentIndex == 1)
+        let recorded = changes.withLock { $0 }
+        #expect(recorded.count == 1)
+        #expect(recorded.first?.previous == a)
+        if case .errorRate(let rate)? = recorded.first?.reason {
+            #expect(abs(rate - 3.0 / 21.0) < 1e-9)
+        } else {
+            Issue.record("expected an error-rate change")
+        }
+        #expect(pool.errorRate.count == 0)
+    }
+
+    @Test func needsTheMinimumNumberOfRequests() throws {
+        let pool = try ServerPool(servers: [a, b], clock: ManualServiceClock())
+        for _ in 0..<19 { pool.record(.failure, for: a) }
+        #expect(pool.current == a)
+        pool.record(.failure, for: a)
+        #expect(pool.current == b)
+    }
+
+    @Test func oldOutcomesLeaveTheWindow() throws {
+        let clock = ManualServiceClock()
+        let pool = try ServerPool(servers: [a, b], policy: FailoverPolicy(window: .seconds(60)), clock: clock)
+        for _ in 0..<10 { pool.record(.failure, for: a) }
+        clock.advance(by: .seconds(61))
+        for _ in 0..<20 { pool.record(.success, for: a) }
+        #expect(pool.errorRate.count == 20)
+        #expect(pool.errorRate.rate == 0)
+        pool.record(.failure, for: a)
+        #expect(pool.current == a)
+    }
+
+    @Test func connectionFailureSwitchesAtOnceAndWraps() throws {
+        let pool = try ServerPool(servers: [a, b, c], clock: ManualServiceClock())
+        #expect(pool.record(.connectionFailure, for: a)?.reason == .connectionFailure)
+        #expect(pool.current == b)
+        pool.record(.connectionFailure, for: b)
+        pool.record(.connectionFailure, for: c)
+        #expect(pool.current == a)
+    }
+
+    @Test func consecutiveConnectionFailuresThreshold() throws {
+        let pool = try ServerPool(
+            servers: [a, b], policy: FailoverPolicy(consecutiveConnectionFailures: 3), clock: ManualServiceClock())
+        pool.record(.connectionFailure, for: a)
+        pool.record(.connectionFailure, for: a)
+        pool.record(.success, for: a)
+        pool.record(.connectionFailure, for: a)
+        pool.record(.connectionFailure, for: a)
+        #expect(pool.current == a)
+        pool.record(.connectionFailure, for: a)
+        #expect(pool.current == b)
+    }
+
+    @Test func outcomesOfAFormerServerAreIgnored() throws {
+        let pool = try ServerPool(servers: [a, b], clock: ManualServiceClock())
+        try pool.select(index: 1)
+        #expect(pool.record(.connectionFailure, for: a) == nil)
+        #expect(pool.current == b)
+    }
+
+    @Test func explicitSelectionAndEvents() async throws {
+        let pool = try ServerPool(servers: [a, b, c], clock: ManualServiceClock())
+        let stream = pool.changes
+        try pool.select(index: 2)
+        try pool.select(index: 2)  // no change, no event
+        try pool.select(index: 0)
+        #expect(throws: CourierError.self) { try pool.select(index: 3) }
+        #expect(throws: CourierError.self) { try pool.select(index: -1) }
+        var iterator = stream.makeAsyncIterator()
+        let first = await iterator.next()
+        let second = await iterator.next()
+        #expect(first?.current == c)
+        #expect(first?.reason == .selected)
+        #expect(second?.current == a)
+        #expect(second?.index == 0)
+    }
+
+    @Test func singleServerNeverSwitches() throws {
+        let pool = try ServerPool(servers: [a], clock: ManualServiceClock())
+        for _ in 0..<50 { pool.record(.connectionFailure, for: a) }
+        #expect(pool.current == a)
+        #expect(throws: CourierError.self) { try ServerPool(servers: []) }
+    }
+
+    @Test func environmentsSwitchAtRuntime() throws {
+        let staging = try BaseURL("https://staging.example.com")
+        let pool = try ServerPool(environments: [.production: [a, b], .staging: [staging]], current: .production)
+        let seen = Mutex<[ServerChangeReason]>([])
+        let token = pool.addObserver { change in seen.withLock { $0.append(change.reason) } }
+        #expect(pool.environment == .production)
+        try pool.select(index: 1)
+        try pool.switchEnvironment(to: .staging)
+        #expect(pool.current == staging)
+        #expect(pool.servers == [staging])
+        #expect(pool.environment == .staging)
+        #expect(throws: CourierError.self) { try pool.switchEnvironment(to: .development) }
+        try pool.setServers([c], for: .development)
+        try pool.switchEnvironment(to: .development)
+        #expect(pool.current == c)
+        pool.removeObserver(token)
+        try pool.switchEnvironment(to: .production)
+        #expect(pool.current == a)
+        #expect(seen.withLock { $0 } == [.selected, .environment(.staging), .environment(.development)])
+        #expect(throws: CourierError.self) {
+            try ServerPool(environments: [.production: [a]], current: .staging)
+        }
+    }
+
+    @Test func windowIsBounded() throws {
+        var state = FailoverState(
+            servers: [a, b], policy: FailoverPolicy(minimumRequests: 20, window: .seconds(3_600), maximumSamples: 50))
+        let clock = ManualServiceClock()
+        for _ in 0..<10_000 { _ = state.record(.success, server: a, now: clock.now) }
+        #expect(state.errorRate(now: clock.now).count == 50)
+    }
+}
