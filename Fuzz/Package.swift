@@ -27,6 +27,7 @@ let package = Package(
         .executableTarget(name: "FuzzResponsePipeline", dependencies: courier, swiftSettings: strict),
         .executableTarget(name: "FuzzCacheEntry", dependencies: courier, swiftSettings: strict),
         .executableTarget(name: "FuzzJSONDifferential", dependencies: courier, swiftSettings: strict),
+        .executableTarget(name: "FuzzURLComposition", dependencies: courier, swiftSettings: strict),
         .executableTarget(
             name: "FuzzProtobuf",
             dependencies: [
