@@ -49,6 +49,10 @@ struct LoadTest {
     }
 
     static func run(_ options: Options) async throws -> Bool {
+        // Dispatch opens its timer machinery (an epoll fd) on the first sleep; open it before
+        // the baseline so the fd count compares like with like.
+        try await Task.sleep(for: .milliseconds(1))
+        let baselineTargets = fileDescriptorTargets()
         let baselineFDs = openFileDescriptors()
         let baselineRSS = residentBytes()
         let start = ContinuousClock.now
@@ -130,7 +134,22 @@ struct LoadTest {
         print(
             "rss:             start \(mib(baselineRSS)), after \(options.requests / 2) \(mib(halfwayRSS)), after \(options.requests) \(mib(finalRSS)) (\(String(format: "%+.1f%%", growth * 100))) \(rssOK ? "ok" : "GREW")"
         )
+        if !fdOK {
+            let extra = fileDescriptorTargets().filter { !baselineTargets.contains($0) }
+            print("extra fds:       \(extra)")
+        }
         return failed == 0 && fdOK && rssOK
+    }
+
+    /// "fd -> target" for every open descriptor, to name the ones left open.
+    static func fileDescriptorTargets() -> Set<String> {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return Set(
+            names.compactMap { name in
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)")).map {
+                    "\(name) -> \($0)"
+                }
+            })
     }
 
     /// Entries in /proc/self/fd, minus the one the listing itself opens.
