@@ -13,6 +13,8 @@ let package = Package(
         .library(name: "Courier", targets: ["Courier"]),
         .library(name: "CourierProtobuf", targets: ["CourierProtobuf"]),
         .library(name: "CourierTesting", targets: ["CourierTesting"]),
+        // The generated test/demo descriptors, for the protobuf fuzz target in Fuzz/.
+        .library(name: "CourierProtos", targets: ["CourierProtos"]),
         .executable(name: "courier-demo", targets: ["courier-demo"]),
     ],
     dependencies: [

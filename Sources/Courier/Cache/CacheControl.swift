@@ -128,8 +128,9 @@ enum HTTPDateFormat {
             clock = tokens[4...6].compactMap { Int($0) }
             if let value = year, tokens[3].count == 2 { year = value < 70 ? 2000 + value : 1900 + value }
         }
-        guard let day, let month, let year, clock.count == 3, (1...31).contains(day), clock[0] < 24, clock[1] < 60,
-            clock[2] < 61
+        // The year is bounded so the day arithmetic below cannot overflow on a hostile header.
+        guard let day, let month, let year, (0...9999).contains(year), clock.count == 3, (1...31).contains(day),
+            clock.allSatisfy({ $0 >= 0 }), clock[0] < 24, clock[1] < 60, clock[2] < 61
         else { return nil }
         return Date(
             timeIntervalSince1970: TimeInterval(

@@ -49,9 +49,21 @@ final class CacheEntry: Sendable {
         control = CacheControl(fields)
         varyNames = Self.varyNames(fields)
         dateValue = fields[.date].flatMap(HTTPDateFormat.parse)
-        ageValue = fields[CacheFieldName.age].flatMap { TimeInterval($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+        ageValue = fields[CacheFieldName.age].flatMap(Self.deltaSeconds) ?? 0
         headerLifetime = Self.lifetime(
             fields: fields, control: control, date: dateValue ?? responseTime, hasQuery: hasQuery)
+    }
+
+    /// A delta-seconds value (RFC 9111 §1.2.2): digits only, capped at 2^31; nil when invalid.
+    /// `Double(_:)` would also take `1e400`, `inf` and `nan`, which make the age unusable.
+    static func deltaSeconds(_ text: String) -> TimeInterval? {
+        let digits = text.trimmingCharacters(in: .whitespaces)
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
+            return nil
+        }
+        let cap: TimeInterval = 2_147_483_648
+        guard digits.utf8.count <= 10, let value = TimeInterval(digits) else { return cap }
+        return min(value, cap)
     }
 
     /// Approximate bytes held, for the memory bound.
@@ -146,7 +158,11 @@ final class CacheEntry: Sendable {
     /// The response served to a caller: the stored head with `Age` set.
     func served(now: Date, isStale: Bool) -> CachedResponse {
         var head = response
-        head.headerFields[CacheFieldName.age] = String(Int(currentAge(now: now)))
+        // An age that is not finite (times read back from a damaged row) is reported as the
+        // delta-seconds maximum rather than trapping in the conversion.
+        let age = currentAge(now: now)
+        head.headerFields[CacheFieldName.age] = String(
+            age.isFinite ? Int(min(max(age, 0), 2_147_483_648)) : 2_147_483_648)
         return CachedResponse(response: head, body: body, isStale: isStale, responseTime: responseTime, entry: self)
     }
 }

@@ -87,25 +87,15 @@ final class DiskCacheTier {
         var corrupt: [Int64] = []
         while try select.step(connection) {
             let id = select.int64(0)
-            let variant = select.text(1)
-            let head = select.data(4)
-            let body = select.data(5)
-            let requestTime = select.double(6) ?? 0
-            let responseTime = select.double(7) ?? 0
-            let lifetime = select.double(8)
-            let checksum = Self.checksum(
-                key: key, variant: variant, head: head, body: body, requestTime: requestTime,
-                responseTime: responseTime, lifetime: lifetime)
-            guard UInt64(bitPattern: select.int64(10)) == checksum, let response = CacheHeadCodec.decode(head) else {
+            let stored = StoredRow(
+                key: key, variant: select.text(1), url: select.text(2), identity: select.text(3),
+                head: select.data(4), body: select.data(5), requestTime: select.double(6) ?? 0,
+                responseTime: select.double(7) ?? 0, lifetime: select.double(8), hasQuery: select.int64(9) != 0,
+                checksum: UInt64(bitPattern: select.int64(10)))
+            guard let entry = stored.decode() else {
                 corrupt.append(id)
                 continue
             }
-            let entry = CacheEntry(
-                key: key, url: select.text(2), identity: select.text(3), variant: variant, response: response,
-                body: body,
-                requestTime: Date(timeIntervalSince1970: requestTime),
-                responseTime: Date(timeIntervalSince1970: responseTime), forcedLifetime: lifetime,
-                hasQuery: select.int64(9) != 0)
             rows.append(Row(id: id, entry: entry))
         }
         sqlite3_reset(select.raw)

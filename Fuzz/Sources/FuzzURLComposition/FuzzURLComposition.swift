@@ -1,0 +1,68 @@
+import Courier
+import Foundation
+import FuzzSupport
+
+// URL composition decides where a request — and its credential — goes. Whatever the base URL
+// and relative path, composition either refuses with a `CourierError` or yields a URL on the
+// base URL's own scheme and authority, under its path prefix, with no `..` segment, no
+// fragment, no control characters; and a path that was accepted is accepted again, unchanged,
+// when its encoded form is parsed (normalisation is idempotent).
+//
+// Input layout: the base URL ended by `\0` (a fixed base when the flag byte's bit 0 is set),
+// then the relative path.
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzURLComposition(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    var input = FuzzInput(data: data, size: size)
+    let flags = input.byte()
+    let baseText = String(decoding: input.field(until: 0), as: UTF8.self)
+    let pathText = String(decoding: input.rest(), as: UTF8.self)
+    let base: BaseURL
+    do {
+        base = try BaseURL(flags & 1 == 1 ? "https://api.example.com/v1" : baseText)
+    } catch let error as CourierError {
+        precondition(error.code == .configuration, "BaseURL threw \(error.code)")
+        return 0
+    } catch {
+        fatalError("BaseURL threw a non-Courier error: \(error)")
+    }
+    precondition(base.scheme == "http" || base.scheme == "https")
+    let path: RelativePath
+    do {
+        path = try RelativePath(pathText)
+    } catch let error as CourierError {
+        precondition(error.code == .invalidRequest, "RelativePath threw \(error.code)")
+        return 0
+    } catch {
+        fatalError("RelativePath threw a non-Courier error: \(error)")
+    }
+    precondition(!path.segments.contains(".."), "a '..' segment was accepted: \(pathText)")
+
+    // Normalisation is idempotent.
+    guard let again = try? RelativePath(path.encoded) else {
+        fatalError("the encoded form of an accepted path is refused: \(path.encoded)")
+    }
+    precondition(again.encoded == path.encoded, "re-parsing changed \(path.encoded) to \(again.encoded)")
+
+    let target = base.target(for: path)
+    precondition(target.hasPrefix("/"), "target \(target) is not absolute")
+    precondition(!target.hasPrefix("//"), "target \(target) names another host")
+    precondition(target.hasPrefix(base.pathPrefix), "target \(target) left the prefix \(base.pathPrefix)")
+    precondition(!target.unicodeScalars.contains { $0.value < 0x21 || $0.value >= 0x7F || $0 == "#" || $0 == "\\" })
+
+    // The composed URL stays on the base's origin, as Foundation reads it.
+    let text = base.urlString(for: path)
+    guard let url = URL(string: text), let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+    else {
+        fatalError("the composed URL does not parse: \(text)")
+    }
+    precondition(components.scheme?.lowercased() == base.scheme, "scheme moved: \(text)")
+    precondition(components.user == nil && components.password == nil, "credentials appeared: \(text)")
+    // The host Foundation reads is the base URL's host (IPv6 brackets aside).
+    let host = (components.host ?? "").lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+    precondition(!host.isEmpty && base.authority.lowercased().contains(host), "host moved: \(text)")
+    let segments = components.percentEncodedPath.split(separator: "/")
+    precondition(!segments.contains { $0.removingPercentEncoding == ".." }, "'..' in the URL: \(text)")
+    _ = base.request(.get, path)
+    return 0
+}

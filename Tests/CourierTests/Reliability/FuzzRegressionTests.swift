@@ -1,0 +1,121 @@
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+@_spi(Fuzzing) @testable import Courier
+
+/// Inputs the fuzz targets in `Fuzz/` crashed on, replayed as ordinary tests, plus every seed
+/// and regression input under `Fixtures/fuzz/` run through the same entry points.
+@Suite struct FuzzRegressionTests {
+    static let fixtures = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Fixtures/fuzz")
+
+    /// FuzzCacheEntry, first minute: `Age: 1e400` parsed as infinity, and serving the entry
+    /// trapped converting the infinite age to `Int`. A server could crash any app caching it.
+    @Test(arguments: ["1e400", "inf", "nan", "-5", "99999999999999999999", " 12 "])
+    func hostileAgeHeaderIsIgnoredOrCapped(age: String) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/aged") { _ in
+            ScriptedResponse(headers: [.cacheControl: "max-age=60", HTTPField.Name("Age")!: age], body: Data("x".utf8))
+        }
+        let cache = try HostScopedCache(configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)]))
+        let client = try makeClient { $0.cache = cache }
+        _ = try await client.send(HTTPRequest(.get, server.url("/aged")))
+        let second = try await client.send(HTTPRequest(.get, server.url("/aged")))
+        #expect(second.body == Data("x".utf8))
+        // An invalid Age is ignored (the copy is fresh); a huge one is capped (stale, so the
+        // origin is asked again and its own header comes back).
+        let isFresh = (CacheEntry.deltaSeconds(age) ?? 0) < 60
+        #expect(second.isFromCache == isFresh)
+        if second.isFromCache {
+            let served = try #require(second.head.headerFields[HTTPField.Name("Age")!])
+            let seconds = try #require(Int(served))
+            #expect((0...2_147_483_648).contains(seconds))
+        }
+    }
+
+    @Test func deltaSecondsFollowsRFC9111() {
+        #expect(CacheEntry.deltaSeconds("120") == 120)
+        #expect(CacheEntry.deltaSeconds(" 7 ") == 7)
+        #expect(CacheEntry.deltaSeconds("99999999999999999999") == 2_147_483_648)
+        for invalid in ["", "1e400", "inf", "nan", "-1", "1.5", "+3", "0x10"] {
+            #expect(CacheEntry.deltaSeconds(invalid) == nil, "\(invalid)")
+        }
+    }
+
+    /// Found reading the code the fuzzer pointed at: a year of 17 digits overflowed the day
+    /// arithmetic of the HTTP date parser (a trap on storing the response).
+    @Test func hostileDateHeadersDoNotTrap() async throws {
+        for date in [
+            "Sun, 06 Nov 99999999999999999 08:49:37 GMT", "Sun Nov  6 08:49:37 9223372036854775807",
+            "Sunday, 06-Nov-94 08:49:37 GMT", "Sun, 06 Nov 1994 -8:49:37 GMT",
+        ] {
+            _ = HTTPDateFormat.parse(date)
+        }
+        #expect(HTTPDateFormat.parse("Sun, 06 Nov 99999999999999999 08:49:37 GMT") == nil)
+        #expect(HTTPDateFormat.parse("Sun, 06 Nov 1994 08:49:37 GMT") == Date(timeIntervalSince1970: 784_111_777))
+
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/dated") { _ in
+            ScriptedResponse(
+                headers: [
+                    .cacheControl: "max-age=60", .date: "Sun, 06 Nov 99999999999999999 08:49:37 GMT",
+                    .lastModified: "Sun Nov  6 08:49:37 9223372036854775807",
+                    .expires: "Sun, 06 Nov 99999999999999999 08:49:37 GMT",
+                ], body: Data("y".utf8))
+        }
+        let cache = try HostScopedCache(configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)]))
+        let client = try makeClient { $0.cache = cache }
+        _ = try await client.send(HTTPRequest(.get, server.url("/dated")))
+        #expect(try await client.send(HTTPRequest(.get, server.url("/dated"))).isFromCache)
+    }
+
+    /// Every seed and saved crash input of the cache-entry target still decodes without trapping.
+    @Test func cacheEntryCorpusReplays() throws {
+        let directory = Self.fixtures.appendingPathComponent("FuzzCacheEntry")
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+        #expect(files.contains("regression-age-1e400"))
+        var decoded = 0
+        for file in files {
+            let bytes = [UInt8](try Data(contentsOf: directory.appendingPathComponent(file)))
+            if Self.replayCacheEntry(bytes) { decoded += 1 }
+        }
+        #expect(decoded > 0, "no seed decodes: the seeds no longer match the head format")
+    }
+
+    /// The same input split as `Fuzz/Sources/FuzzCacheEntry`.
+    static func replayCacheEntry(_ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        func byte() -> UInt8 {
+            defer { offset += 1 }
+            return offset < bytes.count ? bytes[offset] : 0
+        }
+        func u64() -> UInt64 { (0..<8).reduce(0) { value, _ in value << 8 | UInt64(byte()) } }
+        func field() -> String {
+            let start = min(offset, bytes.count)
+            var end = start
+            while end < bytes.count, bytes[end] != 0 { end += 1 }
+            offset = end + 1
+            return String(decoding: bytes[start..<end], as: UTF8.self)
+        }
+        let flags = byte()
+        func time() -> Double {
+            let raw = u64()
+            return flags & 4 != 0 ? Double(bitPattern: raw) : 1_700_000_000 + Double(Int64(bitPattern: raw) % 1_000_000)
+        }
+        let times = (time(), time(), flags & 8 != 0 ? time() : .nan)
+        let checksum = u64()
+        let url = field()
+        let variant = field()
+        let length = Int(byte()) << 8 | Int(byte())
+        let start = min(offset, bytes.count)
+        let end = min(start + length, bytes.count)
+        return CacheFuzzing.decodeStoredRow(
+            head: Data(bytes[start..<end]), body: Data(bytes[end...]), url: url, variant: variant, times: times,
+            hasQuery: flags & 2 != 0, checksum: flags & 1 != 0 ? checksum : nil)
+    }
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Runs the whole test suite under ThreadSanitizer and AddressSanitizer (LeakSanitizer included).
+#
+#   scripts/sanitizers.sh              both, one after the other
+#   scripts/sanitizers.sh thread       only TSan   (scratch path .build-tsan)
+#   scripts/sanitizers.sh address      only ASan   (scratch path .build-asan)
+#   scripts/sanitizers.sh address -- --filter FaultMatrixTests
+#
+# Each sanitizer gets its own scratch path so switching does not rebuild the normal .build.
+# Known false positives are suppressed in scripts/sanitizers/*.supp, each entry with the reason.
+# Prints how long each build and each test run took; exits non-zero on any report.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+kinds=()
+extra=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    thread|address) kinds+=("$1") ;;
+    --) shift; extra=("$@"); break ;;
+    *) echo "usage: $0 [thread|address]... [-- swift test arguments]" >&2; exit 2 ;;
+  esac
+  shift
+done
+[ ${#kinds[@]} -gt 0 ] || kinds=(thread address)
+
+supp="$PWD/scripts/sanitizers"
+# halt_on_error: the first report fails the run, so a report is never lost in the test output.
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+
+results=()
+status=0
+for kind in "${kinds[@]}"; do
+  case "$kind" in thread) scratch=.build-tsan ;; address) scratch=.build-asan ;; esac
+  echo "== $kind sanitizer: building into $scratch"
+  start=$(date +%s)
+  swift build --build-tests --sanitize="$kind" --scratch-path "$scratch"
+  built=$(( $(date +%s) - start ))
+  echo "== $kind sanitizer: testing"
+  start=$(date +%s)
+  # Parallel test execution stays on: interleavings between tests are what TSan needs to see.
+  if swift test --skip-build --sanitize="$kind" --scratch-path "$scratch" ${extra[@]+"${extra[@]}"}; then
+    verdict=passed
+  else
+    verdict=FAILED
+    status=1
+  fi
+  tested=$(( $(date +%s) - start ))
+  results+=("$kind: $verdict (build ${built} s, tests ${tested} s)")
+done
+printf '%s\n' "${results[@]}"
+exit $status
