@@ -53,6 +53,32 @@ enum Socket {
         return (fd, try localPort(of: fd))
     }
 
+    /// Binds `host:port` without listening, so that a connect to it is refused and no other
+    /// listener can take the port while the descriptor is open. Tried first without
+    /// `SO_REUSEADDR` (then nothing else can bind the port), and with it when connections of
+    /// the port's last owner still wait in `TIME_WAIT`.
+    /// - Returns: the descriptor, or `nil` when the port could not be bound at all.
+    static func reserve(host: String, port: UInt16) -> Int32? {
+        for reuse: Int32 in [0, 1] {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard fd >= 0 else { return nil }
+            var flag = reuse
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &flag, socklen_t(MemoryLayout<Int32>.size))
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            inet_pton(AF_INET, host, &address.sin_addr)
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            if bound == 0 { return fd }
+            close(fd)
+        }
+        return nil
+    }
+
     /// The local port a socket is bound to.
     static func localPort(of fd: Int32) throws -> UInt16 {
         var address = sockaddr_in()
