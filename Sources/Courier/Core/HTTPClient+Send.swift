@@ -100,7 +100,7 @@ extension HTTPClient {
         perform: (TransportRequest) async throws -> (HTTPResponse, TransferMetrics, Payload),
         discard: (Payload) async -> Void
     ) async throws -> (Hop<Payload>, FinalRequest) {
-        var current = try prepare(request)
+        var current = try prepare(request, cookieJar: options.cookieJar)
         guard var url = current.absoluteURL else {
             throw CourierError(.invalidRequest, "the request has no valid URL")
         }
@@ -147,6 +147,7 @@ extension HTTPClient {
                 logger.debug("courier: ✗ \(current.method) \(target): \(error.code): \(error.message)")
                 throw error
             }
+            options.cookieJar?.store(from: head, for: current)
             logger.debug(
                 "courier: ← \(head.status.code) \(current.method) \(target)",
                 metadata: logger.logLevel <= .trace ? ["headers": .string(redaction.describe(head.headerFields))] : nil)
@@ -159,6 +160,11 @@ extension HTTPClient {
                 await discard(payload)
                 redirectCount += 1
                 current = next.request
+                if let jar = options.cookieJar {
+                    // The jar's cookies for the new target, the redirect's own included.
+                    current.headerFields[.cookie] = nil
+                    jar.apply(to: &current)
+                }
                 currentBody = next.body
                 url = next.url
                 continue
@@ -170,8 +176,8 @@ extension HTTPClient {
         }
     }
 
-    /// Base URL, default headers, auth header, then validation.
-    func prepare(_ request: HTTPRequest) throws(CourierError) -> HTTPRequest {
+    /// Base URL, default headers, auth header, the jar's cookies, then validation.
+    func prepare(_ request: HTTPRequest, cookieJar: CookieJar? = nil) throws(CourierError) -> HTTPRequest {
         var prepared = request
         if prepared.scheme == nil || prepared.authority == nil {
             guard let baseURL = configuration.baseURL else {
@@ -191,6 +197,7 @@ extension HTTPClient {
         for field in auth where prepared.headerFields[field.name] == nil {
             prepared.headerFields.append(field)
         }
+        cookieJar?.apply(to: &prepared)
         try RequestValidation.validate(prepared)
         return prepared
     }
