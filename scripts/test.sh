@@ -10,3 +10,12 @@ if [ -x scripts/generate-protos.sh ]; then scripts/generate-protos.sh --check; f
 
 swift build --build-tests
 swift test --skip-build "$@"
+
+# The demo tour doubles as a smoke test (it exits non-zero when a step misbehaves); the debug
+# build made above is enough. Skipped when arguments select tests (e.g. --filter).
+if [ $# -eq 0 ]; then
+  "$(swift build --show-bin-path)/courier-demo" >/dev/null || {
+    echo "courier-demo: a tour step did not behave as shown; run scripts/demo.sh to see it" >&2
+    exit 1
+  }
+fi
