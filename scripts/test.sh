@@ -14,8 +14,13 @@ swift test --skip-build "$@"
 # The demo tour doubles as a smoke test (it exits non-zero when a step misbehaves); the debug
 # build made above is enough. Skipped when arguments select tests (e.g. --filter).
 if [ $# -eq 0 ]; then
-  "$(swift build --show-bin-path)/courier-demo" >/dev/null || {
-    echo "courier-demo: a tour step did not behave as shown; run scripts/demo.sh to see it" >&2
+  tour_log="$(mktemp)"
+  if ! "$(swift build --show-bin-path)/courier-demo" >"$tour_log" 2>&1; then
+    cat "$tour_log" >&2
+    echo "courier-demo: a tour step did not behave as shown" >&2
+    rm -f "$tour_log"
     exit 1
-  }
+  fi
+  rm -f "$tour_log"
+  echo "courier-demo: every tour step behaved as shown"
 fi
