@@ -32,9 +32,11 @@ extension HTTPClient {
             return (response.head, response.metrics, response.body)
         } discard: { _ in
         }
-        return Response(
+        var answer = Response(
             head: response.head, body: response.payload, metrics: response.metrics, request: final.request,
             url: final.url, redirectCount: final.redirectCount)
+        answer.redirectMetrics = final.redirectMetrics
+        return answer
     }
 
     /// Sends a request and returns once the final response head arrived; the body streams.
@@ -93,6 +95,8 @@ extension HTTPClient {
         var request: HTTPRequest
         var url: URL
         var redirectCount: Int
+        /// The metrics of the redirect hops before the final one.
+        var redirectMetrics: [TransferMetrics]
     }
 
     private func followRedirects<Payload>(
@@ -115,6 +119,7 @@ extension HTTPClient {
         let clock = ContinuousClock()
         let deadline = (options.timeout ?? configuration.timeout).map { clock.now + $0 }
         var redirectCount = 0
+        var redirectMetrics: [TransferMetrics] = []
         let logger = configuration.logger
         while true {
             var transportOptions = TransportOptions(
@@ -159,6 +164,7 @@ extension HTTPClient {
                 }
                 await discard(payload)
                 redirectCount += 1
+                redirectMetrics.append(metrics)
                 current = next.request
                 if let jar = options.cookieJar {
                     // The jar's cookies for the new target, the redirect's own included.
@@ -171,7 +177,8 @@ extension HTTPClient {
             }
             return (
                 Hop(head: head, metrics: metrics, payload: payload),
-                FinalRequest(request: current, url: url, redirectCount: redirectCount)
+                FinalRequest(
+                    request: current, url: url, redirectCount: redirectCount, redirectMetrics: redirectMetrics)
             )
         }
     }

@@ -69,6 +69,9 @@ extension HTTPClient {
         public var url: URL
         /// How many redirects were followed.
         public var redirectCount: Int
+        /// Timings and sizes of each redirect hop before the final one, in order (empty
+        /// without redirects); with ``metrics``, the whole call.
+        public var redirectMetrics: [TransferMetrics] = []
         /// True when the body came from the cache (a hit, a 304 revalidation, or stale-if-error).
         public var isFromCache = false
         /// True when a cached response was served past its freshness.
