@@ -28,19 +28,11 @@ enum Socket {
         guard fd >= 0 else { throw SocketError("socket") }
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
+        guard var address = ipv4Address(host: host, port: port) else {
             close(fd)
             throw SocketError("inet_pton(\(host))", code: EINVAL)
         }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0 else {
+        guard bind(fd, &address) == 0 else {
             let code = errno
             close(fd)
             throw SocketError("bind(\(host):\(port))", code: code)
@@ -64,19 +56,27 @@ enum Socket {
             guard fd >= 0 else { return nil }
             var flag = reuse
             setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &flag, socklen_t(MemoryLayout<Int32>.size))
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = port.bigEndian
-            inet_pton(AF_INET, host, &address.sin_addr)
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
-            if bound == 0 { return fd }
+            if var address = ipv4Address(host: host, port: port), bind(fd, &address) == 0 { return fd }
             close(fd)
         }
         return nil
+    }
+
+    /// `host:port` as a socket address; `nil` when `host` is not an IPv4 address.
+    private static func ipv4Address(host: String, port: UInt16) -> sockaddr_in? {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        return inet_pton(AF_INET, host, &address.sin_addr) == 1 ? address : nil
+    }
+
+    /// Binds `fd` to `address`; 0 on success, as `bind(2)`.
+    private static func bind(_ fd: Int32, _ address: inout sockaddr_in) -> Int32 {
+        withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
     }
 
     /// The local port a socket is bound to.
