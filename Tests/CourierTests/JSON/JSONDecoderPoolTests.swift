@@ -44,6 +44,30 @@ import Testing
         #expect(JSONDecoderImpl.escapedCount.load(ordering: .relaxed) - before < 50)
     }
 
+    @Test func concurrentCallsDecodeTheirOwnDocuments() async throws {
+        let mismatches = try await withThrowingTaskGroup(of: Int.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    var mismatches = 0
+                    for round in 0..<300 {
+                        let x = task * 1000 + round
+                        let text =
+                            #"{"name":"n\#(x)","points":[{"x":\#(x),"y":\#(task)}],"tags":["\#(task)"],"origin":{"x":\#(round),"y":0}}"#
+                        let shape = try CourierJSONDecoder().decode(Shape.self, from: Data(text.utf8))
+                        if shape.name != "n\(x)" || shape.points != [Point(x: x, y: task)] || shape.tags != ["\(task)"]
+                            || shape.origin != Point(x: round, y: 0)
+                        {
+                            mismatches += 1
+                        }
+                    }
+                    return mismatches
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(mismatches == 0)
+    }
+
     final class KeptContainer: Decodable, @unchecked Sendable {
         // @unchecked: written during decoding, read after it, on one thread.
         nonisolated(unsafe) static var container: KeyedDecodingContainer<Shape.CodingKeys>?
