@@ -1,53 +1,19 @@
 import CProtobufC
 import Foundation
 
-/// The memory of one message being encoded: a bump arena that owns every C struct, array and
+/// The memory of one message being encoded: an ``Arena`` that owns every C struct, array and
 /// string Courier builds, freed all at once. Nothing in it is ever given to
 /// `protobuf_c_message_free_unpacked`.
 final class EncodingSession {
-    private static let chunkSize = 8192
-    private var chunks: [UnsafeMutableRawPointer] = []
-    private var cursor: UnsafeMutableRawPointer
-    private var remaining: Int
+    let arena = Arena()
     /// Map fields written, sorted by key before packing so that output is deterministic.
     var maps: [(base: UnsafeMutableRawPointer, field: FieldPlan)] = []
 
-    init() {
-        let chunk = UnsafeMutableRawPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
-        chunks.append(chunk)
-        cursor = chunk
-        remaining = Self.chunkSize
-    }
+    deinit { arena.release() }
 
-    deinit {
-        for chunk in chunks { chunk.deallocate() }
-    }
-
-    /// `size` bytes aligned to 8 (16 for large blocks), uninitialised.
+    /// `size` bytes aligned to 8, uninitialised.
     @inline(__always)
-    func allocate(_ size: Int) -> UnsafeMutableRawPointer {
-        let rounded = (size + 7) & ~7
-        if rounded <= remaining {
-            let result = cursor
-            cursor += rounded
-            remaining -= rounded
-            return result
-        }
-        return allocateSlow(rounded)
-    }
-
-    private func allocateSlow(_ size: Int) -> UnsafeMutableRawPointer {
-        if size > Self.chunkSize / 4 {
-            let block = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
-            chunks.append(block)
-            return block
-        }
-        let chunk = UnsafeMutableRawPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
-        chunks.append(chunk)
-        cursor = chunk + size
-        remaining = Self.chunkSize - size
-        return chunk
-    }
+    func allocate(_ size: Int) -> UnsafeMutableRawPointer { arena.allocate(size) }
 
     /// A new C message of `plan`'s type with every field at its default.
     @inline(__always)
