@@ -4,6 +4,7 @@ import Foundation
 /// The memory of one message being encoded: an ``Arena`` that owns every C struct, array and
 /// string Courier builds, freed all at once. Nothing in it is ever given to
 /// `protobuf_c_message_free_unpacked`.
+@usableFromInline
 final class EncodingSession {
     let arena = Arena()
     /// Map fields written, sorted by key before packing so that output is deterministic.
@@ -21,6 +22,27 @@ final class EncodingSession {
         let memory = allocate(plan.sizeofMessage)
         plan.descriptor.pointee.message_init(memory.assumingMemoryBound(to: ProtobufCMessage.self))
         return memory
+    }
+
+    /// A NUL-terminated copy of `string` in the arena, or nil when it contains a NUL byte.
+    @inline(__always)
+    func cStringIfValid(_ string: String) -> UnsafeMutableRawPointer? {
+        var string = string
+        return string.withUTF8 { utf8 in
+            let memory = allocate(utf8.count + 1)
+            if let source = utf8.baseAddress {
+                if memchr(source, 0, utf8.count) != nil { return nil }
+                memory.copyMemory(from: source, byteCount: utf8.count)
+            }
+            memory.storeBytes(of: 0, toByteOffset: utf8.count, as: UInt8.self)
+            return memory
+        }
+    }
+
+    /// The error for a string with an embedded NUL in `field`.
+    func embeddedNULError(_ field: FieldPlan) -> ProtobufBridgeError {
+        ProtobufBridgeError(
+            message: "\(field.owner.fullName).\(field.protoName): protobuf-c cannot hold a string with an embedded NUL")
     }
 
     /// A NUL-terminated copy of `string` in the arena.
