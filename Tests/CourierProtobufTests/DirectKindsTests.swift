@@ -180,4 +180,22 @@ private struct DirectLegacy: ProtobufMessage, ProtobufDirectCodable {
         let write = try #require(throws: CourierError.self) { try ProtobufEncoder().encode(Wrong()) }
         #expect(write.code == .encoding && write.message.contains("uint32_value: -1 is out of range"))
     }
+
+    @Test func messagesLargerThanAnArenaChunk() throws {
+        var feed = try ProtobufDecoder().decode(DirectFeed.self, from: Fixtures.bytes("demo_feed"))
+        let post = feed.posts[0]
+        feed.posts = (0..<300).map { i in
+            var copy = post
+            copy.postId = Int64(i)
+            copy.body = String(repeating: "b", count: i)
+            return copy
+        }
+        feed.nextCursor = String(repeating: "c", count: 5000)  // Larger than a quarter chunk: a block of its own.
+        let bytes = try ProtobufEncoder().encode(feed)
+        #expect(bytes.count > 50_000)
+        #expect(try ProtobufDecoder().decode(DirectFeed.self, from: bytes) == feed)
+        let codable = try ProtobufDecoder().decode(Feed.self, from: bytes)
+        #expect(codable.posts.count == 300 && codable.nextCursor == feed.nextCursor)
+        #expect(try ProtobufEncoder().encode(codable) == bytes)
+    }
 }
