@@ -8,7 +8,7 @@ import Foundation
 /// struct field by field, guided by a plan of the descriptor computed once per message type:
 /// through the model's `init(from:)`, or, for ``ProtobufDirectCodable`` models, through their
 /// direct accessors (several times faster).
-/// The C message is freed before `decode` returns, on every path.
+/// protobuf-c unpacks into an arena that is freed before `decode` returns, on every path.
 public struct ProtobufDecoder: Sendable {
     /// Creates a decoder. It holds no state; the per-descriptor plans are cached globally.
     public init() {}
@@ -35,13 +35,51 @@ public struct ProtobufDecoder: Sendable {
     public func decode<T: Decodable>(
         _ type: T.Type, from data: Data, descriptor: UnsafePointer<ProtobufCMessageDescriptor>
     ) throws -> T {
+        if let direct = T.self as? any ProtobufDirectCodable.Type {
+            return try decodeDirect(direct, from: data, descriptor: descriptor) as! T
+        }
+        return try withUnpacked(data, descriptor: descriptor, type: T.self) { plan, message in
+            try T(from: CMessageReader(plan: plan, focus: .message(message)))
+        }
+    }
+
+    /// Decodes a message of a ``ProtobufDirectCodable`` type from `data` through its direct
+    /// accessors (chosen over the `Codable` overload when the type is known to conform).
+    /// - Parameters:
+    ///   - type: the model type.
+    ///   - data: protobuf wire bytes.
+    /// - Returns: the decoded model.
+    /// - Throws: `CourierError` with code `.decoding` (see `decode(_:from:)`).
+    public func decode<T: ProtobufMessage & ProtobufDirectCodable>(_ type: T.Type, from data: Data) throws -> T {
+        try decodeDirect(type, from: data, descriptor: T.protobufDescriptor)
+    }
+
+    private func decodeDirect<T: ProtobufDirectCodable>(
+        _ type: T.Type, from data: Data, descriptor: UnsafePointer<ProtobufCMessageDescriptor>
+    ) throws -> T {
+        try withUnpacked(data, descriptor: descriptor, type: T.self) { plan, message in
+            try T(protobuf: ProtobufMessageReader(plan: plan, base: message))
+        }
+    }
+
+    /// Unpacks `data` with protobuf-c into an arena and runs `body` on the C message; the arena
+    /// (the whole unpacked message) is freed when this returns, on every path.
+    @inline(__always)
+    private func withUnpacked<T>(
+        _ data: Data, descriptor: UnsafePointer<ProtobufCMessageDescriptor>, type: T.Type,
+        _ body: (MessagePlan, UnsafeRawPointer) throws -> T
+    ) throws -> T {
         let plan: MessagePlan
         do { plan = try MessagePlan.plan(for: descriptor) } catch { throw error.courierError(.decoding) }
+        // protobuf-c allocates the message, its strings, arrays and sub-messages in the arena;
+        // releasing the arena replaces `protobuf_c_message_free_unpacked` (its frees are no-ops).
+        let arena = Arena()
+        defer { arena.release() }
         let message: UnsafeMutablePointer<ProtobufCMessage>? = data.withUnsafeBytes { bytes in
             withUnsafeTemporaryAllocation(byteCount: 1, alignment: 1) { empty in
                 let start = bytes.baseAddress ?? UnsafeRawPointer(empty.baseAddress!)
                 return protobuf_c_message_unpack(
-                    descriptor, nil, bytes.count, start.assumingMemoryBound(to: UInt8.self))
+                    descriptor, arena.allocator, bytes.count, start.assumingMemoryBound(to: UInt8.self))
             }
         }
         guard let message else {
@@ -51,12 +89,8 @@ public struct ProtobufDecoder: Sendable {
                     + "(malformed, truncated, or a required field is missing)",
                 body: data)
         }
-        defer { protobuf_c_message_free_unpacked(message, nil) }
         do {
-            if let direct = T.self as? any ProtobufDirectCodable.Type {
-                return try direct.init(protobuf: ProtobufMessageReader(plan: plan, base: message)) as! T
-            }
-            return try T(from: CMessageReader(plan: plan, focus: .message(UnsafeRawPointer(message))))
+            return try body(plan, UnsafeRawPointer(message))
         } catch {
             throw courierError(error, .decoding, T.self)
         }

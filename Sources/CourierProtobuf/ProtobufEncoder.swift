@@ -30,18 +30,45 @@ public struct ProtobufEncoder: Sendable {
     /// - Returns: protobuf wire bytes.
     /// - Throws: `CourierError` with code `.encoding` (see `encode(_:)`).
     public func encode<T: Encodable>(_ value: T, descriptor: UnsafePointer<ProtobufCMessageDescriptor>) throws -> Data {
+        if let direct = value as? any ProtobufDirectCodable {
+            return try encodeDirect(direct, descriptor: descriptor)
+        }
+        return try build(descriptor, type: T.self) { session, plan, base in
+            let writer = CMessageWriter(session: session, plan: plan, focus: .message(base))
+            try value.encode(to: writer)
+            try writer.checkRequired(base)
+        }
+    }
+
+    /// Encodes a ``ProtobufDirectCodable`` model through its direct accessors (chosen over the
+    /// `Codable` overload when the type is known to conform).
+    /// - Parameter value: the model.
+    /// - Returns: protobuf wire bytes.
+    /// - Throws: `CourierError` with code `.encoding` (see `encode(_:)`).
+    public func encode<T: ProtobufMessage & ProtobufDirectCodable>(_ value: T) throws -> Data {
+        try encodeDirect(value, descriptor: T.protobufDescriptor)
+    }
+
+    private func encodeDirect<T: ProtobufDirectCodable>(
+        _ value: T, descriptor: UnsafePointer<ProtobufCMessageDescriptor>
+    ) throws -> Data {
+        try build(descriptor, type: T.self) { session, plan, base in
+            try writeDirect(value, session: session, plan: plan, base: base)
+        }
+    }
+
+    /// Builds the C message with `body` in an arena, then packs it.
+    @inline(__always)
+    private func build<T>(
+        _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>, type: T.Type,
+        _ body: (EncodingSession, MessagePlan, UnsafeMutableRawPointer) throws -> Void
+    ) throws -> Data {
         let plan: MessagePlan
         do { plan = try MessagePlan.plan(for: descriptor) } catch { throw error.courierError(.encoding) }
         let session = EncodingSession()
         let base = session.newMessage(plan)
         do {
-            if let direct = value as? any ProtobufDirectCodable {
-                try writeDirect(direct, session: session, plan: plan, base: base)
-            } else {
-                let writer = CMessageWriter(session: session, plan: plan, focus: .message(base))
-                try value.encode(to: writer)
-                try writer.checkRequired(base)
-            }
+            try body(session, plan, base)
         } catch {
             throw courierError(error, .encoding, T.self)
         }

@@ -11,19 +11,27 @@ public struct ProtobufMessageReader {
     // The plan's immortal buffers, held unmanaged: reading a field costs no reference counting.
     let fields: UnsafeMutableBufferPointer<FieldPlan>
     let numbers: UnsafeMutableBufferPointer<Int32>
+    @usableFromInline let slots: UnsafeMutableBufferPointer<UInt64>
     let planRef: Unmanaged<MessagePlan>
-    let base: UnsafeRawPointer
+    @usableFromInline let base: UnsafeRawPointer
 
     init(plan: MessagePlan, base: UnsafeRawPointer) {
         self.fields = plan.fields
         self.numbers = plan.indexByNumber
+        self.slots = plan.slots
         self.planRef = Unmanaged.passUnretained(plan)
         self.base = base
     }
 
-    @inline(__always)
+    @usableFromInline
     init(planRef: Unmanaged<MessagePlan>, base: UnsafeRawPointer) {
         self = planRef._withUnsafeGuaranteedRef { ProtobufMessageReader(plan: $0, base: base) }
+    }
+
+    /// The offset of a field the inlined fast path can read as `storageClass`.
+    @inlinable @inline(__always)
+    func fastOffset(_ number: Int, _ storageClass: UInt64) -> Int? {
+        FieldSlot.offset(slots, number, storageClass, FieldSlot.readable)
     }
 
     /// For error messages only.
@@ -64,16 +72,68 @@ public struct ProtobufMessageReader {
     /// without presence (proto3 scalars) are always present.
     public func has(_ number: Int) throws -> Bool { try field(number).isPresent(in: base) }
 
-    public func int32(_ number: Int) throws -> Int32 { try scalar(number, Int32.self) }
-    public func int64(_ number: Int) throws -> Int64 { try scalar(number, Int64.self) }
-    public func uint32(_ number: Int) throws -> UInt32 { try scalar(number, UInt32.self) }
-    public func uint64(_ number: Int) throws -> UInt64 { try scalar(number, UInt64.self) }
-    public func float(_ number: Int) throws -> Float { try scalar(number, Float.self) }
-    public func double(_ number: Int) throws -> Double { try scalar(number, Double.self) }
-    public func bool(_ number: Int) throws -> Bool { try scalar(number, Bool.self) }
+    // The scalar getters: an inlined load when the field's slot matches, the general path
+    // (conversions, oneofs, errors) otherwise.
+    @inlinable public func int32(_ number: Int) throws -> Int32 {
+        if let offset = fastOffset(number, FieldSlot.int32) { return base.load(fromByteOffset: offset, as: Int32.self) }
+        return try slowInt32(number)
+    }
+    @inlinable public func int64(_ number: Int) throws -> Int64 {
+        if let offset = fastOffset(number, FieldSlot.int64) { return base.load(fromByteOffset: offset, as: Int64.self) }
+        return try slowInt64(number)
+    }
+    @inlinable public func uint32(_ number: Int) throws -> UInt32 {
+        if let offset = fastOffset(number, FieldSlot.uint32) {
+            return base.load(fromByteOffset: offset, as: UInt32.self)
+        }
+        return try slowUInt32(number)
+    }
+    @inlinable public func uint64(_ number: Int) throws -> UInt64 {
+        if let offset = fastOffset(number, FieldSlot.uint64) {
+            return base.load(fromByteOffset: offset, as: UInt64.self)
+        }
+        return try slowUInt64(number)
+    }
+    @inlinable public func float(_ number: Int) throws -> Float {
+        if let offset = fastOffset(number, FieldSlot.float) { return base.load(fromByteOffset: offset, as: Float.self) }
+        return try slowFloat(number)
+    }
+    @inlinable public func double(_ number: Int) throws -> Double {
+        if let offset = fastOffset(number, FieldSlot.double) {
+            return base.load(fromByteOffset: offset, as: Double.self)
+        }
+        return try slowDouble(number)
+    }
+    @inlinable public func bool(_ number: Int) throws -> Bool {
+        if let offset = fastOffset(number, FieldSlot.bool) {
+            return base.load(fromByteOffset: offset, as: Int32.self) != 0
+        }
+        return try slowBool(number)
+    }
+
+    @usableFromInline func slowInt32(_ number: Int) throws -> Int32 { try scalar(number, Int32.self) }
+    @usableFromInline func slowInt64(_ number: Int) throws -> Int64 { try scalar(number, Int64.self) }
+    @usableFromInline func slowUInt32(_ number: Int) throws -> UInt32 { try scalar(number, UInt32.self) }
+    @usableFromInline func slowUInt64(_ number: Int) throws -> UInt64 { try scalar(number, UInt64.self) }
+    @usableFromInline func slowFloat(_ number: Int) throws -> Float { try scalar(number, Float.self) }
+    @usableFromInline func slowDouble(_ number: Int) throws -> Double { try scalar(number, Double.self) }
+    @usableFromInline func slowBool(_ number: Int) throws -> Bool { try scalar(number, Bool.self) }
 
     /// A string field. - Throws: when it is not valid UTF-8.
-    public func string(_ number: Int) throws -> String {
+    @inlinable public func string(_ number: Int) throws -> String {
+        if let offset = fastOffset(number, FieldSlot.string) {
+            guard let pointer = base.load(fromByteOffset: offset, as: UnsafePointer<UInt8>?.self) else { return "" }
+            return try makeString(pointer, number: number)
+        }
+        return try slowString(number)
+    }
+
+    /// A Swift string from protobuf-c's C string, or an error naming the field.
+    @usableFromInline func makeString(_ pointer: UnsafePointer<UInt8>, number: Int) throws -> String {
+        try CourierProtobuf.makeString(pointer, field: field(number))
+    }
+
+    @usableFromInline func slowString(_ number: Int) throws -> String {
         let field = try field(number)
         guard field.kind == .string, field.presence != .repeated else {
             throw ProtobufBridgeError.typeMismatch(field, in: plan, swiftType: String.self)
@@ -94,9 +154,21 @@ public struct ProtobufMessageReader {
     }
 
     /// An enum field. - Throws: for a number `E` does not know and has no fallback for.
+    @inlinable
     public func enumeration<E: ProtobufEnum>(_ number: Int, as type: E.Type = E.self) throws -> E {
-        let raw = try scalar(number, Int32.self)
-        guard let value = E.protobufCase(raw) else {
+        let raw: Int32
+        if let offset = fastOffset(number, FieldSlot.enumeration) {
+            raw = base.load(fromByteOffset: offset, as: Int32.self)
+        } else {
+            raw = try slowInt32(number)
+        }
+        if let value = E(rawValue: raw) { return value }
+        return try unrecognized(number, raw, E.self)
+    }
+
+    /// The fallback case for a number `E` does not know, or the error naming the field.
+    @usableFromInline func unrecognized<E: ProtobufEnum>(_ number: Int, _ raw: Int32, _ type: E.Type) throws -> E {
+        guard let value = E.unrecognized else {
             throw ProtobufBridgeError(
                 message: "\(plan.fullName).\(try field(number).protoName): \(raw) is not a case of \(E.self)")
         }
@@ -104,19 +176,32 @@ public struct ProtobufMessageReader {
     }
 
     /// A message field, or nil when it is absent.
+    @inlinable
     public func message<M: ProtobufDirectCodable>(_ number: Int, as type: M.Type = M.self) throws -> M? {
+        guard let reader = try messageReader(number, M.self) else { return nil }
+        do {
+            return try M(protobuf: reader)
+        } catch {
+            throw wrapping(error, number)
+        }
+    }
+
+    /// A reader of the message field numbered `number`, nil when absent.
+    @usableFromInline func messageReader(_ number: Int, _ type: Any.Type) throws -> ProtobufMessageReader? {
         let field = try field(number)
         guard field.kind == .message, field.presence != .repeated, let child = field.childRef else {
-            throw ProtobufBridgeError.typeMismatch(field, in: plan, swiftType: M.self)
+            throw ProtobufBridgeError.typeMismatch(field, in: plan, swiftType: type)
         }
         guard field.isPresent(in: base), let message = (base + field.offset).load(as: UnsafeRawPointer?.self) else {
             return nil
         }
-        do {
-            return try M(protobuf: ProtobufMessageReader(planRef: child, base: message))
-        } catch {
-            throw ProtobufBridgeError.wrapping(error, plan: plan, field: field)
-        }
+        return ProtobufMessageReader(planRef: child, base: message)
+    }
+
+    /// `error` from inside the message field numbered `number`, with the field prepended.
+    @usableFromInline func wrapping(_ error: any Error, _ number: Int) -> any Error {
+        guard let field = try? field(number) else { return error }
+        return ProtobufBridgeError.wrapping(error, plan: plan, field: field)
     }
 
     public func int32s(_ number: Int) throws -> [Int32] { try repeated(number, [Int32].self) }
@@ -141,8 +226,43 @@ public struct ProtobufMessageReader {
     }
 
     /// A repeated message field.
+    @inlinable
     public func messages<M: ProtobufDirectCodable>(_ number: Int, as type: M.Type = M.self) throws -> [M] {
-        try elements(number) { try M(protobuf: $0) }
+        let (child, array, count) = try repeatedMessages(number, [M].self)
+        guard let array else { return [] }
+        var result: [M] = []
+        result.reserveCapacity(count)
+        for i in 0..<count {
+            let message = array.load(fromByteOffset: i &* 8, as: UnsafeRawPointer.self)
+            do {
+                result.append(try M(protobuf: ProtobufMessageReader(planRef: child, base: message)))
+            } catch {
+                throw elementError(error, number, i)
+            }
+        }
+        return result
+    }
+
+    /// The element plan, array and count of the repeated message field numbered `number`
+    /// (a nil array when empty).
+    @usableFromInline func repeatedMessages(_ number: Int, _ type: Any.Type) throws -> (
+        Unmanaged<MessagePlan>, UnsafeRawPointer?, Int
+    ) {
+        let field = try field(number)
+        guard field.kind == .message, field.presence == .repeated, let child = field.childRef else {
+            throw ProtobufBridgeError.typeMismatch(field, in: plan, swiftType: type)
+        }
+        let count = base.load(fromByteOffset: field.quantifierOffset, as: Int.self)
+        let array = base.load(fromByteOffset: field.offset, as: UnsafeRawPointer?.self)
+        return (child, count > 0 ? array : nil, count)
+    }
+
+    /// `error` from element `index` of the repeated field numbered `number`, with its path.
+    @usableFromInline func elementError(_ error: any Error, _ number: Int, _ index: Int) -> any Error {
+        guard let field = try? field(number) else { return error }
+        if let error = error as? ProtobufBridgeError { return error.within(String(index)).within(field.swiftName) }
+        return ProtobufBridgeError(
+            message: "\(plan.fullName).\(field.protoName): \(error)", path: [field.swiftName, String(index)])
     }
 
     /// A map field of any key and value type: `key` and `value` read fields 1 and 2 of each entry.

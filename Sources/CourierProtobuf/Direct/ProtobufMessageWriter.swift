@@ -8,20 +8,37 @@ import Foundation
 /// keep it absent. Setting two members of one oneof, a NUL inside a string, `-0.0` in a field
 /// without presence or a number out of range throws.
 public struct ProtobufMessageWriter {
-    let session: EncodingSession
+    /// The session outlives every writer of its message (`ProtobufEncoder` holds it).
+    @usableFromInline unowned(unsafe) let session: EncodingSession
     // The plan's immortal buffers, held unmanaged: writing a field costs no reference counting.
     let fields: UnsafeMutableBufferPointer<FieldPlan>
     let numbers: UnsafeMutableBufferPointer<Int32>
+    @usableFromInline let slots: UnsafeMutableBufferPointer<UInt64>
     let planRef: Unmanaged<MessagePlan>
-    let base: UnsafeMutableRawPointer
-    var requiredSeen: UInt64 = 0
+    @usableFromInline let base: UnsafeMutableRawPointer
+    @usableFromInline var requiredSeen: UInt64 = 0
+    @usableFromInline let hasRequiredFields: Bool
 
     init(session: EncodingSession, plan: MessagePlan, base: UnsafeMutableRawPointer) {
         self.session = session
         self.fields = plan.fields
         self.numbers = plan.indexByNumber
+        self.slots = plan.slots
         self.planRef = Unmanaged.passUnretained(plan)
         self.base = base
+        self.hasRequiredFields = !plan.requiredFields.isEmpty
+    }
+
+    @usableFromInline
+    init(session: EncodingSession, planRef: Unmanaged<MessagePlan>, base: UnsafeMutableRawPointer) {
+        self = planRef._withUnsafeGuaranteedRef { ProtobufMessageWriter(session: session, plan: $0, base: base) }
+    }
+
+    /// The offset of a proto3 implicit-presence field the inlined fast path can write as
+    /// `storageClass` (no presence bookkeeping needed).
+    @inlinable @inline(__always)
+    func fastOffset(_ number: Int, _ storageClass: UInt64) -> Int? {
+        FieldSlot.offset(slots, number, storageClass, FieldSlot.writable)
     }
 
     /// For error messages only.
@@ -60,16 +77,78 @@ public struct ProtobufMessageWriter {
         try writeRepeated(values, session: session, field: field, base: base)
     }
 
-    public mutating func setInt32(_ number: Int, _ value: Int32) throws { try scalar(number, value) }
-    public mutating func setInt64(_ number: Int, _ value: Int64) throws { try scalar(number, value) }
-    public mutating func setUInt32(_ number: Int, _ value: UInt32) throws { try scalar(number, value) }
-    public mutating func setUInt64(_ number: Int, _ value: UInt64) throws { try scalar(number, value) }
-    public mutating func setFloat(_ number: Int, _ value: Float) throws { try scalar(number, value) }
-    public mutating func setDouble(_ number: Int, _ value: Double) throws { try scalar(number, value) }
-    public mutating func setBool(_ number: Int, _ value: Bool) throws { try scalar(number, value) }
+    // The scalar setters: an inlined store for proto3 implicit-presence fields whose slot
+    // matches, the general path (presence, conversions, range and -0.0 checks, errors) otherwise.
+    @inlinable public mutating func setInt32(_ number: Int, _ value: Int32) throws {
+        if let offset = fastOffset(number, FieldSlot.int32) {
+            return base.storeBytes(of: value, toByteOffset: offset, as: Int32.self)
+        }
+        try slowSetInt32(number, value)
+    }
+    @inlinable public mutating func setInt64(_ number: Int, _ value: Int64) throws {
+        if let offset = fastOffset(number, FieldSlot.int64) {
+            return base.storeBytes(of: value, toByteOffset: offset, as: Int64.self)
+        }
+        try slowSetInt64(number, value)
+    }
+    @inlinable public mutating func setUInt32(_ number: Int, _ value: UInt32) throws {
+        if let offset = fastOffset(number, FieldSlot.uint32) {
+            return base.storeBytes(of: value, toByteOffset: offset, as: UInt32.self)
+        }
+        try slowSetUInt32(number, value)
+    }
+    @inlinable public mutating func setUInt64(_ number: Int, _ value: UInt64) throws {
+        if let offset = fastOffset(number, FieldSlot.uint64) {
+            return base.storeBytes(of: value, toByteOffset: offset, as: UInt64.self)
+        }
+        try slowSetUInt64(number, value)
+    }
+    @inlinable public mutating func setFloat(_ number: Int, _ value: Float) throws {
+        // -0.0 takes the slow path, which rejects it for fields without presence.
+        if value.bitPattern != (-0.0 as Float).bitPattern, let offset = fastOffset(number, FieldSlot.float) {
+            return base.storeBytes(of: value, toByteOffset: offset, as: Float.self)
+        }
+        try slowSetFloat(number, value)
+    }
+    @inlinable public mutating func setDouble(_ number: Int, _ value: Double) throws {
+        if value.bitPattern != (-0.0 as Double).bitPattern, let offset = fastOffset(number, FieldSlot.double) {
+            return base.storeBytes(of: value, toByteOffset: offset, as: Double.self)
+        }
+        try slowSetDouble(number, value)
+    }
+    @inlinable public mutating func setBool(_ number: Int, _ value: Bool) throws {
+        if let offset = fastOffset(number, FieldSlot.bool) {
+            return base.storeBytes(of: value ? 1 : 0, toByteOffset: offset, as: Int32.self)
+        }
+        try slowSetBool(number, value)
+    }
+
+    @usableFromInline mutating func slowSetInt32(_ number: Int, _ value: Int32) throws { try scalar(number, value) }
+    @usableFromInline mutating func slowSetInt64(_ number: Int, _ value: Int64) throws { try scalar(number, value) }
+    @usableFromInline mutating func slowSetUInt32(_ number: Int, _ value: UInt32) throws { try scalar(number, value) }
+    @usableFromInline mutating func slowSetUInt64(_ number: Int, _ value: UInt64) throws { try scalar(number, value) }
+    @usableFromInline mutating func slowSetFloat(_ number: Int, _ value: Float) throws { try scalar(number, value) }
+    @usableFromInline mutating func slowSetDouble(_ number: Int, _ value: Double) throws { try scalar(number, value) }
+    @usableFromInline mutating func slowSetBool(_ number: Int, _ value: Bool) throws { try scalar(number, value) }
 
     /// Sets a string field. - Throws: for a string with an embedded NUL.
-    public mutating func setString(_ number: Int, _ value: String) throws {
+    @inlinable public mutating func setString(_ number: Int, _ value: String) throws {
+        if let offset = fastOffset(number, FieldSlot.string) {
+            if value.isEmpty { return }  // message_init left "" there.
+            return try storeString(value, offset: offset, number: number)
+        }
+        try slowSetString(number, value)
+    }
+
+    /// Stores an arena copy of `value` at `offset`.
+    @usableFromInline func storeString(_ value: String, offset: Int, number: Int) throws {
+        guard let pointer = session.cStringIfValid(value) else {
+            throw session.embeddedNULError(fields[Int(numbers[number])])
+        }
+        base.storeBytes(of: pointer, toByteOffset: offset, as: UnsafeMutableRawPointer.self)
+    }
+
+    @usableFromInline mutating func slowSetString(_ number: Int, _ value: String) throws {
         let field = try field(number)
         guard field.kind == .string else {
             throw ProtobufBridgeError.typeMismatch(field, in: plan, swiftType: String.self)
@@ -89,23 +168,50 @@ public struct ProtobufMessageWriter {
     }
 
     /// Sets an enum field to the case's raw value.
+    @inlinable
     public mutating func setEnumeration<E: ProtobufEnum>(_ number: Int, _ value: E) throws {
-        try scalar(number, value.rawValue)
+        if let offset = fastOffset(number, FieldSlot.enumeration) {
+            return base.storeBytes(of: value.rawValue, toByteOffset: offset, as: Int32.self)
+        }
+        try slowSetInt32(number, value.rawValue)
     }
 
     /// Sets a message field.
+    @inlinable
     public mutating func setMessage<M: ProtobufDirectCodable>(_ number: Int, _ value: M) throws {
+        var writer = try messageWriter(number, M.self)
+        do {
+            try value.write(protobuf: &writer)
+            try writer.checkRequired()
+        } catch {
+            throw wrapping(error, number)
+        }
+    }
+
+    /// A writer for a new message stored in the message field numbered `number`.
+    @usableFromInline mutating func messageWriter(_ number: Int, _ type: Any.Type) throws -> ProtobufMessageWriter {
         let field = try field(number)
         guard field.kind == .message, let child = field.child else {
-            throw ProtobufBridgeError.typeMismatch(field, in: plan, swiftType: M.self)
+            throw ProtobufBridgeError.typeMismatch(field, in: plan, swiftType: type)
         }
         let message = session.newMessage(child)
         (base + field.offset).storeBytes(of: message, as: UnsafeMutableRawPointer.self)
-        do {
-            try writeDirect(value, session: session, plan: child, base: message)
-        } catch {
-            throw ProtobufBridgeError.wrapping(error, plan: plan, field: field)
-        }
+        return ProtobufMessageWriter(session: session, plan: child, base: message)
+    }
+
+    /// Throws when a required field of this message was not written.
+    @inlinable func checkRequired() throws {
+        if hasRequiredFields { try checkRequiredSlow() }
+    }
+
+    @usableFromInline func checkRequiredSlow() throws {
+        try checkRequiredFields(plan, base, seen: requiredSeen)
+    }
+
+    /// `error` from inside the message field numbered `number`, with the field prepended.
+    @usableFromInline func wrapping(_ error: any Error, _ number: Int) -> any Error {
+        guard let index = plan.fieldIndex(number: number) else { return error }
+        return ProtobufBridgeError.wrapping(error, plan: plan, field: fields[index])
     }
 
     public mutating func setInt32s(_ number: Int, _ values: [Int32]) throws { try repeated(number, values) }
@@ -127,8 +233,53 @@ public struct ProtobufMessageWriter {
     }
 
     /// Sets a repeated message field.
+    @inlinable
     public mutating func setMessages<M: ProtobufDirectCodable>(_ number: Int, _ values: [M]) throws {
-        try elements(number, values) { message, value in try value.write(protobuf: &message) }
+        let count = values.count
+        let (child, array) = try beginMessages(number, count: count, [M].self)
+        for i in 0..<count {
+            var writer = newElement(child, array, i)
+            do {
+                try values[i].write(protobuf: &writer)
+                try writer.checkRequired()
+            } catch {
+                throw elementError(error, number, i)
+            }
+        }
+    }
+
+    /// Stores an array of `count` message pointers and the count in the repeated message field
+    /// numbered `number`.
+    @usableFromInline mutating func beginMessages(_ number: Int, count: Int, _ type: Any.Type) throws -> (
+        Unmanaged<MessagePlan>, UnsafeMutableRawPointer
+    ) {
+        let field = try field(number, repeated: true)
+        guard field.kind == .message, let child = field.childRef else {
+            throw ProtobufBridgeError.typeMismatch(field, in: plan, swiftType: type)
+        }
+        let array = session.allocate(count * 8)
+        base.storeBytes(of: count, toByteOffset: field.quantifierOffset, as: Int.self)
+        base.storeBytes(of: array, toByteOffset: field.offset, as: UnsafeMutableRawPointer.self)
+        return (child, array)
+    }
+
+    /// A writer for a new message stored as element `index` of `array`.
+    @usableFromInline func newElement(_ child: Unmanaged<MessagePlan>, _ array: UnsafeMutableRawPointer, _ index: Int)
+        -> ProtobufMessageWriter
+    {
+        child._withUnsafeGuaranteedRef { plan in
+            let message = session.newMessage(plan)
+            array.storeBytes(of: message, toByteOffset: index * 8, as: UnsafeMutableRawPointer.self)
+            return ProtobufMessageWriter(session: session, plan: plan, base: message)
+        }
+    }
+
+    /// `error` from element `index` of the repeated field numbered `number`, with its path.
+    @usableFromInline func elementError(_ error: any Error, _ number: Int, _ index: Int) -> any Error {
+        guard let error = error as? ProtobufBridgeError, let fieldIndex = plan.fieldIndex(number: number) else {
+            return error
+        }
+        return error.within(String(index)).within(fields[fieldIndex].swiftName)
     }
 
     /// Sets a map field of any key and value type: `entry` writes fields 1 (key) and 2 (value).

@@ -96,6 +96,7 @@ struct FieldPlan: @unchecked Sendable {  // Pointers into static descriptors and
 ///
 /// Everything is read from the descriptor in `init`; only the child links of message fields
 /// are filled in afterwards, under the cache lock, before the plan is published.
+@usableFromInline
 final class MessagePlan: @unchecked Sendable {
     let descriptor: UnsafePointer<ProtobufCMessageDescriptor>
     let fullName: String
@@ -110,6 +111,9 @@ final class MessagePlan: @unchecked Sendable {
     let requiredFields: [Int]
     /// Field index by field number (-1: none), for the direct path's lookups by number.
     let indexByNumber: UnsafeMutableBufferPointer<Int32>
+    /// The direct path's inlined fast paths: one ``FieldSlot`` word per field number (same
+    /// range as `indexByNumber`; 0 for numbers without a field or fields only the slow path reads).
+    let slots: UnsafeMutableBufferPointer<UInt64>
 
     private init(_ descriptor: UnsafePointer<ProtobufCMessageDescriptor>) throws(ProtobufBridgeError) {
         self.descriptor = descriptor
@@ -144,6 +148,11 @@ final class MessagePlan: @unchecked Sendable {
         indexByNumber.initialize(repeating: -1)
         for i in 0..<count where descriptor.pointee.fields[i].id < 4096 {
             indexByNumber[Int(descriptor.pointee.fields[i].id)] = Int32(i)
+        }
+        self.slots = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: highest + 1)
+        slots.initialize(repeating: 0)
+        for i in 0..<count where descriptor.pointee.fields[i].id < 4096 {
+            slots[Int(descriptor.pointee.fields[i].id)] = FieldSlot.word(descriptor.pointee.fields[i])
         }
         for i in 0..<count {
             let field = descriptor.pointee.fields.advanced(by: i)
@@ -198,9 +207,32 @@ final class MessagePlan: @unchecked Sendable {
 
     private static let cache = Mutex<[UInt: MessagePlan]>([:])
 
+    /// A lock-free front for `cache`: plans by a hash of their descriptor's address (0: empty;
+    /// a collision just overwrites). Plans are immortal, so a slot holds one unretained.
+    private nonisolated(unsafe) static let recent: UnsafeMutablePointer<Atomic<UInt>> = {
+        let slots = UnsafeMutablePointer<Atomic<UInt>>.allocate(capacity: recentCount)
+        for i in 0..<recentCount { (slots + i).initialize(to: Atomic(0)) }
+        return slots
+    }()
+    private static let recentCount = 64
+
     /// The plan for `descriptor`, built on first use.
     static func plan(for descriptor: UnsafePointer<ProtobufCMessageDescriptor>) throws(ProtobufBridgeError)
         -> MessagePlan
+    {
+        let slot = recent + (Int(bitPattern: UInt(bitPattern: descriptor) >> 4) & (recentCount - 1))
+        let bits = slot.pointee.load(ordering: .acquiring)
+        if bits != 0 {
+            let plan = Unmanaged<MessagePlan>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)
+            if plan._withUnsafeGuaranteedRef({ $0.descriptor == descriptor }) { return plan.takeUnretainedValue() }
+        }
+        let plan = try lockedPlan(for: descriptor)
+        slot.pointee.store(UInt(bitPattern: Unmanaged.passUnretained(plan).toOpaque()), ordering: .releasing)
+        return plan
+    }
+
+    private static func lockedPlan(for descriptor: UnsafePointer<ProtobufCMessageDescriptor>)
+        throws(ProtobufBridgeError) -> MessagePlan
     {
         // Descriptors are static, immutable C data: handing the pointer to the lock is safe.
         nonisolated(unsafe) let descriptor = descriptor

@@ -1,53 +1,20 @@
 import CProtobufC
 import Foundation
 
-/// The memory of one message being encoded: a bump arena that owns every C struct, array and
+/// The memory of one message being encoded: an ``Arena`` that owns every C struct, array and
 /// string Courier builds, freed all at once. Nothing in it is ever given to
 /// `protobuf_c_message_free_unpacked`.
+@usableFromInline
 final class EncodingSession {
-    private static let chunkSize = 8192
-    private var chunks: [UnsafeMutableRawPointer] = []
-    private var cursor: UnsafeMutableRawPointer
-    private var remaining: Int
+    let arena = Arena()
     /// Map fields written, sorted by key before packing so that output is deterministic.
     var maps: [(base: UnsafeMutableRawPointer, field: FieldPlan)] = []
 
-    init() {
-        let chunk = UnsafeMutableRawPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
-        chunks.append(chunk)
-        cursor = chunk
-        remaining = Self.chunkSize
-    }
+    deinit { arena.release() }
 
-    deinit {
-        for chunk in chunks { chunk.deallocate() }
-    }
-
-    /// `size` bytes aligned to 8 (16 for large blocks), uninitialised.
+    /// `size` bytes aligned to 8, uninitialised.
     @inline(__always)
-    func allocate(_ size: Int) -> UnsafeMutableRawPointer {
-        let rounded = (size + 7) & ~7
-        if rounded <= remaining {
-            let result = cursor
-            cursor += rounded
-            remaining -= rounded
-            return result
-        }
-        return allocateSlow(rounded)
-    }
-
-    private func allocateSlow(_ size: Int) -> UnsafeMutableRawPointer {
-        if size > Self.chunkSize / 4 {
-            let block = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
-            chunks.append(block)
-            return block
-        }
-        let chunk = UnsafeMutableRawPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
-        chunks.append(chunk)
-        cursor = chunk + size
-        remaining = Self.chunkSize - size
-        return chunk
-    }
+    func allocate(_ size: Int) -> UnsafeMutableRawPointer { arena.allocate(size) }
 
     /// A new C message of `plan`'s type with every field at its default.
     @inline(__always)
@@ -55,6 +22,27 @@ final class EncodingSession {
         let memory = allocate(plan.sizeofMessage)
         plan.descriptor.pointee.message_init(memory.assumingMemoryBound(to: ProtobufCMessage.self))
         return memory
+    }
+
+    /// A NUL-terminated copy of `string` in the arena, or nil when it contains a NUL byte.
+    @inline(__always)
+    func cStringIfValid(_ string: String) -> UnsafeMutableRawPointer? {
+        var string = string
+        return string.withUTF8 { utf8 in
+            let memory = allocate(utf8.count + 1)
+            if let source = utf8.baseAddress {
+                if memchr(source, 0, utf8.count) != nil { return nil }
+                memory.copyMemory(from: source, byteCount: utf8.count)
+            }
+            memory.storeBytes(of: 0, toByteOffset: utf8.count, as: UInt8.self)
+            return memory
+        }
+    }
+
+    /// The error for a string with an embedded NUL in `field`.
+    func embeddedNULError(_ field: FieldPlan) -> ProtobufBridgeError {
+        ProtobufBridgeError(
+            message: "\(field.owner.fullName).\(field.protoName): protobuf-c cannot hold a string with an embedded NUL")
     }
 
     /// A NUL-terminated copy of `string` in the arena.

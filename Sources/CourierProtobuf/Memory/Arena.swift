@@ -1,0 +1,117 @@
+import CProtobufC
+import Synchronization
+
+/// A bump allocator for the C memory of one decode or encode: protobuf-c's unpacked message
+/// (through a `ProtobufCAllocator`) or the message Courier builds before packing.
+///
+/// Everything lives in 8 KiB chunks (a block of its own for large requests) that are released
+/// together; freeing single allocations is a no-op. The arena's state sits in the header of its
+/// first chunk, so allocating costs no reference counting and no exclusivity checks. A few
+/// released first chunks are kept for reuse (taking and returning one is an atomic exchange),
+/// which spares `malloc` and `free` on the hot path.
+struct Arena {
+    /// The header at the start of the first chunk.
+    private struct Header {
+        var cursor: UnsafeMutableRawPointer
+        var end: UnsafeMutableRawPointer
+        /// Extra chunks and large blocks, chained through their first word.
+        var extra: UnsafeMutableRawPointer?
+        /// What protobuf-c calls to allocate; `allocator_data` is the header.
+        var allocator: ProtobufCAllocator
+    }
+
+    static let chunkSize = 8192
+    private static let headerSize = (MemoryLayout<Header>.size + 15) & ~15
+    /// Link word at the start of extra chunks.
+    private static let linkSize = 16
+
+    private let header: UnsafeMutablePointer<Header>
+
+    /// Takes a cached chunk or allocates one.
+    init() {
+        let chunk = Self.takeCached() ?? UnsafeMutableRawPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
+        header = chunk.bindMemory(to: Header.self, capacity: 1)
+        header.initialize(
+            to: Header(
+                cursor: chunk + Self.headerSize, end: chunk + Self.chunkSize, extra: nil,
+                allocator: ProtobufCAllocator(alloc: arenaAlloc, free: arenaFree, allocator_data: chunk)))
+    }
+
+    fileprivate init(header: UnsafeMutableRawPointer) {
+        self.header = header.assumingMemoryBound(to: Header.self)
+    }
+
+    /// Frees every allocation at once; the arena must not be used afterwards.
+    func release() {
+        var extra = header.pointee.extra
+        while let block = extra {
+            extra = block.load(as: UnsafeMutableRawPointer?.self)
+            block.deallocate()
+        }
+        let chunk = UnsafeMutableRawPointer(header)
+        if !Self.putCached(chunk) { chunk.deallocate() }
+    }
+
+    /// The allocator to hand protobuf-c; valid until `release()`.
+    var allocator: UnsafeMutablePointer<ProtobufCAllocator> {
+        UnsafeMutableRawPointer(header).advanced(by: MemoryLayout<Header>.offset(of: \Header.allocator)!)
+            .assumingMemoryBound(to: ProtobufCAllocator.self)
+    }
+
+    /// `size` uninitialised bytes aligned to 8.
+    @inline(__always)
+    func allocate(_ size: Int) -> UnsafeMutableRawPointer {
+        let rounded = (size + 7) & ~7
+        let cursor = header.pointee.cursor
+        if rounded <= header.pointee.end - cursor {
+            header.pointee.cursor = cursor + rounded
+            return cursor
+        }
+        return Self.allocateSlow(header, rounded)
+    }
+
+    private static func allocateSlow(_ header: UnsafeMutablePointer<Header>, _ size: Int) -> UnsafeMutableRawPointer {
+        if size > chunkSize / 4 {
+            let block = UnsafeMutableRawPointer.allocate(byteCount: linkSize + size, alignment: 16)
+            block.storeBytes(of: header.pointee.extra, as: UnsafeMutableRawPointer?.self)
+            header.pointee.extra = block
+            return block + linkSize
+        }
+        let chunk = UnsafeMutableRawPointer.allocate(byteCount: chunkSize, alignment: 16)
+        chunk.storeBytes(of: header.pointee.extra, as: UnsafeMutableRawPointer?.self)
+        header.pointee.extra = chunk
+        header.pointee.cursor = chunk + linkSize + size
+        header.pointee.end = chunk + chunkSize
+        return chunk + linkSize
+    }
+
+    // A few released first chunks, kept for the next arenas (0: empty slot).
+    private static let slot0 = Atomic<UInt>(0)
+    private static let slot1 = Atomic<UInt>(0)
+    private static let slot2 = Atomic<UInt>(0)
+    private static let slot3 = Atomic<UInt>(0)
+
+    private static func takeCached() -> UnsafeMutableRawPointer? {
+        var bits = slot0.exchange(0, ordering: .acquiring)
+        if bits == 0 { bits = slot1.exchange(0, ordering: .acquiring) }
+        if bits == 0 { bits = slot2.exchange(0, ordering: .acquiring) }
+        if bits == 0 { bits = slot3.exchange(0, ordering: .acquiring) }
+        return UnsafeMutableRawPointer(bitPattern: bits)
+    }
+
+    private static func putCached(_ chunk: UnsafeMutableRawPointer) -> Bool {
+        let bits = UInt(bitPattern: chunk)
+        return slot0.compareExchange(expected: 0, desired: bits, ordering: .releasing).exchanged
+            || slot1.compareExchange(expected: 0, desired: bits, ordering: .releasing).exchanged
+            || slot2.compareExchange(expected: 0, desired: bits, ordering: .releasing).exchanged
+            || slot3.compareExchange(expected: 0, desired: bits, ordering: .releasing).exchanged
+    }
+}
+
+/// protobuf-c's allocation callback: bump-allocates in the arena whose header is `data`.
+private let arenaAlloc: @convention(c) (UnsafeMutableRawPointer?, Int) -> UnsafeMutableRawPointer? = { data, size in
+    Arena(header: data!).allocate(size)
+}
+
+/// protobuf-c's free callback: a no-op, the arena frees everything at once.
+private let arenaFree: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void = { _, _ in }
