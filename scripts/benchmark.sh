@@ -4,6 +4,7 @@
 #   scripts/benchmark.sh            # everything: HTTP (nginx on loopback), memory, micro benchmarks
 #   RUNS=5 scripts/benchmark.sh     # more interleaved runs per figure (default 3)
 #   SKIP_MICRO=1 scripts/benchmark.sh   # HTTP figures only
+#   RAW_DIR=/tmp/raw scripts/benchmark.sh   # also keep the raw figures there
 #
 # nginx serves a 1 KB JSON file from a config in a temporary folder (one worker, access log off,
 # keepalive_requests high), on a free loopback port. Each HTTP client runs in its own process
@@ -44,6 +45,11 @@ bench="$root/Benchmarks/.build/release/courier-http-bench"
 work="$(mktemp -d /tmp/courier-bench.XXXXXX)"
 nginx_pid=""
 cleanup() {
+    # RAW_DIR=folder keeps the raw figures (results.jsonl, micro/) to rerun Benchmarks/report.py on.
+    if [ -n "${RAW_DIR:-}" ]; then
+        mkdir -p "$RAW_DIR"
+        cp -r "$work/results.jsonl" "$work/micro" "$RAW_DIR/" 2>/dev/null || true
+    fi
     if [ -n "$nginx_pid" ] && kill -0 "$nginx_pid" 2>/dev/null; then
         kill "$nginx_pid"
         wait "$nginx_pid" 2>/dev/null || true
