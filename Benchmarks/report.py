@@ -84,6 +84,17 @@ def machine():
     ]
 
 
+def served_check():
+    """nginx's served requests ÷ the requests a client made (measured + warm-up), per client and concurrency."""
+    table = {}
+    for r in rows:
+        if "served" not in r or r["client"] == "wrk":
+            continue
+        warmup = 0 if r["client"] == "curl" or r["concurrency"] == a.inflight else max(500, r["concurrency"])
+        table.setdefault((r["client"], r["concurrency"]), []).append(r["served"] / (r["requests"] + warmup))
+    return table
+
+
 # Micro benchmarks (package-benchmark JMH export).
 def to_us(metric):
     value = metric.get("scorePercentiles", {}).get("50.0")
@@ -242,6 +253,28 @@ micro_table("Protobuf decode + encode of the same catalog", "Protobuf decode+enc
             "apple/swift-protobuf runs on message code written by hand in protoc-gen-swift's exact form "
             "(Benchmarks/Sources/BenchSupport/bench.pb.swift): building the plugin takes ~10 minutes.")
 micro_table("Cache hit vs a loopback round trip", "Cache:", "loopback round trip")
+
+
+checks = served_check()
+if checks:
+    w("")
+    w("### Check: every counted request reached the server")
+    w("")
+    w("nginx's `stub_status` request count before and after each measurement, divided by the requests "
+      "the client made (measured + warm-up): 1.00 means one HTTP request per call. Courier's "
+      "`APIService` calls here opt out of the de-duplication of identical GETs in flight (on by "
+      "default), which would otherwise let concurrent calls share one transfer.")
+    w("")
+    levels = sorted({c for _, c in checks})
+    w("| client | " + " | ".join(f"{c:,} in flight (min–max)" for c in levels) + " |")
+    w("| --- |" + " ---: |" * len(levels))
+    for client in rows_order:
+        cells = []
+        for c in levels:
+            values = checks.get((client, c))
+            cells.append(f"{min(values):.2f}–{max(values):.2f}" if values else "")
+        if any(cells):
+            w(f"| {names[client]} | " + " | ".join(cells) + " |")
 
 
 # Goals (issue 7).

@@ -87,6 +87,7 @@ http {
         listen 127.0.0.1:$port backlog=4096;
         root $work/www;
         location / { }
+        location = /status { stub_status; }
     }
 }
 CONF
@@ -122,17 +123,29 @@ print(json.dumps({"client": client, "concurrency": concurrency, "requests": requ
 PY
 }
 
-wrk_rps() {  # connections
-    wrk -t1 -c"$1" -d5s "$url" | awk '/Requests\/sec/ { print $2 }'
+wrk_json() {  # connections
+    local rps
+    rps="$(wrk -t1 -c"$1" -d5s "$url" | awk '/Requests\/sec/ { print $2 }')"
+    echo "{\"client\": \"wrk\", \"concurrency\": $1, \"rps\": $rps}"
 }
 
-# Appends one JSON line to the results with the run number and the 1-minute load average
-# read right after the measurement (the machine may be shared: the report shows the range).
-record() {  # run json-line
-    local load1
+# nginx's count of the requests it has served (stub_status; the status request included).
+served() {
+    curl -fsS "http://127.0.0.1:$port/status" | awk '/^ *[0-9]+ +[0-9]+ +[0-9]+/ { print $3 }'
+}
+
+# Runs one measurement and appends its JSON line to the results, with the run number, the
+# 1-minute load average right after it (the machine may be shared: the report shows the range)
+# and how many requests nginx served meanwhile (a check that every counted request was sent).
+record() {  # run command...
+    local run="$1" before after line load1
+    shift
+    before="$(served)"
+    line="$("$@")"
+    after="$(served)"
     load1="$(cut -d" " -f1 /proc/loadavg)"
-    echo "$2" | sed "s/^{/{\"run\": $1, \"load1\": $load1, /" >>"$results"
-    echo "   $2"
+    echo "$line" | sed "s/^{/{\"run\": $run, \"load1\": $load1, \"served\": $((after - before - 1)), /" >>"$results"
+    echo "   $line"
 }
 
 clients=(courier-transport courier-e2e courier-service ahc-transport ahc-e2e urlsession-transport urlsession-e2e)
@@ -140,20 +153,20 @@ for run in $(seq 1 "$runs"); do
     for concurrency in 1 32; do
         echo "== run $run/$runs, $concurrency in flight"
         for client in "${clients[@]}"; do
-            record "$run" "$("$bench" "$client" --url "$url" --requests "$requests" --concurrency "$concurrency")"
+            record "$run" "$bench" "$client" --url "$url" --requests "$requests" --concurrency "$concurrency"
         done
         if [ "$concurrency" -eq 1 ]; then
-            record "$run" "$(measure_child curl 1 curl -s --no-progress-meter --config "$work/curl.conf")"
+            record "$run" measure_child curl 1 curl -s --no-progress-meter --config "$work/curl.conf"
         else
-            record "$run" "$(measure_child curl "$concurrency" curl -s --no-progress-meter --parallel \
-                --parallel-max "$concurrency" --config "$work/curl.conf")"
+            record "$run" measure_child curl "$concurrency" curl -s --no-progress-meter --parallel \
+                --parallel-max "$concurrency" --config "$work/curl.conf"
         fi
-        record "$run" "{\"client\": \"wrk\", \"concurrency\": $concurrency, \"rps\": $(wrk_rps "$concurrency")}"
+        record "$run" wrk_json "$concurrency"
     done
     echo "== run $run/$runs, $inflight_big in flight (memory)"
     for client in courier-transport courier-service ahc-transport urlsession-transport; do
-        record "$run" "$("$bench" "$client" --url "$url" --requests "$requests" --concurrency "$inflight_big" \
-            --connections "$inflight_big" --warmup 0)"
+        record "$run" "$bench" "$client" --url "$url" --requests "$requests" --concurrency "$inflight_big" \
+            --connections "$inflight_big" --warmup 0
     done
 done
 
