@@ -11,6 +11,8 @@ p.add_argument("--inflight", type=int, required=True)
 p.add_argument("--seconds", type=int, required=True)
 p.add_argument("--body-bytes", type=int, required=True)
 p.add_argument("--load-start", default="unknown")
+p.add_argument("--load-end", help="1/5/15-minute load average when the measurements ended (default: now)")
+p.add_argument("--date", help="when the measurements ended, UTC (default: now)")
 a = p.parse_args()
 
 rows = [json.loads(line) for line in open(a.results) if line.strip()]
@@ -70,12 +72,12 @@ def machine():
         except (OSError, IndexError):
             return "not found"
     return [
-        ("date (UTC)", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")),
+        ("date (UTC)", a.date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")),
         ("CPU", f"{model}, {os.cpu_count()} logical cores (nproc)"),
         ("memory", mem),
         ("load average at the start (1/5/15 min)", a.load_start),
         ("1-minute load average after each HTTP measurement (min / median / max)", load_range()),
-        ("load average at the end (1/5/15 min)", load),
+        ("load average at the end (1/5/15 min)", a.load_end or load),
         ("kernel", platform.release()),
         ("Swift", version(["swift", "--version"])),
         ("curl", version(["curl", "--version"])),
@@ -96,8 +98,8 @@ def served_check():
 
 
 # Micro benchmarks (package-benchmark JMH export).
-def to_us(metric):
-    value = metric.get("scorePercentiles", {}).get("50.0")
+def to_us(metric, percentile="50.0"):
+    value = metric.get("scorePercentiles", {}).get(percentile)
     if value is None:
         return None
     scale = {"ns": 1e-3, "μs": 1.0, "µs": 1.0, "us": 1.0, "ms": 1e3, "s": 1e6}.get(metric.get("scoreUnit", "μs"), 1.0)
@@ -116,7 +118,7 @@ for path in glob.glob(os.path.join(a.micro, "**", "*.json"), recursive=True):
         sec = e.get("secondaryMetrics", {})
         mallocs = sec.get("Malloc (total)", {}).get("scorePercentiles", {}).get("50.0")
         passes.setdefault(os.path.dirname(path), {})[name] = {
-            "wall": to_us(sec.get("Time (wall clock)", {})), "cpu": to_us(sec.get("Time (total CPU)", {})),
+            "wall": to_us(sec.get("Time (wall clock)", {})), "best": to_us(sec.get("Time (wall clock)", {}), "0.0"),
             "mallocs": mallocs}
 
 # Median over the passes of each pass's median.
@@ -125,15 +127,15 @@ for name in sorted({n for figures in passes.values() for n in figures}):
     def over_passes(key):
         values = [f[name][key] for f in passes.values() if name in f and f[name][key] is not None]
         return statistics.median(values) if values else None
-    micro[name] = {"wall": over_passes("wall"), "cpu": over_passes("cpu"), "mallocs": over_passes("mallocs")}
+    micro[name] = {"wall": over_passes("wall"), "best": over_passes("best"), "mallocs": over_passes("mallocs")}
 
 
 def micro_pass_ratio(prefix_a, prefix_b):
-    """Wall time of b ÷ wall time of a within each pass (a's speed relative to b), as (min, max)."""
+    """Fastest time of b ÷ fastest time of a within each pass (a's speed relative to b), as (min, max)."""
     values = []
     for figures in passes.values():
-        x = next((v["wall"] for k, v in figures.items() if k.startswith(prefix_a) and v["wall"]), None)
-        y = next((v["wall"] for k, v in figures.items() if k.startswith(prefix_b) and v["wall"]), None)
+        x = next((v["best"] for k, v in figures.items() if k.startswith(prefix_a) and v["best"]), None)
+        y = next((v["best"] for k, v in figures.items() if k.startswith(prefix_b) and v["best"]), None)
         if x and y:
             values.append(y / x)
     return (min(values), max(values)) if values else None
@@ -237,16 +239,23 @@ def micro_table(title, prefix, baseline_name, note=""):
     if not entries:
         w("Not measured in this run.")
         return
-    base = next((v["wall"] for k, v in entries.items() if baseline_name in k), None)
-    w(f"| benchmark | median µs | speed vs {baseline_name} | mallocs |")
-    w("| --- | ---: | ---: | ---: |")
-    for k, v in sorted(entries.items(), key=lambda kv: kv[1]["wall"] or 0):
-        speed = ratio(base, v["wall"])
-        w(f"| {k[len(prefix):].strip()} | {fmt(v['wall'], 2)} | {fr(speed)} | {fmt(v['mallocs'])} |")
+    base = next((v["best"] for k, v in entries.items() if baseline_name in k), None)
+    base_median = next((v["wall"] for k, v in entries.items() if baseline_name in k), None)
+    w(f"| benchmark | fastest µs | speed vs {baseline_name} | median µs | speed (medians) | mallocs |")
+    w("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for k, v in sorted(entries.items(), key=lambda kv: kv[1]["best"] or 0):
+        w(f"| {k[len(prefix):].strip()} | {fmt(v['best'], 2)} | {fr(ratio(base, v['best']))} | {fmt(v['wall'], 2)} | "
+          f"{fr(ratio(base_median, v['wall']))} | {fmt(v['mallocs'])} |")
 
 
 w("")
 w("## Serializers and cache (package-benchmark)")
+w("")
+w("Wall-clock time per operation. \"Fastest\" is each pass's fastest iteration, \"median\" each pass's "
+  "median iteration; both are then the median over the passes. On a shared, loaded machine a "
+  "benchmark's median moves with whatever else runs during its 2 seconds (the same benchmark's "
+  "median varied up to 2× between passes here), while its fastest iteration — one not interrupted — "
+  "stays put; so speeds and goals use the fastest, and the medians are shown for reference.")
 micro_table(f"JSON decode of the {a.body_bytes}-byte body into a model", "JSON decode:", "Foundation JSONDecoder")
 micro_table("Form encode (7 fields, one a 3-element list)", "Form encode:", "Foundation URLComponents")
 micro_table("Protobuf decode + encode of the same catalog", "Protobuf decode+encode:", "raw protobuf-c",
@@ -293,19 +302,23 @@ def goal(text, compared, value, target, higher=True, unit="×", runs=None):
     per_run = "—" if runs is None else f"{runs[0]:.2f}–{runs[1]:.2f}{unit}"
     if value is None:
         return f"| {text} | {compared} | not measured | {per_run} | {target}{unit} | — |"
-    ok = value >= target if higher else value <= target
-    return (f"| {text} | {compared} | {value:.2f}{unit} | {per_run} | {'≥' if higher else '≤'} {target}{unit} | "
-            f"{'reached' if ok else 'not reached'} |")
+    def meets(x):
+        return x >= target if higher else x <= target
+
+    verdict = "reached" if meets(value) else "not reached"
+    if runs is not None and meets(runs[0]) != meets(runs[1]):
+        verdict += " (median; not in every run)" if meets(value) else " (median; reached in some runs)"
+    return f"| {text} | {compared} | {value:.2f}{unit} | {per_run} | {'≥' if higher else '≤'} {target}{unit} | {verdict} |"
 
 
 def micro_wall(prefix):
-    return next((v["wall"] for k, v in micro.items() if k.startswith(prefix) and v["wall"]), None)
+    return next((v["best"] for k, v in micro.items() if k.startswith(prefix) and v["best"]), None)
 
 
 w("")
 w("## Goals (issue 7)")
 w("")
-w("Speed ratios are Courier ÷ peer for requests/s and peer time ÷ Courier time for micro benchmarks "
+w("Speed ratios are Courier ÷ peer for requests/s and peer time ÷ Courier time (fastest iterations) for micro benchmarks "
   "(higher is faster); CPU and memory are Courier ÷ peer (lower is better). \"Per run\" is the same ratio "
   "within each interleaved run (each pass of the micro suite), to show how much the verdict depends on the run.")
 w("")
@@ -334,11 +347,56 @@ w(goal("Protobuf model decode+encode: speed", "`ProtobufDirectCodable` model vs 
 w(goal("JSON decode into a model: speed", "response pipeline `.json` vs bare Foundation `JSONDecoder`",
        ratio(micro_wall("JSON decode: Foundation JSONDecoder"), micro_wall("JSON decode: Courier pipeline (.json")), 5.0,
        runs=micro_pass_ratio("JSON decode: Courier pipeline (.json", "JSON decode: Foundation JSONDecoder")))
+def per_run_memory(client):
+    values = []
+    for run in sorted({r["run"] for r in rows if "run" in r}):
+        big = [r["peak_rss_kib"] for r in rows if r.get("run") == run and r["client"] == client
+               and r["concurrency"] == a.inflight]
+        one = [r["peak_rss_kib"] for r in rows if r.get("run") == run and r["client"] == client and r["concurrency"] == 1]
+        if big and one:
+            values.append((big[0] - one[0]) / (a.inflight - 1))
+    return (min(values), max(values)) if values else None
+
+
 w(goal(f"Memory per in-flight request ({a.inflight:,} in flight)", "`HTTPClient.send` bytes (absolute)",
-       per_request.get("courier-transport"), 16, higher=False, unit=" KiB"))
+       per_request.get("courier-transport"), 16, higher=False, unit=" KiB", runs=per_run_memory("courier-transport")))
 w("")
 w("The Codable protobuf model (`Catalog: ProtobufMessage`, no hand-written field mapping) is the slower "
   "path in the protobuf table above; the goals use the `ProtobufDirectCodable` fast path.")
+
+# Notes computed from the figures above.
+def diff(a_, b_):
+    return None if a_ is None or b_ is None else a_ - b_
+
+
+notes = []
+for c in (1, 32):
+    service = diff(med("courier-service", c, "cpu_us_per_request"), med("courier-e2e", c, "cpu_us_per_request"))
+    decode_courier = diff(med("courier-e2e", c, "cpu_us_per_request"), med("courier-transport", c, "cpu_us_per_request"))
+    decode_ahc = diff(med("ahc-e2e", c, "cpu_us_per_request"), med("ahc-transport", c, "cpu_us_per_request"))
+    if service is not None:
+        notes.append(f"With {c} in flight, the `APIService` layer (call object and task, registry, interceptor "
+                     f"chain, validation) costs {service:,.0f} µs of CPU per call over `send` + `ResponsePipeline` "
+                     "on the same transport (Courier `APIService.get` row minus the `send` + pipeline row).")
+    if decode_courier is not None and decode_ahc is not None:
+        notes.append(f"With {c} in flight, decoding the body into the model adds {decode_courier:,.0f} µs of CPU per "
+                     f"request to Courier's transport (`.json` pipeline) and {decode_ahc:,.0f} µs to "
+                     "AsyncHTTPClient's (`JSONDecoder`).")
+for c in (1, 32):
+    cr, cc = med("courier-transport", c, "rps"), med("courier-transport", c, "cpu_us_per_request")
+    if cr and cc:
+        notes.append(f"With {c} in flight, Courier's transport uses {cr * cc / 1e6:.2f} cores on average "
+                     f"({cr:,.0f} requests/s × {cc:,.0f} µs); AsyncHTTPClient "
+                     f"{(med('ahc-transport', c, 'rps') or 0) * (med('ahc-transport', c, 'cpu_us_per_request') or 0) / 1e6:.2f}, "
+                     f"curl {(med('curl', c, 'rps') or 0) * (med('curl', c, 'cpu_us_per_request') or 0) / 1e6:.2f}. "
+                     "nginx needs CPU on the same 2 cores; the rest of a client's time is spent waiting (for the "
+                     "server, for its own threads to be scheduled, or for the other processes of a shared machine).")
+if notes:
+    w("")
+    w("## Notes")
+    w("")
+    for note in notes:
+        w(f"- {note}")
 
 w("")
 w("## Reproduce")

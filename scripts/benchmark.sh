@@ -189,7 +189,9 @@ fi
 
 # --- report ------------------------------------------------------------------------------------
 finished=$(date +%s)
+load_end="$(cut -d" " -f1-3 /proc/loadavg | sed 's| | / |g')"
 python3 "$root/Benchmarks/report.py" --results "$results" --micro "$micro" --runs "$runs" \
     --requests "$requests" --inflight "$inflight_big" --seconds $((finished - started)) \
-    --body-bytes "$(curl -fsS "$url" | wc -c)" --load-start "$load_start" >"$root/Docs/Performance.md"
+    --body-bytes "$(curl -fsS "$url" | wc -c)" --load-start "$load_start" \
+    --load-end "$load_end" --date "$(date -u '+%Y-%m-%d %H:%M')" >"$root/Docs/Performance.md"
 echo "== wrote Docs/Performance.md in $((finished - started)) s"
