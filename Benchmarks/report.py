@@ -12,6 +12,7 @@ p.add_argument("--seconds", type=int, required=True)
 p.add_argument("--body-bytes", type=int, required=True)
 p.add_argument("--load-start", default="unknown")
 p.add_argument("--load-end", help="1/5/15-minute load average when the measurements ended (default: now)")
+p.add_argument("--commit", help="the Courier commit measured (default: git HEAD of this checkout)")
 p.add_argument("--date", help="when the measurements ended, UTC (default: now)")
 a = p.parse_args()
 
@@ -49,6 +50,15 @@ def load_range():
     return f"{loads[0]:.2f} / {statistics.median(loads):.2f} / {loads[-1]:.2f}"
 
 
+def git_head():
+    try:
+        return subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "log", "-1",
+                               "--format=%h (%cd)", "--date=format:%Y-%m-%d %H:%M"],
+                              capture_output=True, text=True).stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
 def machine():
     model = "unknown"
     try:
@@ -78,6 +88,7 @@ def machine():
         ("load average at the start (1/5/15 min)", a.load_start),
         ("1-minute load average after each HTTP measurement (min / median / max)", load_range()),
         ("load average at the end (1/5/15 min)", a.load_end or load),
+        ("Courier commit (measured code)", a.commit or git_head()),
         ("kernel", platform.release()),
         ("Swift", version(["swift", "--version"])),
         ("curl", version(["curl", "--version"])),
