@@ -10,3 +10,17 @@ if [ -x scripts/generate-protos.sh ]; then scripts/generate-protos.sh --check; f
 
 swift build --build-tests
 swift test --skip-build "$@"
+
+# The demo tour doubles as a smoke test (it exits non-zero when a step misbehaves); the debug
+# build made above is enough. Skipped when arguments select tests (e.g. --filter).
+if [ $# -eq 0 ]; then
+  tour_log="$(mktemp)"
+  if ! "$(swift build --show-bin-path)/courier-demo" >"$tour_log" 2>&1; then
+    cat "$tour_log" >&2
+    echo "courier-demo: a tour step did not behave as shown" >&2
+    rm -f "$tour_log"
+    exit 1
+  fi
+  rm -f "$tour_log"
+  echo "courier-demo: every tour step behaved as shown"
+fi

@@ -19,6 +19,8 @@ final class ServerCore: Sendable {
         var acceptedConnections = 0
         var nextConnectionID = 0
         var requestCount = 0
+        /// A bound, non-listening socket on the port once the server stopped (closed in deinit).
+        var reservedPortFD: Int32?
         var records: [RecordedRequest] = []
         var queue: [ScriptedResponse] = []
         var routes: [Route] = []
@@ -62,6 +64,7 @@ final class ServerCore: Sendable {
         // Every thread holds a strong reference, so none is running any more.
         close(wakeRead)
         close(wakeWrite)
+        if let reserved = state.withLock({ $0.reservedPortFD }) { close(reserved) }
     }
 
     /// Starts the accept thread.
@@ -88,7 +91,14 @@ final class ServerCore: Sendable {
             var byte: UInt8 = 1
             _ = Glibc.write(wakeWrite, &byte, 1)
         }
-        _ = threads.wait(timeout: .now() + .seconds(10))
+        let finished = threads.wait(timeout: .now() + .seconds(10)) == .success
+        // Keep the port while this server lives: a test that goes on sending to a stopped
+        // server must see "connection refused", never another test's server that happened to
+        // be given the same port in the parallel run.
+        if first && finished {
+            let reserved = Socket.reserve(host: host, port: port)
+            state.withLock { $0.reservedPortFD = reserved }
+        }
     }
 
     /// Waits for `duration` unless the server stops first.

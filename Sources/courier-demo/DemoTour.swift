@@ -172,7 +172,7 @@ struct DemoTour {
         }
 
         await runner.step("log out") {
-            let dropped = await auth.signOut()
+            await auth.signOut()
             var answer = "answered"
             do {
                 _ = try await users.me()
@@ -184,7 +184,7 @@ struct DemoTour {
             try expect(!client.isLoggedIn && coordinator.current == nil, "still logged in")
             try expect(sent == nil, "the next request still carried \(TourRunner.mask(sent))")
             try expect(answer == "signedOut", "users.me() \(answer) after logout")
-            try expect(dropped >= 1 && total >= 1, "no cached entry of the user was purged")
+            try expect(total >= 1, "no cached entry of the user was purged")
             return "courierUserDidLogOut; next request had no Authorization → UserService.Failure.signedOut\n"
                 + "\(total) cached entr\(total == 1 ? "y" : "ies") of the user purged"
         }

@@ -32,9 +32,11 @@ extension HTTPClient {
             return (response.head, response.metrics, response.body)
         } discard: { _ in
         }
-        return Response(
+        var answer = Response(
             head: response.head, body: response.payload, metrics: response.metrics, request: final.request,
             url: final.url, redirectCount: final.redirectCount)
+        answer.redirectMetrics = final.redirectMetrics
+        return answer
     }
 
     /// Sends a request and returns once the final response head arrived; the body streams.
@@ -93,6 +95,8 @@ extension HTTPClient {
         var request: HTTPRequest
         var url: URL
         var redirectCount: Int
+        /// The metrics of the redirect hops before the final one.
+        var redirectMetrics: [TransferMetrics]
     }
 
     private func followRedirects<Payload>(
@@ -100,7 +104,7 @@ extension HTTPClient {
         perform: (TransportRequest) async throws -> (HTTPResponse, TransferMetrics, Payload),
         discard: (Payload) async -> Void
     ) async throws -> (Hop<Payload>, FinalRequest) {
-        var current = try prepare(request)
+        var current = try prepare(request, cookieJar: options.cookieJar)
         guard var url = current.absoluteURL else {
             throw CourierError(.invalidRequest, "the request has no valid URL")
         }
@@ -115,6 +119,7 @@ extension HTTPClient {
         let clock = ContinuousClock()
         let deadline = (options.timeout ?? configuration.timeout).map { clock.now + $0 }
         var redirectCount = 0
+        var redirectMetrics: [TransferMetrics] = []
         let logger = configuration.logger
         while true {
             var transportOptions = TransportOptions(
@@ -147,6 +152,7 @@ extension HTTPClient {
                 logger.debug("courier: ✗ \(current.method) \(target): \(error.code): \(error.message)")
                 throw error
             }
+            options.cookieJar?.store(from: head, for: current)
             logger.debug(
                 "courier: ← \(head.status.code) \(current.method) \(target)",
                 metadata: logger.logLevel <= .trace ? ["headers": .string(redaction.describe(head.headerFields))] : nil)
@@ -158,20 +164,27 @@ extension HTTPClient {
                 }
                 await discard(payload)
                 redirectCount += 1
+                redirectMetrics.append(metrics)
                 current = next.request
+                if let jar = options.cookieJar {
+                    // The jar's cookies for the new target, the redirect's own included.
+                    current.headerFields[.cookie] = nil
+                    jar.apply(to: &current)
+                }
                 currentBody = next.body
                 url = next.url
                 continue
             }
             return (
                 Hop(head: head, metrics: metrics, payload: payload),
-                FinalRequest(request: current, url: url, redirectCount: redirectCount)
+                FinalRequest(
+                    request: current, url: url, redirectCount: redirectCount, redirectMetrics: redirectMetrics)
             )
         }
     }
 
-    /// Base URL, default headers, auth header, then validation.
-    func prepare(_ request: HTTPRequest) throws(CourierError) -> HTTPRequest {
+    /// Base URL, default headers, auth header, the jar's cookies, then validation.
+    func prepare(_ request: HTTPRequest, cookieJar: CookieJar? = nil) throws(CourierError) -> HTTPRequest {
         var prepared = request
         if prepared.scheme == nil || prepared.authority == nil {
             guard let baseURL = configuration.baseURL else {
@@ -191,6 +204,7 @@ extension HTTPClient {
         for field in auth where prepared.headerFields[field.name] == nil {
             prepared.headerFields.append(field)
         }
+        cookieJar?.apply(to: &prepared)
         try RequestValidation.validate(prepared)
         return prepared
     }

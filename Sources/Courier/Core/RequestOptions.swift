@@ -25,6 +25,10 @@ public struct RequestOptions: Sendable {
     public var cacheLifetime: Duration?
     /// Serve a stale cached response when the network fails or answers 5xx (nil: the cache's setting).
     public var staleIfError: Bool?
+    /// Cookies for this call: the jar's cookies are sent on every hop (recomputed for each
+    /// redirect target, unless the request already carries a `Cookie` header on its first hop),
+    /// and every hop's `Set-Cookie` is stored, a redirect's included.
+    public var cookieJar: CookieJar?
 
     public init(
         timeout: Duration? = nil, connectTimeout: Duration? = nil, stallTimeout: Duration? = nil,
@@ -32,7 +36,8 @@ public struct RequestOptions: Sendable {
         sensitiveHeaderNames: Set<HTTPField.Name> = [],
         uploadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
         downloadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
-        cachePolicy: CachePolicy = .useProtocolCachePolicy, cacheLifetime: Duration? = nil, staleIfError: Bool? = nil
+        cachePolicy: CachePolicy = .useProtocolCachePolicy, cacheLifetime: Duration? = nil, staleIfError: Bool? = nil,
+        cookieJar: CookieJar? = nil
     ) {
         self.timeout = timeout
         self.connectTimeout = connectTimeout
@@ -45,6 +50,7 @@ public struct RequestOptions: Sendable {
         self.cachePolicy = cachePolicy
         self.cacheLifetime = cacheLifetime
         self.staleIfError = staleIfError
+        self.cookieJar = cookieJar
     }
 }
 
@@ -63,6 +69,9 @@ extension HTTPClient {
         public var url: URL
         /// How many redirects were followed.
         public var redirectCount: Int
+        /// Timings and sizes of each redirect hop before the final one, in order (empty
+        /// without redirects); with ``metrics``, the whole call.
+        public var redirectMetrics: [TransferMetrics] = []
         /// True when the body came from the cache (a hit, a 304 revalidation, or stale-if-error).
         public var isFromCache = false
         /// True when a cached response was served past its freshness.

@@ -62,16 +62,14 @@ public struct CourierJSONDecoder: Sendable {
         guard bytes.count < Int(UInt32.max) else {
             throw Self.invalidJSON(JSONSyntaxError(reason: "Documents of 4 GiB or more are not supported", offset: 0))
         }
-        let tape: JSONTape
+        var impl: JSONDecoderImpl
         do {
-            tape = try JSONParser.parse(bytes: base.assumingMemoryBound(to: UInt8.self), count: bytes.count)
+            impl = try JSONDecoderImpl.make(
+                bytes: base.assumingMemoryBound(to: UInt8.self), count: bytes.count, options: options)
         } catch {
             throw Self.invalidJSON(error)
         }
-        let impl = JSONDecoderImpl(
-            bytes: base.assumingMemoryBound(to: UInt8.self), tape: tape, options: options, index: 0, path: [],
-            nullIndex: tape.nullIndex)
-        defer { impl.invalidate() }
+        defer { JSONDecoderImpl.recycle(&impl) }
         return try impl.decodeValue(type, at: 0, depth: 0, key: nil)
     }
 

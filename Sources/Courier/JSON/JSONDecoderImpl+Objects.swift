@@ -4,7 +4,6 @@ extension JSONDecoderImpl {
     /// The value token of member `name` of `object`, or `nil`; the first of duplicates wins.
     @inline(__always)
     func findMember(_ object: Int, _ name: UnsafeBufferPointer<UInt8>) -> Int? {
-        guard isValid else { return nil }
         let end = Int(tokens[object].next)
         if hintObject == object && hintKey < end && stringEquals(at: hintKey, name) {
             let value = hintKey + 1
@@ -31,25 +30,61 @@ extension JSONDecoderImpl {
     func checkDuplicateKeys(_ object: Int) {
         let token = tokens[object]
         var flags = token.flags | JSONToken.keysChecked
-        if token.length > 64 {
+        let members = Int(token.length)
+        if members > 64 || (members > 1 && hasDuplicateKeys(object)) {
             flags |= JSONToken.mayHaveDuplicateKeys
-        } else if token.length > 1 {
-            var key = object + 1
-            let end = Int(token.next)
-            var seen = 0
-            withUnsafeTemporaryAllocation(of: Int.self, capacity: Int(token.length)) { keys in
-                outer: while key < end {
-                    for other in keys[..<seen] where sameKey(other, key) {
-                        flags |= JSONToken.mayHaveDuplicateKeys
-                        break outer
-                    }
-                    keys[seen] = key
-                    seen += 1
-                    key = Int(tokens[key + 1].next)
-                }
-            }
         }
         tokens[object].flags = flags
+    }
+
+    /// Puts each key in one of 64 buckets by its length and first and last bytes: keys in
+    /// different buckets differ, so only a shared bucket needs a closer look. Keys with
+    /// escapes are compared as strings.
+    private func hasDuplicateKeys(_ object: Int) -> Bool {
+        let end = Int(tokens[object].next)
+        var buckets: UInt64 = 0
+        var key = object + 1
+        while key < end {
+            let token = tokens[key]
+            if token.flags & JSONToken.hasEscapes != 0 { return hasDuplicateEscapedKeys(object) }
+            var hash = UInt64(token.length)
+            if token.length > 0 {
+                let start = bytes + Int(token.start)
+                hash = hash &+ UInt64(start[0]) &* 7 &+ UInt64(start[Int(token.length) - 1]) &* 13
+            }
+            let bit: UInt64 = 1 << (hash & 63)
+            if buckets & bit != 0 { return hasDuplicateKeysComparingBytes(object) }
+            buckets |= bit
+            key = Int(tokens[key + 1].next)
+        }
+        return false
+    }
+
+    /// Compares each unescaped key with the ones before it.
+    private func hasDuplicateKeysComparingBytes(_ object: Int) -> Bool {
+        let first = object + 1
+        let end = Int(tokens[object].next)
+        var key = first
+        while key < end {
+            var other = first
+            while other < key {
+                if sameKey(other, key) { return true }
+                other = Int(tokens[other + 1].next)
+            }
+            key = Int(tokens[key + 1].next)
+        }
+        return false
+    }
+
+    private func hasDuplicateEscapedKeys(_ object: Int) -> Bool {
+        var key = object + 1
+        let end = Int(tokens[object].next)
+        var names = Set<String>()
+        while key < end {
+            if !names.insert(string(at: key)).inserted { return true }
+            key = Int(tokens[key + 1].next)
+        }
+        return false
     }
 
     private func sameKey(_ a: Int, _ b: Int) -> Bool {
@@ -76,15 +111,6 @@ extension JSONDecoderImpl {
             key = Int(tokens[key + 1].next)
         }
         return result
-    }
-
-    /// A separate decoder for `superDecoder()`: it may outlive the container that made it.
-    func subDecoder(at value: Int, path: [any CodingKey]) -> JSONDecoderImpl {
-        let decoder = JSONDecoderImpl(
-            bytes: bytes, tape: tape, options: options, index: value, path: path, nullIndex: nullIndex)
-        decoder.isValid = isValid
-        subDecoders.append(decoder)
-        return decoder
     }
 
     // MARK: Foundation types

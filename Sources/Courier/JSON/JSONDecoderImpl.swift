@@ -18,32 +18,50 @@ struct JSONDecodingOptions {
     var usesDefaultKeys: Bool
 }
 
-/// What a ``JSONDecoderImpl`` changes while it walks the tape.
+/// Everything a ``JSONDecoderImpl`` reads and changes during one decode call.
 struct JSONDecoderState {
+    var bytes: UnsafePointer<UInt8>
+    var tokens: UnsafeMutablePointer<JSONToken>
+    /// Index of a `null` token appended after the document, for `superDecoder` of absent keys.
+    var nullIndex: Int
+    var options: JSONDecodingOptions
     var index: Int
     var path: [any CodingKey]
     var hintObject = -1
     var hintKey = 0
     var isValid = true
+    /// Changes when a decode call starts and when it ends; keyed containers compare it.
+    var generation = 0
     var collectionTypes: [(id: ObjectIdentifier, collection: (any JSONCollectionDecodable.Type)?)] = []
+    /// A type that is decoded through its `init(from:)`, without special handling.
+    var lastPlainType: ObjectIdentifier?
+    /// Path suffixes and converted keys of the keyed containers that need them.
+    var extras: [JSONContainerExtras] = []
+    /// Decoders made by `superDecoder()`, finished with this one.
+    var subDecoders: [JSONDecoderImpl] = []
+    /// The token buffer this decoder owns, kept from call to call.
+    var storage = JSONTokenStorage()
 }
 
-/// The `Decoder` handed to `init(from:)`: one instance per decode call, moved over the tape.
+/// The `Decoder` handed to `init(from:)`, moved over the tape; pooled (see `make`).
 ///
 /// Nested values are decoded by pointing `index` at them and pushing a key on `path`, then
 /// restoring both, so decoding a nested struct allocates nothing but its container box.
 /// Containers remember the path depth at which they were made.
-final class JSONDecoderImpl: Decoder {
-    let bytes: UnsafePointer<UInt8>
-    let tape: JSONTape
-    let tokens: UnsafeMutablePointer<JSONToken>
-    let options: JSONDecodingOptions
-    /// Index of a `null` token appended after the document, for `superDecoder` of absent keys.
-    let nullIndex: Int
+///
+/// `@unchecked Sendable`: only the pool hands instances from thread to thread (under its
+/// lock); one decode call at a time uses an instance.
+final class JSONDecoderImpl: Decoder, @unchecked Sendable {
     /// The mutable state lives behind a pointer: it is read and written for every value, and
     /// stored class properties would pay a dynamic exclusivity check on each access.
-    private let state: UnsafeMutablePointer<JSONDecoderState>
+    let state: UnsafeMutablePointer<JSONDecoderState>
 
+    var bytes: UnsafePointer<UInt8> { @inline(__always) get { state.pointee.bytes } }
+    var tokens: UnsafeMutablePointer<JSONToken> { @inline(__always) get { state.pointee.tokens } }
+    var nullIndex: Int { @inline(__always) get { state.pointee.nullIndex } }
+    var options: JSONDecodingOptions {
+        @inline(__always) _read { yield state.pointee.options }
+    }
     /// The token of the value `init(from:)` is decoding right now.
     var index: Int {
         @inline(__always) get { state.pointee.index }
@@ -72,24 +90,21 @@ final class JSONDecoderImpl: Decoder {
         @inline(__always) get { state.pointee.isValid }
         @inline(__always) set { state.pointee.isValid = newValue }
     }
-    /// Decoders made by `superDecoder()`, invalidated with this one.
-    var subDecoders: [JSONDecoderImpl] = []
+    var generation: Int { @inline(__always) get { state.pointee.generation } }
 
     init(
-        bytes: UnsafePointer<UInt8>, tape: JSONTape, options: JSONDecodingOptions, index: Int,
-        path: [any CodingKey], nullIndex: Int
+        bytes: UnsafePointer<UInt8>, tokens: UnsafeMutablePointer<JSONToken>, nullIndex: Int,
+        options: JSONDecodingOptions, index: Int, path: [any CodingKey]
     ) {
-        self.bytes = bytes
-        self.tape = tape
-        self.tokens = tape.tokens
-        self.options = options
-        self.nullIndex = nullIndex
         self.state = .allocate(capacity: 1)
-        state.initialize(to: JSONDecoderState(index: index, path: path))
+        state.initialize(
+            to: JSONDecoderState(
+                bytes: bytes, tokens: tokens, nullIndex: nullIndex, options: options, index: index, path: path))
         state.pointee.path.reserveCapacity(16)
     }
 
     deinit {
+        state.pointee.storage.trim(keepingUpTo: 0)
         state.deinitialize(count: 1)
         state.deallocate()
     }
@@ -97,19 +112,13 @@ final class JSONDecoderImpl: Decoder {
     var codingPath: [any CodingKey] { path }
     var userInfo: [CodingUserInfoKey: Any] { options.userInfo }
 
-    /// Called when the decode call returns: later use throws instead of reading freed bytes.
-    func invalidate() {
-        isValid = false
-        for decoder in subDecoders { decoder.invalidate() }
+    func checkValid() throws {
+        guard isValid else { throw Self.usedAfterReturn }
     }
 
-    func checkValid() throws {
-        guard isValid else {
-            throw DecodingError.dataCorrupted(
-                .init(
-                    codingPath: path,
-                    debugDescription: "A decoder or container was used after its decode call returned."))
-        }
+    static var usedAfterReturn: DecodingError {
+        .dataCorrupted(
+            .init(codingPath: [], debugDescription: "A decoder or container was used after its decode call returned."))
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
@@ -145,6 +154,10 @@ final class JSONDecoderImpl: Decoder {
     func decodeValue<T: Decodable>(
         _ type: T.Type, at value: Int, depth: Int, suffix: [any CodingKey] = [], key: (any CodingKey)?
     ) throws -> T {
+        // The type decoded last through `init(from:)` (typically an array's element type).
+        if ObjectIdentifier(T.self) == state.pointee.lastPlainType {
+            return try withValue(at: value, depth: depth, suffix: suffix, key: key) { try T(from: self) }
+        }
         // Scalars first: the usual elements of arrays and dictionaries.
         if T.self == String.self {
             return unsafeBitCast(
@@ -184,6 +197,7 @@ final class JSONDecoderImpl: Decoder {
         } else if T.self == Decimal.self {
             return try decodeDecimal(at: value, depth: depth, suffix: suffix, key: key) as! T
         }
+        state.pointee.lastPlainType = ObjectIdentifier(T.self)
         return try withValue(at: value, depth: depth, suffix: suffix, key: key) { try T(from: self) }
     }
 

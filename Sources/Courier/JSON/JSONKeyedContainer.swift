@@ -8,15 +8,15 @@ import Foundation
 /// the decoder) and only then scans from the start. The first of duplicate keys wins, as in
 /// Foundation: the shortcut is only taken on objects without duplicate keys.
 struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    let impl: JSONDecoderImpl
+    /// Not retained, so that copying a container costs no reference counting: decoders are
+    /// never deallocated (see `JSONDecoderImpl.make`), and `generation` says whether the
+    /// decode call this container belongs to is still running.
+    let unmanaged: Unmanaged<JSONDecoderImpl>
     let object: Int
     let depth: Int
-    /// Nil in the common case, so copying a container retains one reference only.
-    let extras: JSONContainerExtras?
-    /// Keys after the first `depth` keys of the decoder's path (for nested containers).
-    var suffix: [any CodingKey] { extras?.suffix ?? [] }
-    /// For the snake-case and custom key strategies: each member's converted key.
-    var convertedKeys: [String]? { extras?.convertedKeys }
+    let generation: Int
+    /// Index in the decoder's `extras`, or -1 in the common case (no suffix, default keys).
+    let extrasIndex: Int
 
     init(impl: JSONDecoderImpl, object: Int, depth: Int, suffix: [any CodingKey]) throws {
         let token = impl.tokens[object]
@@ -31,9 +31,11 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
             throw impl.error(
                 for: .mismatch, type: [String: Any].self, at: object, path: impl.path(depth: depth, suffix: suffix))
         }
-        self.impl = impl
+        self.unmanaged = Unmanaged.passUnretained(impl)
         self.object = object
         self.depth = depth
+        self.generation = impl.generation
+        let extras: JSONContainerExtras?
         if impl.options.usesDefaultKeys {
             extras = suffix.isEmpty ? nil : JSONContainerExtras(suffix: suffix, convertedKeys: nil)
             if token.flags & JSONToken.keysChecked == 0 { impl.checkDuplicateKeys(object) }
@@ -42,16 +44,45 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
                 suffix: suffix, convertedKeys: impl.convertedKeys(object, path: impl.path(depth: depth, suffix: suffix))
             )
         }
+        if let extras {
+            extrasIndex = impl.state.pointee.extras.count
+            impl.state.pointee.extras.append(extras)
+        } else {
+            extrasIndex = -1
+        }
     }
 
-    var codingPath: [any CodingKey] { impl.path(depth: depth, suffix: suffix) }
+    /// The decoder, retained for the caller (for the less frequent operations).
+    var impl: JSONDecoderImpl { unmanaged.takeUnretainedValue() }
+
+    /// Runs `body` with the decoder, without retaining it.
+    @inline(__always)
+    func withImpl<R>(_ body: (JSONDecoderImpl) throws -> R) rethrows -> R {
+        try unmanaged._withUnsafeGuaranteedRef(body)
+    }
+
+    /// Whether the decode call that made this container is still running.
+    var isCurrent: Bool { @inline(__always) get { withImpl { $0.generation == generation } } }
+
+    /// Keys after the first `depth` keys of the decoder's path (for nested containers).
+    var suffix: [any CodingKey] {
+        extrasIndex < 0 || !isCurrent ? [] : impl.state.pointee.extras[extrasIndex].suffix
+    }
+    /// For the snake-case and custom key strategies: each member's converted key.
+    var convertedKeys: [String]? {
+        extrasIndex < 0 || !isCurrent ? nil : impl.state.pointee.extras[extrasIndex].convertedKeys
+    }
+
+    var codingPath: [any CodingKey] { isCurrent ? impl.path(depth: depth, suffix: suffix) : [] }
 
     var allKeys: [Key] {
+        guard isCurrent else { return [] }
         var result: [Key] = []
         var seen = Set<String>()
         var keyIndex = object + 1
         var member = 0
         let end = Int(impl.tokens[object].next)
+        let convertedKeys = convertedKeys
         while keyIndex < end {
             let name = convertedKeys?[member] ?? impl.string(at: keyIndex)
             if seen.insert(name).inserted, let key = Key(stringValue: name) { result.append(key) }
@@ -61,12 +92,13 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         return result
     }
 
-    /// The token index of the value for `key`, or `nil`.
+    /// The token index of the value for `key`, or `nil` (also once the decode call returned).
     @inline(__always)
     func find(_ key: Key) -> Int? {
-        if let convertedKeys { return findConverted(key.stringValue, convertedKeys) }
+        guard isCurrent else { return nil }
+        if extrasIndex >= 0, let convertedKeys { return findConverted(key.stringValue, convertedKeys) }
         var name = key.stringValue
-        return name.withUTF8 { impl.findMember(object, $0) }
+        return withImpl { impl in name.withUTF8 { impl.findMember(object, $0) } }
     }
 
     private func findConverted(_ name: String, _ keys: [String]) -> Int? {
@@ -78,10 +110,14 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         return nil
     }
 
+    func checkCurrent() throws {
+        guard isCurrent else { throw JSONDecoderImpl.usedAfterReturn }
+    }
+
     @inline(__always)
     func require(_ key: Key) throws -> Int {
         if let value = find(key) { return value }
-        try impl.checkValid()
+        try checkCurrent()
         throw DecodingError.keyNotFound(
             key,
             .init(
@@ -91,27 +127,35 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     func contains(_ key: Key) -> Bool { find(key) != nil }
 
-    func decodeNil(forKey key: Key) throws -> Bool { impl.tokens[try require(key)].kind == .null }
+    func decodeNil(forKey key: Key) throws -> Bool {
+        let value = try require(key)
+        return withImpl { $0.tokens[value].kind == .null }
+    }
 
     @inline(__always)
     private func scalar<T: JSONScalar>(_ type: T.Type, _ key: Key) throws -> T {
         let value = try require(key)
-        do {
-            return try T.read(impl, at: value)
-        } catch {
-            throw impl.error(
-                for: error, type: type, at: value, path: impl.path(depth: depth, suffix: suffix, appending: key))
+        return try withImpl { impl in
+            do throws(JSONValueFailure) {
+                return try T.read(impl, at: value)
+            } catch {
+                throw impl.error(
+                    for: error, type: type, at: value, path: impl.path(depth: depth, suffix: suffix, appending: key))
+            }
         }
     }
 
     @inline(__always)
     private func optionalScalar<T: JSONScalar>(_ type: T.Type, _ key: Key) throws -> T? {
-        guard let value = find(key), impl.tokens[value].kind != .null else { return nil }
-        do {
-            return try T.read(impl, at: value)
-        } catch {
-            throw impl.error(
-                for: error, type: type, at: value, path: impl.path(depth: depth, suffix: suffix, appending: key))
+        guard let value = find(key) else { return nil }
+        return try withImpl { impl -> T? in
+            guard impl.tokens[value].kind != .null else { return nil }
+            do throws(JSONValueFailure) {
+                return try T.read(impl, at: value)
+            } catch {
+                throw impl.error(
+                    for: error, type: type, at: value, path: impl.path(depth: depth, suffix: suffix, appending: key))
+            }
         }
     }
 
@@ -131,7 +175,8 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try scalar(type, key) }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        try impl.decodeValue(type, at: try require(key), depth: depth, suffix: suffix, key: key)
+        let value = try require(key)
+        return try withImpl { try $0.decodeValue(type, at: value, depth: depth, suffix: suffix, key: key) }
     }
 
     func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
@@ -152,8 +197,11 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { try optionalScalar(type, key) }
 
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
-        guard let value = find(key), impl.tokens[value].kind != .null else { return nil }
-        return try impl.decodeValue(type, at: value, depth: depth, suffix: suffix, key: key)
+        guard let value = find(key) else { return nil }
+        return try withImpl { impl -> T? in
+            guard impl.tokens[value].kind != .null else { return nil }
+            return try impl.decodeValue(type, at: value, depth: depth, suffix: suffix, key: key)
+        }
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
@@ -169,31 +217,30 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func superDecoder() throws -> any Decoder {
-        impl.subDecoder(
+        try checkCurrent()
+        return impl.subDecoder(
             at: find(JSONKey.super) ?? impl.nullIndex,
             path: impl.path(depth: depth, suffix: suffix, appending: JSONKey.super))
     }
 
     func superDecoder(forKey key: Key) throws -> any Decoder {
-        impl.subDecoder(at: find(key) ?? impl.nullIndex, path: impl.path(depth: depth, suffix: suffix, appending: key))
+        try checkCurrent()
+        return impl.subDecoder(
+            at: find(key) ?? impl.nullIndex, path: impl.path(depth: depth, suffix: suffix, appending: key))
     }
 
     private func find(_ key: JSONKey) -> Int? {
-        if let convertedKeys { return findConverted(key.stringValue, convertedKeys) }
+        guard isCurrent else { return nil }
+        if extrasIndex >= 0, let convertedKeys { return findConverted(key.stringValue, convertedKeys) }
         var name = key.stringValue
-        return name.withUTF8 { impl.findMember(object, $0) }
+        return withImpl { impl in name.withUTF8 { impl.findMember(object, $0) } }
     }
 }
 
 /// What a container rarely needs: a path suffix (nested containers) and converted keys.
-final class JSONContainerExtras {
-    let suffix: [any CodingKey]
-    let convertedKeys: [String]?
-
-    init(suffix: [any CodingKey], convertedKeys: [String]?) {
-        self.suffix = suffix
-        self.convertedKeys = convertedKeys
-    }
+struct JSONContainerExtras {
+    var suffix: [any CodingKey]
+    var convertedKeys: [String]?
 }
 
 /// The scalar types containers read directly from a token.

@@ -1,4 +1,4 @@
-/// A strict RFC 8259 parser that builds a ``JSONTape`` in one pass over the bytes.
+/// A strict RFC 8259 parser that builds the token tape in one pass over the bytes.
 ///
 /// It validates everything up front — grammar, escapes, surrogate pairs, UTF-8, control
 /// characters, nesting depth — so decoding later only converts values it is asked for.
@@ -13,28 +13,34 @@ struct JSONParser {
     private var tokenCount = 0
     private var tokenCapacity: Int
 
-    private init(bytes: UnsafePointer<UInt8>, count: Int) {
+    private init(bytes: UnsafePointer<UInt8>, count: Int, storage: JSONTokenStorage) {
         self.bytes = bytes
         self.count = count
-        self.tokenCapacity = max(16, count / 6)
-        self.tokens = .allocate(capacity: tokenCapacity)
+        let needed = max(16, count / 6)
+        if let pointer = storage.pointer, storage.capacity >= needed {
+            self.tokens = pointer
+            self.tokenCapacity = storage.capacity
+        } else {
+            storage.pointer?.deallocate()
+            self.tokens = .allocate(capacity: needed)
+            self.tokenCapacity = needed
+        }
     }
 
-    /// Parses a whole document into a tape; a UTF-8 byte order mark is skipped, trailing
-    /// bytes other than whitespace are an error.
-    static func parse(bytes: UnsafePointer<UInt8>, count: Int) throws(JSONSyntaxError) -> JSONTape {
-        var parser = JSONParser(bytes: bytes, count: count)
-        do throws(JSONSyntaxError) {
-            if count >= 3 && bytes[0] == 0xEF && bytes[1] == 0xBB && bytes[2] == 0xBF { parser.position = 3 }
-            try parser.parseValue(depth: 0)
-            parser.skipWhitespace()
-            if parser.position != count { throw parser.fail("Unexpected data after the top-level value") }
-        } catch {
-            parser.tokens.deallocate()
-            throw error
-        }
+    /// Parses a whole document into `storage` (reusing or replacing its buffer) and returns
+    /// the number of tokens, including a trailing `null` sentinel. A UTF-8 byte order mark
+    /// is skipped; trailing bytes other than whitespace are an error.
+    static func parse(bytes: UnsafePointer<UInt8>, count: Int, into storage: inout JSONTokenStorage)
+        throws(JSONSyntaxError) -> Int
+    {
+        var parser = JSONParser(bytes: bytes, count: count, storage: storage)
+        defer { storage = JSONTokenStorage(pointer: parser.tokens, capacity: parser.tokenCapacity) }
+        if count >= 3 && bytes[0] == 0xEF && bytes[1] == 0xBB && bytes[2] == 0xBF { parser.position = 3 }
+        try parser.parseValue(depth: 0)
+        parser.skipWhitespace()
+        if parser.position != count { throw parser.fail("Unexpected data after the top-level value") }
         _ = parser.append(.null, flags: 0, start: 0, length: 0)
-        return JSONTape(tokens: parser.tokens, count: parser.tokenCount)
+        return parser.tokenCount
     }
 
     @inline(__always)
@@ -71,10 +77,10 @@ struct JSONParser {
     @inline(__always)
     private mutating func skipWhitespace() {
         while position < count {
-            switch bytes[position] {
-            case 0x20, 0x0A, 0x0D, 0x09: position += 1
-            default: return
-            }
+            let byte = bytes[position]
+            // Everything above the space is not whitespace: one comparison for compact JSON.
+            guard byte <= 0x20, byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 else { return }
+            position += 1
         }
     }
 
@@ -168,6 +174,7 @@ struct JSONParser {
         finishContainer(index, elements: elements)
     }
 
+    @inline(__always)
     private mutating func parseNumber() throws(JSONSyntaxError) {
         let start = position
         var integer = true
@@ -209,6 +216,7 @@ struct JSONParser {
     }
 
     /// Parses a string starting at its opening quote.
+    @inline(__always)
     private mutating func parseString() throws(JSONSyntaxError) {
         let start = position + 1
         var i = start

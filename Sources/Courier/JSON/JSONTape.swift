@@ -1,4 +1,4 @@
-/// The kind of one entry of a ``JSONTape``.
+/// The kind of one entry of the token tape.
 enum JSONTokenKind: UInt8 {
     case null, `true`, `false`, number, string, array, object
 }
@@ -28,23 +28,24 @@ struct JSONToken {
     var next: UInt32
 }
 
-/// The structural index of a JSON document, built in one pass by ``JSONParser``.
+/// The token memory of a decoder, kept from one decode call to the next.
 ///
-/// The parser fills the buffer through its own local pointer (appending is its hottest
-/// operation); the tape takes ownership of it afterwards. The last token is a `null`
-/// sentinel, used by `superDecoder(forKey:)` for absent keys.
-final class JSONTape {
-    let tokens: UnsafeMutablePointer<JSONToken>
-    let count: Int
+/// ``JSONParser`` writes the tokens of a document into it (the structural index, or tape);
+/// the last token is a `null` sentinel, used by `superDecoder(forKey:)` for absent keys.
+struct JSONTokenStorage {
+    /// The largest buffer kept between calls (1 MiB of tokens); a bigger one is freed.
+    static let retainedCapacity = 1 << 16
 
-    init(tokens: UnsafeMutablePointer<JSONToken>, count: Int) {
-        self.tokens = tokens
-        self.count = count
+    var pointer: UnsafeMutablePointer<JSONToken>?
+    var capacity = 0
+
+    /// Frees the buffer if it is larger than a decoder should keep while idle (or always).
+    mutating func trim(keepingUpTo limit: Int = retainedCapacity) {
+        guard capacity > limit else { return }
+        pointer?.deallocate()
+        pointer = nil
+        capacity = 0
     }
-
-    deinit { tokens.deallocate() }
-
-    var nullIndex: Int { count - 1 }
 }
 
 /// Why a document is not valid JSON, with the byte offset where the parser gave up.

@@ -129,7 +129,7 @@ struct JSONSingleValueContainer: SingleValueDecodingContainer {
 
     var codingPath: [any CodingKey] { impl.path(depth: depth) }
 
-    func decodeNil() -> Bool { impl.tokens[value].kind == .null }
+    func decodeNil() -> Bool { impl.isValid && impl.tokens[value].kind == .null }
 
     @inline(__always)
     private func scalar<T: JSONScalar>(_ type: T.Type) throws -> T {

@@ -156,6 +156,11 @@ final class CurlLoop: @unchecked Sendable {
             curl_multi_remove_handle(multi, raw)
             guard let transfer = active.removeValue(forKey: raw), let handle = transfer.handle else { continue }
             transfer.handle = nil
+            if transfer.shouldRetryOnFreshConnection(after: result, handle: handle) {
+                recycle(handle)
+                start(transfer)
+                continue
+            }
             let outcome = transfer.outcome(code: result, handle: handle)
             recycle(handle)
             transfer.finish(outcome)
@@ -192,6 +197,7 @@ final class CurlLoop: @unchecked Sendable {
         try handle.setDefaults()
         try handle.setURL(transfer.url)
         if transfer.isHTTPS { try handle.setPipeWait() }
+        if transfer.retriedOnFreshConnection { try handle.setFreshConnect() }
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         if transfer.sendsBody {
             try handle.setUpload(size: transfer.bodyLength)
@@ -208,7 +214,9 @@ final class CurlLoop: @unchecked Sendable {
         try handle.setCallbacks(
             context: context, upload: transfer.sendsBody,
             progress: options.uploadProgress != nil || options.downloadProgress != nil)
-        if let timeout = options.timeout { try handle.setTimeout(milliseconds: timeout.wholeMilliseconds) }
+        if let timeout = options.timeout {
+            try handle.setTimeout(milliseconds: (timeout - transfer.timeSpentBeforeRetry).wholeMilliseconds)
+        }
         let connectTimeout = options.connectTimeout ?? configuration.connectTimeout
         try handle.setConnectTimeout(milliseconds: connectTimeout.wholeMilliseconds)
         if let stall = options.stallTimeout { try handle.setStallTimeout(seconds: stall.wholeSecondsRoundedUp) }

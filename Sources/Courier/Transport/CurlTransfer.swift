@@ -50,6 +50,10 @@ final class CurlTransfer: @unchecked Sendable {
     var bodyReader: BodyReader?
     var lastUpload = TransferProgress(completed: -1, total: nil)
     var lastDownload = TransferProgress(completed: -1, total: nil)
+    /// Set once the transfer was started again on a new connection (at most once).
+    var retriedOnFreshConnection = false
+    /// How long the attempt on the broken pooled connection took; the retry gets the rest.
+    var timeSpentBeforeRetry: Duration = .zero
 
     init(request: TransportRequest, delivery: Delivery) throws(CourierError) {
         let head = request.head

@@ -68,6 +68,9 @@ final class EasyHandle {
     /// and curl would hold new requests until the first response came back.
     func setPipeWait() throws(CourierError) { try setLong(CURLOPT_PIPEWAIT, 1, "PIPEWAIT") }
 
+    /// Opens a new connection for this transfer instead of taking one from the pool.
+    func setFreshConnect() throws(CourierError) { try setLong(CURLOPT_FRESH_CONNECT, 1, "FRESH_CONNECT") }
+
     func setPrivate(_ pointer: UnsafeMutableRawPointer) throws(CourierError) {
         try check(courier_easy_setopt_pointer(raw, CURLOPT_PRIVATE, pointer), "PRIVATE")
     }

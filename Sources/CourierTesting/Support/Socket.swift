@@ -28,19 +28,11 @@ enum Socket {
         guard fd >= 0 else { throw SocketError("socket") }
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
+        guard var address = ipv4Address(host: host, port: port) else {
             close(fd)
             throw SocketError("inet_pton(\(host))", code: EINVAL)
         }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0 else {
+        guard bind(fd, &address) == 0 else {
             let code = errno
             close(fd)
             throw SocketError("bind(\(host):\(port))", code: code)
@@ -51,6 +43,40 @@ enum Socket {
             throw SocketError("listen", code: code)
         }
         return (fd, try localPort(of: fd))
+    }
+
+    /// Binds `host:port` without listening, so that a connect to it is refused and no other
+    /// listener can take the port while the descriptor is open. Tried first without
+    /// `SO_REUSEADDR` (then nothing else can bind the port), and with it when connections of
+    /// the port's last owner still wait in `TIME_WAIT`.
+    /// - Returns: the descriptor, or `nil` when the port could not be bound at all.
+    static func reserve(host: String, port: UInt16) -> Int32? {
+        for reuse: Int32 in [0, 1] {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard fd >= 0 else { return nil }
+            var flag = reuse
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &flag, socklen_t(MemoryLayout<Int32>.size))
+            if var address = ipv4Address(host: host, port: port), bind(fd, &address) == 0 { return fd }
+            close(fd)
+        }
+        return nil
+    }
+
+    /// `host:port` as a socket address; `nil` when `host` is not an IPv4 address.
+    private static func ipv4Address(host: String, port: UInt16) -> sockaddr_in? {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        return inet_pton(AF_INET, host, &address.sin_addr) == 1 ? address : nil
+    }
+
+    /// Binds `fd` to `address`; 0 on success, as `bind(2)`.
+    private static func bind(_ fd: Int32, _ address: inout sockaddr_in) -> Int32 {
+        withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
     }
 
     /// The local port a socket is bound to.

@@ -51,15 +51,13 @@ final class AuthService: APIService, @unchecked Sendable {
         return session.token
     }
 
-    /// Tells the API, then posts `courierUserDidLogOut`, and drops every cached response that
-    /// was fetched with one of this user's tokens (the current one and those refreshed away).
-    /// - Returns: how many cached entries were purged.
-    @discardableResult
-    func signOut() async -> Int {
+    /// Tells the API, then posts `courierUserDidLogOut`: the client drops its token, and every
+    /// service with an authentication interceptor forgets its credential and purges every
+    /// cached response fetched with one of this user's tokens (those refreshed away too).
+    func signOut() async {
         _ = try? await post("auth/logout", as: Empty.self)
         refreshToken.withLock { $0 = nil }
         client.configuration.notificationCenter.post(name: .courierUserDidLogOut, object: self)
-        return client.configuration.cache?.purgeAllIdentities() ?? 0
     }
 
     static func map(_ error: CourierError) -> Failure {

@@ -14,6 +14,12 @@ import Testing
         #expect(response.redirectCount == 3)
         #expect(response.url == server.url("/get"))
         #expect(server.requestCount == 4)
+        // Every hop has its own metrics: three redirects, then the final response.
+        #expect(response.redirectMetrics.count == 3)
+        for hop in response.redirectMetrics {
+            #expect(hop.bytesReceived > 0 && hop.bytesSent > 0 && hop.total > .zero)
+        }
+        #expect(response.metrics.bytesReceived > 0)
     }
 
     @Test func tooManyRedirectsFail() async throws {

@@ -162,6 +162,13 @@ import Testing
         #expect(try CourierJSONDecoder().decode(Profile.self, from: data).name == "first")
         #expect(try JSONDecoder().decode(Profile.self, from: data).name == "first")
         #expect(try CourierJSONDecoder().decode([String: AnyJSON].self, from: data)["name"] == .string("first"))
+        // The same key written with an escape, and keys that share a length and end bytes.
+        for text in [
+            #"{"n\u0061me":"first","age":1,"name":"second"}"#, #"{"nome":0,"name":"first","age":1,"name":"second"}"#,
+        ] {
+            #expect(try CourierJSONDecoder().decode(Profile.self, from: Data(text.utf8)).name == "first")
+            #expect(try JSONDecoder().decode(Profile.self, from: Data(text.utf8)).name == "first")
+        }
     }
 
     struct Event: Codable, Equatable {

@@ -158,6 +158,7 @@ import Testing
         let closed = try TestServer()
         let closedPort = closed.port
         closed.stop()
+        defer { withExtendedLifetime(closed) {} }  // a stopped server keeps its port, refusing
         let client = try Self.client {
             $0.timeout = .seconds(2)
             $0.maxResponseSize = 10_000

@@ -50,7 +50,8 @@ struct FaultCase: Sendable, CustomTestStringConvertible {
         FaultCase(path: "/fault/bad-header-bytes", codes: [.invalidResponse]),
         FaultCase(path: "/fault/content-length-larger", codes: [.transport, .invalidResponse]),
         // The excess after Content-Length cannot be told from the next response's bytes: curl
-        // stops at the announced length and must not reuse the connection.
+        // stops at the announced length, and the request that reuses the connection is sent
+        // again on a new one.
         FaultCase(path: "/fault/content-length-smaller", codes: [], poisonsPooledConnection: true),
         // Observed with libcurl 7.88: past its header-size limit curl stops reading without
         // failing the transfer, and the stall timeout ends it.
@@ -91,9 +92,12 @@ struct FaultCase: Sendable, CustomTestStringConvertible {
         }
 
         if fault.poisonsPooledConnection {
-            await withKnownIssue("libcurl 7.88 reuses a connection with unread excess bytes") {
-                _ = try await client.send(HTTPRequest(.get, server.url("/echo?after=0")))
-            }
+            // libcurl 7.88 pools the connection with the excess bytes unread; the next GET
+            // reads them as its response, fails on that reused connection, and is sent again
+            // on a new one.
+            let retried = try await client.send(HTTPRequest(.get, server.url("/echo?after=0")))
+            #expect(retried.status == .ok)
+            #expect(try Echo(retried.body).args["after"] == "0")
         }
         let next = try await client.send(HTTPRequest(.get, server.url("/echo?after=1")))
         #expect(next.status == .ok)

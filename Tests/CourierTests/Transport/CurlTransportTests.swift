@@ -188,6 +188,7 @@ import Testing
         let refused = try TestServer()
         let port = refused.port
         refused.stop()
+        defer { withExtendedLifetime(refused) {} }  // a stopped server keeps its port, refusing
         let connect = await courierError {
             _ = try await client.send(HTTPRequest(.get, URL(string: "http://127.0.0.1:\(port)/")!))
         }

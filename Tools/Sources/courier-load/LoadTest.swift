@@ -48,60 +48,88 @@ struct LoadTest {
         return rest.isEmpty ? options : nil
     }
 
+    /// What one round of requests through one client came to.
+    struct Round {
+        var failures: [String: Int] = [:]
+        var latencies: [Duration] = []
+        var halfwayRSS = 0
+        var finalRSS = 0
+    }
+
+    /// Sends `requests` GETs, `options.inFlight` at a time, through a new client that is
+    /// released before this returns.
+    static func round(_ options: Options, requests: Int) async throws -> Round {
+        var result = Round()
+        result.latencies.reserveCapacity(requests)
+        var configuration = HTTPClient.Configuration(timeout: .seconds(60), connectTimeout: .seconds(10))
+        configuration.maxConnectionsPerHost = options.connections
+        configuration.maxConnections = options.connections
+        configuration.notificationCenter = NotificationCenter()
+        let client = try HTTPClient(configuration: configuration)
+        var head = HTTPRequest(method: .get, scheme: options.url.scheme, authority: nil, path: nil)
+        head.authority = options.url.host.map { host in options.url.port.map { "\(host):\($0)" } ?? host }
+        head.path = options.url.path.isEmpty ? "/" : options.url.path
+        let request = head
+        let expected = options.expectedBytes
+
+        try await withThrowingTaskGroup(of: (String?, Duration).self) { group in
+            var issued = 0
+            var completed = 0
+            func add() {
+                issued += 1
+                group.addTask {
+                    let begin = ContinuousClock.now
+                    do {
+                        let response = try await client.send(request)
+                        if response.status != .ok { return ("status \(response.status.code)", .zero) }
+                        if let expected, response.body.count != expected { return ("short body", .zero) }
+                        return (nil, ContinuousClock.now - begin)
+                    } catch let error as CourierError {
+                        return ("\(error.code)", .zero)
+                    } catch {
+                        return ("\(type(of: error))", .zero)
+                    }
+                }
+            }
+            while issued < min(options.inFlight, requests) { add() }
+            while let (failure, latency) = try await group.next() {
+                completed += 1
+                if let failure {
+                    result.failures[failure, default: 0] += 1
+                } else {
+                    result.latencies.append(latency)
+                }
+                if completed == requests / 2 { result.halfwayRSS = residentBytes() }
+                if completed == requests { result.finalRSS = residentBytes() }
+                if issued < requests { add() }
+            }
+        }
+        return result
+    }
+
     static func run(_ options: Options) async throws -> Bool {
-        // Dispatch opens its timer machinery (an epoll fd) on the first sleep; open it before
-        // the baseline so the fd count compares like with like.
-        try await Task.sleep(for: .milliseconds(1))
+        // A warm-up round through a client of its own, released before the baseline: what
+        // the process opens once and keeps (Dispatch's epoll fd and one timerfd per clock it
+        // armed, made lazily) is then in the baseline, and what remains above it after the
+        // measured run is what a client left behind.
+        func sockets() -> Int { fileDescriptorTargets().filter { $0.contains("socket:") }.count }
+        let socketsBefore = sockets()
+        let warmUp = try await round(options, requests: min(options.requests, options.inFlight * 4))
+        // The released client's curl thread closes its connections on the way out.
+        let settleDeadline = ContinuousClock.now + .seconds(10)
+        while sockets() > socketsBefore && ContinuousClock.now < settleDeadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
         let baselineTargets = fileDescriptorTargets()
         let baselineFDs = openFileDescriptors()
         let baselineRSS = residentBytes()
         let start = ContinuousClock.now
-        var halfwayRSS = 0
-        var finalRSS = 0
-        var failures: [String: Int] = [:]
-        var latencies: [Duration] = []
-        latencies.reserveCapacity(options.requests)
-        do {
-            var configuration = HTTPClient.Configuration(timeout: .seconds(60), connectTimeout: .seconds(10))
-            configuration.maxConnectionsPerHost = options.connections
-            configuration.maxConnections = options.connections
-            configuration.notificationCenter = NotificationCenter()
-            let client = try HTTPClient(configuration: configuration)
-            var head = HTTPRequest(method: .get, scheme: options.url.scheme, authority: nil, path: nil)
-            head.authority = options.url.host.map { host in options.url.port.map { "\(host):\($0)" } ?? host }
-            head.path = options.url.path.isEmpty ? "/" : options.url.path
-            let request = head
-            let expected = options.expectedBytes
-
-            try await withThrowingTaskGroup(of: (String?, Duration).self) { group in
-                var issued = 0
-                var completed = 0
-                func add() {
-                    issued += 1
-                    group.addTask {
-                        let begin = ContinuousClock.now
-                        do {
-                            let response = try await client.send(request)
-                            if response.status != .ok { return ("status \(response.status.code)", .zero) }
-                            if let expected, response.body.count != expected { return ("short body", .zero) }
-                            return (nil, ContinuousClock.now - begin)
-                        } catch let error as CourierError {
-                            return ("\(error.code)", .zero)
-                        } catch {
-                            return ("\(type(of: error))", .zero)
-                        }
-                    }
-                }
-                while issued < min(options.inFlight, options.requests) { add() }
-                while let (failure, latency) = try await group.next() {
-                    completed += 1
-                    if let failure { failures[failure, default: 0] += 1 } else { latencies.append(latency) }
-                    if completed == options.requests / 2 { halfwayRSS = residentBytes() }
-                    if completed == options.requests { finalRSS = residentBytes() }
-                    if issued < options.requests { add() }
-                }
-            }
-        }
+        let measured = try await round(options, requests: options.requests)
+        var failures = measured.failures
+        for (failure, count) in warmUp.failures { failures["warm-up: \(failure)", default: 0] += count }
+        var latencies = measured.latencies
+        let halfwayRSS = measured.halfwayRSS
+        let finalRSS = measured.finalRSS
         let elapsed = ContinuousClock.now - start
         // The client is gone; its curl thread closes every connection on the way out.
         var fdsAfter = openFileDescriptors()

@@ -53,7 +53,6 @@ extension APIService {
                 let failure: AttemptFailure
                 do {
                     let answer = try await transfer(request, options: options)
-                    configuration.cookieJar?.store(from: answer.head, for: request.head)
                     pool?.record(answer.head.status.code >= 500 ? .failure : .success, for: server)
                     monitor.didReceive(event, response: answer.head)
                     let context = ResponseContext(request: request.head, response: answer.head, body: answer.body)
@@ -143,6 +142,8 @@ extension APIService {
     private func transfer(_ request: PreparedRequest, options: CallOptions) async throws -> HTTPClient.Response {
         var transportOptions = options.transport
         if let timeout = options.timeout { transportOptions.timeout = timeout }
+        // The client stores every hop's cookies (a redirect's too) and sends the jar's on each.
+        if transportOptions.cookieJar == nil { transportOptions.cookieJar = configuration.cookieJar }
         let client = self.client
         let sendOptions = transportOptions
         let send: @Sendable () async throws -> HTTPClient.Response = {

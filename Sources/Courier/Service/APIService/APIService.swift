@@ -36,7 +36,7 @@ open class APIService: @unchecked Sendable {
         self.configuration = configuration
         self.session = SessionObserver(
             center: client.configuration.notificationCenter, authentication: configuration.authentication,
-            cookieJar: configuration.cookieJar)
+            cookieJar: configuration.cookieJar, cache: client.configuration.cache)
         let monitors = configuration.monitors
         self.cacheObservation =
             monitors.isEmpty
@@ -174,39 +174,67 @@ open class APIService: @unchecked Sendable {
         configuration.authentication?.coordinator.login(credential)
     }
 
-    /// Logs out: no credential is sent or refreshed, and cookies are cleared.
+    /// Logs out: no credential is sent or refreshed, cookies are cleared, and the user's cached
+    /// responses are dropped.
+    ///
+    /// With an authentication interceptor or a cookie jar, each refreshed token or rotated
+    /// cookie owns the entries fetched with it, and not all of them are known any more: every
+    /// entry fetched with a credential is dropped (entries fetched without one stay).
     public func logOut() {
         client.logOut()
-        configuration.authentication?.coordinator.logout()
-        configuration.cookieJar?.removeAll()
+        session.endSession()
     }
 }
 
 /// Follows the client's login and logout notifications for a service's authentication
-/// interceptor and cookie jar.
+/// interceptor, cookie jar and the credentialed entries of the client's cache.
 final class SessionObserver: Sendable {
     /// `@unchecked Sendable`: a token is an opaque handle given back only to the thread-safe
     /// `NotificationCenter` that made it.
     private struct Token: @unchecked Sendable { let value: any NSObjectProtocol }
     private let center: NotificationCenter
     private let tokens: [Token]
+    private let authentication: AuthenticationInterceptor<String>?
+    private let cookieJar: CookieJar?
+    private let cache: HostScopedCache?
 
-    init(center: NotificationCenter, authentication: AuthenticationInterceptor<String>?, cookieJar: CookieJar?) {
+    init(
+        center: NotificationCenter, authentication: AuthenticationInterceptor<String>?, cookieJar: CookieJar?,
+        cache: HostScopedCache?
+    ) {
         self.center = center
+        self.authentication = authentication
+        self.cookieJar = cookieJar
+        self.cache = cache
         guard authentication != nil || cookieJar != nil else {
             tokens = []
             return
         }
-        let coordinator = authentication?.coordinator
         let login = center.addObserver(forName: .courierUserDidLogIn, object: nil, queue: nil) { notification in
             guard let credential = notification.userInfo?[CourierNotificationKey.credential] as? String else { return }
-            coordinator?.login(credential)
+            authentication?.coordinator.login(credential)
         }
+        // The observer holds the parts, not `self`: `stop()` runs from the service's deinit.
         let logout = center.addObserver(forName: .courierUserDidLogOut, object: nil, queue: nil) { _ in
-            coordinator?.logout()
-            cookieJar?.removeAll()
+            Self.endSession(authentication: authentication, cookieJar: cookieJar, cache: cache)
         }
         tokens = [Token(value: login), Token(value: logout)]
+    }
+
+    /// Forgets the session: the interceptor's credential, the cookies, and every credentialed
+    /// cache entry (refreshed tokens and rotated cookies each own entries, and not all of them
+    /// are known any more). Does nothing for a service with neither an interceptor nor a jar.
+    func endSession() {
+        Self.endSession(authentication: authentication, cookieJar: cookieJar, cache: cache)
+    }
+
+    private static func endSession(
+        authentication: AuthenticationInterceptor<String>?, cookieJar: CookieJar?, cache: HostScopedCache?
+    ) {
+        guard authentication != nil || cookieJar != nil else { return }
+        authentication?.coordinator.logout()
+        cookieJar?.removeAll()
+        cache?.purgeAllIdentities()
     }
 
     func stop() {

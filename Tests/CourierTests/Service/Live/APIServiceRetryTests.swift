@@ -137,6 +137,7 @@ import Testing
         let dead = try TestServer()
         let deadBase = ServiceFixture.base(dead)
         dead.stop()
+        defer { withExtendedLifetime(dead) {} }  // a stopped server keeps its port, refusing
         let alive = try TestServer()
         defer { alive.stop() }
         alive.route("/users/1") { _ in .json(["id": 1, "name": "alive"]) }

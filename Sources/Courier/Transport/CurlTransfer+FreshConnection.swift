@@ -1,0 +1,38 @@
+import CCurl
+import HTTPTypes
+
+extension CurlTransfer {
+    /// The failures a pooled connection that went bad while idle ends in: the server closed it
+    /// (nothing, or a reset, comes back), or bytes it left behind (a body longer than its
+    /// `Content-Length`) are read as the start of the next response.
+    private static let staleConnectionFailures: Set<UInt32> = [
+        CURLE_GOT_NOTHING.rawValue, CURLE_RECV_ERROR.rawValue, CURLE_SEND_ERROR.rawValue,
+        CURLE_UNSUPPORTED_PROTOCOL.rawValue, CURLE_WEIRD_SERVER_REPLY.rawValue,
+    ]
+
+    /// Methods that may be sent twice (RFC 9110 §9.2.2), so a retry cannot repeat an effect.
+    private static let idempotentMethods: Set<HTTPRequest.Method> = [.get, .head, .put, .delete, .options, .trace]
+
+    /// Whether a transfer that failed on a reused connection before any response arrived
+    /// should be sent once more on a new connection, as browsers and OkHttp do. Prepares the
+    /// transfer for that second start when it should. Runs on the curl thread.
+    ///
+    /// Only idempotent requests are retried: a server may have acted on a POST whose answer
+    /// was lost. A failure on a new connection, a second failure, or a failure after the
+    /// response head arrived is the caller's.
+    func shouldRetryOnFreshConnection(after code: CURLcode, handle: EasyHandle) -> Bool {
+        guard code != CURLE_OK, !retriedOnFreshConnection, callbackFailure == nil, head == nil,
+            receivedBytes == 0, Self.staleConnectionFailures.contains(code.rawValue),
+            Self.idempotentMethods.contains(method), handle.infoLong(CURLINFO_NUM_CONNECTS) == 0, !isCancelled
+        else { return false }
+        let spent = Duration.microseconds(handle.infoOffset(CURLINFO_TOTAL_TIME_T))
+        if let timeout = options.timeout, spent >= timeout { return false }
+        retriedOnFreshConnection = true
+        timeSpentBeforeRetry = spent
+        parser = ResponseHeadParser()
+        buffer = ResponseBuffer()
+        lastUpload = TransferProgress(completed: -1, total: nil)
+        lastDownload = TransferProgress(completed: -1, total: nil)
+        return true
+    }
+}
