@@ -11,6 +11,9 @@ p.add_argument("--inflight", type=int, required=True)
 p.add_argument("--seconds", type=int, required=True)
 p.add_argument("--body-bytes", type=int, required=True)
 p.add_argument("--load-start", default="unknown")
+p.add_argument("--load-end", help="1/5/15-minute load average when the measurements ended (default: now)")
+p.add_argument("--commit", help="the Courier commit measured (default: git HEAD of this checkout)")
+p.add_argument("--date", help="when the measurements ended, UTC (default: now)")
 a = p.parse_args()
 
 rows = [json.loads(line) for line in open(a.results) if line.strip()]
@@ -19,6 +22,11 @@ rows = [json.loads(line) for line in open(a.results) if line.strip()]
 def med(client, concurrency, key):
     values = [r[key] for r in rows if r["client"] == client and r["concurrency"] == concurrency and key in r]
     return statistics.median(values) if values else None
+
+
+def spread(client, concurrency, key):
+    values = [r[key] for r in rows if r["client"] == client and r["concurrency"] == concurrency and key in r]
+    return (min(values), max(values)) if values else None
 
 
 def fmt(value, digits=0):
@@ -33,6 +41,22 @@ def ratio(a_, b_):
 
 def fr(value):
     return "—" if value is None else f"{value:.2f}×"
+
+
+def load_range():
+    loads = sorted(r["load1"] for r in rows if "load1" in r)
+    if not loads:
+        return "not recorded"
+    return f"{loads[0]:.2f} / {statistics.median(loads):.2f} / {loads[-1]:.2f}"
+
+
+def git_head():
+    try:
+        return subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "log", "-1",
+                               "--format=%h (%cd)", "--date=format:%Y-%m-%d %H:%M"],
+                              capture_output=True, text=True).stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
 
 
 def machine():
@@ -58,11 +82,13 @@ def machine():
         except (OSError, IndexError):
             return "not found"
     return [
-        ("date (UTC)", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")),
+        ("date (UTC)", a.date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")),
         ("CPU", f"{model}, {os.cpu_count()} logical cores (nproc)"),
         ("memory", mem),
         ("load average at the start (1/5/15 min)", a.load_start),
-        ("load average at the end (1/5/15 min)", load),
+        ("1-minute load average after each HTTP measurement (min / median / max)", load_range()),
+        ("load average at the end (1/5/15 min)", a.load_end or load),
+        ("Courier commit (measured code)", a.commit or git_head()),
         ("kernel", platform.release()),
         ("Swift", version(["swift", "--version"])),
         ("curl", version(["curl", "--version"])),
@@ -71,13 +97,69 @@ def machine():
     ]
 
 
+def served_check():
+    """nginx's served requests ÷ the requests a client made (measured + warm-up), per client and concurrency."""
+    table = {}
+    for r in rows:
+        if "served" not in r or r["client"] == "wrk":
+            continue
+        warmup = 0 if r["client"] == "curl" or r["concurrency"] == a.inflight else max(500, r["concurrency"])
+        table.setdefault((r["client"], r["concurrency"]), []).append(r["served"] / (r["requests"] + warmup))
+    return table
+
+
+# Micro benchmarks (package-benchmark JMH export).
+def to_us(metric, percentile="50.0"):
+    value = metric.get("scorePercentiles", {}).get(percentile)
+    if value is None:
+        return None
+    scale = {"ns": 1e-3, "μs": 1.0, "µs": 1.0, "us": 1.0, "ms": 1e3, "s": 1e6}.get(metric.get("scoreUnit", "μs"), 1.0)
+    return value * scale
+
+
+passes = {}  # pass folder -> benchmark name -> figures
+for path in glob.glob(os.path.join(a.micro, "**", "*.json"), recursive=True):
+    try:
+        elements = json.load(open(path))
+    except (OSError, ValueError):
+        continue
+    for e in elements if isinstance(elements, list) else []:
+        name = e["benchmark"].split(".", 3)[-1].replace("_", " ")
+        name = name.split("CourierBenchmarks.", 1)[-1]
+        sec = e.get("secondaryMetrics", {})
+        mallocs = sec.get("Malloc (total)", {}).get("scorePercentiles", {}).get("50.0")
+        passes.setdefault(os.path.dirname(path), {})[name] = {
+            "wall": to_us(sec.get("Time (wall clock)", {})), "best": to_us(sec.get("Time (wall clock)", {}), "0.0"),
+            "mallocs": mallocs}
+
+# Median over the passes of each pass's median.
+micro = {}
+for name in sorted({n for figures in passes.values() for n in figures}):
+    def over_passes(key):
+        values = [f[name][key] for f in passes.values() if name in f and f[name][key] is not None]
+        return statistics.median(values) if values else None
+    micro[name] = {"wall": over_passes("wall"), "best": over_passes("best"), "mallocs": over_passes("mallocs")}
+
+
+def micro_pass_ratio(prefix_a, prefix_b):
+    """Fastest time of b ÷ fastest time of a within each pass (a's speed relative to b), as (min, max)."""
+    values = []
+    for figures in passes.values():
+        x = next((v["best"] for k, v in figures.items() if k.startswith(prefix_a) and v["best"]), None)
+        y = next((v["best"] for k, v in figures.items() if k.startswith(prefix_b) and v["best"]), None)
+        if x and y:
+            values.append(y / x)
+    return (min(values), max(values)) if values else None
+
+
 out = []
 w = out.append
 w("# Performance")
 w("")
 w("Generated by `scripts/benchmark.sh` — do not edit by hand; run the script again. "
   f"Each HTTP figure is the median of {a.runs} interleaved runs (every client once per run, "
-  "in turn); each micro figure is package-benchmark's median over its iterations. "
+  "in turn); each micro figure is the median, over the passes of the suite (one per run), of "
+  "package-benchmark's median over its iterations. "
   f"The whole script took {a.seconds} s.")
 w("")
 w("## Machine")
@@ -92,70 +174,70 @@ w("The machine is shared (other builds may run at the same time, see the load av
 w("")
 
 names = {
-    "courier-transport": "Courier `HTTPClient.send` (body as bytes)",
-    "courier-e2e": "Courier, decoded into a model (`HTTPClient.send` + `ResponsePipeline` + `.json`)",
-    "courier-service": "Courier `APIService.get`, decoded into a model",
-    "ahc-transport": "AsyncHTTPClient (body collected)",
-    "ahc-e2e": "AsyncHTTPClient + `JSONDecoder`",
-    "urlsession-transport": "URLSession (FoundationNetworking)",
-    "urlsession-e2e": "URLSession + `JSONDecoder`",
-    "curl": "`curl` CLI (C libcurl)",
+    "courier-transport": "Courier `HTTPClient.send`, bytes",
+    "courier-e2e": "Courier `send` + `ResponsePipeline` `.json` → model",
+    "courier-service": "Courier `APIService.get` → model",
+    "ahc-transport": "AsyncHTTPClient, bytes",
+    "ahc-e2e": "AsyncHTTPClient + `JSONDecoder` → model",
+    "urlsession-transport": "URLSession, bytes",
+    "urlsession-e2e": "URLSession + `JSONDecoder` → model",
+    "curl": "`curl` CLI (C libcurl), bytes",
     "wrk": "`wrk` (the server's ceiling)",
 }
 
 w(f"## HTTP: {a.requests:,} GETs of a {a.body_bytes}-byte JSON body from nginx on loopback")
 w("")
-w("Client CPU is the process's user + system time over the measured requests (getrusage), "
-  "divided by the requests; for `curl` it is the whole child process. Peak RSS is the "
-  "process's maximum resident set. `wrk` runs for 5 s and only gives the server's ceiling.")
+w("Each client runs in its own process (`courier-http-bench CLIENT`), with its connections opened by "
+  "500 warm-up requests that are not measured. Client CPU is the process's user + system time over "
+  "the measured requests (getrusage), divided by the requests; for `curl` it is the whole child "
+  "process, start-up and the parsing of a 10,000-URL config included. Peak RSS is the process's "
+  "maximum resident set. `wrk` runs for 5 s with as many connections and only gives the server's "
+  "ceiling. Ratios: requests/s as client ÷ peer (higher is better), CPU and RSS as client ÷ peer "
+  "(lower is better). The AsyncHTTPClient peer of a row is the one of the same kind: bytes only for "
+  "transport rows, `JSONDecoder` into the model for decoded rows.")
+rows_order = ["courier-transport", "ahc-transport", "urlsession-transport", "curl", "courier-service", "courier-e2e",
+              "ahc-e2e", "urlsession-e2e", "wrk"]
 for c in (1, 32):
     w("")
-    w(f"### {c} in flight")
+    w(f"### {c} in flight" + (" (curl: `--parallel --parallel-max 32`)" if c > 1 else " (curl: one connection, sequential)"))
     w("")
-    w("| client | requests/s | vs curl | vs AsyncHTTPClient (same kind) | CPU µs/request | vs curl | peak RSS MiB |")
-    w("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    w("| client | requests/s | min–max | ÷ curl | ÷ AHC | CPU µs/request | ÷ curl | ÷ AHC | peak RSS MiB | ÷ AHC |")
+    w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     curl_rps, curl_cpu = med("curl", c, "rps"), med("curl", c, "cpu_us_per_request")
-    for client in ["courier-transport", "ahc-transport", "urlsession-transport", "courier-service", "courier-e2e", "ahc-e2e",
-                   "urlsession-e2e", "curl", "wrk"]:
+    for client in rows_order:
         rps, cpu, rss = med(client, c, "rps"), med(client, c, "cpu_us_per_request"), med(client, c, "peak_rss_kib")
-        peer = "ahc-transport" if client.endswith("transport") else "ahc-e2e"
-        vs_ahc = fr(ratio(rps, med(peer, c, "rps"))) if client.startswith("courier") else ""
-        w(f"| {names[client]} | {fmt(rps)} | {fr(ratio(rps, curl_rps))} | {vs_ahc} | {fmt(cpu, 1)} | "
-          f"{fr(ratio(cpu, curl_cpu)) if client != 'wrk' else ''} | {fmt(rss / 1024 if rss else None, 1)} |")
+        peer = "ahc-e2e" if client.endswith("e2e") or client == "courier-service" else "ahc-transport"
+        s_ = spread(client, c, "rps")
+        rng = f"{s_[0]:,.0f}–{s_[1]:,.0f}" if s_ else "—"
+        is_peer = client == peer
+        w(f"| {names[client]} | {fmt(rps)} | {rng} | {fr(ratio(rps, curl_rps))} | "
+          f"{'' if is_peer or client == 'wrk' else fr(ratio(rps, med(peer, c, 'rps')))} | {fmt(cpu, 1)} | "
+          f"{fr(ratio(cpu, curl_cpu)) if client != 'wrk' else ''} | "
+          f"{'' if is_peer or client == 'wrk' else fr(ratio(cpu, med(peer, c, 'cpu_us_per_request')))} | "
+          f"{fmt(rss / 1024 if rss else None, 1)} | "
+          f"{'' if is_peer or client == 'wrk' else fr(ratio(rss, med(peer, c, 'peak_rss_kib')))} |")
 
 w("")
 w(f"## Memory: {a.inflight:,} requests in flight")
 w("")
 w(f"{a.requests:,} GETs with {a.inflight:,} in flight and as many connections allowed "
-  "(`maxConnectionsPerHost`), no warm-up. Per request = (peak RSS here − peak RSS with 1 in flight) "
-  f"/ {a.inflight - 1:,}.")
+  "(`maxConnectionsPerHost` and its equivalents), no warm-up. Extra memory per in-flight request = "
+  f"(median peak RSS here − median peak RSS of the same client with 1 in flight) ÷ {a.inflight - 1:,}. "
+  "URLSession queues requests over at most its own connection limit, so its figure is not one "
+  "connection per request.")
 w("")
-w("| client | requests/s | peak RSS MiB | extra KiB per in-flight request |")
-w("| --- | ---: | ---: | ---: |")
+w("| client | requests/s | peak RSS MiB | extra KiB per in-flight request | ÷ AHC |")
+w("| --- | ---: | ---: | ---: | ---: |")
 per_request = {}
-for client in ["courier-transport", "ahc-transport"]:
+for client in ["courier-transport", "courier-service", "ahc-transport", "urlsession-transport"]:
     rss = med(client, a.inflight, "peak_rss_kib")
     base = med(client, 1, "peak_rss_kib")
-    extra = None if rss is None or base is None else (rss - base) / (a.inflight - 1)
-    per_request[client] = extra
-    w(f"| {names[client]} | {fmt(med(client, a.inflight, 'rps'))} | {fmt(rss / 1024 if rss else None, 1)} | {fmt(extra, 1)} |")
-
-# Micro benchmarks (package-benchmark JMH export).
-micro = {}
-for path in glob.glob(os.path.join(a.micro, "**", "*.json"), recursive=True):
-    try:
-        elements = json.load(open(path))
-    except (OSError, ValueError):
-        continue
-    for e in elements if isinstance(elements, list) else []:
-        name = e["benchmark"].split(".", 3)[-1].replace("_", " ")
-        name = name.split("CourierBenchmarks.", 1)[-1]
-        sec = e.get("secondaryMetrics", {})
-        wall = sec.get("Time (wall clock)", {}).get("scorePercentiles", {}).get("50.0")
-        cpu = sec.get("Time (total CPU)", {}).get("scorePercentiles", {}).get("50.0")
-        mallocs = sec.get("Malloc (total)", {}).get("scorePercentiles", {}).get("50.0")
-        micro[name] = {"wall": wall, "cpu": cpu, "mallocs": mallocs}
-
+    per_request[client] = None if rss is None or base is None else (rss - base) / (a.inflight - 1)
+for client, extra in per_request.items():
+    rss = med(client, a.inflight, "peak_rss_kib")
+    vs = "" if client == "ahc-transport" else fr(ratio(extra, per_request.get("ahc-transport")))
+    w(f"| {names[client]} | {fmt(med(client, a.inflight, 'rps'))} | {fmt(rss / 1024 if rss else None, 1)} | "
+      f"{fmt(extra, 1)} | {vs} |")
 
 def micro_table(title, prefix, baseline_name, note=""):
     entries = {k: v for k, v in micro.items() if k.startswith(prefix)}
@@ -168,16 +250,23 @@ def micro_table(title, prefix, baseline_name, note=""):
     if not entries:
         w("Not measured in this run.")
         return
-    base = next((v["wall"] for k, v in entries.items() if baseline_name in k), None)
-    w(f"| benchmark | median µs | speed vs {baseline_name} | mallocs |")
-    w("| --- | ---: | ---: | ---: |")
-    for k, v in sorted(entries.items(), key=lambda kv: kv[1]["wall"] or 0):
-        speed = ratio(base, v["wall"])
-        w(f"| {k[len(prefix):].strip()} | {fmt(v['wall'], 2)} | {fr(speed)} | {fmt(v['mallocs'])} |")
+    base = next((v["best"] for k, v in entries.items() if baseline_name in k), None)
+    base_median = next((v["wall"] for k, v in entries.items() if baseline_name in k), None)
+    w(f"| benchmark | fastest µs | speed vs {baseline_name} | median µs | speed (medians) | mallocs |")
+    w("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for k, v in sorted(entries.items(), key=lambda kv: kv[1]["best"] or 0):
+        w(f"| {k[len(prefix):].strip()} | {fmt(v['best'], 2)} | {fr(ratio(base, v['best']))} | {fmt(v['wall'], 2)} | "
+          f"{fr(ratio(base_median, v['wall']))} | {fmt(v['mallocs'])} |")
 
 
 w("")
 w("## Serializers and cache (package-benchmark)")
+w("")
+w("Wall-clock time per operation. \"Fastest\" is each pass's fastest iteration, \"median\" each pass's "
+  "median iteration; both are then the median over the passes. On a shared, loaded machine a "
+  "benchmark's median moves with whatever else runs during its 2 seconds (the same benchmark's "
+  "median varied up to 2× between passes here), while its fastest iteration — one not interrupted — "
+  "stays put; so speeds and goals use the fastest, and the medians are shown for reference.")
 micro_table(f"JSON decode of the {a.body_bytes}-byte body into a model", "JSON decode:", "Foundation JSONDecoder")
 micro_table("Form encode (7 fields, one a 3-element list)", "Form encode:", "Foundation URLComponents")
 micro_table("Protobuf decode + encode of the same catalog", "Protobuf decode+encode:", "raw protobuf-c",
@@ -186,40 +275,155 @@ micro_table("Protobuf decode + encode of the same catalog", "Protobuf decode+enc
 micro_table("Cache hit vs a loopback round trip", "Cache:", "loopback round trip")
 
 
+checks = served_check()
+if checks:
+    w("")
+    w("### Check: every counted request reached the server")
+    w("")
+    w("nginx's `stub_status` request count before and after each measurement, divided by the requests "
+      "the client made (measured + warm-up): 1.00 means one HTTP request per call. Courier's "
+      "`APIService` calls here opt out of the de-duplication of identical GETs in flight (on by "
+      "default), which would otherwise let concurrent calls share one transfer.")
+    w("")
+    levels = sorted({c for _, c in checks})
+    w("| client | " + " | ".join(f"{c:,} in flight (min–max)" for c in levels) + " |")
+    w("| --- |" + " ---: |" * len(levels))
+    for client in rows_order:
+        cells = []
+        for c in levels:
+            values = checks.get((client, c))
+            cells.append(f"{min(values):.2f}–{max(values):.2f}" if values else "")
+        if any(cells):
+            w(f"| {names[client]} | " + " | ".join(cells) + " |")
+
+
 # Goals (issue 7).
-def goal(text, value, target, higher=True, unit="×"):
+def per_run_ratio(client_a, client_b, concurrency, key):
+    """The ratio in each run (both figures from the same run), as (min, max)."""
+    values = []
+    for run in sorted({r["run"] for r in rows if "run" in r}):
+        x = [r[key] for r in rows if r.get("run") == run and r["client"] == client_a and r["concurrency"] == concurrency]
+        y = [r[key] for r in rows if r.get("run") == run and r["client"] == client_b and r["concurrency"] == concurrency]
+        if x and y and y[0]:
+            values.append(x[0] / y[0])
+    return (min(values), max(values)) if values else None
+
+
+def goal(text, compared, value, target, higher=True, unit="×", runs=None):
+    per_run = "—" if runs is None else f"{runs[0]:.2f}–{runs[1]:.2f}{unit}"
     if value is None:
-        return f"| {text} | not measured | {target}{unit} | — |"
-    ok = value >= target if higher else value <= target
-    return f"| {text} | {value:.2f}{unit} | {'≥' if higher else '≤'} {target}{unit} | {'reached' if ok else 'not reached'} |"
+        return f"| {text} | {compared} | not measured | {per_run} | {target}{unit} | — |"
+    def meets(x):
+        return x >= target if higher else x <= target
+
+    verdict = "reached" if meets(value) else "not reached"
+    if runs is not None and meets(runs[0]) != meets(runs[1]):
+        verdict += " (median; not in every run)" if meets(value) else " (median; reached in some runs)"
+    return f"| {text} | {compared} | {value:.2f}{unit} | {per_run} | {'≥' if higher else '≤'} {target}{unit} | {verdict} |"
 
 
-def micro_ratio(prefix_a, prefix_b):
-    xs = [v["wall"] for k, v in micro.items() if k.startswith(prefix_a) and v["wall"]]
-    x = min(xs) if xs else None
-    y = next((v["wall"] for k, v in micro.items() if k.startswith(prefix_b)), None)
-    return ratio(y, x)
+def micro_wall(prefix):
+    return next((v["best"] for k, v in micro.items() if k.startswith(prefix) and v["best"]), None)
 
 
 w("")
 w("## Goals (issue 7)")
 w("")
-w("| goal | measured | target | |")
-w("| --- | ---: | ---: | --- |")
-w(goal("Transport, 32 in flight: requests/s vs `curl --parallel`",
-       ratio(med("courier-transport", 32, "rps"), med("curl", 32, "rps")), 1.2))
-w(goal("Transport, 32 in flight: CPU per request vs `curl --parallel`",
-       ratio(med("courier-transport", 32, "cpu_us_per_request"), med("curl", 32, "cpu_us_per_request")), 0.8, higher=False))
-w(goal("End to end, 32 in flight: requests/s vs AsyncHTTPClient + `JSONDecoder`",
-       ratio(med("courier-service", 32, "rps") or med("courier-e2e", 32, "rps"), med("ahc-e2e", 32, "rps")), 2.0))
-w(goal("1 in flight: requests/s vs `curl`", ratio(med("courier-transport", 1, "rps"), med("curl", 1, "rps")), 0.9))
-w(goal("Protobuf decode+encode: speed vs raw protobuf-c",
-       micro_ratio("Protobuf decode+encode: Courier", "Protobuf decode+encode: raw protobuf-c"), 0.5))
-w(goal("Protobuf decode+encode: speed vs apple/swift-protobuf",
-       micro_ratio("Protobuf decode+encode: Courier", "Protobuf decode+encode: apple/swift-protobuf"), 1.5))
-w(goal("JSON decode into a model (`.json` pipeline): speed vs Foundation `JSONDecoder`",
-       micro_ratio("JSON decode: Courier pipeline (.json", "JSON decode: Foundation JSONDecoder"), 5.0))
-w(goal(f"Memory per in-flight request ({a.inflight:,} in flight)", per_request.get("courier-transport"), 16, higher=False,
-       unit=" KiB"))
+w("Speed ratios are Courier ÷ peer for requests/s and peer time ÷ Courier time (fastest iterations) for micro benchmarks "
+  "(higher is faster); CPU and memory are Courier ÷ peer (lower is better). \"Per run\" is the same ratio "
+  "within each interleaved run (each pass of the micro suite), to show how much the verdict depends on the run.")
 w("")
+w("| goal | Courier path vs peer | median | per run | target | |")
+w("| --- | --- | ---: | ---: | ---: | --- |")
+w(goal("Transport, 32 in flight: requests/s", "`HTTPClient.send` bytes vs `curl --parallel`",
+       ratio(med("courier-transport", 32, "rps"), med("curl", 32, "rps")), 1.2,
+       runs=per_run_ratio("courier-transport", "curl", 32, "rps")))
+w(goal("Transport, 32 in flight: CPU per request", "`HTTPClient.send` bytes vs `curl --parallel`",
+       ratio(med("courier-transport", 32, "cpu_us_per_request"), med("curl", 32, "cpu_us_per_request")), 0.8,
+       higher=False, runs=per_run_ratio("courier-transport", "curl", 32, "cpu_us_per_request")))
+w(goal("End to end, 32 in flight: requests/s", "`APIService.get` → model vs AsyncHTTPClient + `JSONDecoder`",
+       ratio(med("courier-service", 32, "rps"), med("ahc-e2e", 32, "rps")), 2.0,
+       runs=per_run_ratio("courier-service", "ahc-e2e", 32, "rps")))
+w(goal("1 in flight: requests/s", "`HTTPClient.send` bytes vs `curl` (one connection)",
+       ratio(med("courier-transport", 1, "rps"), med("curl", 1, "rps")), 0.9,
+       runs=per_run_ratio("courier-transport", "curl", 1, "rps")))
+direct = micro_wall("Protobuf decode+encode: Courier ProtobufDirectCodable")
+w(goal("Protobuf model decode+encode: speed", "`ProtobufDirectCodable` model vs raw protobuf-c",
+       ratio(micro_wall("Protobuf decode+encode: raw protobuf-c"), direct), 0.5,
+       runs=micro_pass_ratio("Protobuf decode+encode: Courier ProtobufDirectCodable", "Protobuf decode+encode: raw protobuf-c")))
+w(goal("Protobuf model decode+encode: speed", "`ProtobufDirectCodable` model vs apple/swift-protobuf",
+       ratio(micro_wall("Protobuf decode+encode: apple/swift-protobuf"), direct), 1.5,
+       runs=micro_pass_ratio("Protobuf decode+encode: Courier ProtobufDirectCodable",
+                             "Protobuf decode+encode: apple/swift-protobuf")))
+w(goal("JSON decode into a model: speed", "response pipeline `.json` vs bare Foundation `JSONDecoder`",
+       ratio(micro_wall("JSON decode: Foundation JSONDecoder"), micro_wall("JSON decode: Courier pipeline (.json")), 5.0,
+       runs=micro_pass_ratio("JSON decode: Courier pipeline (.json", "JSON decode: Foundation JSONDecoder")))
+def per_run_memory(client):
+    values = []
+    for run in sorted({r["run"] for r in rows if "run" in r}):
+        big = [r["peak_rss_kib"] for r in rows if r.get("run") == run and r["client"] == client
+               and r["concurrency"] == a.inflight]
+        one = [r["peak_rss_kib"] for r in rows if r.get("run") == run and r["client"] == client and r["concurrency"] == 1]
+        if big and one:
+            values.append((big[0] - one[0]) / (a.inflight - 1))
+    return (min(values), max(values)) if values else None
+
+
+w(goal(f"Memory per in-flight request ({a.inflight:,} in flight)", "`HTTPClient.send` bytes (absolute)",
+       per_request.get("courier-transport"), 16, higher=False, unit=" KiB", runs=per_run_memory("courier-transport")))
+w("")
+w("The Codable protobuf model (`Catalog: ProtobufMessage`, no hand-written field mapping) is the slower "
+  "path in the protobuf table above; the goals use the `ProtobufDirectCodable` fast path.")
+
+# Notes computed from the figures above.
+def diff(a_, b_):
+    return None if a_ is None or b_ is None else a_ - b_
+
+
+notes = []
+for c in (1, 32):
+    service = diff(med("courier-service", c, "cpu_us_per_request"), med("courier-e2e", c, "cpu_us_per_request"))
+    decode_courier = diff(med("courier-e2e", c, "cpu_us_per_request"), med("courier-transport", c, "cpu_us_per_request"))
+    decode_ahc = diff(med("ahc-e2e", c, "cpu_us_per_request"), med("ahc-transport", c, "cpu_us_per_request"))
+    if service is not None:
+        notes.append(f"With {c} in flight, the `APIService` layer (call object and task, registry, interceptor "
+                     f"chain, validation) costs {service:,.0f} µs of CPU per call over `send` + `ResponsePipeline` "
+                     "on the same transport (Courier `APIService.get` row minus the `send` + pipeline row).")
+    if decode_courier is not None and decode_ahc is not None:
+        notes.append(f"With {c} in flight, decoding the body into the model adds {decode_courier:,.0f} µs of CPU per "
+                     f"request to Courier's transport (`.json` pipeline) and {decode_ahc:,.0f} µs to "
+                     "AsyncHTTPClient's (`JSONDecoder`).")
+for c in (1, 32):
+    cr, cc = med("courier-transport", c, "rps"), med("courier-transport", c, "cpu_us_per_request")
+    if cr and cc:
+        notes.append(f"With {c} in flight, Courier's transport uses {cr * cc / 1e6:.2f} cores on average "
+                     f"({cr:,.0f} requests/s × {cc:,.0f} µs); AsyncHTTPClient "
+                     f"{(med('ahc-transport', c, 'rps') or 0) * (med('ahc-transport', c, 'cpu_us_per_request') or 0) / 1e6:.2f}, "
+                     f"curl {(med('curl', c, 'rps') or 0) * (med('curl', c, 'cpu_us_per_request') or 0) / 1e6:.2f}. "
+                     "nginx needs CPU on the same 2 cores; the rest of a client's time is spent waiting (for the "
+                     "server, for its own threads to be scheduled, or for the other processes of a shared machine).")
+if notes:
+    w("")
+    w("## Notes")
+    w("")
+    for note in notes:
+        w(f"- {note}")
+
+w("")
+w("## Reproduce")
+w("")
+w("```sh")
+w("scripts/benchmark.sh                      # from the repository root; rewrites this file")
+w("RUNS=5 scripts/benchmark.sh               # more interleaved runs per figure (default 3)")
+w("REQUESTS=1000 RUNS=1 scripts/benchmark.sh # a quick pass (figures too short to quote)")
+w("SKIP_MICRO=1 scripts/benchmark.sh         # HTTP and memory figures only")
+w("```")
+w("")
+w("The script installs what is missing (nginx, wrk, curl, python3 and Courier's own system "
+  "packages), builds `Benchmarks/` in release (AsyncHTTPClient and swift-protobuf make a first "
+  "build take several minutes on 2 cores), starts nginx from a config in a temporary folder on a "
+  "free loopback port (one worker, access log off, `keepalive_requests 1000000`), runs every client "
+  f"in turn in each run, then the micro benchmarks (`swift package benchmark` in `Benchmarks/`, "
+  "which the cache benchmarks point at the same nginx), and writes this file with `Benchmarks/report.py`. "
+  "On a shared machine, run it when the load average is low and compare ratios rather than absolute figures.")
 print("\n".join(out))

@@ -4,6 +4,7 @@
 #   scripts/benchmark.sh            # everything: HTTP (nginx on loopback), memory, micro benchmarks
 #   RUNS=5 scripts/benchmark.sh     # more interleaved runs per figure (default 3)
 #   SKIP_MICRO=1 scripts/benchmark.sh   # HTTP figures only
+#   RAW_DIR=/tmp/raw scripts/benchmark.sh   # also keep the raw figures there
 #
 # nginx serves a 1 KB JSON file from a config in a temporary folder (one worker, access log off,
 # keepalive_requests high), on a free loopback port. Each HTTP client runs in its own process
@@ -44,6 +45,11 @@ bench="$root/Benchmarks/.build/release/courier-http-bench"
 work="$(mktemp -d /tmp/courier-bench.XXXXXX)"
 nginx_pid=""
 cleanup() {
+    # RAW_DIR=folder keeps the raw figures (results.jsonl, micro/) to rerun Benchmarks/report.py on.
+    if [ -n "${RAW_DIR:-}" ]; then
+        mkdir -p "$RAW_DIR"
+        cp -r "$work/results.jsonl" "$work/micro" "$RAW_DIR/" 2>/dev/null || true
+    fi
     if [ -n "$nginx_pid" ] && kill -0 "$nginx_pid" 2>/dev/null; then
         kill "$nginx_pid"
         wait "$nginx_pid" 2>/dev/null || true
@@ -81,6 +87,7 @@ http {
         listen 127.0.0.1:$port backlog=4096;
         root $work/www;
         location / { }
+        location = /status { stub_status; }
     }
 }
 CONF
@@ -116,8 +123,29 @@ print(json.dumps({"client": client, "concurrency": concurrency, "requests": requ
 PY
 }
 
-wrk_rps() {  # connections
-    wrk -t1 -c"$1" -d5s "$url" | awk '/Requests\/sec/ { print $2 }'
+wrk_json() {  # connections
+    local rps
+    rps="$(wrk -t1 -c"$1" -d5s "$url" | awk '/Requests\/sec/ { print $2 }')"
+    echo "{\"client\": \"wrk\", \"concurrency\": $1, \"rps\": $rps}"
+}
+
+# nginx's count of the requests it has served (stub_status; the status request included).
+served() {
+    curl -fsS "http://127.0.0.1:$port/status" | awk '/^ *[0-9]+ +[0-9]+ +[0-9]+/ { print $3 }'
+}
+
+# Runs one measurement and appends its JSON line to the results, with the run number, the
+# 1-minute load average right after it (the machine may be shared: the report shows the range)
+# and how many requests nginx served meanwhile (a check that every counted request was sent).
+record() {  # run command...
+    local run="$1" before after line load1
+    shift
+    before="$(served)"
+    line="$("$@")"
+    after="$(served)"
+    load1="$(cut -d" " -f1 /proc/loadavg)"
+    echo "$line" | sed "s/^{/{\"run\": $run, \"load1\": $load1, \"served\": $((after - before - 1)), /" >>"$results"
+    echo "   $line"
 }
 
 clients=(courier-transport courier-e2e courier-service ahc-transport ahc-e2e urlsession-transport urlsession-e2e)
@@ -125,26 +153,20 @@ for run in $(seq 1 "$runs"); do
     for concurrency in 1 32; do
         echo "== run $run/$runs, $concurrency in flight"
         for client in "${clients[@]}"; do
-            line="$("$bench" "$client" --url "$url" --requests "$requests" --concurrency "$concurrency")"
-            echo "$line" | sed "s/^{/{\"run\": $run, /" >>"$results"
-            echo "   $line"
+            record "$run" "$bench" "$client" --url "$url" --requests "$requests" --concurrency "$concurrency"
         done
         if [ "$concurrency" -eq 1 ]; then
-            line="$(measure_child curl 1 curl -s --no-progress-meter --config "$work/curl.conf")"
+            record "$run" measure_child curl 1 curl -s --no-progress-meter --config "$work/curl.conf"
         else
-            line="$(measure_child curl "$concurrency" curl -s --no-progress-meter --parallel --parallel-max "$concurrency" --config "$work/curl.conf")"
+            record "$run" measure_child curl "$concurrency" curl -s --no-progress-meter --parallel \
+                --parallel-max "$concurrency" --config "$work/curl.conf"
         fi
-        echo "$line" | sed "s/^{/{\"run\": $run, /" >>"$results"
-        echo "   $line"
-        rps="$(wrk_rps "$concurrency")"
-        echo "{\"run\": $run, \"client\": \"wrk\", \"concurrency\": $concurrency, \"rps\": $rps}" >>"$results"
-        echo "   wrk: $rps req/s"
+        record "$run" wrk_json "$concurrency"
     done
     echo "== run $run/$runs, $inflight_big in flight (memory)"
-    for client in courier-transport ahc-transport; do
-        line="$("$bench" "$client" --url "$url" --requests "$requests" --concurrency "$inflight_big" --connections "$inflight_big" --warmup 0)"
-        echo "$line" | sed "s/^{/{\"run\": $run, /" >>"$results"
-        echo "   $line"
+    for client in courier-transport courier-service ahc-transport urlsession-transport; do
+        record "$run" "$bench" "$client" --url "$url" --requests "$requests" --concurrency "$inflight_big" \
+            --connections "$inflight_big" --warmup 0
     done
 done
 
@@ -152,14 +174,24 @@ done
 micro="$work/micro"
 mkdir -p "$micro"
 if [ -z "${SKIP_MICRO:-}" ]; then
-    echo "== micro benchmarks (package-benchmark)"
-    (cd "$root/Benchmarks" && BENCH_URL="$url" BENCH_CACHE_DIR="$work/cache" swift package --allow-writing-to-directory "$micro" \
-        benchmark --format jmh --path "$micro" --no-progress 2>&1 | tail -n 5)
+    # The whole suite once per run, so that a burst of load on a shared machine hits one pass,
+    # not one benchmark; the report takes the median of the passes' medians. The first pass
+    # builds the suite (the plugin's release build).
+    for run in $(seq 1 "$runs"); do
+        echo "== micro benchmarks (package-benchmark), pass $run/$runs"
+        mkdir -p "$micro/run-$run"
+        (cd "$root/Benchmarks" && BENCH_URL="$url" BENCH_CACHE_DIR="$work/cache-$run" swift package \
+            --allow-writing-to-directory "$micro/run-$run" \
+            benchmark --format jmh --path "$micro/run-$run" --no-progress 2>&1 | tail -n 2)
+        [ -n "$(find "$micro/run-$run" -name '*.json')" ] || { echo "micro benchmarks failed"; exit 1; }
+    done
 fi
 
 # --- report ------------------------------------------------------------------------------------
 finished=$(date +%s)
+load_end="$(cut -d" " -f1-3 /proc/loadavg | sed 's| | / |g')"
 python3 "$root/Benchmarks/report.py" --results "$results" --micro "$micro" --runs "$runs" \
     --requests "$requests" --inflight "$inflight_big" --seconds $((finished - started)) \
-    --body-bytes "$(curl -fsS "$url" | wc -c)" --load-start "$load_start" >"$root/Docs/Performance.md"
+    --body-bytes "$(curl -fsS "$url" | wc -c)" --load-start "$load_start" \
+    --load-end "$load_end" --date "$(date -u '+%Y-%m-%d %H:%M')" >"$root/Docs/Performance.md"
 echo "== wrote Docs/Performance.md in $((finished - started)) s"
