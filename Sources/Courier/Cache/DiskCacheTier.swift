@@ -28,7 +28,13 @@ final class DiskCacheTier {
     }
 
     /// Opens or creates the database in `directory`, recreating it if it is damaged.
-    init(directory: String, maxBytes: Int) throws(CourierError) {
+    /// - Parameters:
+    ///   - busyWait: How long to keep retrying an open that another connection's lock refuses.
+    ///   - onBusy: Called before each such retry (tests use it to release the other lock).
+    init(
+        directory: String, maxBytes: Int, busyWait: Duration = SQLiteConnection.busyTimeout,
+        onBusy: (() -> Void)? = nil
+    ) throws(CourierError) {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
@@ -36,22 +42,60 @@ final class DiskCacheTier {
         }
         path = (directory as NSString).appendingPathComponent("cache.sqlite3")
         self.maxBytes = maxBytes
+        let opened: Opened
         do {
-            connection = try Self.open(path)
+            opened = try Self.open(path, busyWait: busyWait, onBusy: onBusy)
         } catch  where SQLiteConnection.isCorruption(error) {
             Self.deleteFiles(path)
-            connection = try Self.open(path)
+            opened = try Self.open(path, busyWait: busyWait, onBusy: onBusy)
         }
-        let totals = try connection.statement(
-            "SELECT COALESCE(SUM(size), 0), COALESCE(MAX(last_access), 0) FROM entries")
-        if try totals.step(connection) {
-            totalBytes = Int(totals.int64(0))
-            accessCounter = totals.int64(1)
-        }
-        sqlite3_reset(totals.raw)
+        connection = opened.connection
+        totalBytes = opened.totalBytes
+        accessCounter = opened.accessCounter
     }
 
-    private static func open(_ path: String) throws(CourierError) -> SQLiteConnection {
+    private struct Opened {
+        var connection: SQLiteConnection
+        var totalBytes: Int
+        var accessCounter: Int64
+    }
+
+    /// Opens the database, waiting while another connection's lock refuses it.
+    ///
+    /// A statement that needs a lock normally waits in SQLite's busy handler, but SQLite answers
+    /// SQLITE_BUSY at once, without the handler, when a connection must upgrade a read lock it
+    /// already holds — which switching a database to WAL does. So when several clients or
+    /// processes open one folder for the first time together, one of them can be refused (seen:
+    /// about 1 open in 500 with 8 at once). Every step of opening is idempotent, so the whole
+    /// sequence is retried with a short back-off for as long as a busy statement would wait.
+    private static func open(
+        _ path: String, busyWait: Duration = SQLiteConnection.busyTimeout, onBusy: (() -> Void)? = nil
+    ) throws(CourierError)
+        -> Opened
+    {
+        let deadline = ContinuousClock.now + busyWait
+        var pause = Duration.milliseconds(1)
+        while true {
+            do {
+                return try openOnce(path)
+            } catch  where SQLiteConnection.isBusy(error) {
+                guard ContinuousClock.now + pause < deadline else {
+                    var refused = CourierError(
+                        .configuration,
+                        "cache storage: \(path) stayed locked by another connection for \(busyWait); "
+                            + "is another process holding a transaction open on it?")
+                    refused.underlying = error.underlying
+                    throw refused
+                }
+                onBusy?()
+                let (seconds, attoseconds) = pause.components
+                usleep(useconds_t(seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
+                pause = min(pause * 2, .milliseconds(50))
+            }
+        }
+    }
+
+    private static func openOnce(_ path: String) throws(CourierError) -> Opened {
         let connection = try SQLiteConnection(path: path)
         try connection.execute("PRAGMA journal_mode=WAL")
         try connection.execute("PRAGMA synchronous=NORMAL")
@@ -70,7 +114,13 @@ final class DiskCacheTier {
             CREATE INDEX IF NOT EXISTS entries_identity ON entries(identity);
             CREATE INDEX IF NOT EXISTS entries_access ON entries(last_access);
             """)
-        return connection
+        let totals = try connection.statement(
+            "SELECT COALESCE(SUM(size), 0), COALESCE(MAX(last_access), 0) FROM entries")
+        defer { sqlite3_reset(totals.raw) }
+        guard try totals.step(connection) else {
+            return Opened(connection: connection, totalBytes: 0, accessCounter: 0)
+        }
+        return Opened(connection: connection, totalBytes: Int(totals.int64(0)), accessCounter: totals.int64(1))
     }
 
     private static func deleteFiles(_ path: String) {
@@ -265,7 +315,7 @@ final class DiskCacheTier {
     func reset() throws(CourierError) {
         connection.close()
         Self.deleteFiles(path)
-        connection = try Self.open(path)
+        connection = try Self.open(path).connection
         totalBytes = 0
         pendingTouches = [:]
     }

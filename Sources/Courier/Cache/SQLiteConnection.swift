@@ -8,6 +8,9 @@ final class SQLiteConnection {
     private(set) var handle: OpaquePointer?
     private var statements: [String: OpaquePointer] = [:]
 
+    /// How long a statement waits for another connection's lock before SQLITE_BUSY.
+    static let busyTimeout = Duration.seconds(5)
+
     /// Opens (creating) the database at `path`.
     init(path: String) throws(CourierError) {
         var db: OpaquePointer?
@@ -19,7 +22,7 @@ final class SQLiteConnection {
             throw SQLiteConnection.error(rc, "cannot open the cache database: \(message)")
         }
         handle = db
-        sqlite3_busy_timeout(db, 5_000)
+        sqlite3_busy_timeout(db, Int32(Self.busyTimeout.components.seconds * 1_000))
         sqlite3_extended_result_codes(db, 1)
     }
 
@@ -65,6 +68,12 @@ final class SQLiteConnection {
         var error = CourierError(.configuration, "cache storage: \(message) (sqlite \(rc))")
         error.underlying = SQLiteError(code: rc)
         return error
+    }
+
+    /// Whether a failure means another connection's lock refused the statement.
+    static func isBusy(_ error: CourierError) -> Bool {
+        guard let code = (error.underlying as? SQLiteError)?.code else { return false }
+        return code & 0xff == SQLITE_BUSY || code & 0xff == SQLITE_LOCKED
     }
 
     /// Whether a failure means the database file is damaged and should be recreated.
