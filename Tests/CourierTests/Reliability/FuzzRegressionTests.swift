@@ -21,7 +21,10 @@ import Testing
         server.route("/aged") { _ in
             ScriptedResponse(headers: [.cacheControl: "max-age=60", HTTPField.Name("Age")!: age], body: Data("x".utf8))
         }
-        let cache = try HostScopedCache(configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)]))
+        let directory = TemporaryDirectory()
+        let cache = try HostScopedCache(
+            configuration: .init(
+                rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .disk(directory: directory.path)))
         let client = try makeClient { $0.cache = cache }
         _ = try await client.send(HTTPRequest(.get, server.url("/aged")))
         let second = try await client.send(HTTPRequest(.get, server.url("/aged")))
@@ -68,7 +71,10 @@ import Testing
                     .expires: "Sun, 06 Nov 99999999999999999 08:49:37 GMT",
                 ], body: Data("y".utf8))
         }
-        let cache = try HostScopedCache(configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)]))
+        let directory = TemporaryDirectory()
+        let cache = try HostScopedCache(
+            configuration: .init(
+                rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .disk(directory: directory.path)))
         let client = try makeClient { $0.cache = cache }
         _ = try await client.send(HTTPRequest(.get, server.url("/dated")))
         #expect(try await client.send(HTTPRequest(.get, server.url("/dated"))).isFromCache)

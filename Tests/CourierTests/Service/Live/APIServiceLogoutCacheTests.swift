@@ -22,7 +22,10 @@ import Testing
                 headers: [.contentType: "application/json", .cacheControl: "private, max-age=600"],
                 body: Data(#"{"name":"alice"}"#.utf8))
         }
-        let cache = try HostScopedCache(configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)]))
+        let directory = TemporaryDirectory()
+        let cache = try HostScopedCache(
+            configuration: .init(
+                rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .disk(directory: directory.path)))
         let center = NotificationCenter()
         let client = try HTTPClient(
             configuration: .init(baseURL: server.baseURL, notificationCenter: center, cache: cache))
