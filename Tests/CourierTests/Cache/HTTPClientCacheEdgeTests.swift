@@ -151,6 +151,23 @@ import Testing
         #expect(cache.statistics.stores == 1)
     }
 
+    @Test func aRequestSayingNoCacheGoesToTheNetworkAndRefreshesTheEntry() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let (client, _) = try makeClient(server)
+        let path = "/cache/etag?etag=n&max-age=600"
+        _ = try await client.send(request(path))
+        for (name, value) in [("Cache-Control", "no-cache"), ("Pragma", "no-cache")] {
+            var noCache = request(path)
+            noCache.headerFields[HTTPField.Name(name)!] = value
+            #expect(!(try await client.send(noCache).isFromCache), "\(name): \(value)")
+            #expect(server.recordedRequests.last?.header("If-None-Match") == nil, "an unconditional request")
+        }
+        #expect(server.requestCount == 3)
+        #expect(try await client.send(request(path)).isFromCache)
+        #expect(server.requestCount == 3)
+    }
+
     @Test func everyPerCallPolicyAgainstTheServer() async throws {
         let server = try TestServer()
         defer { server.stop() }
