@@ -4,7 +4,8 @@ import HTTPTypes
 /// The parsed `Cache-Control` directives of a request or response (RFC 9111 §5.2).
 ///
 /// Unknown directives are ignored; a malformed delta-seconds value makes the directive count
-/// as present with the most conservative meaning (zero).
+/// as present with the most conservative meaning (zero), and so do `max-age` values that
+/// disagree. Directives of a shared cache (`s-maxage`, `proxy-revalidate`) are ignored.
 struct CacheControl: Sendable, Equatable {
     var maxAge: Int?
     var maxStale: Int?
@@ -41,14 +42,18 @@ struct CacheControl: Sendable, Equatable {
             return value
         }
         switch name.lowercased() {
-        case "max-age": maxAge = min(maxAge ?? .max, seconds())
+        case "max-age":
+            // RFC 9111 §4.2.1: conflicting duplicates make the response stale (a lifetime of 0).
+            let value = seconds()
+            maxAge = maxAge.map { $0 == value ? value : 0 } ?? value
         case "max-stale":
             if argument == nil { maxStaleUnbounded = true } else { maxStale = seconds() }
         case "min-fresh": minFresh = seconds()
         case "no-cache": noCache = true
         case "no-store": noStore = true
         case "only-if-cached": onlyIfCached = true
-        case "must-revalidate", "proxy-revalidate": mustRevalidate = true
+        // `proxy-revalidate` and `s-maxage` apply to shared caches only (RFC 9111 §5.2.2.8, §5.2.2.10).
+        case "must-revalidate": mustRevalidate = true
         case "private": isPrivate = true
         case "public": isPublic = true
         default: break

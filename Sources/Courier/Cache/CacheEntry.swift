@@ -73,9 +73,11 @@ final class CacheEntry: Sendable {
     /// else 10% of Date − Last-Modified for URLs without a query.
     static func lifetime(fields: HTTPFields, control: CacheControl, date: Date, hasQuery: Bool) -> TimeInterval {
         if let maxAge = control.maxAge { return TimeInterval(maxAge) }
-        if let expires = fields[.expires] {
-            // An invalid Expires (e.g. "0") means already expired.
-            guard let expiry = HTTPDateFormat.parse(expires) else { return 0 }
+        let expires = fields[values: .expires]
+        if let first = expires.first {
+            // An invalid Expires (e.g. "0") means already expired, and so do several that
+            // disagree (RFC 9111 §4.2.1).
+            guard expires.allSatisfy({ $0 == first }), let expiry = HTTPDateFormat.parse(first) else { return 0 }
             return max(0, expiry.timeIntervalSince(date))
         }
         if !hasQuery, let lastModified = fields[.lastModified].flatMap(HTTPDateFormat.parse) {
@@ -122,8 +124,36 @@ final class CacheEntry: Sendable {
         return fields
     }
 
+    /// Whether a 304 answers for this entry's representation (RFC 9111 §4.3.4): its ETag, when
+    /// it has one, must be the stored one, else its Last-Modified, when both have one, must be the
+    /// stored one. ETags are compared weakly (`W/"a"` matches `"a"`): servers that weaken the
+    /// ETag of compressed 200s often send the strong one on their 304s.
+    func isUpdated(by notModified: HTTPResponse) -> Bool {
+        let fields = notModified.headerFields
+        let stored = response.headerFields
+        if let etag = fields[.eTag] {
+            guard let storedETag = stored[.eTag] else { return false }
+            return Self.opaqueTag(etag) == Self.opaqueTag(storedETag)
+        }
+        if let modified = fields[.lastModified], let storedModified = stored[.lastModified] {
+            guard let date = HTTPDateFormat.parse(modified), let storedDate = HTTPDateFormat.parse(storedModified)
+            else { return modified == storedModified }
+            return date == storedDate
+        }
+        return true
+    }
+
+    private static func opaqueTag(_ etag: String) -> Substring {
+        let trimmed = Substring(etag.trimmingCharacters(in: .whitespaces))
+        return trimmed.hasPrefix("W/") ? trimmed.dropFirst(2) : trimmed
+    }
+
     /// This entry refreshed by a 304: its end-to-end fields replace the stored ones, except
     /// Content-Length, Content-Encoding, Content-Type and hop-by-hop fields (RFC 9111 §3.2).
+    ///
+    /// `Date` and `Age` describe a message, not the representation: a 304 without them gets
+    /// the time it arrived as its `Date` (RFC 9110 §6.6.1) and no `Age`, so the old response's
+    /// values do not make the refreshed entry look older than it is.
     func merging(notModified: HTTPResponse, requestTime: Date, responseTime: Date) -> CacheEntry {
         let excluded = Self.hopByHop(notModified.headerFields).union([
             HTTPField.Name.contentLength, .contentEncoding, .contentType, .setCookie,
@@ -134,6 +164,8 @@ final class CacheEntry: Sendable {
             if replaced.insert(field.name).inserted { fields[values: field.name] = [] }
             fields.append(field)
         }
+        if !replaced.contains(.date) { fields[.date] = HTTPDateFormat.format(responseTime) }
+        if !replaced.contains(CacheFieldName.age) { fields[CacheFieldName.age] = nil }
         var head = response
         head.headerFields = fields
         return CacheEntry(

@@ -45,7 +45,8 @@ public enum CacheEvent: Sendable, Hashable {
     case purged(count: Int)
     /// A corrupt disk row was found and deleted.
     case corruptEntryDropped
-    /// The disk tier could not be used; the cache runs from memory only.
+    /// The disk tier refused a read or a write (full, read-only, locked too long, damaged); a
+    /// refused write is kept in memory only. The reason carries SQLite's message, never a key.
     case diskUnavailable(reason: String)
 }
 

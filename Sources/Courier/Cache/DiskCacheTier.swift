@@ -17,6 +17,8 @@ final class DiskCacheTier {
     let maxBytes: Int
     private var connection: SQLiteConnection
     private(set) var totalBytes = 0
+    /// Why the database was found damaged and recreated empty when it was opened, if it was.
+    private(set) var recreatedBecause: String?
     private var accessCounter: Int64 = 0
     /// Rows read from memory since the last write, whose recency is written lazily.
     private var pendingTouches: [String: Int64] = [:]
@@ -48,6 +50,7 @@ final class DiskCacheTier {
         } catch  where SQLiteConnection.isCorruption(error) {
             Self.deleteFiles(path)
             opened = try Self.open(path, busyWait: busyWait, onBusy: onBusy)
+            recreatedBecause = error.message
         }
         connection = opened.connection
         totalBytes = opened.totalBytes
@@ -113,14 +116,18 @@ final class DiskCacheTier {
             CREATE INDEX IF NOT EXISTS entries_url ON entries(url);
             CREATE INDEX IF NOT EXISTS entries_identity ON entries(identity);
             CREATE INDEX IF NOT EXISTS entries_access ON entries(last_access);
+            CREATE INDEX IF NOT EXISTS entries_size ON entries(size);
             """)
-        let totals = try connection.statement(
-            "SELECT COALESCE(SUM(size), 0), COALESCE(MAX(last_access), 0) FROM entries")
-        defer { sqlite3_reset(totals.raw) }
-        guard try totals.step(connection) else {
-            return Opened(connection: connection, totalBytes: 0, accessCounter: 0)
-        }
-        return Opened(connection: connection, totalBytes: Int(totals.int64(0)), accessCounter: totals.int64(1))
+        // Two queries, each answered from an index: one over both columns scans the table, and
+        // reading `size` (stored after the body) walks every body's overflow pages, so opening a
+        // full 200 MB cache read all 200 MB (630 ms warm, from disk far longer; 0.2 ms now).
+        let total = try connection.statement("SELECT COALESCE(SUM(size), 0) FROM entries")
+        let totalBytes = try total.step(connection) ? Int(total.int64(0)) : 0
+        sqlite3_reset(total.raw)
+        let newest = try connection.statement("SELECT COALESCE(MAX(last_access), 0) FROM entries")
+        let accessCounter = try newest.step(connection) ? newest.int64(0) : 0
+        sqlite3_reset(newest.raw)
+        return Opened(connection: connection, totalBytes: totalBytes, accessCounter: accessCounter)
     }
 
     private static func deleteFiles(_ path: String) {
@@ -349,6 +356,14 @@ final class DiskCacheTier {
         let check = try connection.statement("PRAGMA integrity_check")
         let result = try check.step(connection) ? check.text(0) : "no result"
         sqlite3_reset(check.raw)
+        return result
+    }
+
+    /// `PRAGMA page_count` (tests).
+    func pageCount() throws(CourierError) -> Int {
+        let count = try connection.statement("PRAGMA page_count")
+        let result = try count.step(connection) ? Int(count.int64(0)) : 0
+        sqlite3_reset(count.raw)
         return result
     }
 

@@ -63,9 +63,11 @@ extension HostScopedCache {
     /// Runs one call through the cache: pipeline steps 6 and 8 around a transport.
     ///
     /// Looks the request up; a fresh hit returns without calling `send`. A stale entry is
-    /// revalidated with a conditional request and a 304 is merged into it. Other responses are
-    /// offered to `store`. Unsafe methods invalidate the URL. With stale-if-error, a transport
-    /// failure or a 5xx falls back to the stale entry (cancellation never does).
+    /// revalidated with a conditional request and a 304 is merged into it (a 304 that names
+    /// another representation, by its ETag or Last-Modified, is followed by an unconditional
+    /// request). Other responses are offered to `store`. Unsafe methods invalidate the URL, even
+    /// when sending failed. With stale-if-error, a transport failure or a 5xx falls back to the
+    /// stale entry (cancellation never does).
     /// - Parameters:
     ///   - request: The request as it will be sent, with the per-call cache options.
     ///   - send: Sends a request (possibly with conditional fields added) on the transport.
@@ -77,7 +79,14 @@ extension HostScopedCache {
     ) async throws -> CacheLoadResult {
         let clock = configuration.clock
         guard request.request.method == .get else {
-            let result = try await timed(send, request.request)
+            let result: CacheTransportResponse
+            do {
+                result = try await timed(send, request.request)
+            } catch {
+                // The server may have carried out the request before the failure: drop the URL anyway.
+                invalidate(after: request.request, response: nil)
+                throw error
+            }
             invalidate(after: request.request, response: result.response)
             return CacheLoadResult(response: result.response, body: result.body, source: .network, isStale: false)
         }
@@ -94,23 +103,28 @@ extension HostScopedCache {
             for field in conditionalHeaders where !conditional.headerFields.contains(field.name) {
                 conditional.headerFields.append(field)
             }
-            let result: CacheTransportResponse
+            var result: CacheTransportResponse
             do {
                 result = try await timed(send, conditional)
+                if result.response.status.code == 304 {
+                    if let merged = merge304(
+                        request, cached: cached, notModified: result.response,
+                        requestTime: result.requestTime ?? clock.now(),
+                        responseTime: result.responseTime ?? clock.now())
+                    {
+                        return CacheLoadResult(
+                            response: merged.response, body: merged.body, source: .revalidated, isStale: false)
+                    }
+                    // The 304 names another representation than the stored one: its body is not
+                    // ours to serve, so ask again without validators.
+                    result = try await timed(send, request.request)
+                }
             } catch {
                 if Self.isNetworkFailure(error), let stale = staleFallback(request, cached: cached, status: nil) {
                     return CacheLoadResult(
                         response: stale.response, body: stale.body, source: .staleOnError, isStale: true)
                 }
                 throw error
-            }
-            if result.response.status.code == 304 {
-                let merged = merge304(
-                    request, cached: cached, notModified: result.response,
-                    requestTime: result.requestTime ?? clock.now(),
-                    responseTime: result.responseTime ?? clock.now())
-                return CacheLoadResult(
-                    response: merged.response, body: merged.body, source: .revalidated, isStale: false)
             }
             if result.response.status.kind == .serverError,
                 let stale = staleFallback(request, cached: cached, status: result.response.status)

@@ -71,7 +71,8 @@ extension HostScopedCache {
     /// The stored response to serve instead of a failure, when stale-if-error applies.
     ///
     /// Applies when the call or the configuration opted in, the failure is a transport error
-    /// (`status` nil) or a 5xx, and the entry does not say `must-revalidate`.
+    /// (`status` nil) or a 5xx, and the entry does not forbid serving it stale: `must-revalidate`
+    /// and `no-cache` do (RFC 9111 §4.2.4), unless a host rule or the call forced a lifetime.
     /// - Parameters:
     ///   - request: The call's cache request.
     ///   - cached: The entry a `.stale` lookup returned.
@@ -82,7 +83,7 @@ extension HostScopedCache {
     {
         guard request.staleIfError ?? configuration.staleIfError else { return nil }
         if let status, status.kind != .serverError { return nil }
-        guard !cached.entry.control.mustRevalidate || cached.entry.forcedLifetime != nil else { return nil }
+        guard !cached.entry.requiresRevalidation else { return nil }
         var response = cached
         response.isStale = true
         let url = cached.entry.url

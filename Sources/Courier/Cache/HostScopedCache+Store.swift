@@ -10,7 +10,9 @@ extension HostScopedCache {
     /// Not stored: non-GET requests, hosts never cached, `no-store` on the request or (unless a
     /// lifetime is forced) the response, `Vary: *`, statuses other than the default storable
     /// ones (302 and 307 need explicit freshness), bodies not received whole or over the size
-    /// limit. `Set-Cookie` and hop-by-hop fields are not kept.
+    /// limit. `Set-Cookie` and hop-by-hop fields are not kept. A whole response of a storable
+    /// status that cannot replace the stored one (`no-store`, over the size limit) drops it, so
+    /// the older answer is not served after the newer one.
     /// - Parameters:
     ///   - request: The call's cache request (the request as sent, without conditional fields).
     ///   - response: The response head.
@@ -24,20 +26,23 @@ extension HostScopedCache {
         _ request: CacheRequest, response: HTTPResponse, body: Data, receivedWhole: Bool, requestTime: Date,
         responseTime: Date
     ) -> Bool {
-        guard let plan = plan(for: request), receivedWhole, body.count <= configuration.maxEntryBytes else {
-            return false
-        }
+        guard let plan = plan(for: request), receivedWhole else { return false }
         guard !CacheControl(request.request.headerFields).noStore else { return false }
         let fields = response.headerFields
         let control = CacheControl(fields)
         let forced = plan.forcedLifetime
-        if forced == nil, control.noStore { return false }
         let code = response.status.code
         if !Self.defaultStorableStatuses.contains(code) {
             let explicit =
                 forced != nil || control.maxAge != nil || fields[.expires] != nil || control.isPublic
                 || control.isPrivate
             guard code == 302 || code == 307, explicit else { return false }
+        }
+        if body.count > configuration.maxEntryBytes || (forced == nil && control.noStore) {
+            // A newer answer of a storable kind: the older one must not outlive it. (A 5xx is
+            // not one, so it never drops what stale-if-error may still serve.)
+            invalidateKey(Self.key(identity: identity(of: request), url: request.normalizedURL))
+            return false
         }
         let varyNames = CacheEntry.varyNames(fields)
         if fields[values: .vary].contains(where: { $0.contains("*") }) { return false }
@@ -68,11 +73,14 @@ extension HostScopedCache {
     ///   - notModified: The 304 response head.
     ///   - requestTime: When the conditional request was sent.
     ///   - responseTime: When the 304 arrived.
-    /// - Returns: The merged response, fresh per the new headers.
+    /// - Returns: The merged response, fresh per the new headers; nil when the 304 names another
+    ///   representation than the stored one (a different ETag or Last-Modified, RFC 9111 §4.3.4):
+    ///   the entry is left as it is, and the request should be sent again without validators.
     public func merge304(
         _ request: CacheRequest, cached: CachedResponse, notModified: HTTPResponse, requestTime: Date,
         responseTime: Date
-    ) -> CachedResponse {
+    ) -> CachedResponse? {
+        guard cached.entry.isUpdated(by: notModified) else { return nil }
         let merged = cached.entry.merging(
             notModified: notModified, requestTime: requestTime, responseTime: responseTime)
         let noStore = CacheControl(notModified.headerFields).noStore && merged.forcedLifetime == nil
@@ -88,13 +96,14 @@ extension HostScopedCache {
 
     /// Drops the entries an unsafe request may have changed (RFC 9111 §4.4): the target URL
     /// and the same-host `Location` / `Content-Location` of the response, for every identity.
+    /// Every method but GET, HEAD, OPTIONS and TRACE counts as unsafe (so do unknown ones).
     /// - Parameters:
     ///   - request: The request that was sent.
     ///   - response: Its response, when there was one.
     /// - Returns: How many URLs' entries were dropped.
     @discardableResult
     public func invalidate(after request: HTTPRequest, response: HTTPResponse?) -> Int {
-        guard [.post, .put, .patch, .delete].contains(request.method) else { return 0 }
+        guard ![.get, .head, .options, .trace].contains(request.method) else { return 0 }
         let target = CacheRequest(request)
         var urls = [target.normalizedURL]
         let origin = "\((request.scheme ?? "https").lowercased())://\((request.authority ?? "").lowercased())"
@@ -117,13 +126,15 @@ extension HostScopedCache {
     public func invalidate(url: String) -> Int {
         let url = Self.normalize(url)
         let suffix = " " + url
-        let memoryDropped = memory.withLock { state in
-            state.tier.removeAll {
-                $0.hasSuffix(suffix) && $0.firstIndex(of: " ") == $0.index($0.endIndex, offsetBy: -suffix.count)
+        // Disk first, then memory, under the disk lock all along (see `invalidateKey`).
+        let (diskDropped, memoryDropped) = disk.withLock { tier in
+            let onDisk = Set((try? tier?.deleteAll(where: "url", equals: url)) ?? []).count
+            let inMemory = memory.withLock { state in
+                state.tier.removeAll {
+                    $0.hasSuffix(suffix) && $0.firstIndex(of: " ") == $0.index($0.endIndex, offsetBy: -suffix.count)
+                }
             }
-        }
-        let diskDropped = disk.withLock { tier in
-            Set((try? tier?.deleteAll(where: "url", equals: url)) ?? []).count
+            return (onDisk, inMemory)
         }
         let dropped = max(memoryDropped, diskDropped)
         if dropped > 0 { emit([.invalidated(url: url)]) }
@@ -137,14 +148,15 @@ extension HostScopedCache {
     @discardableResult
     public func purge(identity: CacheIdentity) -> Int {
         guard !identity.isAnonymous else { return 0 }
-        let memoryDropped = memory.withLock { state in
-            state.tier.removeAll { key in
-                guard let space = key.firstIndex(of: " ") else { return false }
-                return identity.owns(key[..<space])
+        let (diskDropped, memoryDropped) = disk.withLock { tier in
+            let onDisk = Set((try? tier?.deleteAll(ownedBy: identity)) ?? []).count
+            let inMemory = memory.withLock { state in
+                state.tier.removeAll { key in
+                    guard let space = key.firstIndex(of: " ") else { return false }
+                    return identity.owns(key[..<space])
+                }
             }
-        }
-        let diskDropped = disk.withLock { tier in
-            Set((try? tier?.deleteAll(ownedBy: identity)) ?? []).count
+            return (onDisk, inMemory)
         }
         let dropped = max(memoryDropped, diskDropped)
         emit([.purged(count: dropped)])
@@ -155,8 +167,10 @@ extension HostScopedCache {
     /// - Returns: How many entries were dropped.
     @discardableResult
     public func purgeAllIdentities() -> Int {
-        let memoryDropped = memory.withLock { state in state.tier.removeAll { !$0.hasPrefix(" ") } }
-        let diskDropped = disk.withLock { tier in (try? tier?.deleteAllIdentified()) ?? 0 }
+        let (diskDropped, memoryDropped) = disk.withLock { tier in
+            let onDisk = (try? tier?.deleteAllIdentified()) ?? 0
+            return (onDisk, memory.withLock { state in state.tier.removeAll { !$0.hasPrefix(" ") } })
+        }
         let dropped = max(memoryDropped, diskDropped)
         emit([.purged(count: dropped)])
         return dropped
@@ -164,13 +178,23 @@ extension HostScopedCache {
 
     /// Drops everything, in memory and on disk.
     public func removeAll() {
-        memory.withLock { $0.tier.removeAll() }
-        disk.withLock { tier in try? tier?.deleteEverything() }
+        disk.withLock { tier in
+            try? tier?.deleteEverything()
+            memory.withLock { $0.tier.removeAll() }
+        }
     }
 
+    /// Drops the entries of one primary key.
+    ///
+    /// Every removal runs on disk first, then in memory, under the disk lock all along (the
+    /// lock order of `write` and `variants`). Dropping memory first and disk after would let a
+    /// concurrent lookup that misses memory reload the doomed row from disk in between, and
+    /// keep it in memory after the row is gone.
     func invalidateKey(_ key: String) {
-        memory.withLock { $0.tier.remove(key) }
-        disk.withLock { tier in _ = try? tier?.deleteAll(where: "key", equals: key) }
+        disk.withLock { tier in
+            _ = try? tier?.deleteAll(where: "key", equals: key)
+            memory.withLock { $0.tier.remove(key) }
+        }
     }
 
     /// `scheme://authority/path?query` with scheme and authority lowercased, fragment dropped.

@@ -119,8 +119,12 @@ public final class HostScopedCache: Sendable {
         case .disk(let directory):
             let tier = try DiskCacheTier(
                 directory: directory ?? Configuration.defaultDirectory(), maxBytes: configuration.diskCapacityBytes)
+            let recreatedBecause = tier.recreatedBecause
             disk = Mutex(tier)
             hasDisk = true
+            if let recreatedBecause {
+                emit([.diskUnavailable(reason: "damaged database recreated empty: " + recreatedBecause)])
+            }
         }
     }
 
@@ -229,6 +233,7 @@ public final class HostScopedCache: Sendable {
                 (rows, corrupt) = try tier.variants(for: key)
             } catch {
                 if SQLiteConnection.isCorruption(error) { try? tier.reset() }
+                events.append(.diskUnavailable(reason: Self.reason(error)))
                 return []
             }
             let entries = rows.map(\.entry)
@@ -246,19 +251,14 @@ public final class HostScopedCache: Sendable {
     }
 
     /// Writes `entry` to disk (when there is a disk tier) and memory, replacing the same variant.
+    /// When the disk refuses it (full, read-only, damaged), it is kept in memory only and a
+    /// `.diskUnavailable` event says why.
     /// - Returns: Whether it was written.
     @discardableResult
     func write(_ entry: CacheEntry) -> Bool {
         var events: [CacheEvent] = []
         guard hasDisk else {
-            memory.withLock { state in
-                var variants = state.tier.variants(for: entry.key) ?? []
-                variants.removeAll { $0.variant == entry.variant || !Self.sameVaryNames($0, entry) }
-                variants.append(entry)
-                let evicted = state.tier.set(variants, for: entry.key)
-                state.statistics.evictions += evicted
-                if evicted > 0 { events.append(.evicted(count: evicted, fromDisk: false)) }
-            }
+            writeToMemory(entry, events: &events)
             emit(events)
             return true
         }
@@ -274,9 +274,15 @@ public final class HostScopedCache: Sendable {
             do {
                 (evictedKeys, otherVariants) = try tier.store(entry)
             } catch {
-                if SQLiteConnection.isCorruption(error) { try? tier.reset() }
-                memory.withLock { $0.tier.remove(entry.key) }
-                return false
+                if SQLiteConnection.isCorruption(error) {
+                    try? tier.reset()
+                } else {
+                    // The older row must not come back once memory lets the new entry go.
+                    _ = try? tier.deleteAll(where: "key", equals: entry.key)
+                }
+                events.append(.diskUnavailable(reason: Self.reason(error)))
+                writeToMemory(entry, events: &events)
+                return true
             }
             // Other variants live on disk but not in memory: load them so memory holds them all.
             let inMemory = memory.withLock { $0.tier.contains(entry.key) }
@@ -296,6 +302,23 @@ public final class HostScopedCache: Sendable {
         }
         emit(events)
         return written
+    }
+
+    /// What a disk failure says, for `.diskUnavailable`.
+    static func reason(_ error: any Error) -> String {
+        (error as? CourierError)?.message ?? String(describing: type(of: error))
+    }
+
+    /// Puts `entry` in the memory tier beside the variants it does not replace.
+    private func writeToMemory(_ entry: CacheEntry, events: inout [CacheEvent]) {
+        memory.withLock { state in
+            var variants = state.tier.variants(for: entry.key) ?? []
+            variants.removeAll { $0.variant == entry.variant || !Self.sameVaryNames($0, entry) }
+            variants.append(entry)
+            let evicted = state.tier.set(variants, for: entry.key)
+            state.statistics.evictions += evicted
+            if evicted > 0 { events.append(.evicted(count: evicted, fromDisk: false)) }
+        }
     }
 }
 

@@ -54,14 +54,34 @@ import Testing
     }
 
     @Test func memoryOnlyCacheEvictsAndCounts() throws {
+        let events = EventLog()
         let cache = try HostScopedCache(
             configuration: .init(
                 rules: [CacheRule(CacheFixtures.host, .followHTTP)], storage: .memoryOnly, memoryCapacityEntries: 2,
-                clock: clock.cacheClock))
+                clock: clock.cacheClock, onEvent: events.handler))
         for index in 0..<3 { cache.store(path(index), maxAge) }
         #expect(try cache.lookup(path(0)).isMiss)
         #expect(try cache.lookup(path(2)).isFresh)
         #expect(cache.statistics.evictions == 1)
+        #expect(
+            events.all.filter { if case .evicted = $0 { true } else { false } } == [.evicted(count: 1, fromDisk: false)]
+        )
+    }
+
+    @Test func diskEvictionsAreCountedAndReported() throws {
+        let directory = TemporaryDirectory()
+        let events = EventLog()
+        let cache = try HostScopedCache(
+            configuration: .init(
+                rules: [CacheRule(CacheFixtures.host, .followHTTP)], storage: .disk(directory: directory.path),
+                diskCapacityBytes: 25_000, clock: clock.cacheClock, onEvent: events.handler))
+        let body = String(repeating: "x", count: 10_000)
+        for index in 0..<3 { #expect(cache.store(path(index), maxAge, body: body)) }
+        #expect(events.all.contains(.evicted(count: 1, fromDisk: true)))
+        #expect(cache.statistics.evictions == 1)
+        // Evicted from disk means gone from memory too.
+        #expect(try cache.lookup(path(0)).isMiss)
+        #expect(try cache.lookup(path(2)).bodyString == body)
     }
 
     @Test func entriesSurviveARestart() throws {

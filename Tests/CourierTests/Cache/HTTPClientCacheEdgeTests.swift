@@ -1,0 +1,202 @@
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Synchronization
+import Testing
+
+@testable import Courier
+
+/// Edge cases of the cache inside `HTTPClient`, against the loopback server whose request
+/// count proves when a call did or did not reach the network.
+@Suite struct HTTPClientCacheEdgeTests {
+    let clock = ManualClock(Date())
+
+    func makeClient(
+        _ server: TestServer, policy: CacheRule.Policy = .followHTTP, maxEntryBytes: Int = 8 << 20
+    ) throws -> (HTTPClient, HostScopedCache) {
+        let cache = try HostScopedCache(
+            configuration: .init(
+                rules: [CacheRule("127.0.0.1", policy)], storage: .memoryOnly, maxEntryBytes: maxEntryBytes,
+                clock: clock.cacheClock))
+        return (try HTTPClient(configuration: .init(baseURL: server.baseURL, cache: cache)), cache)
+    }
+
+    func request(_ path: String, method: HTTPRequest.Method = .get) -> HTTPRequest {
+        HTTPRequest(method: method, scheme: nil, authority: nil, path: path)
+    }
+
+    func cacheRequest(_ server: TestServer, _ path: String) -> CacheRequest {
+        CacheRequest(HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:\(server.port)", path: path))
+    }
+
+    func options(_ policy: CachePolicy) -> RequestOptions {
+        var options = RequestOptions()
+        options.cachePolicy = policy
+        return options
+    }
+
+    @Test func maxAgeZeroIsStoredAndRevalidatedOnEveryCall() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let (client, _) = try makeClient(server)
+        let path = "/cache/etag?etag=z&max-age=0"
+        let first = try await client.send(request(path))
+        #expect(!first.isFromCache)
+        for call in 2...3 {
+            let again = try await client.send(request(path))
+            #expect(again.isFromCache, "call \(call) is a 304 merged with the stored body")
+            #expect(again.body == first.body)
+            #expect(server.requestCount == call)
+            #expect(server.recordedRequests.last?.header("If-None-Match") == "\"z\"")
+        }
+    }
+
+    /// A 304 whose ETag is not the stored one cannot vouch for the stored body (RFC 9111
+    /// §4.3.4): the client asks again without validators and stores what comes back.
+    @Test func aNotModifiedWithAnotherETagIsFollowedByAnUnconditionalRequest() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let calls = Mutex(0)
+        server.route("/changing") { request in
+            let call = calls.withLock {
+                $0 += 1
+                return $0
+            }
+            switch call {
+            case 1: return ScriptedResponse.text("one").with(.eTag, "\"1\"").with(.cacheControl, "max-age=0")
+            case 2: return ScriptedResponse.status(304).with(.eTag, "\"2\"").with(.cacheControl, "max-age=60")
+            default: return ScriptedResponse.text("two").with(.eTag, "\"2\"").with(.cacheControl, "max-age=60")
+            }
+        }
+        let (client, _) = try makeClient(server)
+        #expect(String(decoding: try await client.send(request("/changing")).body, as: UTF8.self) == "one")
+        let second = try await client.send(request("/changing"))
+        #expect(String(decoding: second.body, as: UTF8.self) == "two")
+        #expect(!second.isFromCache)
+        let sent = server.recordedRequests
+        #expect(sent.count == 3)
+        #expect(sent[1].header("If-None-Match") == "\"1\"")
+        #expect(sent[2].header("If-None-Match") == nil)
+        let third = try await client.send(request("/changing"))
+        #expect(third.isFromCache)
+        #expect(String(decoding: third.body, as: UTF8.self) == "two")
+        #expect(server.requestCount == 3)
+    }
+
+    /// Courier neither stores HEAD responses nor answers a HEAD from a stored GET (RFC 9111
+    /// allows the latter; Courier keeps HEAD a plain network call), and HEAD invalidates nothing.
+    @Test func headGoesToTheNetworkAndLeavesTheStoredGETAlone() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let (client, _) = try makeClient(server)
+        let path = "/response-headers?Cache-Control=max-age%3D60"
+        _ = try await client.send(request(path))
+        for _ in 0..<2 {
+            let head = try await client.send(request(path, method: .head))
+            #expect(!head.isFromCache)
+        }
+        #expect(server.requestCount == 3)
+        #expect(try await client.send(request(path)).isFromCache)
+        #expect(server.requestCount == 3)
+    }
+
+    @Test func aTransferCutShortLeavesNoEntry() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let cut = Mutex(true)
+        server.route("/cut") { _ in
+            let response = ScriptedResponse(
+                headers: [.cacheControl: "max-age=600", .contentType: "application/octet-stream"],
+                body: TestServer.bytePattern(count: 20_000))
+            return cut.withLock { $0 } ? response.withFault(.closeDuringBody) : response
+        }
+        let (client, cache) = try makeClient(server)
+        await #expect(throws: (any Error).self) { try await client.send(request("/cut")) }
+        #expect(try cache.lookup(cacheRequest(server, "/cut")).isMiss)
+        #expect(cache.statistics.stores == 0)
+        // The same response received whole is stored: the cut alone kept it out.
+        cut.withLock { $0 = false }
+        let whole = try await client.send(request("/cut"))
+        #expect(whole.body == TestServer.bytePattern(count: 20_000))
+        #expect(try await client.send(request("/cut")).isFromCache)
+    }
+
+    @Test func aCancelledTransferLeavesNoEntry() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/slow") { _ in
+            ScriptedResponse(
+                headers: [.cacheControl: "max-age=600"], body: TestServer.bytePattern(count: 1_000),
+                fault: .trickle(bytes: 1, interval: .milliseconds(50)))
+        }
+        let (client, cache) = try makeClient(server, policy: .forceLifetime(.seconds(600)))
+        let task = Task { try await client.send(request("/slow")) }
+        #expect(await server.waitForRequests(atLeast: 1))
+        task.cancel()
+        let outcome = await task.result
+        #expect(throws: (any Error).self) { try outcome.get() }
+        #expect(try cache.lookup(cacheRequest(server, "/slow")).isMiss)
+        #expect(cache.statistics.stores == 0)
+    }
+
+    @Test func aBodyOverMaxEntryBytesIsNeverStored() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let (client, cache) = try makeClient(server, policy: .forceLifetime(.seconds(600)), maxEntryBytes: 1_000)
+        for _ in 0..<2 { #expect(!(try await client.send(request("/bytes/1001")).isFromCache)) }
+        #expect(server.requestCount == 2)
+        _ = try await client.send(request("/bytes/1000"))
+        #expect(try await client.send(request("/bytes/1000")).isFromCache)
+        #expect(server.requestCount == 3)
+        #expect(cache.statistics.stores == 1)
+    }
+
+    @Test func aRequestSayingNoCacheGoesToTheNetworkAndRefreshesTheEntry() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let (client, _) = try makeClient(server)
+        let path = "/cache/etag?etag=n&max-age=600"
+        _ = try await client.send(request(path))
+        for (name, value) in [("Cache-Control", "no-cache"), ("Pragma", "no-cache")] {
+            var noCache = request(path)
+            noCache.headerFields[HTTPField.Name(name)!] = value
+            #expect(!(try await client.send(noCache).isFromCache), "\(name): \(value)")
+            #expect(server.recordedRequests.last?.header("If-None-Match") == nil, "an unconditional request")
+        }
+        #expect(server.requestCount == 3)
+        #expect(try await client.send(request(path)).isFromCache)
+        #expect(server.requestCount == 3)
+    }
+
+    @Test func everyPerCallPolicyAgainstTheServer() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let (client, _) = try makeClient(server)
+        let path = "/cache/etag?etag=p&max-age=60"
+
+        // returnCacheDataElseLoad: loads on a miss (and stores)…
+        #expect(!(try await client.send(request(path), options: options(.returnCacheDataElseLoad)).isFromCache))
+        #expect(server.requestCount == 1)
+        // reloadIgnoringCache: the network even for a fresh entry.
+        #expect(!(try await client.send(request(path), options: options(.reloadIgnoringCache)).isFromCache))
+        #expect(server.requestCount == 2)
+        #expect(server.recordedRequests.last?.header("If-None-Match") == nil)
+        // reloadRevalidatingCache: a conditional request even for a fresh entry; the 304 is merged.
+        let revalidated = try await client.send(request(path), options: options(.reloadRevalidatingCache))
+        #expect(revalidated.isFromCache)
+        #expect(server.requestCount == 3)
+        #expect(server.recordedRequests.last?.header("If-None-Match") == "\"p\"")
+        // Once stale, the cache-only policies still answer from the cache, without the network.
+        clock.advance(3600)
+        for policy in [CachePolicy.returnCacheDataElseLoad, .returnCacheDataDontLoad] {
+            let stale = try await client.send(request(path), options: options(policy))
+            #expect(stale.isFromCache)
+            #expect(stale.isStale)
+        }
+        #expect(server.requestCount == 3)
+        // useProtocolCachePolicy revalidates it.
+        #expect(try await client.send(request(path)).isFromCache)
+        #expect(server.requestCount == 4)
+        #expect(server.recordedRequests.last?.header("If-None-Match") == "\"p\"")
+    }
+}
