@@ -91,14 +91,7 @@ final class ServerCore: Sendable {
             var byte: UInt8 = 1
             _ = Glibc.write(wakeWrite, &byte, 1)
         }
-        let finished = threads.wait(timeout: .now() + .seconds(10)) == .success
-        // Keep the port while this server lives: a test that goes on sending to a stopped
-        // server must see "connection refused", never another test's server that happened to
-        // be given the same port in the parallel run.
-        if first && finished {
-            let reserved = Socket.reserve(host: host, port: port)
-            state.withLock { $0.reservedPortFD = reserved }
-        }
+        _ = threads.wait(timeout: .now() + .seconds(10))
     }
 
     /// Waits for `duration` unless the server stops first.
@@ -139,6 +132,12 @@ final class ServerCore: Sendable {
     private func acceptLoop() {
         defer {
             close(listenFD)
+            // Keep the port while this server lives: a test that goes on sending to a stopped
+            // server must see "connection refused", never another test's server that was given
+            // the same port in the parallel run. Taken the moment the listener closes, not
+            // after the connection threads end, so that the window is microseconds wide.
+            let reserved = Socket.reserve(host: host, port: port)
+            state.withLock { $0.reservedPortFD = reserved }
             threads.leave()
         }
         while true {

@@ -32,6 +32,16 @@ import Testing
         #expect(recorded.headers.contains { $0.name.rawName == "X-Trace" && $0.value == "one" })
     }
 
+    /// A stopped server keeps its port: connecting is refused, and no other server (another
+    /// test's, in the parallel run) can be given the port while this one lives.
+    @Test func aStoppedServerRefusesAndKeepsItsPort() throws {
+        let server = try TestServer()
+        let port = server.port
+        server.stop()
+        #expect(throws: RawHTTPError.connectFailed(ECONNREFUSED)) { _ = try RawHTTPConnection(port: port) }
+        #expect(throws: SocketError.self) { _ = try Socket.listen(host: "127.0.0.1", port: port, backlog: 4) }
+    }
+
     @Test func keepAliveServesSeveralRequestsOnOneConnection() async throws {
         let server = try TestServer()
         defer { server.stop() }
