@@ -212,6 +212,8 @@ public struct ProtobufMessageReader {
     public func doubles(_ number: Int) throws -> [Double] { try repeated(number, [Double].self) }
     public func bools(_ number: Int) throws -> [Bool] { try repeated(number, [Bool].self) }
     public func strings(_ number: Int) throws -> [String] { try repeated(number, [String].self) }
+    /// A repeated bytes field.
+    public func bytesList(_ number: Int) throws -> [Data] { try repeated(number, [Data].self) }
     /// A `map<string, int32>` field.
     public func stringInt32Map(_ number: Int) throws -> [String: Int32] { try repeated(number, [String: Int32].self) }
 

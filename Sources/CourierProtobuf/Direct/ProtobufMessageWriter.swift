@@ -222,6 +222,8 @@ public struct ProtobufMessageWriter {
     public mutating func setDoubles(_ number: Int, _ values: [Double]) throws { try repeated(number, values) }
     public mutating func setBools(_ number: Int, _ values: [Bool]) throws { try repeated(number, values) }
     public mutating func setStrings(_ number: Int, _ values: [String]) throws { try repeated(number, values) }
+    /// Sets a repeated bytes field.
+    public mutating func setBytesList(_ number: Int, _ values: [Data]) throws { try repeated(number, values) }
     /// Sets a `map<string, int32>` field (entries sorted by key when packed).
     public mutating func setStringInt32Map(_ number: Int, _ values: [String: Int32]) throws {
         try repeated(number, values)
