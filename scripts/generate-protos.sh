@@ -23,6 +23,17 @@
 #    `ProtobufMessage` and `ProtobufDirectCodable` conformances, formatted by `swift format`.
 #    Only `*.pb.swift` files are generated there; other files in that target are left alone.
 #
+# 5. The benchmarks compare against apple/swift-protobuf on the same message, with the code
+#    protoc-gen-swift generates for Benchmarks/Protos (Benchmarks/Sources/BenchSupport/bench.pb.swift).
+#    protoc-c has no --plugin option, so courier-protobuf-gen runs the plugin on the descriptor
+#    set as protoc would. Building protoc-gen-swift takes minutes, so it is not built here: the
+#    committed file starts with a stamp (the SHA-256 of the descriptor set it was made from and
+#    of its own text), which --check verifies. To regenerate it, build the plugin in a
+#    swift-protobuf checkout of the version Benchmarks/Package.swift resolves
+#    (`swift build --product protoc-gen-swift`) and run this script with
+#    PROTOC_GEN_SWIFT=<path to protoc-gen-swift>; with --check too, the file is regenerated
+#    and compared.
+#
 # The C target is replaced whole. Set COURIER_PROTOBUF_GEN to a built courier-protobuf-gen to
 # skip building it.
 set -euo pipefail
@@ -192,9 +203,40 @@ for job in "${jobs[@]}"; do
     fi
 done
 
+# 5. swift-protobuf's code for the benchmark protos (see the top of this file).
+spb_target=Benchmarks/Sources/BenchSupport/bench.pb.swift
+spb_descriptors="$work/job1/descriptors.pb"
+spb_stamp() { # DESCRIPTOR_SET BODY_FILE: the first line of the committed file
+    echo "// scripts/generate-protos.sh: protoc-gen-swift output; descriptors sha256 $(sha256sum <"$1" | cut -c1-64)," \
+        "text sha256 $(sha256sum <"$2" | cut -c1-64). Do not edit."
+}
+if [ -n "${PROTOC_GEN_SWIFT:-}" ]; then
+    mkdir -p "$work/swift-protobuf"
+    "$generator" --descriptor-set "$spb_descriptors" --protoc-plugin "$PROTOC_GEN_SWIFT" \
+        --parameter Visibility=Public --output "$work/swift-protobuf"
+    spb_body="$work/swift-protobuf/bench.pb.swift"
+    { spb_stamp "$spb_descriptors" "$spb_body"; cat "$spb_body"; } >"$work/swift-protobuf/stamped.swift"
+    if [ "$mode" = check ]; then
+        if ! diff -u "$spb_target" "$work/swift-protobuf/stamped.swift"; then
+            echo "$spb_target is out of date: run PROTOC_GEN_SWIFT=$PROTOC_GEN_SWIFT scripts/generate-protos.sh" >&2
+            drift=1
+        fi
+    else
+        cp "$work/swift-protobuf/stamped.swift" "$spb_target"
+    fi
+else
+    tail -n +2 "$spb_target" >"$work/spb-body.swift"
+    if [ "$(head -n 1 "$spb_target")" != "$(spb_stamp "$spb_descriptors" "$work/spb-body.swift")" ]; then
+        echo "$spb_target does not match Benchmarks/Protos (or was edited): regenerate it with" \
+            "PROTOC_GEN_SWIFT=<protoc-gen-swift> scripts/generate-protos.sh (see the top of the script)" >&2
+        drift=1
+    fi
+fi
+
 if [ "$mode" = check ]; then
     [ "$drift" = 0 ] || exit 1
     echo "Generated protobuf code is up to date (${#jobs[@]} proto folders, $generated messages)."
 else
     echo "Generated C and Swift for $generated messages from ${#jobs[@]} proto folders."
+    [ "$drift" = 0 ] || exit 1
 fi

@@ -237,3 +237,76 @@ private func readEnum(_ bytes: [UInt8], _ range: Range<Int>) throws -> EnumDescr
     }
     return descriptor
 }
+
+// MARK: - Running a protoc plugin
+
+/// The files of a `FileDescriptorSet`, each as its serialized `FileDescriptorProto`.
+func rawFiles(_ data: [UInt8]) throws -> [ArraySlice<UInt8>] {
+    var files: [ArraySlice<UInt8>] = []
+    try WireReader.fields(data, 0..<data.count) { number, wireType, reader in
+        guard number == 1, wireType == 2 else { return false }
+        files.append(data[try reader.delimited()])
+        return true
+    }
+    return files
+}
+
+/// A `google.protobuf.compiler.CodeGeneratorRequest` asking for every file of the set, with
+/// protoc-c's libprotoc version as the compiler version.
+func pluginRequest(descriptorSet data: [UInt8], parameter: String) throws -> [UInt8] {
+    let files = try readDescriptorSet(data)
+    var request: [UInt8] = []
+    for file in files { appendField(1, Array(file.name.utf8), to: &request) }
+    if !parameter.isEmpty { appendField(2, Array(parameter.utf8), to: &request) }
+    var version: [UInt8] = []
+    for (number, value) in [(1, 3), (2, 21), (3, 12)] {
+        appendVarint(UInt64(number << 3), to: &version)
+        appendVarint(UInt64(value), to: &version)
+    }
+    appendField(3, version, to: &request)
+    for file in try rawFiles(data) { appendField(15, Array(file), to: &request) }
+    return request
+}
+
+/// The files of a `CodeGeneratorResponse` as (name, content).
+/// - Throws: the plugin's error message.
+func pluginResponseFiles(_ data: [UInt8]) throws -> [(String, [UInt8])] {
+    var files: [(String, [UInt8])] = []
+    var failure: String?
+    try WireReader.fields(data, 0..<data.count) { number, wireType, reader in
+        switch (number, wireType) {
+        case (1, 2): failure = try reader.string()
+        case (15, 2):
+            var name = ""
+            var content: [UInt8] = []
+            try WireReader.fields(data, try reader.delimited()) { field, type, value in
+                switch (field, type) {
+                case (1, 2): name = try value.string()
+                case (15, 2): content = Array(data[try value.delimited()])
+                default: return false
+                }
+                return true
+            }
+            files.append((name, content))
+        default: return false
+        }
+        return true
+    }
+    if let failure { throw DescriptorError(description: "the plugin failed: \(failure)") }
+    return files
+}
+
+private func appendVarint(_ value: UInt64, to bytes: inout [UInt8]) {
+    var value = value
+    while value >= 0x80 {
+        bytes.append(UInt8(value & 0x7F) | 0x80)
+        value >>= 7
+    }
+    bytes.append(UInt8(value))
+}
+
+private func appendField(_ number: Int, _ payload: [UInt8], to bytes: inout [UInt8]) {
+    appendVarint(UInt64(number << 3 | 2), to: &bytes)
+    appendVarint(UInt64(payload.count), to: &bytes)
+    bytes.append(contentsOf: payload)
+}

@@ -82,6 +82,30 @@ import Testing
         }
     }
 
+    /// Messages spanning several arena chunks and blocks, packed into memory of the bound
+    /// `ProtobufEncoder` proves (debug builds assert it against protobuf-c's exact size) or,
+    /// past 64 KiB of bound, sized exactly: each round-trips and matches the Codable path's bytes.
+    /// Negative numbers in unpacked fields are the densest encoding (11 bytes per 4-byte value).
+    @Test(arguments: [0, 10, 150, 700, 3000])
+    func largeMessagesPackWithinTheBound(_ count: Int) throws {
+        var profile = CourierProtoModels.UserProfile(
+            userId: -1, displayName: String(repeating: "d", count: count), tier: .pro, rating: -0.5)
+        profile.interests = (0..<count).map { "interest number \($0)" }
+        profile.badgeIds = (0..<count).map { -Int32($0) - 1 }
+        profile.stats = Dictionary(uniqueKeysWithValues: (0..<count).map { ("key \($0)", Int32.min + Int32($0)) })
+        let bytes = try ProtobufEncoder().encode(profile)
+        #expect(try ProtobufDecoder().decode(CourierProtoModels.UserProfile.self, from: bytes) == profile)
+        let handwritten = try JSONDecoder().decode(UserProfile.self, from: JSONEncoder().encode(profile))
+        #expect(try ProtobufEncoder().encode(handwritten) == bytes)
+
+        let repeated = CourierProtoModels.Repeated(
+            packedInt32: (0..<count).map { Int32.min + Int32($0) }, packedColors: Array(repeating: .blue, count: count),
+            unpackedInt32: (0..<count).map { -Int32($0) - 1 }, unpackedUint64: Array(repeating: .max, count: count))
+        let packed = try ProtobufEncoder().encode(repeated)
+        #expect(packed.count >= 31 * count)
+        #expect(try ProtobufDecoder().decode(CourierProtoModels.Repeated.self, from: packed) == repeated)
+    }
+
     /// A required proto2 field left at its Swift default is still sent (it is set explicitly).
     @Test func requiredFieldsAreAlwaysSent() throws {
         let bytes = try ProtobufEncoder().encode(CourierProtoModels.Legacy())

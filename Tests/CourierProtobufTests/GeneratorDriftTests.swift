@@ -3,7 +3,8 @@ import Testing
 
 /// `scripts/generate-protos.sh --check`, run on a copy of the repository's protos and generated
 /// code in a temporary folder: it passes on the committed files, keeps hand-written files in a
-/// Swift models target, and fails on an edited or stale generated Swift file and on an edited C file.
+/// Swift models target, and fails on an edited or stale generated Swift file, an edited C file
+/// and an edited copy of protoc-gen-swift's output.
 @Suite struct GeneratorDriftTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
@@ -12,6 +13,7 @@ import Testing
     static let inputs = [
         "scripts/generate-protos.sh", ".swift-format", "Protos", "Sources/CourierProtos", "Sources/CourierProtoModels",
         "Benchmarks/Protos", "Benchmarks/Sources/CBenchProtos", "Benchmarks/Sources/BenchProtoModels",
+        "Benchmarks/Sources/BenchSupport/bench.pb.swift",
     ]
 
     /// The generator built next to the test binary (`swift build --build-tests` builds it).
@@ -92,5 +94,16 @@ import Testing
         (status, output) = try check(copy, generator: generator)
         #expect(status == 1)
         #expect(output.contains("Benchmarks/Sources/CBenchProtos is out of date"))
+
+        // protoc-gen-swift's committed output (checked by its stamp, without the plugin).
+        try FileManager.default.removeItem(at: c)
+        try FileManager.default.copyItem(
+            at: Self.root.appendingPathComponent("Benchmarks/Sources/CBenchProtos/bench.pb-c.c"), to: c)
+        let swiftProtobuf = copy.appendingPathComponent("Benchmarks/Sources/BenchSupport/bench.pb.swift")
+        try (String(contentsOf: swiftProtobuf, encoding: .utf8).replacingOccurrences(of: "= 0", with: "= 1"))
+            .write(to: swiftProtobuf, atomically: true, encoding: .utf8)
+        (status, output) = try check(copy, generator: generator)
+        #expect(status == 1)
+        #expect(output.contains("bench.pb.swift does not match Benchmarks/Protos (or was edited)"))
     }
 }

@@ -131,7 +131,8 @@ public struct ProtobufMessageReader {
 
     /// A Swift string from protobuf-c's C string, or an error naming the field.
     @usableFromInline func makeString(_ pointer: UnsafePointer<UInt8>, number: Int) throws -> String {
-        try CourierProtobuf.makeString(pointer, field: field(number))
+        guard let string = validString(pointer) else { throw invalidUTF8(try field(number)) }
+        return string
     }
 
     @usableFromInline func slowString(_ number: Int) throws -> String {
@@ -226,7 +227,12 @@ public struct ProtobufMessageReader {
         strings.reserveCapacity(count)
         for i in 0..<count {
             let pointer = array.load(fromByteOffset: i &* 8, as: UnsafePointer<UInt8>?.self)
-            strings.append(try pointer.map { try CourierProtobuf.makeString($0, field: field) } ?? "")
+            guard let pointer else {
+                strings.append("")
+                continue
+            }
+            guard let string = validString(pointer) else { throw invalidUTF8(field) }
+            strings.append(string)
         }
         return strings
     }
