@@ -270,8 +270,9 @@ w("Wall-clock time per operation. \"Fastest\" is each pass's fastest iteration, 
 micro_table(f"JSON decode of the {a.body_bytes}-byte body into a model", "JSON decode:", "Foundation JSONDecoder")
 micro_table("Form encode (7 fields, one a 3-element list)", "Form encode:", "Foundation URLComponents")
 micro_table("Protobuf decode + encode of the same catalog", "Protobuf decode+encode:", "raw protobuf-c",
-            "apple/swift-protobuf runs on message code written by hand in protoc-gen-swift's exact form "
-            "(Benchmarks/Sources/BenchSupport/bench.pb.swift): building the plugin takes ~10 minutes.")
+            "Courier's model is the one `scripts/generate-protos.sh` generates from Benchmarks/Protos/bench.proto; "
+            "apple/swift-protobuf runs on protoc-gen-swift's output for the same file "
+            "(Benchmarks/Sources/BenchSupport/bench.pb.swift, made by the same script).")
 micro_table("Cache hit vs a loopback round trip", "Cache:", "loopback round trip")
 
 

@@ -131,10 +131,12 @@ extension Address: ProtobufMessage, ProtobufDirectCodable {
     }
 
     public init(protobuf message: ProtobufMessageReader) throws {
-        self.street = try message.string(1)
-        self.city = try message.string(2)
-        self.countryCode = try message.string(3)
-        self.postalCode = try message.string(4)
+        self.init(
+            street: try message.string(1),
+            city: try message.string(2),
+            countryCode: try message.string(3),
+            postalCode: try message.string(4)
+        )
     }
 
     public func write(protobuf message: inout ProtobufMessageWriter) throws {
@@ -151,18 +153,20 @@ extension UserProfile: ProtobufMessage, ProtobufDirectCodable {
     }
 
     public init(protobuf message: ProtobufMessageReader) throws {
-        self.userId = try message.int64(1)
-        self.displayName = try message.string(2)
-        self.email = try message.string(3)
-        self.tier = try message.enumeration(4)
-        self.verified = try message.bool(5)
-        self.createdAt = try message.int64(6)
-        self.rating = try message.double(7)
-        self.address = try message.message(8)
-        self.interests = try message.strings(9)
-        self.badgeIds = try message.int32s(10)
-        self.stats = try message.stringInt32Map(11)
-        self.bio = try message.has(12) ? message.string(12) : nil
+        self.init(
+            userId: try message.int64(1),
+            displayName: try message.string(2),
+            email: try message.string(3),
+            tier: try message.enumeration(4),
+            verified: try message.bool(5),
+            createdAt: try message.int64(6),
+            rating: try message.double(7),
+            address: try message.message(8),
+            interests: try message.strings(9),
+            badgeIds: try message.int32s(10),
+            stats: try message.stringInt32Map(11),
+            bio: try message.has(12) ? message.string(12) : nil
+        )
     }
 
     public func write(protobuf message: inout ProtobufMessageWriter) throws {
@@ -173,7 +177,7 @@ extension UserProfile: ProtobufMessage, ProtobufDirectCodable {
         try message.setBool(5, self.verified)
         try message.setInt64(6, self.createdAt)
         try message.setDouble(7, self.rating)
-        if let value = self.address { try message.setMessage(8, value) }
+        try message.setMessage(8, self.address)
         try message.setStrings(9, self.interests)
         try message.setInt32s(10, self.badgeIds)
         try message.setStringInt32Map(11, self.stats)
@@ -187,13 +191,15 @@ extension Post: ProtobufMessage, ProtobufDirectCodable {
     }
 
     public init(protobuf message: ProtobufMessageReader) throws {
-        self.postId = try message.int64(1)
-        self.authorId = try message.int64(2)
-        self.title = try message.string(3)
-        self.body = try message.string(4)
-        self.publishedAt = try message.int64(5)
-        self.likes = try message.uint32(6)
-        self.tags = try message.strings(7)
+        self.init(
+            postId: try message.int64(1),
+            authorId: try message.int64(2),
+            title: try message.string(3),
+            body: try message.string(4),
+            publishedAt: try message.int64(5),
+            likes: try message.uint32(6),
+            tags: try message.strings(7)
+        )
     }
 
     public func write(protobuf message: inout ProtobufMessageWriter) throws {
@@ -213,14 +219,16 @@ extension Feed: ProtobufMessage, ProtobufDirectCodable {
     }
 
     public init(protobuf message: ProtobufMessageReader) throws {
-        self.posts = try message.messages(1)
-        self.nextCursor = try message.string(2)
-        self.viewer = try message.message(3)
+        self.init(
+            posts: try message.messages(1),
+            nextCursor: try message.string(2),
+            viewer: try message.message(3)
+        )
     }
 
     public func write(protobuf message: inout ProtobufMessageWriter) throws {
         try message.setMessages(1, self.posts)
         try message.setString(2, self.nextCursor)
-        if let value = self.viewer { try message.setMessage(3, value) }
+        try message.setMessage(3, self.viewer)
     }
 }

@@ -202,9 +202,11 @@ extension Point: ProtobufMessage, ProtobufDirectCodable {
     }
 
     public init(protobuf message: ProtobufMessageReader) throws {
-        self.x = try message.int32(1)
-        self.y = try message.int32(2)
-        self.label = try message.string(3)
+        self.init(
+            x: try message.int32(1),
+            y: try message.int32(2),
+            label: try message.string(3)
+        )
     }
 
     public func write(protobuf message: inout ProtobufMessageWriter) throws {
@@ -220,22 +222,24 @@ extension Scalars: ProtobufMessage, ProtobufDirectCodable {
     }
 
     public init(protobuf message: ProtobufMessageReader) throws {
-        self.int32Value = try message.int32(1)
-        self.int64Value = try message.int64(2)
-        self.uint32Value = try message.uint32(3)
-        self.uint64Value = try message.uint64(4)
-        self.sint32Value = try message.int32(5)
-        self.sint64Value = try message.int64(6)
-        self.fixed32Value = try message.uint32(7)
-        self.fixed64Value = try message.uint64(8)
-        self.sfixed32Value = try message.int32(9)
-        self.sfixed64Value = try message.int64(10)
-        self.floatValue = try message.float(11)
-        self.doubleValue = try message.double(12)
-        self.boolValue = try message.bool(13)
-        self.stringValue = try message.string(14)
-        self.bytesValue = try message.bytes(15)
-        self.color = try message.enumeration(16)
+        self.init(
+            int32Value: try message.int32(1),
+            int64Value: try message.int64(2),
+            uint32Value: try message.uint32(3),
+            uint64Value: try message.uint64(4),
+            sint32Value: try message.int32(5),
+            sint64Value: try message.int64(6),
+            fixed32Value: try message.uint32(7),
+            fixed64Value: try message.uint64(8),
+            sfixed32Value: try message.int32(9),
+            sfixed64Value: try message.int64(10),
+            floatValue: try message.float(11),
+            doubleValue: try message.double(12),
+            boolValue: try message.bool(13),
+            stringValue: try message.string(14),
+            bytesValue: try message.bytes(15),
+            color: try message.enumeration(16)
+        )
     }
 
     public func write(protobuf message: inout ProtobufMessageWriter) throws {
@@ -264,18 +268,20 @@ extension Repeated: ProtobufMessage, ProtobufDirectCodable {
     }
 
     public init(protobuf message: ProtobufMessageReader) throws {
-        self.packedInt32 = try message.int32s(1)
-        self.packedSint64 = try message.int64s(2)
-        self.packedDouble = try message.doubles(3)
-        self.packedBool = try message.bools(4)
-        self.packedFixed32 = try message.uint32s(5)
-        self.packedColors = try message.enumerations(6)
-        self.unpackedInt32 = try message.int32s(7)
-        self.unpackedFloat = try message.floats(8)
-        self.unpackedUint64 = try message.uint64s(9)
-        self.strings = try message.strings(10)
-        self.blobs = try message.bytesList(11)
-        self.points = try message.messages(12)
+        self.init(
+            packedInt32: try message.int32s(1),
+            packedSint64: try message.int64s(2),
+            packedDouble: try message.doubles(3),
+            packedBool: try message.bools(4),
+            packedFixed32: try message.uint32s(5),
+            packedColors: try message.enumerations(6),
+            unpackedInt32: try message.int32s(7),
+            unpackedFloat: try message.floats(8),
+            unpackedUint64: try message.uint64s(9),
+            strings: try message.strings(10),
+            blobs: try message.bytesList(11),
+            points: try message.messages(12)
+        )
     }
 
     public func write(protobuf message: inout ProtobufMessageWriter) throws {
@@ -300,10 +306,12 @@ extension Maps: ProtobufMessage, ProtobufDirectCodable {
     }
 
     public init(protobuf message: ProtobufMessageReader) throws {
-        self.counts = try message.stringInt32Map(1)
-        self.pointsById = try message.map(2, key: { try $0.int64(1) }, value: { try $0.message(2) ?? Point() })
-        self.names = try message.map(3, key: { try $0.uint32(1) }, value: { try $0.string(2) })
-        self.colors = try message.map(4, key: { try $0.string(1) }, value: { try $0.enumeration(2) })
+        self.init(
+            counts: try message.stringInt32Map(1),
+            pointsById: try message.map(2, key: { try $0.int64(1) }, value: { try $0.message(2) ?? Point() }),
+            names: try message.map(3, key: { try $0.uint32(1) }, value: { try $0.string(2) }),
+            colors: try message.map(4, key: { try $0.string(1) }, value: { try $0.enumeration(2) })
+        )
     }
 
     public func write(protobuf message: inout ProtobufMessageWriter) throws {
@@ -326,24 +334,26 @@ extension Choice: ProtobufMessage, ProtobufDirectCodable {
     }
 
     public init(protobuf message: ProtobufMessageReader) throws {
-        self.number = try message.has(1) ? message.int32(1) : nil
-        self.text = try message.has(2) ? message.string(2) : nil
-        self.point = try message.message(3)
-        self.color = try message.has(4) ? message.enumeration(4) : nil
-        self.origin = try message.message(5)
-        self.maybeCount = try message.has(6) ? message.int32(6) : nil
-        self.maybeName = try message.has(7) ? message.string(7) : nil
-        self.maybeRatio = try message.has(8) ? message.double(8) : nil
-        self.maybeColor = try message.has(9) ? message.enumeration(9) : nil
-        self.tail = try message.int64(10)
+        self.init(
+            number: try message.has(1) ? message.int32(1) : nil,
+            text: try message.has(2) ? message.string(2) : nil,
+            point: try message.message(3),
+            color: try message.has(4) ? message.enumeration(4) : nil,
+            origin: try message.message(5),
+            maybeCount: try message.has(6) ? message.int32(6) : nil,
+            maybeName: try message.has(7) ? message.string(7) : nil,
+            maybeRatio: try message.has(8) ? message.double(8) : nil,
+            maybeColor: try message.has(9) ? message.enumeration(9) : nil,
+            tail: try message.int64(10)
+        )
     }
 
     public func write(protobuf message: inout ProtobufMessageWriter) throws {
         if let value = self.number { try message.setInt32(1, value) }
         if let value = self.text { try message.setString(2, value) }
-        if let value = self.point { try message.setMessage(3, value) }
+        try message.setMessage(3, self.point)
         if let value = self.color { try message.setEnumeration(4, value) }
-        if let value = self.origin { try message.setMessage(5, value) }
+        try message.setMessage(5, self.origin)
         if let value = self.maybeCount { try message.setInt32(6, value) }
         if let value = self.maybeName { try message.setString(7, value) }
         if let value = self.maybeRatio { try message.setDouble(8, value) }

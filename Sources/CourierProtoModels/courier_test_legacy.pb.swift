@@ -83,17 +83,19 @@ extension Legacy: ProtobufMessage, ProtobufDirectCodable {
     }
 
     public init(protobuf message: ProtobufMessageReader) throws {
-        self.id = try message.int32(1)
-        self.name = try message.string(2)
-        self.retries = try message.has(3) ? message.int32(3) : nil
-        self.greeting = try message.has(4) ? message.string(4) : nil
-        self.ratio = try message.has(5) ? message.double(5) : nil
-        self.enabled = try message.has(6) ? message.bool(6) : nil
-        self.level = try message.has(7) ? message.enumeration(7) : nil
-        self.token = try message.has(8) ? message.bytes(8) : nil
-        self.big = try message.has(9) ? message.uint64(9) : nil
-        self.values = try message.int32s(10)
-        self.child = try message.message(11)
+        self.init(
+            id: try message.int32(1),
+            name: try message.string(2),
+            retries: try message.has(3) ? message.int32(3) : nil,
+            greeting: try message.has(4) ? message.string(4) : nil,
+            ratio: try message.has(5) ? message.double(5) : nil,
+            enabled: try message.has(6) ? message.bool(6) : nil,
+            level: try message.has(7) ? message.enumeration(7) : nil,
+            token: try message.has(8) ? message.bytes(8) : nil,
+            big: try message.has(9) ? message.uint64(9) : nil,
+            values: try message.int32s(10),
+            child: try message.message(11)
+        )
     }
 
     public func write(protobuf message: inout ProtobufMessageWriter) throws {
@@ -107,7 +109,7 @@ extension Legacy: ProtobufMessage, ProtobufDirectCodable {
         if let value = self.token { try message.setBytes(8, value) }
         if let value = self.big { try message.setUInt64(9, value) }
         try message.setInt32s(10, self.values)
-        if let value = self.child { try message.setMessage(11, value) }
+        try message.setMessage(11, self.child)
     }
 }
 
@@ -117,8 +119,10 @@ extension Legacy.Child: ProtobufMessage, ProtobufDirectCodable {
     }
 
     public init(protobuf message: ProtobufMessageReader) throws {
-        self.serial = try message.int64(1)
-        self.note = try message.has(2) ? message.string(2) : nil
+        self.init(
+            serial: try message.int64(1),
+            note: try message.has(2) ? message.string(2) : nil
+        )
     }
 
     public func write(protobuf message: inout ProtobufMessageWriter) throws {

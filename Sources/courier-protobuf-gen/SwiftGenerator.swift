@@ -112,8 +112,20 @@ struct SwiftGenerator {
         out.line("courier_descriptor_\(fullName.replacingOccurrences(of: ".", with: "_"))()")
         out.close()
         out.line()
+        // Through the memberwise init: assigning fields one by one in a throwing init makes the
+        // compiler build the value in a temporary and copy it out (a retain per reference).
         out.open("\(access) init(protobuf message: \(reader)) throws")
-        for field in fields { out.line(field.read) }
+        if fields.isEmpty {
+            out.line("self.init()")
+        } else {
+            out.line("self.init(")
+            out.indent += 1
+            for (index, field) in fields.enumerated() {
+                out.line("\(field.name): \(field.read)\(index == fields.count - 1 ? "" : ",")")
+            }
+            out.indent -= 1
+            out.line(")")
+        }
         out.close()
         out.line()
         out.open("\(access) func write(protobuf message: inout \(writer)) throws")
@@ -182,14 +194,14 @@ struct SwiftField {
             type = "[\(keyAccess.swiftType): \(valueAccess.swiftType)]"
             initialValue = "[:]"
             if keyAccess.getter == "string" && valueAccess.getter == "int32" {
-                read = "self.\(name) = try message.stringInt32Map(\(number))"
+                read = "try message.stringInt32Map(\(number))"
                 write = "try message.setStringInt32Map(\(number), self.\(name))"
             } else {
                 let valueRead =
                     value.kind == .message
                     ? "try $0.message(2) ?? \(valueAccess.swiftType)()" : "try $0.\(valueAccess.getter)(2)"
                 read =
-                    "self.\(name) = try message.map(\(number), key: { try $0.\(keyAccess.getter)(1) }, "
+                    "try message.map(\(number), key: { try $0.\(keyAccess.getter)(1) }, "
                     + "value: { \(valueRead) })"
                 write =
                     "try message.setMap(\(number), self.\(name)) { entry, key, value in "
@@ -202,22 +214,22 @@ struct SwiftField {
         if field.label == .repeated {
             type = "[\(access.swiftType)]"
             initialValue = "[]"
-            read = "self.\(name) = try message.\(access.repeatedGetter)(\(number))"
+            read = "try message.\(access.repeatedGetter)(\(number))"
             write = "try message.\(access.repeatedSetter)(\(number), self.\(name))"
         } else if field.kind == .message {
             type = access.swiftType + "?"
             initialValue = "nil"
-            read = "self.\(name) = try message.message(\(number))"
-            write = "if let value = self.\(name) { try message.setMessage(\(number), value) }"
+            read = "try message.message(\(number))"
+            write = "try message.setMessage(\(number), self.\(name))"
         } else if hasPresence {
             type = access.swiftType + "?"
             initialValue = "nil"
-            read = "self.\(name) = try message.has(\(number)) ? message.\(access.getter)(\(number)) : nil"
+            read = "try message.has(\(number)) ? message.\(access.getter)(\(number)) : nil"
             write = "if let value = self.\(name) { try message.\(access.setter)(\(number), value) }"
         } else {
             type = access.swiftType
             initialValue = access.zero
-            read = "self.\(name) = try message.\(access.getter)(\(number))"
+            read = "try message.\(access.getter)(\(number))"
             write = "try message.\(access.setter)(\(number), self.\(name))"
         }
     }

@@ -58,7 +58,9 @@ func runPlugin(_ plugin: String, descriptorSet data: Data, parameter: String, ou
     guard process.terminationStatus == 0 else { fail("\(plugin) exited with status \(process.terminationStatus)") }
     try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
     for (name, content) in try pluginResponseFiles([UInt8](response)) {
-        try Data(content).write(to: URL(fileURLWithPath: output + "/" + name))
+        let url = URL(fileURLWithPath: output + "/" + name)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(content).write(to: url)
     }
 }
 

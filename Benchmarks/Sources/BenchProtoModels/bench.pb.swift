@@ -52,11 +52,13 @@ extension Item: ProtobufMessage, ProtobufDirectCodable {
     }
 
     public init(protobuf message: ProtobufMessageReader) throws {
-        self.id = try message.int64(1)
-        self.name = try message.string(2)
-        self.price = try message.double(3)
-        self.tags = try message.strings(4)
-        self.inStock = try message.bool(5)
+        self.init(
+            id: try message.int64(1),
+            name: try message.string(2),
+            price: try message.double(3),
+            tags: try message.strings(4),
+            inStock: try message.bool(5)
+        )
     }
 
     public func write(protobuf message: inout ProtobufMessageWriter) throws {
@@ -74,9 +76,11 @@ extension Catalog: ProtobufMessage, ProtobufDirectCodable {
     }
 
     public init(protobuf message: ProtobufMessageReader) throws {
-        self.status = try message.string(1)
-        self.count = try message.int32(2)
-        self.items = try message.messages(3)
+        self.init(
+            status: try message.string(1),
+            count: try message.int32(2),
+            items: try message.messages(3)
+        )
     }
 
     public func write(protobuf message: inout ProtobufMessageWriter) throws {

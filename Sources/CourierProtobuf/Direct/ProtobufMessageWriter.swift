@@ -175,6 +175,16 @@ public struct ProtobufMessageWriter {
         try slowSetInt32(number, value.rawValue)
     }
 
+    /// Sets a message field when `value` is not nil (nil leaves it absent).
+    ///
+    /// Takes the Optional itself: `if let value = model.field { … }` would copy the whole
+    /// sub-message (a retain per string, array and nested message in it) before writing it.
+    @inlinable
+    public mutating func setMessage<M: ProtobufDirectCodable>(_ number: Int, _ value: M?) throws {
+        guard let value else { return }
+        try setMessage(number, value)
+    }
+
     /// Sets a message field.
     @inlinable
     public mutating func setMessage<M: ProtobufDirectCodable>(_ number: Int, _ value: M) throws {
