@@ -1,3 +1,5 @@
+import Foundation
+
 // Emits plain Swift models for the messages and enums of one .proto file: a struct per message
 // (Sendable, Hashable, Codable, proto names in camelCase), an Int32 enum per enum, and each
 // message's ProtobufMessage descriptor accessor and ProtobufDirectCodable conformance.
@@ -121,7 +123,7 @@ struct SwiftGenerator {
             out.line("self.init(")
             out.indent += 1
             for (index, field) in fields.enumerated() {
-                out.line("\(field.name): \(field.read)\(index == fields.count - 1 ? "" : ",")")
+                out.line("\(argumentLabel(field.name)): \(field.read)\(index == fields.count - 1 ? "" : ",")")
             }
             out.indent -= 1
             out.line(")")
@@ -397,6 +399,12 @@ func upperSnake(_ name: String) -> String {
         previousLower = character.isLowercase || character.isNumber
     }
     return result
+}
+
+/// A property name as an argument label: keywords need no backticks there, except `inout`.
+func argumentLabel(_ name: String) -> String {
+    let bare = name.trimmingCharacters(in: CharacterSet(charactersIn: "`"))
+    return bare == "inout" ? name : bare
 }
 
 func escapedMember(_ name: String) -> String {
