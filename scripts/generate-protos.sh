@@ -180,11 +180,13 @@ compare_swift() {
 }
 
 index=0
+declare -A descriptor_sets
 for job in "${jobs[@]}"; do
     IFS='|' read -r proto_dir c_target c_module swift_target <<<"$job"
     out="$work/job$index"
     index=$((index + 1))
     generate "$proto_dir" "$c_target" "$c_module" "$swift_target" "$out"
+    descriptor_sets[$proto_dir]="$out/descriptors.pb"
     if [ "$mode" = check ]; then
         if ! diff -ru "$c_target" "$out/c"; then
             echo "$c_target is out of date: run scripts/generate-protos.sh" >&2
@@ -203,14 +205,17 @@ for job in "${jobs[@]}"; do
     fi
 done
 
-# 5. swift-protobuf's code for the benchmark protos (see the top of this file).
+# 5. swift-protobuf's code for the benchmark protos (see the top of this file); a copy of this
+#    script in another repository skips it.
 spb_target=Benchmarks/Sources/BenchSupport/bench.pb.swift
-spb_descriptors="$work/job1/descriptors.pb"
+spb_descriptors="${descriptor_sets[Benchmarks/Protos]:-}"
 spb_stamp() { # DESCRIPTOR_SET BODY_FILE: the first line of the committed file
     echo "// scripts/generate-protos.sh: protoc-gen-swift output; descriptors sha256 $(sha256sum <"$1" | cut -c1-64)," \
         "text sha256 $(sha256sum <"$2" | cut -c1-64). Do not edit."
 }
-if [ -n "${PROTOC_GEN_SWIFT:-}" ]; then
+if [ -z "$spb_descriptors" ] || [ ! -e "$spb_target" ]; then
+    : # Not Courier's repository.
+elif [ -n "${PROTOC_GEN_SWIFT:-}" ]; then
     mkdir -p "$work/swift-protobuf"
     "$generator" --descriptor-set "$spb_descriptors" --protoc-plugin "$PROTOC_GEN_SWIFT" \
         --parameter Visibility=Public --output "$work/swift-protobuf"
