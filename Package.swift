@@ -16,6 +16,9 @@ let package = Package(
         // The generated test/demo descriptors, for the protobuf fuzz target in Fuzz/.
         .library(name: "CourierProtos", targets: ["CourierProtos"]),
         .executable(name: "courier-demo", targets: ["courier-demo"]),
+        // Plain Swift models with the protobuf fast path, from a descriptor set
+        // (run by scripts/generate-protos.sh).
+        .executable(name: "courier-protobuf-gen", targets: ["courier-protobuf-gen"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
@@ -65,6 +68,13 @@ let package = Package(
             dependencies: ["Courier", "CourierProtobuf", "CourierProtos", "CourierTesting"],
             swiftSettings: strict),
 
+        .executableTarget(name: "courier-protobuf-gen", swiftSettings: strict),
+        // Swift models generated from Protos/ by scripts/generate-protos.sh.
+        .target(
+            name: "CourierProtoModels",
+            dependencies: ["CourierProtobuf", "CourierProtos"],
+            swiftSettings: strict),
+
         // Child process of the cache crash-safety test: stores entries until SIGKILLed.
         .executableTarget(
             name: "courier-cache-crash-writer",
@@ -80,7 +90,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "CourierProtobufTests",
-            dependencies: ["CourierProtobuf", "CourierProtos", "CourierTesting"],
+            dependencies: ["CourierProtobuf", "CourierProtos", "CourierProtoModels", "CourierTesting"],
             swiftSettings: strict),
     ]
 )

@@ -15,15 +15,21 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.39.0"),
     ],
     targets: [
-        // protoc-c output for Protos/bench.proto (see Protos/README.md), used raw and through Courier.
+        // protoc-c output for Protos/bench.proto, and the Swift models generated from it, both made
+        // by scripts/generate-protos.sh (which checks them with --check).
         .target(
             name: "CBenchProtos",
             linkerSettings: [.linkedLibrary("protobuf-c")]),
+        .target(
+            name: "BenchProtoModels",
+            dependencies: ["CBenchProtos", .product(name: "CourierProtobuf", package: "Courier")]),
+        // Raw protobuf-c unpack + pack, the baseline.
+        .target(name: "CBenchRaw", dependencies: ["CBenchProtos"]),
         // The 1 KB JSON body, its models and the protobuf twin shared by every benchmark.
         .target(
             name: "BenchSupport",
             dependencies: [
-                "CBenchProtos",
+                "BenchProtoModels", "CBenchProtos",
                 .product(name: "Courier", package: "Courier"),
                 .product(name: "CourierProtobuf", package: "Courier"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
@@ -31,7 +37,7 @@ let package = Package(
         .executableTarget(
             name: "CourierBenchmarks",
             dependencies: [
-                "BenchSupport", "CBenchProtos",
+                "BenchSupport", "CBenchRaw",
                 .product(name: "Benchmark", package: "package-benchmark"),
                 .product(name: "Courier", package: "Courier"),
                 .product(name: "CourierProtobuf", package: "Courier"),

@@ -4,7 +4,7 @@ import Foundation
 
 /// Encodes plain Swift models into protobuf wire bytes through protobuf-c.
 ///
-/// Courier builds the C message in memory it owns (an arena freed when `encode` returns),
+/// Courier builds the C message in memory it owns (an arena released when `encode` returns),
 /// walking the same per-descriptor plan the decoder uses, then calls `protobuf_c_message_pack`.
 /// Fields come out in field-number order, like Google's runtimes; map entries are sorted by key
 /// so the output is deterministic.
@@ -66,22 +66,14 @@ public struct ProtobufEncoder: Sendable {
         let plan: MessagePlan
         do { plan = try MessagePlan.plan(for: descriptor) } catch { throw error.courierError(.encoding) }
         let session = EncodingSession()
+        defer { session.release() }
         let base = session.newMessage(plan)
         do {
             try body(session, plan, base)
+            session.sortMaps()
+            return try session.pack(base, plan: plan)
         } catch {
             throw courierError(error, .encoding, T.self)
         }
-        if !session.maps.isEmpty { session.sortMaps() }
-        let message = base.assumingMemoryBound(to: ProtobufCMessage.self)
-        let size = protobuf_c_message_get_packed_size(message)
-        var data = Data(count: size)
-        let written = data.withUnsafeMutableBytes { bytes in
-            size == 0 ? 0 : protobuf_c_message_pack(message, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
-        }
-        guard written == size else {
-            throw CourierError(.encoding, "protobuf-c packed \(written) of \(size) bytes for \(plan.fullName)")
-        }
-        return data
     }
 }

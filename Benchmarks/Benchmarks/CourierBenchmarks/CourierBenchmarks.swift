@@ -2,7 +2,7 @@
 // its peers. Run by scripts/benchmark.sh (`swift package benchmark` in Benchmarks/).
 import BenchSupport
 import Benchmark
-import CBenchProtos
+import CBenchRaw
 import Courier
 import CourierProtobuf
 import Foundation
@@ -101,9 +101,9 @@ func protobufBenchmarks() {
     let data = Data(bytes)
     let decoder = ProtobufDecoder()
     let encoder = ProtobufEncoder()
-    Benchmark("Protobuf decode+encode: Courier ProtobufDirectCodable model") { benchmark in
+    Benchmark("Protobuf decode+encode: Courier generated model (ProtobufDirectCodable)") { benchmark in
         for _ in benchmark.scaledIterations {
-            let model = try decoder.decode(DirectCatalog.self, from: data)
+            let model = try decoder.decode(GeneratedCatalog.self, from: data)
             blackHole(try encoder.encode(model))
         }
     }

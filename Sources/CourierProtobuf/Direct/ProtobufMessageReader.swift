@@ -8,20 +8,21 @@ import Foundation
 /// presence for fields that track it. A number the message does not define, or a getter of the
 /// wrong kind, throws an error naming the field.
 public struct ProtobufMessageReader {
-    // The plan's immortal buffers, held unmanaged: reading a field costs no reference counting.
-    let fields: UnsafeMutableBufferPointer<FieldPlan>
-    let numbers: UnsafeMutableBufferPointer<Int32>
+    // Four words, so that readers stay in registers. The plan (immortal) is held unmanaged and
+    // its slots as a buffer: reading a field costs no reference counting.
     @usableFromInline let slots: UnsafeMutableBufferPointer<UInt64>
     let planRef: Unmanaged<MessagePlan>
     @usableFromInline let base: UnsafeRawPointer
 
     init(plan: MessagePlan, base: UnsafeRawPointer) {
-        self.fields = plan.fields
-        self.numbers = plan.indexByNumber
         self.slots = plan.slots
         self.planRef = Unmanaged.passUnretained(plan)
         self.base = base
     }
+
+    /// The plan's fields and field indexes by number (immortal buffers).
+    private var fields: UnsafeMutableBufferPointer<FieldPlan> { planRef._withUnsafeGuaranteedRef { $0.fields } }
+    private var numbers: UnsafeMutableBufferPointer<Int32> { planRef._withUnsafeGuaranteedRef { $0.indexByNumber } }
 
     @usableFromInline
     init(planRef: Unmanaged<MessagePlan>, base: UnsafeRawPointer) {
@@ -130,7 +131,8 @@ public struct ProtobufMessageReader {
 
     /// A Swift string from protobuf-c's C string, or an error naming the field.
     @usableFromInline func makeString(_ pointer: UnsafePointer<UInt8>, number: Int) throws -> String {
-        try CourierProtobuf.makeString(pointer, field: field(number))
+        guard let string = validString(pointer) else { throw invalidUTF8(try field(number)) }
+        return string
     }
 
     @usableFromInline func slowString(_ number: Int) throws -> String {
@@ -211,7 +213,31 @@ public struct ProtobufMessageReader {
     public func floats(_ number: Int) throws -> [Float] { try repeated(number, [Float].self) }
     public func doubles(_ number: Int) throws -> [Double] { try repeated(number, [Double].self) }
     public func bools(_ number: Int) throws -> [Bool] { try repeated(number, [Bool].self) }
-    public func strings(_ number: Int) throws -> [String] { try repeated(number, [String].self) }
+    /// A repeated string field. - Throws: when a string is not valid UTF-8.
+    public func strings(_ number: Int) throws -> [String] {
+        let field = try field(number)
+        guard field.kind == .string, field.presence == .repeated else {
+            throw ProtobufBridgeError.typeMismatch(field, in: plan, swiftType: [String].self)
+        }
+        let count = base.load(fromByteOffset: field.quantifierOffset, as: Int.self)
+        guard count > 0, let array = base.load(fromByteOffset: field.offset, as: UnsafeRawPointer?.self) else {
+            return []
+        }
+        var strings: [String] = []
+        strings.reserveCapacity(count)
+        for i in 0..<count {
+            let pointer = array.load(fromByteOffset: i &* 8, as: UnsafePointer<UInt8>?.self)
+            guard let pointer else {
+                strings.append("")
+                continue
+            }
+            guard let string = validString(pointer) else { throw invalidUTF8(field) }
+            strings.append(string)
+        }
+        return strings
+    }
+    /// A repeated bytes field.
+    public func bytesList(_ number: Int) throws -> [Data] { try repeated(number, [Data].self) }
     /// A `map<string, int32>` field.
     public func stringInt32Map(_ number: Int) throws -> [String: Int32] { try repeated(number, [String: Int32].self) }
 

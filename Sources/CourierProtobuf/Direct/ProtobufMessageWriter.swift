@@ -8,26 +8,25 @@ import Foundation
 /// keep it absent. Setting two members of one oneof, a NUL inside a string, `-0.0` in a field
 /// without presence or a number out of range throws.
 public struct ProtobufMessageWriter {
-    /// The session outlives every writer of its message (`ProtobufEncoder` holds it).
-    @usableFromInline unowned(unsafe) let session: EncodingSession
-    // The plan's immortal buffers, held unmanaged: writing a field costs no reference counting.
-    let fields: UnsafeMutableBufferPointer<FieldPlan>
-    let numbers: UnsafeMutableBufferPointer<Int32>
+    /// The arena of the message being built (a plain value; `ProtobufEncoder` releases it).
+    @usableFromInline let session: EncodingSession
+    // Six words. The plan (immortal) is held unmanaged and its slots as a buffer: writing a
+    // field costs no reference counting.
     @usableFromInline let slots: UnsafeMutableBufferPointer<UInt64>
-    let planRef: Unmanaged<MessagePlan>
+    @usableFromInline let planRef: Unmanaged<MessagePlan>
     @usableFromInline let base: UnsafeMutableRawPointer
     @usableFromInline var requiredSeen: UInt64 = 0
-    @usableFromInline let hasRequiredFields: Bool
 
     init(session: EncodingSession, plan: MessagePlan, base: UnsafeMutableRawPointer) {
         self.session = session
-        self.fields = plan.fields
-        self.numbers = plan.indexByNumber
         self.slots = plan.slots
         self.planRef = Unmanaged.passUnretained(plan)
         self.base = base
-        self.hasRequiredFields = !plan.requiredFields.isEmpty
     }
+
+    /// The plan's fields and field indexes by number (immortal buffers).
+    private var fields: UnsafeMutableBufferPointer<FieldPlan> { planRef._withUnsafeGuaranteedRef { $0.fields } }
+    private var numbers: UnsafeMutableBufferPointer<Int32> { planRef._withUnsafeGuaranteedRef { $0.indexByNumber } }
 
     @usableFromInline
     init(session: EncodingSession, planRef: Unmanaged<MessagePlan>, base: UnsafeMutableRawPointer) {
@@ -176,6 +175,16 @@ public struct ProtobufMessageWriter {
         try slowSetInt32(number, value.rawValue)
     }
 
+    /// Sets a message field when `value` is not nil (nil leaves it absent).
+    ///
+    /// Takes the Optional itself: `if let value = model.field { … }` would copy the whole
+    /// sub-message (a retain per string, array and nested message in it) before writing it.
+    @inlinable
+    public mutating func setMessage<M: ProtobufDirectCodable>(_ number: Int, _ value: M?) throws {
+        guard let value else { return }
+        try setMessage(number, value)
+    }
+
     /// Sets a message field.
     @inlinable
     public mutating func setMessage<M: ProtobufDirectCodable>(_ number: Int, _ value: M) throws {
@@ -201,7 +210,7 @@ public struct ProtobufMessageWriter {
 
     /// Throws when a required field of this message was not written.
     @inlinable func checkRequired() throws {
-        if hasRequiredFields { try checkRequiredSlow() }
+        if planRef._withUnsafeGuaranteedRef({ $0.hasRequiredFields }) { try checkRequiredSlow() }
     }
 
     @usableFromInline func checkRequiredSlow() throws {
@@ -221,7 +230,27 @@ public struct ProtobufMessageWriter {
     public mutating func setFloats(_ number: Int, _ values: [Float]) throws { try repeated(number, values) }
     public mutating func setDoubles(_ number: Int, _ values: [Double]) throws { try repeated(number, values) }
     public mutating func setBools(_ number: Int, _ values: [Bool]) throws { try repeated(number, values) }
-    public mutating func setStrings(_ number: Int, _ values: [String]) throws { try repeated(number, values) }
+    /// Sets a repeated string field. - Throws: for a string with an embedded NUL.
+    public mutating func setStrings(_ number: Int, _ values: [String]) throws {
+        let field = try field(number, repeated: true)
+        guard field.kind == .string else {
+            throw ProtobufBridgeError.typeMismatch(field, in: plan, swiftType: [String].self)
+        }
+        let count = values.count
+        if count == 0 { return }  // message_init left no elements.
+        let array = session.allocate(count &* 8)
+        // Borrow the elements: no copy (and no reference counting) per string.
+        try values.withUnsafeBufferPointer { strings in
+            for i in 0..<count {
+                guard let pointer = session.cStringIfValid(strings[i]) else { throw session.embeddedNULError(field) }
+                array.storeBytes(of: pointer, toByteOffset: i &* 8, as: UnsafeMutableRawPointer.self)
+            }
+        }
+        base.storeBytes(of: count, toByteOffset: field.quantifierOffset, as: Int.self)
+        base.storeBytes(of: array, toByteOffset: field.offset, as: UnsafeMutableRawPointer.self)
+    }
+    /// Sets a repeated bytes field.
+    public mutating func setBytesList(_ number: Int, _ values: [Data]) throws { try repeated(number, values) }
     /// Sets a `map<string, int32>` field (entries sorted by key when packed).
     public mutating func setStringInt32Map(_ number: Int, _ values: [String: Int32]) throws {
         try repeated(number, values)
@@ -237,13 +266,16 @@ public struct ProtobufMessageWriter {
     public mutating func setMessages<M: ProtobufDirectCodable>(_ number: Int, _ values: [M]) throws {
         let count = values.count
         let (child, array) = try beginMessages(number, count: count, [M].self)
-        for i in 0..<count {
-            var writer = newElement(child, array, i)
-            do {
-                try values[i].write(protobuf: &writer)
-                try writer.checkRequired()
-            } catch {
-                throw elementError(error, number, i)
+        // Borrow the elements: copying one would retain each of its arrays and strings.
+        try values.withUnsafeBufferPointer { elements in
+            for i in 0..<count {
+                var writer = newElement(child, array, i)
+                do {
+                    try elements[i].write(protobuf: &writer)
+                    try writer.checkRequired()
+                } catch {
+                    throw elementError(error, number, i)
+                }
             }
         }
     }
@@ -287,7 +319,7 @@ public struct ProtobufMessageWriter {
         _ number: Int, _ values: [K: V], entry: (inout ProtobufMessageWriter, K, V) throws -> Void
     ) throws {
         try elements(number, Array(values)) { message, pair in try entry(&message, pair.key, pair.value) }
-        session.maps.append((base, plan.fields[plan.fieldIndex(number: number)!]))
+        session.addMap(base, plan.fields[plan.fieldIndex(number: number)!])
     }
 
     private mutating func elements<T>(

@@ -9,13 +9,24 @@ import Synchronization
 /// first chunk, so allocating costs no reference counting and no exclusivity checks. A few
 /// released first chunks are kept for reuse (taking and returning one is an atomic exchange),
 /// which spares `malloc` and `free` on the hot path.
+///
+/// The arena also counts the bytes it handed out (``used``, which bounds the packed size of a
+/// message built in it, see ``EncodingSession``) and keeps the list of map fields written into
+/// an encoded message, which are sorted before packing.
+@usableFromInline
 struct Arena {
     /// The header at the start of the first chunk.
     private struct Header {
         var cursor: UnsafeMutableRawPointer
         var end: UnsafeMutableRawPointer
+        /// Where the current chunk's allocations start (to count ``used``).
+        var start: UnsafeMutableRawPointer
+        /// Bytes handed out from chunks and blocks before the current chunk.
+        var retired: Int
         /// Extra chunks and large blocks, chained through their first word.
         var extra: UnsafeMutableRawPointer?
+        /// Map fields written into an encoded message (``MapRecord``s in the arena).
+        var maps: UnsafeMutableRawPointer?
         /// What protobuf-c calls to allocate; `allocator_data` is the header.
         var allocator: ProtobufCAllocator
     }
@@ -33,7 +44,8 @@ struct Arena {
         header = chunk.bindMemory(to: Header.self, capacity: 1)
         header.initialize(
             to: Header(
-                cursor: chunk + Self.headerSize, end: chunk + Self.chunkSize, extra: nil,
+                cursor: chunk + Self.headerSize, end: chunk + Self.chunkSize, start: chunk + Self.headerSize,
+                retired: 0, extra: nil, maps: nil,
                 allocator: ProtobufCAllocator(alloc: arenaAlloc, free: arenaFree, allocator_data: chunk)))
     }
 
@@ -58,6 +70,9 @@ struct Arena {
             .assumingMemoryBound(to: ProtobufCAllocator.self)
     }
 
+    /// The bytes handed out so far (sizes rounded up to 8).
+    var used: Int { header.pointee.retired + (header.pointee.cursor - header.pointee.start) }
+
     /// `size` uninitialised bytes aligned to 8.
     @inline(__always)
     func allocate(_ size: Int) -> UnsafeMutableRawPointer {
@@ -75,15 +90,47 @@ struct Arena {
             let block = UnsafeMutableRawPointer.allocate(byteCount: linkSize + size, alignment: 16)
             block.storeBytes(of: header.pointee.extra, as: UnsafeMutableRawPointer?.self)
             header.pointee.extra = block
+            header.pointee.retired += size
             return block + linkSize
         }
         let chunk = UnsafeMutableRawPointer.allocate(byteCount: chunkSize, alignment: 16)
         chunk.storeBytes(of: header.pointee.extra, as: UnsafeMutableRawPointer?.self)
         header.pointee.extra = chunk
+        header.pointee.retired += header.pointee.cursor - header.pointee.start
+        header.pointee.start = chunk + linkSize
         header.pointee.cursor = chunk + linkSize + size
         header.pointee.end = chunk + chunkSize
         return chunk + linkSize
     }
+
+    /// One map field written into an encoded message: the C message holding it and the field.
+    private struct MapRecord {
+        var next: UnsafeMutableRawPointer?
+        var base: UnsafeMutableRawPointer
+        var owner: Unmanaged<MessagePlan>
+        var index: Int
+    }
+
+    /// Records that the map `field` of the message at `base` was written (sorted before packing).
+    func addMap(_ base: UnsafeMutableRawPointer, _ field: FieldPlan) {
+        let record = allocate(MemoryLayout<MapRecord>.size)
+        record.initializeMemory(
+            as: MapRecord.self,
+            repeating: MapRecord(next: header.pointee.maps, base: base, owner: field.ownerRef, index: field.index),
+            count: 1)
+        header.pointee.maps = record
+    }
+
+    /// Calls `body` for every map field recorded with ``addMap(_:_:)``.
+    func forEachMap(_ body: (UnsafeMutableRawPointer, FieldPlan) -> Void) {
+        var next = header.pointee.maps
+        while let record = next?.assumingMemoryBound(to: MapRecord.self) {
+            body(record.pointee.base, record.pointee.owner._withUnsafeGuaranteedRef { $0.fields[record.pointee.index] })
+            next = record.pointee.next
+        }
+    }
+
+    var hasMaps: Bool { header.pointee.maps != nil }
 
     // A few released first chunks, kept for the next arenas (0: empty slot).
     private static let slot0 = Atomic<UInt>(0)

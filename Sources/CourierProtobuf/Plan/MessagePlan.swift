@@ -109,6 +109,8 @@ final class MessagePlan: @unchecked Sendable {
     let indexBySwiftName: [String: Int]
     /// Indexes of required fields (checked when encoding).
     let requiredFields: [Int]
+    /// Whether `requiredFields` is not empty (read by inlined code).
+    @usableFromInline let hasRequiredFields: Bool
     /// Field index by field number (-1: none), for the direct path's lookups by number.
     let indexByNumber: UnsafeMutableBufferPointer<Int32>
     /// The direct path's inlined fast paths: one ``FieldSlot`` word per field number (same
@@ -138,6 +140,7 @@ final class MessagePlan: @unchecked Sendable {
         self.swiftNames = swiftNames
         self.indexBySwiftName = index
         self.requiredFields = required
+        self.hasRequiredFields = !required.isEmpty
         self.fields = UnsafeMutableBufferPointer<FieldPlan>.allocate(capacity: count)
         // Dense up to the highest number below 4096; higher numbers fall back to a scan.
         var highest = 0

@@ -135,12 +135,21 @@ func readString(_ address: UnsafeRawPointer, field: FieldPlan) throws(ProtobufBr
 func makeString(_ pointer: UnsafePointer<UInt8>, field: FieldPlan) throws(ProtobufBridgeError)
     -> String
 {
+    guard let string = validString(pointer) else { throw invalidUTF8(field) }
+    return string
+}
+
+/// A Swift string from a C string, or nil when it is not valid UTF-8.
+@inline(__always)
+func validString(_ pointer: UnsafePointer<UInt8>) -> String? {
     if pointer.pointee == 0 { return "" }
     // Non-generic, validating: nil for invalid UTF-8.
-    guard let string = String(validatingCString: UnsafeRawPointer(pointer).assumingMemoryBound(to: CChar.self)) else {
-        throw ProtobufBridgeError(message: "\(field.owner.fullName).\(field.protoName) is not valid UTF-8")
-    }
-    return string
+    return String(validatingCString: UnsafeRawPointer(pointer).assumingMemoryBound(to: CChar.self))
+}
+
+/// The error for a string field that is not valid UTF-8.
+func invalidUTF8(_ field: FieldPlan) -> ProtobufBridgeError {
+    ProtobufBridgeError(message: "\(field.owner.fullName).\(field.protoName) is not valid UTF-8")
 }
 
 /// A default instance of a message (all fields at their defaults), for a non-optional Swift

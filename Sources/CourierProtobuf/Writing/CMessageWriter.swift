@@ -40,7 +40,7 @@ final class CMessageWriter: Encoder {
             let writer = CMessageWriter(session: session, plan: child, focus: .message(message))
             return KeyedEncodingContainer(MessageWriteContainer<Key>(writer: writer, base: message))
         case .repeated(let field, let base) where field.isMap:
-            session.maps.append((base, field))
+            session.addMap(base, field)
             return KeyedEncodingContainer(
                 MapWriteContainer<Key>(session: session, plan: plan, field: field, base: base))
         case .value(let field, _), .repeated(let field, _):
@@ -58,7 +58,7 @@ final class CMessageWriter: Encoder {
             return FailingWriteContainer<EmptyKey>(
                 error: ProtobufBridgeError(message: "\(plan.fullName): the model writes a singular field as a list"))
         }
-        if field.isMap { session.maps.append((base, field)) }
+        if field.isMap { session.addMap(base, field) }
         return RepeatedWriteContainer(session: session, plan: plan, field: field, base: base)
     }
 

@@ -58,7 +58,7 @@ func writeRepeated<T: Encodable>(
             }
             base.storeBytes(of: map.count, toByteOffset: field.quantifierOffset, as: Int.self)
             base.storeBytes(of: array, toByteOffset: field.offset, as: UnsafeMutableRawPointer.self)
-            session.maps.append((base, field))
+            session.addMap(base, field)
             return
         }
     case .message:

@@ -1,8 +1,5 @@
-#include "CBenchProtos.h"
+#include "CBenchRaw.h"
 #include "bench.pb-c.h"
-
-const void *cbench_catalog_descriptor(void) { return &courier__bench__catalog__descriptor; }
-const void *cbench_item_descriptor(void) { return &courier__bench__item__descriptor; }
 
 size_t cbench_roundtrip(const uint8_t *data, size_t length, uint8_t *out, size_t capacity) {
     Courier__Bench__Catalog *catalog = courier__bench__catalog__unpack(NULL, length, data);

@@ -1,0 +1,109 @@
+import Foundation
+import Testing
+
+/// `scripts/generate-protos.sh --check`, run on a copy of the repository's protos and generated
+/// code in a temporary folder: it passes on the committed files, keeps hand-written files in a
+/// Swift models target, and fails on an edited or stale generated Swift file, an edited C file
+/// and an edited copy of protoc-gen-swift's output.
+@Suite struct GeneratorDriftTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// What the script reads and compares, relative to the repository root.
+    static let inputs = [
+        "scripts/generate-protos.sh", ".swift-format", "Protos", "Sources/CourierProtos", "Sources/CourierProtoModels",
+        "Benchmarks/Protos", "Benchmarks/Sources/CBenchProtos", "Benchmarks/Sources/BenchProtoModels",
+        "Benchmarks/Sources/BenchSupport/bench.pb.swift",
+    ]
+
+    /// The generator built next to the test binary (`swift build --build-tests` builds it).
+    static func generator() -> URL? {
+        var folders: [URL] = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
+        if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            folders.append(URL(fileURLWithPath: exe).deletingLastPathComponent())
+        }
+        if let executable = Bundle.main.executableURL { folders.append(executable.deletingLastPathComponent()) }
+        folders.append(root.appendingPathComponent(".build/debug"))
+        for folder in folders {
+            var candidate = folder
+            for _ in 0..<4 {
+                let path = candidate.appendingPathComponent("courier-protobuf-gen").path
+                if FileManager.default.isExecutableFile(atPath: path) { return URL(fileURLWithPath: path) }
+                candidate = candidate.deletingLastPathComponent()
+            }
+        }
+        return nil
+    }
+
+    /// Runs the copied script with `--check`; returns its exit status and output.
+    private func check(_ copy: URL, generator: URL) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = copy.appendingPathComponent("scripts/generate-protos.sh")
+        process.arguments = ["--check"]
+        process.currentDirectoryURL = copy
+        var environment = ProcessInfo.processInfo.environment
+        environment["COURIER_PROTOBUF_GEN"] = generator.path
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, text)
+    }
+
+    @Test func driftCheckCatchesEditedAndStaleGeneratedFiles() throws {
+        let generator = try #require(Self.generator(), "courier-protobuf-gen is not built (swift build --build-tests)")
+        let copy = FileManager.default.temporaryDirectory.appendingPathComponent("courier-drift-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: copy) }
+        for input in Self.inputs {
+            let target = copy.appendingPathComponent(input)
+            try FileManager.default.createDirectory(
+                at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.copyItem(at: Self.root.appendingPathComponent(input), to: target)
+        }
+        let models = copy.appendingPathComponent("Sources/CourierProtoModels")
+
+        // The committed files are current, and a hand-written file beside them is not drift.
+        try Data("// Hand-written.\n".utf8).write(to: models.appendingPathComponent("Extensions.swift"))
+        var (status, output) = try check(copy, generator: generator)
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("up to date"))
+
+        // An edited generated file.
+        let kinds = models.appendingPathComponent("courier_test_kinds.pb.swift")
+        let original = try String(contentsOf: kinds, encoding: .utf8)
+        try original.replacingOccurrences(of: "case red = 1", with: "case red = 5")
+            .write(to: kinds, atomically: true, encoding: .utf8)
+        (status, output) = try check(copy, generator: generator)
+        #expect(status == 1)
+        #expect(output.contains("case red = 5") && output.contains("Sources/CourierProtoModels is out of date"))
+
+        // A generated file no .proto makes any more.
+        try original.write(to: kinds, atomically: true, encoding: .utf8)
+        try Data("// Generated once.\n".utf8).write(to: models.appendingPathComponent("courier_old.pb.swift"))
+        (status, output) = try check(copy, generator: generator)
+        #expect(status == 1)
+        #expect(output.contains("courier_old.pb.swift: stale"))
+
+        // An edited file of a generated C target (the benchmark protos are checked too).
+        try FileManager.default.removeItem(at: models.appendingPathComponent("courier_old.pb.swift"))
+        let c = copy.appendingPathComponent("Benchmarks/Sources/CBenchProtos/bench.pb-c.c")
+        try (String(contentsOf: c, encoding: .utf8) + "// edited\n").write(to: c, atomically: true, encoding: .utf8)
+        (status, output) = try check(copy, generator: generator)
+        #expect(status == 1)
+        #expect(output.contains("Benchmarks/Sources/CBenchProtos is out of date"))
+
+        // protoc-gen-swift's committed output (checked by its stamp, without the plugin).
+        try FileManager.default.removeItem(at: c)
+        try FileManager.default.copyItem(
+            at: Self.root.appendingPathComponent("Benchmarks/Sources/CBenchProtos/bench.pb-c.c"), to: c)
+        let swiftProtobuf = copy.appendingPathComponent("Benchmarks/Sources/BenchSupport/bench.pb.swift")
+        try (String(contentsOf: swiftProtobuf, encoding: .utf8).replacingOccurrences(of: "= 0", with: "= 1"))
+            .write(to: swiftProtobuf, atomically: true, encoding: .utf8)
+        (status, output) = try check(copy, generator: generator)
+        #expect(status == 1)
+        #expect(output.contains("bench.pb.swift does not match Benchmarks/Protos (or was edited)"))
+    }
+}

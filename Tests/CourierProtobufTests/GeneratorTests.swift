@@ -1,0 +1,152 @@
+import Foundation
+import Testing
+
+/// courier-protobuf-gen on protos written for the test, in a temporary folder: Swift keywords,
+/// enum prefixes and aliases, nested types, shadowed standard types and proto2 defaults give
+/// source that parses, and what cannot be a Swift struct fails with a message naming it.
+@Suite struct GeneratorTests {
+    private struct Run {
+        var status: Int32
+        var output: String
+        var files: [String: String]
+    }
+
+    /// Runs protoc-c and the generator on `protos` (file name → text).
+    private func generate(_ protos: [String: String]) throws -> Run {
+        let generator = try #require(GeneratorDriftTests.generator(), "courier-protobuf-gen is not built")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-gen-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for (name, text) in protos {
+            try Data(text.utf8).write(to: folder.appendingPathComponent(name))
+        }
+        let descriptors = folder.appendingPathComponent("descriptors.pb").path
+        let (protocStatus, protocOutput) = try run(
+            URL(fileURLWithPath: "/usr/bin/env"),
+            ["protoc-c", "--descriptor_set_out=\(descriptors)", "-I\(folder.path)"] + protos.keys.sorted(), in: folder)
+        #expect(protocStatus == 0, "\(protocOutput)")
+        let out = folder.appendingPathComponent("out")
+        let (status, output) = try run(
+            generator, ["--descriptor-set", descriptors, "--c-module", "TestProtos", "--output", out.path], in: folder)
+        var files: [String: String] = [:]
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: out.path)) ?? [] {
+            files[name] = try String(contentsOf: out.appendingPathComponent(name), encoding: .utf8)
+        }
+        if status == 0 {
+            // The output must at least parse (type checking needs the C module: the committed
+            // models compile in this package).
+            for name in files.keys {
+                let (parseStatus, parseOutput) = try run(
+                    URL(fileURLWithPath: "/usr/bin/env"), ["swiftc", "-parse", out.appendingPathComponent(name).path],
+                    in: folder)
+                #expect(parseStatus == 0 && !parseOutput.contains("warning:"), "\(name): \(parseOutput)")
+            }
+        }
+        return Run(status: status, output: output, files: files)
+    }
+
+    private func run(_ executable: URL, _ arguments: [String], in folder: URL) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.currentDirectoryURL = folder
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, output)
+    }
+
+    @Test func awkwardNamesGiveValidSwift() throws {
+        let result = try generate([
+            "awkward.proto": """
+            syntax = "proto3";
+            package awkward.names;
+            enum Coffee {
+              option allow_alias = true;
+              COFFEE_UNKNOWN = 0;
+              COFFEE_FLAT_WHITE = 1;
+              COFFEE_LONG_BLACK = 2;
+              COFFEE_AMERICANO = 2;
+            }
+            enum Mode { MODE_1 = 0; MODE_2 = 1; }
+            message Data { bytes blob = 1; }
+            message Holder {
+              string default = 1;
+              int32 class = 2;
+              Data data = 3;
+              bytes raw = 4;
+              message Inner { enum Kind { KIND_A = 0; KIND_B = 1; } Kind kind = 1; repeated Inner children = 2; }
+              Inner inner = 5;
+              map<int64, Inner> by_id = 6;
+              oneof choice { string text = 7; Coffee coffee = 8; }
+              optional double ratio = 9;
+              string _leading = 10;
+              int32 inout = 11;
+            }
+            """
+        ])
+        #expect(result.status == 0, "\(result.output)")
+        let source = try #require(result.files["awkward.pb.swift"])
+        #expect(source.contains("public var `default`: String"))
+        #expect(source.contains("public var `class`: Int32"))
+        #expect(source.contains("public var raw: Foundation.Data"), "a message named Data shadows Foundation's")
+        #expect(source.contains("case flatWhite = 1") && source.contains("case longBlack = 2"))
+        #expect(source.contains("public static let americano = Coffee.longBlack"))
+        #expect(source.contains("case mode1 = 0"), "prefix kept when stripping leaves no valid name")
+        #expect(source.contains("public enum Kind: Int32") && source.contains("public var kind: Holder.Inner.Kind"))
+        #expect(source.contains("public var byId: [Int64: Holder.Inner]"))
+        #expect(source.contains("/// Member of oneof `choice`: set at most one.\n    public var text: String?"))
+        #expect(source.contains("public var ratio: Double?"))
+        #expect(source.contains("public var leading: String"))
+        #expect(source.contains("`default`: try message.string(1)") == false, "labels need no backticks")
+        #expect(source.contains("`inout`: try message.int32(11)"), "but inout does")
+        #expect(source.contains("courier_descriptor_awkward_names_Holder_Inner()"))
+    }
+
+    @Test func proto2DefaultsAreDocumented() throws {
+        let result = try generate([
+            "old.proto": """
+            syntax = "proto2";
+            message Old {
+              enum Level { LOW = 1; HIGH = 2; }
+              required int32 id = 1;
+              optional string greeting = 2 [default = "say \\"hi\\""];
+              optional Level level = 3 [default = HIGH];
+            }
+            """
+        ])
+        #expect(result.status == 0, "\(result.output)")
+        let source = try #require(result.files["old.pb.swift"])
+        #expect(source.contains("/// Required.\n    public var id: Int32"))
+        #expect(source.contains("Unset (nil) means the proto default, `\"say \\\"hi\\\"\"`."))
+        #expect(source.contains("Unset (nil) means the proto default, `.high`.\n    public var level: Old.Level?"))
+    }
+
+    @Test func aMessageThatContainsItselfFails() throws {
+        let result = try generate([
+            "tree.proto": """
+            syntax = "proto3";
+            package tree;
+            message Node { Leaf leaf = 1; repeated Node children = 2; }
+            message Leaf { Node parent = 1; }
+            """
+        ])
+        #expect(result.status == 1)
+        #expect(result.output.contains("contains itself through singular fields"))
+        #expect(result.output.contains("tree.Leaf") && result.output.contains("tree.Node"))
+    }
+
+    @Test func sameNameInTwoPackagesFails() throws {
+        let result = try generate([
+            "a.proto": "syntax = \"proto3\";\npackage first;\nmessage Thing { int32 a = 1; }\n",
+            "b.proto": "syntax = \"proto3\";\npackage second;\nmessage Thing { int32 b = 1; }\n",
+        ])
+        #expect(result.status == 1)
+        #expect(
+            result.output.contains("first.Thing and second.Thing")
+                || result.output.contains("second.Thing and first.Thing"))
+    }
+}
