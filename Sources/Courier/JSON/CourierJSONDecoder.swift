@@ -22,15 +22,27 @@ import Foundation
 /// keys wins, and Date, Data, URL, Decimal and `[String: V]` are decoded specially.
 public struct CourierJSONDecoder: Sendable {
     /// How object keys are mapped to coding keys. Defaults to `.useDefaultKeys`.
-    public var keyDecodingStrategy: JSONDecoder.KeyDecodingStrategy = .useDefaultKeys
+    public var keyDecodingStrategy: JSONDecoder.KeyDecodingStrategy = .useDefaultKeys {
+        didSet { rebuildOptions() }
+    }
     /// How dates are decoded. Defaults to `.deferredToDate`.
-    public var dateDecodingStrategy: JSONDecoder.DateDecodingStrategy = .deferredToDate
+    public var dateDecodingStrategy: JSONDecoder.DateDecodingStrategy = .deferredToDate {
+        didSet { rebuildOptions() }
+    }
     /// How `Data` is decoded. Defaults to `.base64`.
-    public var dataDecodingStrategy: JSONDecoder.DataDecodingStrategy = .base64
+    public var dataDecodingStrategy: JSONDecoder.DataDecodingStrategy = .base64 {
+        didSet { rebuildOptions() }
+    }
     /// How strings stand for infinity and NaN. Defaults to `.throw`.
-    public var nonConformingFloatDecodingStrategy: JSONDecoder.NonConformingFloatDecodingStrategy = .throw
+    public var nonConformingFloatDecodingStrategy: JSONDecoder.NonConformingFloatDecodingStrategy = .throw {
+        didSet { rebuildOptions() }
+    }
     /// Contextual information handed to `init(from:)` through `Decoder.userInfo`.
-    public var userInfo: [CodingUserInfoKey: any Sendable] = [:]
+    public var userInfo: [CodingUserInfoKey: any Sendable] = [:] {
+        didSet { rebuildOptions() }
+    }
+    /// The properties above, as every decode call reads them.
+    private var options = JSONDecodingOptions.default
 
     /// Creates a decoder with Foundation's default strategies.
     public init() {}
@@ -73,14 +85,11 @@ public struct CourierJSONDecoder: Sendable {
         return try impl.decodeValue(type, at: 0, depth: 0, key: nil)
     }
 
-    private var options: JSONDecodingOptions {
-        let usesDefaultKeys: Bool
-        if case .useDefaultKeys = keyDecodingStrategy { usesDefaultKeys = true } else { usesDefaultKeys = false }
-        return JSONDecodingOptions(
+    private mutating func rebuildOptions() {
+        options = JSONDecodingOptions(
             keyDecodingStrategy: keyDecodingStrategy, dateDecodingStrategy: dateDecodingStrategy,
             dataDecodingStrategy: dataDecodingStrategy,
-            nonConformingFloatDecodingStrategy: nonConformingFloatDecodingStrategy, userInfo: userInfo,
-            usesDefaultKeys: usesDefaultKeys)
+            nonConformingFloatDecodingStrategy: nonConformingFloatDecodingStrategy, userInfo: userInfo)
     }
 
     private static func invalidJSON(_ error: JSONSyntaxError) -> DecodingError {

@@ -84,6 +84,11 @@ struct JSONParser {
         }
     }
 
+    /// Parses any value; `depth` is the number of arrays and objects around it.
+    ///
+    /// Inlined into the member loops of arrays and objects, with strings (the most frequent
+    /// values, and every key) parsed inline too.
+    @inline(__always)
     private mutating func parseValue(depth: Int) throws(JSONSyntaxError) {
         skipWhitespace()
         guard position < count else { throw fail("Unexpected end of input") }
@@ -91,6 +96,13 @@ struct JSONParser {
         case UInt8(ascii: "\""): try parseString()
         case UInt8(ascii: "{"): try parseObject(depth: depth + 1)
         case UInt8(ascii: "["): try parseArray(depth: depth + 1)
+        default: try parseScalar()
+        }
+    }
+
+    /// Numbers and literals (strings are parsed inline by `parseValue`).
+    private mutating func parseScalar() throws(JSONSyntaxError) {
+        switch bytes[position] {
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try parseNumber()
         case UInt8(ascii: "t"): try parseLiteral(0x6575_7274, .true)  // "true"
         case UInt8(ascii: "f"):
