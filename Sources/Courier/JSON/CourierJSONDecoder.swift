@@ -17,6 +17,8 @@ import Foundation
 ///   converts UTF-16 and UTF-32 input.
 /// - A number that does not fit its type throws `DecodingError.dataCorrupted` with the
 ///   coding path of the value; Foundation reports an empty coding path.
+/// - A string that the `.iso8601` date strategy cannot parse throws `.dataCorrupted` with the
+///   coding path of the date; Foundation reports the path of the container holding it.
 ///
 /// As in Foundation: nesting is limited to 512 arrays or objects, the first of duplicate
 /// keys wins, and Date, Data, URL, Decimal and `[String: V]` are decoded specially.

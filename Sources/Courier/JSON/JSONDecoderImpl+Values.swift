@@ -9,7 +9,12 @@ extension JSONDecoderImpl {
         let start = bytes + Int(token.start)
         let length = Int(token.length)
         if token.flags & JSONToken.hasEscapes == 0 {
-            return String(decoding: UnsafeBufferPointer(start: start, count: length), as: UTF8.self)
+            // Not `String(decoding:as:)`: this initializer builds a small ASCII string (up to 15
+            // bytes, most keys and values) without a separate validation pass.
+            return String(unsafeUninitializedCapacity: length) { buffer in
+                if length > 0 { buffer.baseAddress!.initialize(from: start, count: length) }
+                return length
+            }
         }
         return String(unsafeUninitializedCapacity: length) { buffer in
             JSONDecoderImpl.unescape(start, length, into: buffer.baseAddress!)
