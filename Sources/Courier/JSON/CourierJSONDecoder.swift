@@ -6,8 +6,8 @@ import Foundation
 /// decodes straight from the bytes: no intermediate `Any` tree, no `String` per key. The
 /// strategies are Foundation's own types, so switching is a one-word change.
 ///
-/// Where it differs from Foundation (each covered by a test in `CourierJSONDecoderTests`
-/// or `JSONTestSuiteTests`):
+/// Where it differs from Foundation (each covered by a test in `CourierJSONDecoderTests`,
+/// `JSONStrategyDifferentialTests` or `JSONTestSuiteTests`):
 /// - It follows RFC 8259 exactly: trailing commas (`[1,]`, `{"a":1,}`) are rejected and
 ///   `0e1` is a number; Foundation accepts the former and rejects the latter.
 /// - The whole document is validated up front: an invalid escape, a lone surrogate, invalid
