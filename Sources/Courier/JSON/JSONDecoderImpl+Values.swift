@@ -21,11 +21,25 @@ extension JSONDecoderImpl {
         }
     }
 
-    /// Writes the unescaped UTF-8 of validated string content; returns the byte count.
+    /// Writes the unescaped UTF-8 of validated string content; returns the byte count. `out`
+    /// has room for `length` bytes (unescaping never lengthens).
     static func unescape(_ source: UnsafePointer<UInt8>, _ length: Int, into out: UnsafeMutablePointer<UInt8>) -> Int {
         var i = 0
         var o = 0
         while i < length {
+            // Eight bytes at a time up to the next backslash. Writing a whole word is safe:
+            // o <= i, so o + 8 <= i + 8 <= length.
+            if i + 8 <= length {
+                let raw = UnsafeRawPointer(source + i).loadUnaligned(as: UInt64.self)
+                let x = UInt64(littleEndian: raw) ^ 0x5C5C_5C5C_5C5C_5C5C
+                let backslashes = (x &- 0x0101_0101_0101_0101) & ~x & 0x8080_8080_8080_8080
+                UnsafeMutableRawPointer(out + o).storeBytes(of: raw, as: UInt64.self)
+                // The lowest flagged byte is exact (a borrow only misflags bytes above a hit).
+                let run = backslashes == 0 ? 8 : backslashes.trailingZeroBitCount >> 3
+                i += run
+                o += run
+                if run == 8 { continue }
+            }
             let byte = source[i]
             if byte != UInt8(ascii: "\\") {
                 out[o] = byte
