@@ -90,7 +90,7 @@ struct JSONParser {
     /// values, and every key) parsed inline too.
     @inline(__always)
     private mutating func parseValue(depth: Int) throws(JSONSyntaxError) {
-        skipWhitespace()
+        if position >= count || bytes[position] <= 0x20 { skipWhitespace() }
         guard position < count else { throw fail("Unexpected end of input") }
         switch bytes[position] {
         case UInt8(ascii: "\""): try parseString()
@@ -138,17 +138,22 @@ struct JSONParser {
             return
         }
         while true {
-            skipWhitespace()
-            guard position < count, bytes[position] == UInt8(ascii: "\"") else {
-                throw fail("Expected a string key")
+            if position >= count || bytes[position] != UInt8(ascii: "\"") {
+                skipWhitespace()
+                guard position < count, bytes[position] == UInt8(ascii: "\"") else {
+                    throw fail("Expected a string key")
+                }
             }
             try parseString()
-            skipWhitespace()
-            guard position < count, bytes[position] == UInt8(ascii: ":") else { throw fail("Expected ':'") }
+            // Compact JSON first: the expected byte, then whitespace only if it is not there.
+            if position >= count || bytes[position] != UInt8(ascii: ":") {
+                skipWhitespace()
+                guard position < count, bytes[position] == UInt8(ascii: ":") else { throw fail("Expected ':'") }
+            }
             position += 1
             try parseValue(depth: depth)
             members += 1
-            skipWhitespace()
+            if position >= count || bytes[position] <= 0x20 { skipWhitespace() }
             guard position < count else { throw fail("Unexpected end of input in an object") }
             let byte = bytes[position]
             position += 1
@@ -174,7 +179,7 @@ struct JSONParser {
         while true {
             try parseValue(depth: depth)
             elements += 1
-            skipWhitespace()
+            if position >= count || bytes[position] <= 0x20 { skipWhitespace() }
             guard position < count else { throw fail("Unexpected end of input in an array") }
             let byte = bytes[position]
             position += 1
