@@ -124,9 +124,37 @@ extension JSONDecoderImpl {
         let token = tokens[value]
         if token.flags & JSONToken.hasEscapes == 0 {
             guard Int(token.length) == other.count else { return false }
-            return other.count == 0 || memcmp(bytes + Int(token.start), other.baseAddress!, other.count) == 0
+            return Self.bytesEqual(bytes + Int(token.start), other.baseAddress, other.count)
         }
         return string(at: value).utf8.elementsEqual(other)
+    }
+
+    /// `count` bytes at `a` and `b` are equal. Keys are short: up to 16 bytes are compared with
+    /// two overlapping loads from each side (first and last 2, 4 or 8 bytes, all in bounds),
+    /// without a call to `memcmp`.
+    @inline(__always)
+    static func bytesEqual(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>?, _ count: Int) -> Bool {
+        guard count > 0, let b else { return true }
+        let x = UnsafeRawPointer(a)
+        let y = UnsafeRawPointer(b)
+        switch count {
+        case 1:
+            return a[0] == b[0]
+        case 2..<4:
+            return x.loadUnaligned(as: UInt16.self) == y.loadUnaligned(as: UInt16.self)
+                && x.loadUnaligned(fromByteOffset: count - 2, as: UInt16.self)
+                    == y.loadUnaligned(fromByteOffset: count - 2, as: UInt16.self)
+        case 4..<8:
+            return x.loadUnaligned(as: UInt32.self) == y.loadUnaligned(as: UInt32.self)
+                && x.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+                    == y.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+        case 8...16:
+            return x.loadUnaligned(as: UInt64.self) == y.loadUnaligned(as: UInt64.self)
+                && x.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+                    == y.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+        default:
+            return memcmp(a, b, count) == 0
+        }
     }
 
     // MARK: Numbers
