@@ -268,6 +268,20 @@ w("Wall-clock time per operation. \"Fastest\" is each pass's fastest iteration, 
   "median varied up to 2× between passes here), while its fastest iteration — one not interrupted — "
   "stays put; so speeds and goals use the fastest, and the medians are shown for reference.")
 micro_table(f"JSON decode of the {a.body_bytes}-byte body into a model", "JSON decode:", "Foundation JSONDecoder")
+large_json_note = ("One page of an issue tracker's list endpoint (`IssuePage` in "
+                   "Benchmarks/Sources/BenchSupport/IssuePage.swift): nested users and labels, `null`s, "
+                   "snake_case keys, long text with escapes and non-ASCII; generated the same on every run.")
+micro_table("JSON decode of a 100 KB API payload (101,801 bytes, 90 issues) into a model", "JSON decode 100 KB:",
+            "Foundation JSONDecoder", large_json_note)
+micro_table("JSON decode of a 1 MB API payload (1,016,188 bytes, 900 issues) into a model", "JSON decode 1 MB:",
+            "Foundation JSONDecoder", large_json_note)
+encode_note = ("Default options on both sides (compact output; members in Foundation's hash order, in "
+               "Courier's encoding order). \"Request serializer\" is what a call with `.json` parameters pays: "
+               "`JSONRequestSerializer.shared` writing the body and `Content-Type` of a POST.")
+micro_table(f"JSON encode of the {a.body_bytes}-byte body's model", "JSON encode 1 KB:", "Foundation JSONEncoder",
+            encode_note)
+micro_table("JSON encode of the 100 KB payload's model", "JSON encode 100 KB:", "Foundation JSONEncoder")
+micro_table("JSON encode of the 1 MB payload's model", "JSON encode 1 MB:", "Foundation JSONEncoder")
 micro_table("Form encode (7 fields, one a 3-element list)", "Form encode:", "Foundation URLComponents")
 micro_table("Protobuf decode + encode of the same catalog", "Protobuf decode+encode:", "raw protobuf-c",
             "Courier's model is the one `scripts/generate-protos.sh` generates from Benchmarks/Protos/bench.proto; "
@@ -356,9 +370,16 @@ w(goal("Protobuf model decode+encode: speed", "generated model (`ProtobufDirectC
 w(goal("Protobuf model decode+encode: speed", "generated model (`ProtobufDirectCodable`) vs apple/swift-protobuf",
        ratio(micro_wall("Protobuf decode+encode: apple/swift-protobuf"), direct), 1.5,
        runs=micro_pass_ratio(generated, "Protobuf decode+encode: apple/swift-protobuf")))
-w(goal("JSON decode into a model: speed", "response pipeline `.json` vs bare Foundation `JSONDecoder`",
-       ratio(micro_wall("JSON decode: Foundation JSONDecoder"), micro_wall("JSON decode: Courier pipeline (.json")), 5.0,
-       runs=micro_pass_ratio("JSON decode: Courier pipeline (.json", "JSON decode: Foundation JSONDecoder")))
+for size, prefix, target in [("1 KB body", "JSON decode:", 5.0), ("100 KB payload", "JSON decode 100 KB:", 3.0),
+                             ("1 MB payload", "JSON decode 1 MB:", 3.0)]:
+    w(goal(f"JSON decode into a model, {size}: speed", "response pipeline `.json` vs bare Foundation `JSONDecoder`",
+           ratio(micro_wall(f"{prefix} Foundation JSONDecoder"), micro_wall(f"{prefix} Courier pipeline (.json")),
+           target, runs=micro_pass_ratio(f"{prefix} Courier pipeline (.json", f"{prefix} Foundation JSONDecoder")))
+for size in ["1 KB", "100 KB", "1 MB"]:
+    prefix = f"JSON encode {size}:"
+    w(goal(f"JSON encode of a model, {size}: speed", "request serializer `.json` vs bare Foundation `JSONEncoder`",
+           ratio(micro_wall(f"{prefix} Foundation JSONEncoder"), micro_wall(f"{prefix} Courier request serializer")),
+           2.0, runs=micro_pass_ratio(f"{prefix} Courier request serializer", f"{prefix} Foundation JSONEncoder")))
 def per_run_memory(client):
     values = []
     for run in sorted({r["run"] for r in rows if "run" in r}):

@@ -23,7 +23,7 @@ let benchmarks: @Sendable () -> Void = {
     cacheBenchmarks()
 }
 
-// MARK: - JSON: the 1 KB body into `Catalog`
+// MARK: - JSON: the 1 KB body into `Catalog`, ~100 KB and ~1 MB API payloads into `IssuePage`
 
 func jsonBenchmarks() {
     let body = Catalog.body
@@ -33,9 +33,7 @@ func jsonBenchmarks() {
             blackHole(try decoder.decode(Catalog.self, from: body))
         }
     }
-    let context = ResponseContext(
-        request: HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1", path: "/catalog.json"),
-        response: HTTPResponse(status: .ok, headerFields: [.contentType: "application/json"]), body: body)
+    let context = jsonResponse(body)
     let serializer = DecodableResponseSerializer(Catalog.self)
     let pipeline = ResponsePipeline.default
     Benchmark("JSON decode: Courier pipeline (.json = CourierJSONDecoder)") { benchmark in
@@ -55,6 +53,69 @@ func jsonBenchmarks() {
             blackHole(try courierDecoder.decode(Catalog.self, from: body))
         }
     }
+
+    // The large payloads: one decode of 1 MB takes tens of milliseconds with Foundation, so
+    // fewer warm-up iterations and a longer run.
+    let large = Benchmark.Configuration(warmupIterations: 3, maxDuration: .seconds(3))
+    for (size, payload) in [("100 KB", IssuePage.body100KB), ("1 MB", IssuePage.body1MB)] {
+        let context = jsonResponse(payload)
+        let serializer = DecodableResponseSerializer(IssuePage.self)
+        Benchmark("JSON decode \(size): Foundation JSONDecoder", configuration: large) { benchmark in
+            for _ in benchmark.scaledIterations {
+                blackHole(try decoder.decode(IssuePage.self, from: payload))
+            }
+        }
+        Benchmark("JSON decode \(size): Courier pipeline (.json = CourierJSONDecoder)", configuration: large) {
+            benchmark in
+            for _ in benchmark.scaledIterations {
+                blackHole(try pipeline.process(context, with: serializer))
+            }
+        }
+        Benchmark("JSON decode \(size): CourierJSONDecoder (bare)", configuration: large) { benchmark in
+            for _ in benchmark.scaledIterations {
+                blackHole(try courierDecoder.decode(IssuePage.self, from: payload))
+            }
+        }
+    }
+
+    // Encoding: default options (compact, keys in Foundation's hash order or Courier's
+    // encoding order), the bare encoders and the request serializer `.json` writing a POST body.
+    let encoder = JSONEncoder()
+    let courierEncoder = CourierJSONEncoder()
+    let post = PreparedRequest(
+        head: HTTPRequest(method: .post, scheme: "http", authority: "127.0.0.1", path: "/catalog"))
+    func encodeBenchmarks<Model: Encodable & Sendable>(
+        _ size: String, _ model: Model, _ configuration: Benchmark.Configuration
+    ) {
+        Benchmark("JSON encode \(size): Foundation JSONEncoder", configuration: configuration) { benchmark in
+            for _ in benchmark.scaledIterations {
+                blackHole(try encoder.encode(model))
+            }
+        }
+        Benchmark("JSON encode \(size): CourierJSONEncoder (bare)", configuration: configuration) { benchmark in
+            for _ in benchmark.scaledIterations {
+                blackHole(try courierEncoder.encode(model))
+            }
+        }
+        Benchmark("JSON encode \(size): Courier request serializer (.json)", configuration: configuration) {
+            benchmark in
+            for _ in benchmark.scaledIterations {
+                var request = post
+                try JSONRequestSerializer.shared.serialize(model, into: &request)
+                blackHole(request)
+            }
+        }
+    }
+    encodeBenchmarks("1 KB", Catalog.sample, Benchmark.defaultConfiguration)
+    encodeBenchmarks("100 KB", IssuePage.sample100KB, large)
+    encodeBenchmarks("1 MB", IssuePage.sample1MB, large)
+}
+
+/// A 200 response with `Content-Type: application/json` and `body`, as the transport hands it over.
+func jsonResponse(_ body: Data) -> ResponseContext {
+    ResponseContext(
+        request: HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1", path: "/catalog.json"),
+        response: HTTPResponse(status: .ok, headerFields: [.contentType: "application/json"]), body: body)
 }
 
 // MARK: - Form encoding

@@ -6,8 +6,8 @@ import Foundation
 /// decodes straight from the bytes: no intermediate `Any` tree, no `String` per key. The
 /// strategies are Foundation's own types, so switching is a one-word change.
 ///
-/// Where it differs from Foundation (each covered by a test in `CourierJSONDecoderTests`
-/// or `JSONTestSuiteTests`):
+/// Where it differs from Foundation (each covered by a test in `CourierJSONDecoderTests`,
+/// `JSONStrategyDifferentialTests` or `JSONTestSuiteTests`):
 /// - It follows RFC 8259 exactly: trailing commas (`[1,]`, `{"a":1,}`) are rejected and
 ///   `0e1` is a number; Foundation accepts the former and rejects the latter.
 /// - The whole document is validated up front: an invalid escape, a lone surrogate, invalid
@@ -17,20 +17,34 @@ import Foundation
 ///   converts UTF-16 and UTF-32 input.
 /// - A number that does not fit its type throws `DecodingError.dataCorrupted` with the
 ///   coding path of the value; Foundation reports an empty coding path.
+/// - A string that the `.iso8601` date strategy cannot parse throws `.dataCorrupted` with the
+///   coding path of the date; Foundation reports the path of the container holding it.
 ///
 /// As in Foundation: nesting is limited to 512 arrays or objects, the first of duplicate
 /// keys wins, and Date, Data, URL, Decimal and `[String: V]` are decoded specially.
 public struct CourierJSONDecoder: Sendable {
     /// How object keys are mapped to coding keys. Defaults to `.useDefaultKeys`.
-    public var keyDecodingStrategy: JSONDecoder.KeyDecodingStrategy = .useDefaultKeys
+    public var keyDecodingStrategy: JSONDecoder.KeyDecodingStrategy = .useDefaultKeys {
+        didSet { rebuildOptions() }
+    }
     /// How dates are decoded. Defaults to `.deferredToDate`.
-    public var dateDecodingStrategy: JSONDecoder.DateDecodingStrategy = .deferredToDate
+    public var dateDecodingStrategy: JSONDecoder.DateDecodingStrategy = .deferredToDate {
+        didSet { rebuildOptions() }
+    }
     /// How `Data` is decoded. Defaults to `.base64`.
-    public var dataDecodingStrategy: JSONDecoder.DataDecodingStrategy = .base64
+    public var dataDecodingStrategy: JSONDecoder.DataDecodingStrategy = .base64 {
+        didSet { rebuildOptions() }
+    }
     /// How strings stand for infinity and NaN. Defaults to `.throw`.
-    public var nonConformingFloatDecodingStrategy: JSONDecoder.NonConformingFloatDecodingStrategy = .throw
+    public var nonConformingFloatDecodingStrategy: JSONDecoder.NonConformingFloatDecodingStrategy = .throw {
+        didSet { rebuildOptions() }
+    }
     /// Contextual information handed to `init(from:)` through `Decoder.userInfo`.
-    public var userInfo: [CodingUserInfoKey: any Sendable] = [:]
+    public var userInfo: [CodingUserInfoKey: any Sendable] = [:] {
+        didSet { rebuildOptions() }
+    }
+    /// The properties above, as every decode call reads them.
+    private var options = JSONDecodingOptions.default
 
     /// Creates a decoder with Foundation's default strategies.
     public init() {}
@@ -73,14 +87,11 @@ public struct CourierJSONDecoder: Sendable {
         return try impl.decodeValue(type, at: 0, depth: 0, key: nil)
     }
 
-    private var options: JSONDecodingOptions {
-        let usesDefaultKeys: Bool
-        if case .useDefaultKeys = keyDecodingStrategy { usesDefaultKeys = true } else { usesDefaultKeys = false }
-        return JSONDecodingOptions(
+    private mutating func rebuildOptions() {
+        options = JSONDecodingOptions(
             keyDecodingStrategy: keyDecodingStrategy, dateDecodingStrategy: dateDecodingStrategy,
             dataDecodingStrategy: dataDecodingStrategy,
-            nonConformingFloatDecodingStrategy: nonConformingFloatDecodingStrategy, userInfo: userInfo,
-            usesDefaultKeys: usesDefaultKeys)
+            nonConformingFloatDecodingStrategy: nonConformingFloatDecodingStrategy, userInfo: userInfo)
     }
 
     private static func invalidJSON(_ error: JSONSyntaxError) -> DecodingError {

@@ -37,9 +37,9 @@ extension JSONDecoderImpl {
         tokens[object].flags = flags
     }
 
-    /// Puts each key in one of 64 buckets by its length and first and last bytes: keys in
-    /// different buckets differ, so only a shared bucket needs a closer look. Keys with
-    /// escapes are compared as strings.
+    /// Puts each key in one of 64 buckets by its length and first and last bytes: keys
+    /// in different buckets differ, so a key is compared only with the earlier keys of its own
+    /// bucket. Keys with escapes are compared as strings.
     private func hasDuplicateKeys(_ object: Int) -> Bool {
         let end = Int(tokens[object].next)
         var buckets: UInt64 = 0
@@ -47,33 +47,35 @@ extension JSONDecoderImpl {
         while key < end {
             let token = tokens[key]
             if token.flags & JSONToken.hasEscapes != 0 { return hasDuplicateEscapedKeys(object) }
-            var hash = UInt64(token.length)
-            if token.length > 0 {
-                let start = bytes + Int(token.start)
-                hash = hash &+ UInt64(start[0]) &* 7 &+ UInt64(start[Int(token.length) - 1]) &* 13
-            }
-            let bit: UInt64 = 1 << (hash & 63)
-            if buckets & bit != 0 { return hasDuplicateKeysComparingBytes(object) }
+            let hash = keyHash(token)
+            let bit: UInt64 = 1 &<< hash
+            if buckets & bit != 0 && hasEarlierKey(like: key, hash: hash, in: object) { return true }
             buckets |= bit
             key = Int(tokens[key + 1].next)
         }
         return false
     }
 
-    /// Compares each unescaped key with the ones before it.
-    private func hasDuplicateKeysComparingBytes(_ object: Int) -> Bool {
-        let first = object + 1
-        let end = Int(tokens[object].next)
-        var key = first
-        while key < end {
-            var other = first
-            while other < key {
-                if sameKey(other, key) { return true }
-                other = Int(tokens[other + 1].next)
-            }
-            key = Int(tokens[key + 1].next)
+    /// Whether a key before `key` in `object`, in the same bucket, has the same bytes.
+    @inline(never)
+    private func hasEarlierKey(like key: Int, hash: UInt64, in object: Int) -> Bool {
+        var other = object + 1
+        while other < key {
+            if keyHash(tokens[other]) == hash && sameKey(other, key) { return true }
+            other = Int(tokens[other + 1].next)
         }
         return false
+    }
+
+    /// A bucket in 0..<64 for an unescaped key.
+    @inline(__always)
+    private func keyHash(_ token: JSONToken) -> UInt64 {
+        var hash = UInt64(token.length)
+        if token.length > 0 {
+            let start = bytes + Int(token.start)
+            hash = hash &+ UInt64(start[0]) &* 7 &+ UInt64(start[Int(token.length) - 1]) &* 13
+        }
+        return hash & 63
     }
 
     private func hasDuplicateEscapedKeys(_ object: Int) -> Bool {

@@ -115,12 +115,3 @@ extension JSONDecoderImpl {
         while var decoder = subDecoders.popLast() { Self.recycle(&decoder) }
     }
 }
-
-extension JSONDecodingOptions {
-    /// What an idle pooled decoder holds: Foundation's defaults, nothing of a caller's.
-    static var `default`: JSONDecodingOptions {
-        JSONDecodingOptions(
-            keyDecodingStrategy: .useDefaultKeys, dateDecodingStrategy: .deferredToDate, dataDecodingStrategy: .base64,
-            nonConformingFloatDecodingStrategy: .throw, userInfo: [:], usesDefaultKeys: true)
-    }
-}

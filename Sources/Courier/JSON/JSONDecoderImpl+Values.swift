@@ -9,18 +9,37 @@ extension JSONDecoderImpl {
         let start = bytes + Int(token.start)
         let length = Int(token.length)
         if token.flags & JSONToken.hasEscapes == 0 {
-            return String(decoding: UnsafeBufferPointer(start: start, count: length), as: UTF8.self)
+            // Not `String(decoding:as:)`: this initializer builds a small ASCII string (up to 15
+            // bytes, most keys and values) without a separate validation pass.
+            return String(unsafeUninitializedCapacity: length) { buffer in
+                if length > 0 { buffer.baseAddress!.initialize(from: start, count: length) }
+                return length
+            }
         }
         return String(unsafeUninitializedCapacity: length) { buffer in
             JSONDecoderImpl.unescape(start, length, into: buffer.baseAddress!)
         }
     }
 
-    /// Writes the unescaped UTF-8 of validated string content; returns the byte count.
+    /// Writes the unescaped UTF-8 of validated string content; returns the byte count. `out`
+    /// has room for `length` bytes (unescaping never lengthens).
     static func unescape(_ source: UnsafePointer<UInt8>, _ length: Int, into out: UnsafeMutablePointer<UInt8>) -> Int {
         var i = 0
         var o = 0
         while i < length {
+            // Eight bytes at a time up to the next backslash. Writing a whole word is safe:
+            // o <= i, so o + 8 <= i + 8 <= length.
+            if i + 8 <= length {
+                let raw = UnsafeRawPointer(source + i).loadUnaligned(as: UInt64.self)
+                let x = UInt64(littleEndian: raw) ^ 0x5C5C_5C5C_5C5C_5C5C
+                let backslashes = (x &- 0x0101_0101_0101_0101) & ~x & 0x8080_8080_8080_8080
+                UnsafeMutableRawPointer(out + o).storeBytes(of: raw, as: UInt64.self)
+                // The lowest flagged byte is exact (a borrow only misflags bytes above a hit).
+                let run = backslashes == 0 ? 8 : backslashes.trailingZeroBitCount >> 3
+                i += run
+                o += run
+                if run == 8 { continue }
+            }
             let byte = source[i]
             if byte != UInt8(ascii: "\\") {
                 out[o] = byte
@@ -105,9 +124,37 @@ extension JSONDecoderImpl {
         let token = tokens[value]
         if token.flags & JSONToken.hasEscapes == 0 {
             guard Int(token.length) == other.count else { return false }
-            return other.count == 0 || memcmp(bytes + Int(token.start), other.baseAddress!, other.count) == 0
+            return Self.bytesEqual(bytes + Int(token.start), other.baseAddress, other.count)
         }
         return string(at: value).utf8.elementsEqual(other)
+    }
+
+    /// `count` bytes at `a` and `b` are equal. Keys are short: up to 16 bytes are compared with
+    /// two overlapping loads from each side (first and last 2, 4 or 8 bytes, all in bounds),
+    /// without a call to `memcmp`.
+    @inline(__always)
+    static func bytesEqual(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>?, _ count: Int) -> Bool {
+        guard count > 0, let b else { return true }
+        let x = UnsafeRawPointer(a)
+        let y = UnsafeRawPointer(b)
+        switch count {
+        case 1:
+            return a[0] == b[0]
+        case 2..<4:
+            return x.loadUnaligned(as: UInt16.self) == y.loadUnaligned(as: UInt16.self)
+                && x.loadUnaligned(fromByteOffset: count - 2, as: UInt16.self)
+                    == y.loadUnaligned(fromByteOffset: count - 2, as: UInt16.self)
+        case 4..<8:
+            return x.loadUnaligned(as: UInt32.self) == y.loadUnaligned(as: UInt32.self)
+                && x.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+                    == y.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+        case 8...16:
+            return x.loadUnaligned(as: UInt64.self) == y.loadUnaligned(as: UInt64.self)
+                && x.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+                    == y.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+        default:
+            return memcmp(a, b, count) == 0
+        }
     }
 
     // MARK: Numbers

@@ -8,14 +8,34 @@ enum JSONValueFailure: Error {
     case corrupted(String)
 }
 
-/// The options of one decode call, copied from ``CourierJSONDecoder``.
-struct JSONDecodingOptions {
-    var keyDecodingStrategy: JSONDecoder.KeyDecodingStrategy
-    var dateDecodingStrategy: JSONDecoder.DateDecodingStrategy
-    var dataDecodingStrategy: JSONDecoder.DataDecodingStrategy
-    var nonConformingFloatDecodingStrategy: JSONDecoder.NonConformingFloatDecodingStrategy
-    var userInfo: [CodingUserInfoKey: any Sendable]
-    var usesDefaultKeys: Bool
+/// The options of a ``CourierJSONDecoder``, built when one of them is set and shared by its
+/// decode calls (a reference: a call retains it instead of copying four enums and a dictionary).
+final class JSONDecodingOptions: Sendable {
+    let keyDecodingStrategy: JSONDecoder.KeyDecodingStrategy
+    let dateDecodingStrategy: JSONDecoder.DateDecodingStrategy
+    let dataDecodingStrategy: JSONDecoder.DataDecodingStrategy
+    let nonConformingFloatDecodingStrategy: JSONDecoder.NonConformingFloatDecodingStrategy
+    let userInfo: [CodingUserInfoKey: any Sendable]
+    let usesDefaultKeys: Bool
+
+    init(
+        keyDecodingStrategy: JSONDecoder.KeyDecodingStrategy, dateDecodingStrategy: JSONDecoder.DateDecodingStrategy,
+        dataDecodingStrategy: JSONDecoder.DataDecodingStrategy,
+        nonConformingFloatDecodingStrategy: JSONDecoder.NonConformingFloatDecodingStrategy,
+        userInfo: [CodingUserInfoKey: any Sendable]
+    ) {
+        self.keyDecodingStrategy = keyDecodingStrategy
+        self.dateDecodingStrategy = dateDecodingStrategy
+        self.dataDecodingStrategy = dataDecodingStrategy
+        self.nonConformingFloatDecodingStrategy = nonConformingFloatDecodingStrategy
+        self.userInfo = userInfo
+        if case .useDefaultKeys = keyDecodingStrategy { usesDefaultKeys = true } else { usesDefaultKeys = false }
+    }
+
+    /// Foundation's defaults; also what an idle pooled decoder holds (nothing of a caller's).
+    static let `default` = JSONDecodingOptions(
+        keyDecodingStrategy: .useDefaultKeys, dateDecodingStrategy: .deferredToDate, dataDecodingStrategy: .base64,
+        nonConformingFloatDecodingStrategy: .throw, userInfo: [:])
 }
 
 /// Everything a ``JSONDecoderImpl`` reads and changes during one decode call.
@@ -59,9 +79,7 @@ final class JSONDecoderImpl: Decoder, @unchecked Sendable {
     var bytes: UnsafePointer<UInt8> { @inline(__always) get { state.pointee.bytes } }
     var tokens: UnsafeMutablePointer<JSONToken> { @inline(__always) get { state.pointee.tokens } }
     var nullIndex: Int { @inline(__always) get { state.pointee.nullIndex } }
-    var options: JSONDecodingOptions {
-        @inline(__always) _read { yield state.pointee.options }
-    }
+    var options: JSONDecodingOptions { @inline(__always) get { state.pointee.options } }
     /// The token of the value `init(from:)` is decoding right now.
     var index: Int {
         @inline(__always) get { state.pointee.index }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Foundation's snake-case key conversions, reimplemented to give the same keys.
 enum JSONKeyConversion {
     /// `my_url_value` → `myUrlValue`; leading and trailing underscores are kept.
@@ -22,10 +24,10 @@ enum JSONKeyConversion {
         return leading + joined + trailing
     }
 
-    /// Foundation's `capitalized` for one word: first letter upper-cased, the rest lower-cased.
+    /// Foundation's own `capitalized`, as its decoder uses: a letter after a digit starts a word
+    /// too (`a1b` → `A1B`), and a first letter takes its title case (`ǆ` → `ǅ`), not its upper case.
     private static func capitalized(_ word: Substring) -> String {
-        guard let first = word.first else { return "" }
-        return first.uppercased() + word.dropFirst().lowercased()
+        word.capitalized
     }
 
     /// `myURLValue` → `my_url_value`, splitting words at case changes like Foundation.

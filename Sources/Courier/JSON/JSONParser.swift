@@ -84,13 +84,25 @@ struct JSONParser {
         }
     }
 
+    /// Parses any value; `depth` is the number of arrays and objects around it.
+    ///
+    /// Inlined into the member loops of arrays and objects, with strings (the most frequent
+    /// values, and every key) parsed inline too.
+    @inline(__always)
     private mutating func parseValue(depth: Int) throws(JSONSyntaxError) {
-        skipWhitespace()
+        if position >= count || bytes[position] <= 0x20 { skipWhitespace() }
         guard position < count else { throw fail("Unexpected end of input") }
         switch bytes[position] {
         case UInt8(ascii: "\""): try parseString()
         case UInt8(ascii: "{"): try parseObject(depth: depth + 1)
         case UInt8(ascii: "["): try parseArray(depth: depth + 1)
+        default: try parseScalar()
+        }
+    }
+
+    /// Numbers and literals (strings are parsed inline by `parseValue`).
+    private mutating func parseScalar() throws(JSONSyntaxError) {
+        switch bytes[position] {
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try parseNumber()
         case UInt8(ascii: "t"): try parseLiteral(0x6575_7274, .true)  // "true"
         case UInt8(ascii: "f"):
@@ -126,17 +138,22 @@ struct JSONParser {
             return
         }
         while true {
-            skipWhitespace()
-            guard position < count, bytes[position] == UInt8(ascii: "\"") else {
-                throw fail("Expected a string key")
+            if position >= count || bytes[position] != UInt8(ascii: "\"") {
+                skipWhitespace()
+                guard position < count, bytes[position] == UInt8(ascii: "\"") else {
+                    throw fail("Expected a string key")
+                }
             }
             try parseString()
-            skipWhitespace()
-            guard position < count, bytes[position] == UInt8(ascii: ":") else { throw fail("Expected ':'") }
+            // Compact JSON first: the expected byte, then whitespace only if it is not there.
+            if position >= count || bytes[position] != UInt8(ascii: ":") {
+                skipWhitespace()
+                guard position < count, bytes[position] == UInt8(ascii: ":") else { throw fail("Expected ':'") }
+            }
             position += 1
             try parseValue(depth: depth)
             members += 1
-            skipWhitespace()
+            if position >= count || bytes[position] <= 0x20 { skipWhitespace() }
             guard position < count else { throw fail("Unexpected end of input in an object") }
             let byte = bytes[position]
             position += 1
@@ -162,7 +179,7 @@ struct JSONParser {
         while true {
             try parseValue(depth: depth)
             elements += 1
-            skipWhitespace()
+            if position >= count || bytes[position] <= 0x20 { skipWhitespace() }
             guard position < count else { throw fail("Unexpected end of input in an array") }
             let byte = bytes[position]
             position += 1

@@ -77,9 +77,16 @@ public struct MediaType: Sendable, Hashable, CustomStringConvertible {
         var header = header
         return header.withUTF8 { headerBytes in
             guard let concrete = EssenceRanges(headerBytes) else { return false }
+            let essence = concrete.type.lowerBound..<concrete.subtype.upperBound
             for pattern in patterns {
                 var pattern = pattern
                 let matched = pattern.withUTF8 { patternBytes -> Bool in
+                    // The usual case first: the pattern is exactly the header's `type/subtype`.
+                    if patternBytes.count == essence.count,
+                        equalIgnoringCase(headerBytes, essence, patternBytes, 0..<patternBytes.count)
+                    {
+                        return true
+                    }
                     guard let wanted = EssenceRanges(patternBytes) else { return false }
                     if wanted.isWildcard(patternBytes, wanted.type) { return true }
                     guard equalIgnoringCase(headerBytes, concrete.type, patternBytes, wanted.type) else { return false }
@@ -90,6 +97,11 @@ public struct MediaType: Sendable, Hashable, CustomStringConvertible {
             }
             return false
         }
+    }
+
+    /// Whether `pattern` is `*/*` (exactly, as configured), which accepts any response.
+    static func isAnyType(_ pattern: String) -> Bool {
+        pattern.utf8.count == 3 && pattern == "*/*"
     }
 
     private static func equalIgnoringCase(

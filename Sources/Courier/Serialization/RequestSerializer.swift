@@ -47,7 +47,7 @@ extension PreparedRequest {
     ///   - contentType: the media type to declare.
     public mutating func setBody(_ body: RequestBody, contentType: String) {
         self.body = body
-        if head.headerFields[.contentType] == nil {
+        if !head.headerFields.contains(.contentType) {
             head.headerFields[.contentType] = contentType
         }
     }

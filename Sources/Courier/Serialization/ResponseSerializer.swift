@@ -4,11 +4,19 @@ import HTTPTypes
 /// What a response serializer sees: the request that was sent, the response head, the body.
 public struct ResponseContext: Sendable {
     /// The request as it was sent.
-    public var request: HTTPRequest
+    public var request: HTTPRequest {
+        didSet { isHeadRequest = request.method == .head }
+    }
     /// The response head: status and header fields.
-    public var response: HTTPResponse
+    public var response: HTTPResponse {
+        didSet { statusCode = response.status.code }
+    }
     /// The body. May be a slice of a larger buffer (after preprocessing); index it from `startIndex`.
     public var body: Data
+    /// `response.status.code` and `request.method == .head`, read once: each response is checked
+    /// several times, and the `HTTPTypes` getters build a new value (with strings) on every read.
+    public private(set) var statusCode: Int
+    private var isHeadRequest: Bool
 
     /// - Parameters:
     ///   - request: the request as sent.
@@ -18,18 +26,33 @@ public struct ResponseContext: Sendable {
         self.request = request
         self.response = response
         self.body = body
+        statusCode = response.status.code
+        isHeadRequest = request.method == .head
     }
 
     /// The response's `Content-Type` parsed, if it has a valid one.
     public var contentType: MediaType? {
-        response.headerFields[.contentType].flatMap(MediaType.init(parsing:))
+        contentTypeField.flatMap(MediaType.init(parsing:))
+    }
+
+    /// The raw `Content-Type` value; several fields are joined with `, ` as `HTTPFields` does.
+    ///
+    /// Looked up without `HTTPFields`' subscript, which builds a joined string even for one field.
+    var contentTypeField: String? {
+        let fields = response.headerFields
+        var found: String?
+        for field in fields where field.name.canonicalName == "content-type" {
+            if found != nil { return fields[.contentType] }
+            found = field.value
+        }
+        return found
     }
 
     /// True when HTTP says this response carries no body: 204, 205, 304, or an answer to HEAD.
     public var isBodiless: Bool {
-        switch response.status.code {
+        switch statusCode {
         case 204, 205, 304: return true
-        default: return request.method == .head
+        default: return isHeadRequest
         }
     }
 

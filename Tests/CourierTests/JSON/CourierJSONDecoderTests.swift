@@ -226,6 +226,26 @@ import Testing
         #expect(try decoder.decode(NeedsContext.self, from: Data("4".utf8)).scale == 40)
     }
 
+    /// The short-key comparison (overlapping loads) agrees with memcmp at every length and for a
+    /// difference at every position.
+    @Test func keyBytesCompareLikeMemcmp() {
+        var random = SystemRandomNumberGenerator()
+        for count in 0...40 {
+            let a = (0..<count).map { _ in UInt8.random(in: 0...255, using: &random) }
+            for position in -1..<count {
+                var b = a
+                if position >= 0 { b[position] ^= UInt8.random(in: 1...255, using: &random) }
+                a.withUnsafeBufferPointer { x in
+                    b.withUnsafeBufferPointer { y in
+                        let expected = count == 0 || memcmp(x.baseAddress!, y.baseAddress!, count) == 0
+                        let ours = x.baseAddress.map { JSONDecoderImpl.bytesEqual($0, y.baseAddress, count) } ?? true
+                        #expect(ours == expected, "count \(count), difference at \(position)")
+                    }
+                }
+            }
+        }
+    }
+
     final class Escapee: Decodable, @unchecked Sendable {
         // @unchecked: written once during decoding, read after, on one thread.
         nonisolated(unsafe) static var decoder: (any Decoder)?

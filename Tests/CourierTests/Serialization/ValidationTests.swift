@@ -25,6 +25,31 @@ import Testing
         }
     }
 
+    /// The context reads the status, HEAD and Content-Type once: they follow later changes.
+    @Test func contextFollowsChangesToItsRequestAndResponse() throws {
+        var context = makeContext(status: 200, body: "{}")
+        #expect(context.statusCode == 200 && !context.isBodiless)
+        context.response.status = .noContent
+        #expect(context.statusCode == 204 && context.isBodiless && context.hasNoContent)
+        context.response.status = .ok
+        context.request.method = .head
+        #expect(context.isBodiless)
+        context.request.method = .get
+        #expect(!context.isBodiless)
+        try ResponseValidator.default.validate(context, serializerContentTypes: ["application/json"])
+        context.response.headerFields[.contentType] = "text/html"
+        #expect(
+            thrownError {
+                try ResponseValidator.default.validate(context, serializerContentTypes: ["application/json"])
+            }?.code == .unacceptableContentType)
+        // Two Content-Type fields are read joined, as HTTPFields' subscript gives them.
+        context.response.headerFields[values: .contentType] = ["application/json", "text/html"]
+        #expect(context.contentTypeField == "application/json, text/html")
+        #expect(context.contentType == context.response.headerFields[.contentType].flatMap(MediaType.init(parsing:)))
+        context.response.headerFields[.contentType] = nil
+        #expect(context.contentTypeField == nil)
+    }
+
     @Test func statusCodesAreConfigurablePerCall() throws {
         let validator = ResponseValidator(acceptableStatusCodes: [200..<300, 404..<405])
         try validator.validate(makeContext(status: 404, body: "{}"))

@@ -40,11 +40,10 @@ public struct ResponsePipeline: Sendable {
         _ context: ResponseContext, with serializer: Serializer
     ) throws -> Serializer.Output {
         try validator.validate(context, serializerContentTypes: serializer.acceptableContentTypes)
+        if preprocessors.isEmpty || context.hasNoContent { return try serializer.serialize(context) }
         var current = context
-        if !current.hasNoContent {
-            for preprocessor in preprocessors {
-                current = try preprocessor.preprocess(current)
-            }
+        for preprocessor in preprocessors {
+            current = try preprocessor.preprocess(current)
         }
         return try serializer.serialize(current)
     }

@@ -67,7 +67,7 @@ public struct ResponseValidator: Sendable {
     /// - Throws: `CourierError.httpStatus` or `.unacceptableContentType`, carrying the response
     ///   head and body (and the decoded error model for `.httpStatus`).
     public func validate(_ context: ResponseContext, serializerContentTypes: [String] = []) throws {
-        let code = context.response.status.code
+        let code = context.statusCode
         guard acceptableStatusCodes.contains(where: { $0.contains(code) }) else {
             let reason = context.response.status.reasonPhrase
             var error = CourierError(
@@ -80,8 +80,8 @@ public struct ResponseValidator: Sendable {
         }
         let patterns = acceptableContentTypes ?? serializerContentTypes
         // Nothing to decode, or anything goes: nothing to check.
-        guard !patterns.isEmpty, !context.hasNoContent, !patterns.contains("*/*") else { return }
-        guard let header = context.response.headerFields[.contentType] else {
+        guard !patterns.isEmpty, !context.hasNoContent, !patterns.contains(where: MediaType.isAnyType) else { return }
+        guard let header = context.contentTypeField else {
             throw CourierError(
                 .unacceptableContentType,
                 "the response has no Content-Type; the call accepts \(patterns.joined(separator: ", "))",
