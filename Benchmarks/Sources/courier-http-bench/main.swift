@@ -104,30 +104,50 @@ func run(total: Int, concurrency: Int, _ body: @escaping @Sendable () async thro
     }
 }
 
-let options = parseOptions()
-let runner = try await options.client.makeRunner(
-    url: options.url, connections: options.connections ?? options.concurrency)
-do {
-    // Warm-up: open the connections and fault in the code paths.
-    if options.warmup > 0 {
-        try await run(total: max(options.warmup, options.concurrency), concurrency: options.concurrency, runner.request)
+/// Measures `options.client` and prints its figures.
+func measure(_ options: Options) async {
+    let runner: Runner
+    do {
+        runner = try await options.client.makeRunner(
+            url: options.url, connections: options.connections ?? options.concurrency)
+    } catch {
+        fail("\(options.client.rawValue): \(error)")
     }
-    let cpuBefore = cpuSeconds()
-    let start = ContinuousClock.now
-    try await run(total: options.requests, concurrency: options.concurrency, runner.request)
-    let elapsed = ContinuousClock.now - start
-    let cpu = cpuSeconds() - cpuBefore
-    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-    let result: [String: Any] = [
-        "client": options.client.rawValue, "requests": options.requests, "concurrency": options.concurrency,
-        "connections": options.connections ?? options.concurrency, "seconds": seconds,
-        "rps": Double(options.requests) / seconds, "cpu_us_per_request": cpu * 1e6 / Double(options.requests),
-        "peak_rss_kib": peakRSSKiB(),
-    ]
-    let json = try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys])
-    print(String(decoding: json, as: UTF8.self))
-    try await runner.shutdown()
-} catch {
-    try? await runner.shutdown()
-    fail("\(options.client.rawValue): \(error)")
+    do {
+        // Warm-up: open the connections and fault in the code paths.
+        if options.warmup > 0 {
+            try await run(
+                total: max(options.warmup, options.concurrency), concurrency: options.concurrency, runner.request)
+        }
+        let cpuBefore = cpuSeconds()
+        let start = ContinuousClock.now
+        try await run(total: options.requests, concurrency: options.concurrency, runner.request)
+        let elapsed = ContinuousClock.now - start
+        let cpu = cpuSeconds() - cpuBefore
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let result: [String: Any] = [
+            "client": options.client.rawValue, "requests": options.requests, "concurrency": options.concurrency,
+            "connections": options.connections ?? options.concurrency, "seconds": seconds,
+            "rps": Double(options.requests) / seconds, "cpu_us_per_request": cpu * 1e6 / Double(options.requests),
+            "peak_rss_kib": peakRSSKiB(),
+        ]
+        let json = try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys])
+        print(String(decoding: json, as: UTF8.self))
+        try await runner.shutdown()
+    } catch {
+        try? await runner.shutdown()
+        fail("\(options.client.rawValue): \(error)")
+    }
 }
+
+// A synchronous main that waits on a semaphore rather than top-level `await`: with an async
+// main, the main thread waits in libdispatch's `sigsuspend`, and valgrind 3.19 (callgrind, used
+// to count instructions per request) crashes as soon as the process starts another thread.
+// Detached: top-level code is on the main actor, whose thread the semaphore blocks.
+let options = parseOptions()
+let done = DispatchSemaphore(value: 0)
+Task.detached {
+    await measure(options)
+    done.signal()
+}
+done.wait()
