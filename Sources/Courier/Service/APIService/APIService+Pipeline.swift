@@ -13,15 +13,15 @@ extension APIService {
     ///    policy; wait on the service clock and go back to 4;
     /// 7. preprocess and decode; the result veto.
     func perform<Model: Sendable>(
-        _ endpoint: Endpoint<Model>, serializer: any ResponseSerializer<Model>, id: CallID
+        _ endpoint: Endpoint<Model>, serializer: any ResponseSerializer<Model>, acceptHeader: String?, id: CallID
     ) async throws -> Response<Model> {
         let options = endpoint.options
         let clock = configuration.clock
         let started = clock.now
         let monitor = CompositeEventMonitor(configuration.monitors)
         let pool = options.server == nil ? configuration.servers : nil
-        var server = try options.server ?? pool?.current ?? defaultServer()
-        var base = try prepare(endpoint, on: server, serializer: serializer)
+        var server = try options.server ?? pool?.current ?? prepared.clientServer.get()
+        var base = try prepare(endpoint, on: server, acceptHeader: acceptHeader)
         var event = CallEvent(id: id, request: base.head, attempt: 0, userInfo: options.userInfo)
         monitor.didStart(event)
         var attempts = 0
@@ -88,7 +88,7 @@ extension APIService {
                 // A failover during the attempt moves the retry to the new server.
                 if let pool, pool.current != server {
                     server = pool.current
-                    base = try prepare(endpoint, on: server, serializer: serializer)
+                    base = try prepare(endpoint, on: server, acceptHeader: acceptHeader)
                 }
             }
         } catch {
@@ -99,22 +99,15 @@ extension APIService {
         }
     }
 
-    private func defaultServer() throws -> BaseURL {
-        guard let url = client.configuration.baseURL else {
-            throw CourierError(.configuration, "the service has no server pool and the client has no base URL")
-        }
-        return try BaseURL(url.absoluteString)
-    }
-
     /// Steps 1 and 2: the request as the serializer leaves it, before adapters.
     private func prepare<Model>(
-        _ endpoint: Endpoint<Model>, on server: BaseURL, serializer: any ResponseSerializer<Model>
+        _ endpoint: Endpoint<Model>, on server: BaseURL, acceptHeader: String?
     ) throws -> PreparedRequest {
         let options = endpoint.options
         let path = try RelativePath(endpoint.path)
         var fields = configuration.headers
         for field in options.headers { fields[field.name] = field.value }
-        if fields[.accept] == nil, let accept = serializer.acceptHeader { fields[.accept] = accept }
+        if let acceptHeader, fields[.accept] == nil { fields[.accept] = acceptHeader }
         var request = PreparedRequest(head: server.request(endpoint.method, path, headerFields: fields))
         if options.includesGeneralParameters {
             var items = configuration.generalParameters
@@ -129,13 +122,10 @@ extension APIService {
     }
 
     private func interceptors(for options: CallOptions) -> InterceptorChain {
-        var chain = InterceptorChain()
-        if let auth = configuration.authentication { chain.adapters.append(auth) }
-        chain.adapters += configuration.adapters + options.adapters
-        chain.retriers = options.retriers
-        if let auth = configuration.authentication { chain.retriers.append(auth) }
-        chain.retriers += configuration.retriers
-        return chain
+        guard options.adapters.isEmpty, options.retriers.isEmpty else {
+            return InterceptorChain(configuration: configuration, options: options)
+        }
+        return prepared.chain
     }
 
     /// Step 4: one transfer, shared with identical GETs in flight unless the call opts out.
@@ -144,20 +134,27 @@ extension APIService {
         if let timeout = options.timeout { transportOptions.timeout = timeout }
         // The client stores every hop's cookies (a redirect's too) and sends the jar's on each.
         if transportOptions.cookieJar == nil { transportOptions.cookieJar = configuration.cookieJar }
+        let shareable = (request.head.method == .get || request.head.method == .head) && request.body == nil
+        guard options.deduplicates, shareable else {
+            return try await Self.send(request, options: transportOptions, through: client)
+        }
         let client = self.client
         let sendOptions = transportOptions
-        let send: @Sendable () async throws -> HTTPClient.Response = {
-            do {
-                return try await client.send(request.head, body: request.body, options: sendOptions)
-            } catch is CancellationError {
-                throw CourierError(.cancelled, "the call was cancelled in flight")
-            }
-        }
-        let shareable = (request.head.method == .get || request.head.method == .head) && request.body == nil
-        guard options.deduplicates, shareable else { return try await send() }
         let key = InFlightDeduplicator<HTTPClient.Response>.key(for: request.head)
         do {
-            return try await configuration.deduplicator.run(key: key, operation: send)
+            return try await configuration.deduplicator.run(key: key) {
+                try await Self.send(request, options: sendOptions, through: client)
+            }
+        } catch is CancellationError {
+            throw CourierError(.cancelled, "the call was cancelled in flight")
+        }
+    }
+
+    private static func send(
+        _ request: PreparedRequest, options: RequestOptions, through client: HTTPClient
+    ) async throws -> HTTPClient.Response {
+        do {
+            return try await client.send(request.head, body: request.body, options: options)
         } catch is CancellationError {
             throw CourierError(.cancelled, "the call was cancelled in flight")
         }
@@ -203,10 +200,9 @@ extension APIService {
     }
 
     static func encodeQuery(_ items: [(name: String, value: String)]) -> String {
-        let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
-        return items.map {
-            RelativePath.percentEncode($0.name.utf8, allowed: unreserved) + "="
-                + RelativePath.percentEncode($0.value.utf8, allowed: unreserved)
+        items.map {
+            RelativePath.percentEncode($0.name.utf8, allowed: RelativePath.unreserved) + "="
+                + RelativePath.percentEncode($0.value.utf8, allowed: RelativePath.unreserved)
         }.joined(separator: "&")
     }
 }
