@@ -60,12 +60,16 @@ final class CurlTransfer: @unchecked Sendable {
         guard let scheme = head.scheme, let authority = head.authority else {
             throw CourierError(.invalidRequest, "the request has no scheme or authority")
         }
-        let lowered = scheme.lowercased()
-        guard lowered == "http" || lowered == "https" else {
+        guard RequestValidation.isHTTPScheme(scheme) else {
             throw CourierError(.invalidRequest, "only http and https URLs are allowed, not \(scheme)")
         }
-        url = "\(lowered)://\(authority)\(head.path ?? "/")"
-        isHTTPS = lowered == "https"
+        isHTTPS = scheme.utf8.count == 5
+        let path = head.path ?? "/"
+        var url = isHTTPS ? "https://" : "http://"
+        url.reserveCapacity(url.utf8.count + authority.utf8.count + path.utf8.count)
+        url += authority
+        url += path
+        self.url = url
         method = head.method
         body = request.body
         do {
@@ -75,7 +79,7 @@ final class CurlTransfer: @unchecked Sendable {
         }
         options = request.options
         self.delivery = delivery
-        let sendsBody = request.body != nil || [.post, .put, .patch].contains(head.method)
+        let sendsBody = request.body != nil || head.method == .post || head.method == .put || head.method == .patch
         headerList = try Self.makeHeaderList(head.headerFields, suppressExpect: sendsBody)
     }
 
