@@ -1,6 +1,7 @@
 // One HTTP client per process, so that its CPU time and peak RSS are its own.
 //
 //   courier-http-bench CLIENT --url URL [--requests N] [--concurrency C] [--connections K] [--warmup W]
+//                             [--body-bytes B]
 //   courier-http-bench write-body PATH
 //
 // CLIENT is one of `Client.allCases`. Prints one JSON line with the figures of the measured
@@ -20,6 +21,8 @@ struct Options {
     var concurrency = 32
     var connections: Int?
     var warmup = 500
+    /// The body size of every response (the catalog's unless the URL serves another file).
+    var bodyBytes = Catalog.body.count
 }
 
 func parseOptions() -> Options {
@@ -49,6 +52,7 @@ func parseOptions() -> Options {
         case "--concurrency": options.concurrency = Int(value) ?? options.concurrency
         case "--connections": options.connections = Int(value)
         case "--warmup": options.warmup = Int(value) ?? options.warmup
+        case "--body-bytes": options.bodyBytes = Int(value) ?? options.bodyBytes
         default: usage()
         }
     }
@@ -60,7 +64,8 @@ func parseOptions() -> Options {
 func usage() -> Never {
     let clients = Client.allCases.map(\.rawValue).joined(separator: "|")
     fail(
-        "usage: courier-http-bench \(clients) --url URL [--requests N] [--concurrency C] [--connections K] [--warmup W]\n"
+        "usage: courier-http-bench \(clients) --url URL [--requests N] [--concurrency C] [--connections K] [--warmup W]"
+            + " [--body-bytes B]\n"
             + "       courier-http-bench write-body PATH")
 }
 
@@ -109,7 +114,7 @@ func measure(_ options: Options) async {
     let runner: Runner
     do {
         runner = try await options.client.makeRunner(
-            url: options.url, connections: options.connections ?? options.concurrency)
+            url: options.url, connections: options.connections ?? options.concurrency, bodyBytes: options.bodyBytes)
     } catch {
         fail("\(options.client.rawValue): \(error)")
     }
