@@ -48,6 +48,7 @@ final class CurlLoop: @unchecked Sendable {
     private var pending: [Command] = []
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     private var pool: [EasyHandle] = []
+    private var receiveBufferSizes = ReceiveBufferSizes()
 
     init(configuration: CurlTransport.Configuration) throws(CourierError) {
         guard curlGlobalSetup == CURLE_OK else {
@@ -163,6 +164,10 @@ final class CurlLoop: @unchecked Sendable {
             }
             let outcome = transfer.outcome(code: result, handle: handle)
             recycle(handle)
+            if result == CURLE_OK, case .buffered = transfer.delivery {
+                receiveBufferSizes.record(
+                    transfer.origin, bodyBytes: transfer.receivedBytes, size: transfer.receiveBufferSize)
+            }
             transfer.finish(outcome)
         }
     }
@@ -210,6 +215,11 @@ final class CurlLoop: @unchecked Sendable {
             try handle.setCustomRequest(transfer.method.rawValue)
         }
         try handle.setHeaders(transfer.headerList)
+        switch transfer.delivery {
+        case .buffered: transfer.receiveBufferSize = receiveBufferSizes.size(for: transfer.origin)
+        case .streaming: transfer.receiveBufferSize = ReceiveBufferSizes.maximum
+        }
+        try handle.setReceiveBufferSize(transfer.receiveBufferSize)
         let options = transfer.options
         try handle.setCallbacks(
             context: context, upload: transfer.sendsBody,

@@ -105,6 +105,11 @@ final class EasyHandle {
         try setLong(CURLOPT_TIMEOUT_MS, milliseconds, "TIMEOUT_MS")
     }
 
+    /// The size of the buffer curl reads the response into (1 KiB to 512 KiB).
+    func setReceiveBufferSize(_ bytes: Int) throws(CourierError) {
+        try setLong(CURLOPT_BUFFERSIZE, bytes, "BUFFERSIZE")
+    }
+
     func setConnectTimeout(milliseconds: Int) throws(CourierError) {
         try setLong(CURLOPT_CONNECTTIMEOUT_MS, milliseconds, "CONNECTTIMEOUT_MS")
     }
