@@ -78,6 +78,7 @@ public struct RelativePath: Sendable, Hashable, CustomStringConvertible {
         self.query = query
         self.hasTrailingSlash = hasTrailingSlash
         var text: [UInt8] = []
+        text.reserveCapacity(segments.reduce(segments.count) { $0 + $1.utf8.count } + (query?.utf8.count ?? 0) + 1)
         for (index, segment) in segments.enumerated() {
             if index > 0 { text.append(UInt8(ascii: "/")) }
             Self.appendPercentEncoded(segment.utf8, allowed: Self.segmentAllowed, to: &text)
@@ -227,6 +228,10 @@ public struct RelativePath: Sendable, Hashable, CustomStringConvertible {
     }
 
     private static func appendPercentEncoded(_ bytes: some Sequence<UInt8>, allowed: ByteSet, to out: inout [UInt8]) {
+        if bytes.allSatisfy(allowed.contains) {
+            out.append(contentsOf: bytes)
+            return
+        }
         for byte in bytes {
             if allowed.contains(byte) {
                 out.append(byte)

@@ -67,7 +67,14 @@ extension APIService {
         let path = try RelativePath(path)
         var fields = configuration.headers
         for field in options.headers { fields[field.name] = field.value }
-        if let acceptHeader, fields[.accept] == nil { fields[.accept] = acceptHeader }
+        if let acceptHeader, fields[.accept] == nil {
+            // The service format's field is made (and its value checked) once.
+            if let made = prepared.acceptField, made.value == acceptHeader {
+                fields.append(made)
+            } else {
+                fields[.accept] = acceptHeader
+            }
+        }
         var request = PreparedRequest(head: server.request(method, path, headerFields: fields))
         if options.includesGeneralParameters {
             var items = configuration.generalParameters

@@ -240,6 +240,8 @@ struct PreparedService: Sendable {
     let clientServer: Result<BaseURL, CourierError>
     /// The `Accept` header of the service's model format.
     let acceptHeader: String?
+    /// The same as a field.
+    let acceptField: HTTPField?
     /// The service's adapters and retriers (authentication first), for calls that add none.
     let chain: InterceptorChain
 
@@ -256,6 +258,7 @@ struct PreparedService: Sendable {
                 CourierError(.configuration, "the service has no server pool and the client has no base URL"))
         }
         acceptHeader = DecodableResponseSerializer<Empty>(anyDecoding: configuration.decoding).acceptHeader
+        acceptField = acceptHeader.map { HTTPField(name: .accept, value: $0) }
         chain = InterceptorChain(configuration: configuration, options: CallOptions())
     }
 }
