@@ -49,6 +49,8 @@ final class CurlLoop: @unchecked Sendable {
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     private var pool: [EasyHandle] = []
     private var receiveBufferSizes = ReceiveBufferSizes()
+    private let constantSettings: EasyHandle.Settings.Constant
+    private let maxPooledHandles: Int
 
     init(configuration: CurlTransport.Configuration) throws(CourierError) {
         guard curlGlobalSetup == CURLE_OK else {
@@ -59,6 +61,10 @@ final class CurlLoop: @unchecked Sendable {
         }
         self.multi = multi
         self.configuration = configuration
+        maxPooledHandles = configuration.maxConnections
+        constantSettings = EasyHandle.Settings.Constant(
+            proxy: configuration.proxy, caBundlePath: configuration.caBundlePath,
+            enablesCookieEngine: configuration.enablesCookieEngine)
         var list: UnsafeMutablePointer<curl_slist>?
         for entry in configuration.resolve {
             list = curl_slist_append(list, "\(entry.host):\(entry.port):\(entry.address)")
@@ -163,7 +169,7 @@ final class CurlLoop: @unchecked Sendable {
                 continue
             }
             let outcome = transfer.outcome(code: result, handle: handle)
-            recycle(handle)
+            recycle(handle, wentWell: result == CURLE_OK && transfer.callbackFailure == nil)
             if result == CURLE_OK, case .buffered = transfer.delivery {
                 receiveBufferSizes.record(
                     transfer.origin, bodyBytes: transfer.receivedBytes, size: transfer.receiveBufferSize)
@@ -172,9 +178,11 @@ final class CurlLoop: @unchecked Sendable {
         }
     }
 
-    private func recycle(_ handle: EasyHandle) {
-        handle.reset()
-        if pool.count < configuration.maxConnections { pool.append(handle) }
+    /// Returns a handle to the pool: kept as it is after a transfer that went well (the next
+    /// one changes only the options that differ), reset after any other.
+    private func recycle(_ handle: EasyHandle, wentWell: Bool = false) {
+        if wentWell { handle.release() } else { handle.reset() }
+        if pool.count < maxPooledHandles { pool.append(handle) }
     }
 
     private func shutDown() {
@@ -199,41 +207,34 @@ final class CurlLoop: @unchecked Sendable {
     // MARK: Setting up a handle
 
     private func configure(_ handle: EasyHandle, for transfer: CurlTransfer) throws(CourierError) {
-        try handle.setDefaults()
-        try handle.setURL(transfer.url)
-        if transfer.isHTTPS { try handle.setPipeWait() }
-        if transfer.retriedOnFreshConnection { try handle.setFreshConnect() }
-        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        let options = transfer.options
+        var settings = EasyHandle.Settings(constant: constantSettings)
+        settings.pipeWait = transfer.isHTTPS
+        settings.freshConnect = transfer.retriedOnFreshConnection
         if transfer.sendsBody {
-            try handle.setUpload(size: transfer.bodyLength)
-            if transfer.method != .put { try handle.setCustomRequest(transfer.method.rawValue) }
+            settings.uploadSize = transfer.bodyLength
+            if transfer.method != .put { settings.customRequest = transfer.method.rawValue }
             transfer.bodyReader = BodyReader(
                 body: transfer.body ?? RequestBody(segments: []), length: transfer.bodyLength)
         } else if transfer.method == .head {
-            try handle.setNoBody()
+            settings.noBody = true
         } else if transfer.method != .get {
-            try handle.setCustomRequest(transfer.method.rawValue)
+            settings.customRequest = transfer.method.rawValue
         }
-        try handle.setHeaders(transfer.headerList)
+        if let timeout = options.timeout {
+            settings.timeoutMilliseconds = (timeout - transfer.timeSpentBeforeRetry).wholeMilliseconds
+        }
+        settings.connectTimeoutMilliseconds = (options.connectTimeout ?? configuration.connectTimeout).wholeMilliseconds
+        if let stall = options.stallTimeout { settings.stallSeconds = stall.wholeSecondsRoundedUp }
+        settings.reportsProgress = options.uploadProgress != nil || options.downloadProgress != nil
         switch transfer.delivery {
         case .buffered: transfer.receiveBufferSize = receiveBufferSizes.size(for: transfer.origin)
         case .streaming: transfer.receiveBufferSize = ReceiveBufferSizes.maximum
         }
-        try handle.setReceiveBufferSize(transfer.receiveBufferSize)
-        let options = transfer.options
-        try handle.setCallbacks(
-            context: context, upload: transfer.sendsBody,
-            progress: options.uploadProgress != nil || options.downloadProgress != nil)
-        if let timeout = options.timeout {
-            try handle.setTimeout(milliseconds: (timeout - transfer.timeSpentBeforeRetry).wholeMilliseconds)
-        }
-        let connectTimeout = options.connectTimeout ?? configuration.connectTimeout
-        try handle.setConnectTimeout(milliseconds: connectTimeout.wholeMilliseconds)
-        if let stall = options.stallTimeout { try handle.setStallTimeout(seconds: stall.wholeSecondsRoundedUp) }
-        try handle.setProxy(configuration.proxy)
-        if let caBundlePath = configuration.caBundlePath { try handle.setCAInfo(caBundlePath) }
-        if let resolveList { try handle.setResolve(resolveList) }
-        if configuration.enablesCookieEngine { try handle.setCookieFile("") }
+        settings.receiveBufferSize = transfer.receiveBufferSize
+        try handle.prepare(
+            settings, url: transfer.url, headers: transfer.headerList,
+            context: Unmanaged.passUnretained(transfer).toOpaque(), resolve: resolveList)
     }
 }
 
