@@ -85,6 +85,17 @@ import Testing
         #expect(fast?.rawName == general?.rawName && fast?.canonicalName == general?.canonicalName, "\(text)")
     }
 
+    @Test func valuesMatchTheLenientConstruction() async {
+        let alphabet: [UInt8] = [0x00, 0x09, 0x0A, 0x0D, 0x20, 0x41, 0x7E, 0x7F, 0x80, 0xC3, 0xA9, 0xFF]
+        let bytes = Gen<UInt8?>.element(of: alphabet).map { $0! }.array(of: 0...8)
+        await propertyCheck(count: 1_000, input: bytes) { value in
+            let fast = value.withUnsafeBufferPointer { ResponseHeadParser.field(name: .server, value: $0) }
+            let lenient = HTTPField(name: .server, lenientValue: value)
+            #expect(fast == lenient)
+            #expect(fast.value == lenient.value)
+        }
+    }
+
     @Test func contentLengthParsesAsInt64Does() async {
         let digits = Array("0123456789+- x") as [Character]
         let texts = Gen<Character?>.element(of: digits).map { $0! }.string(of: 0...21)
