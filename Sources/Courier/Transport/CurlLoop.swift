@@ -25,8 +25,9 @@ private let curlGlobalSetup: CURLcode = {
 /// schedules their tasks elsewhere: one hop in, one hop out per request.
 ///
 /// `@unchecked Sendable`: the `queue` is a `Mutex`; `multi` is used from other threads only
-/// through `curl_multi_wakeup`, which libcurl documents as thread-safe; every other stored
-/// `var` is touched only on the loop's own thread (inside `run()`).
+/// through `curl_multi_wakeup`, which libcurl documents as thread-safe, and in `deinit`, when
+/// no thread can use it any more; every other stored `var` is touched only on the loop's own
+/// thread (inside `run()`).
 final class CurlLoop: @unchecked Sendable {
     enum Command {
         case add(CurlTransfer)
@@ -81,20 +82,23 @@ final class CurlLoop: @unchecked Sendable {
     }
 
     deinit {
+        // After `shutDown()`, when no other thread can reach the multi handle any more.
+        curl_multi_cleanup(multi)
         curl_slist_free_all(resolveList)
     }
 
     /// Hands a command to the loop thread.
     func enqueue(_ command: Command) {
-        let accepted = queue.withLock { queue -> Bool in
-            guard !queue.isShutDown else { return false }
+        let (accepted, wakes) = queue.withLock { queue -> (Bool, Bool) in
+            guard !queue.isShutDown else { return (false, false) }
             queue.commands.append(command)
             // A longer queue means an earlier enqueue already woke the loop, which has not
-            // drained yet; one wakeup covers both. Inside the lock so it cannot race the
-            // multi handle's cleanup.
-            if queue.commands.count == 1 { curl_multi_wakeup(multi) }
-            return true
+            // drained yet; one wakeup covers both.
+            return (true, queue.commands.count == 1)
         }
+        // Outside the lock (a system call: threads waiting for the lock would spin meanwhile).
+        // The multi handle lives until `deinit`, which cannot run while this method holds `self`.
+        if wakes { curl_multi_wakeup(multi) }
         if !accepted, case .add(let transfer) = command {
             transfer.finish(.failure(CourierError(.cancelled, "the transport was shut down")))
         }
@@ -201,7 +205,6 @@ final class CurlLoop: @unchecked Sendable {
         }
         active.removeAll()
         pool.removeAll()
-        curl_multi_cleanup(multi)
     }
 
     // MARK: Setting up a handle
