@@ -3,13 +3,13 @@ import BenchSupport
 import Foundation
 
 enum AHCRunner {
-    static func make(url: URL, connections: Int, decode: Bool) -> Runner {
+    static func make(url: URL, connections: Int, decode: Bool, bodyBytes: Int) -> Runner {
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool = .init(
             idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: connections)
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let target = url.absoluteString
-        let expected = Catalog.body.count
+        let expected = bodyBytes
         let decoder = JSONDecoder()
         return Runner(
             request: {

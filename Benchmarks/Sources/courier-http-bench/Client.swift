@@ -1,3 +1,4 @@
+import BenchSupport
 import Foundation
 
 /// The clients the executable can measure; `-transport` reads the body as bytes, `-e2e`
@@ -11,15 +12,24 @@ enum Client: String, CaseIterable {
     case urlSessionTransport = "urlsession-transport"
     case urlSessionE2E = "urlsession-e2e"
 
-    func makeRunner(url: URL, connections: Int) async throws -> Runner {
+    /// - Parameters:
+    ///   - url: what every request gets.
+    ///   - connections: the connection limit per host.
+    ///   - bodyBytes: the body size every response must have (bytes clients only; the decoding
+    ///     clients expect the catalog).
+    func makeRunner(url: URL, connections: Int, bodyBytes: Int) async throws -> Runner {
         switch self {
-        case .courierTransport: try CourierRunner.make(url: url, connections: connections, decode: false)
-        case .courierE2E: try CourierRunner.make(url: url, connections: connections, decode: true)
+        case .courierTransport:
+            try CourierRunner.make(url: url, connections: connections, decode: false, bodyBytes: bodyBytes)
+        case .courierE2E:
+            try CourierRunner.make(url: url, connections: connections, decode: true, bodyBytes: Catalog.body.count)
         case .courierService: try CourierRunner.makeService(url: url, connections: connections)
-        case .ahcTransport: AHCRunner.make(url: url, connections: connections, decode: false)
-        case .ahcE2E: AHCRunner.make(url: url, connections: connections, decode: true)
-        case .urlSessionTransport: URLSessionRunner.make(url: url, connections: connections, decode: false)
-        case .urlSessionE2E: URLSessionRunner.make(url: url, connections: connections, decode: true)
+        case .ahcTransport: AHCRunner.make(url: url, connections: connections, decode: false, bodyBytes: bodyBytes)
+        case .ahcE2E: AHCRunner.make(url: url, connections: connections, decode: true, bodyBytes: Catalog.body.count)
+        case .urlSessionTransport:
+            URLSessionRunner.make(url: url, connections: connections, decode: false, bodyBytes: bodyBytes)
+        case .urlSessionE2E:
+            URLSessionRunner.make(url: url, connections: connections, decode: true, bodyBytes: Catalog.body.count)
         }
     }
 }

@@ -4,13 +4,13 @@ import Foundation
 import HTTPTypes
 
 enum CourierRunner {
-    static func make(url: URL, connections: Int, decode: Bool) throws -> Runner {
+    static func make(url: URL, connections: Int, decode: Bool, bodyBytes: Int) throws -> Runner {
         let configuration = HTTPClient.Configuration(
             maxConnectionsPerHost: connections, maxConnections: max(connections, 64))
         let client = try HTTPClient(configuration: configuration)
         let authority = "\(url.host ?? "127.0.0.1")\(url.port.map { ":\($0)" } ?? "")"
         let request = HTTPRequest(method: .get, scheme: url.scheme ?? "http", authority: authority, path: url.path)
-        let expected = Catalog.body.count
+        let expected = bodyBytes
         if decode {
             let serializer = DecodableResponseSerializer(Catalog.self)
             let pipeline = ResponsePipeline.default

@@ -6,13 +6,13 @@ import Foundation
 #endif
 
 enum URLSessionRunner {
-    static func make(url: URL, connections: Int, decode: Bool) -> Runner {
+    static func make(url: URL, connections: Int, decode: Bool, bodyBytes: Int) -> Runner {
         let configuration = URLSessionConfiguration.default
         configuration.httpMaximumConnectionsPerHost = connections
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.urlCache = nil
         let session = URLSession(configuration: configuration)
-        let expected = Catalog.body.count
+        let expected = bodyBytes
         let decoder = JSONDecoder()
         return Runner(
             request: {

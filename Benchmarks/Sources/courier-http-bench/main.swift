@@ -1,6 +1,7 @@
 // One HTTP client per process, so that its CPU time and peak RSS are its own.
 //
 //   courier-http-bench CLIENT --url URL [--requests N] [--concurrency C] [--connections K] [--warmup W]
+//                             [--body-bytes B]
 //   courier-http-bench write-body PATH
 //
 // CLIENT is one of `Client.allCases`. Prints one JSON line with the figures of the measured
@@ -20,6 +21,8 @@ struct Options {
     var concurrency = 32
     var connections: Int?
     var warmup = 500
+    /// The body size of every response (the catalog's unless the URL serves another file).
+    var bodyBytes = Catalog.body.count
 }
 
 func parseOptions() -> Options {
@@ -49,6 +52,7 @@ func parseOptions() -> Options {
         case "--concurrency": options.concurrency = Int(value) ?? options.concurrency
         case "--connections": options.connections = Int(value)
         case "--warmup": options.warmup = Int(value) ?? options.warmup
+        case "--body-bytes": options.bodyBytes = Int(value) ?? options.bodyBytes
         default: usage()
         }
     }
@@ -60,7 +64,8 @@ func parseOptions() -> Options {
 func usage() -> Never {
     let clients = Client.allCases.map(\.rawValue).joined(separator: "|")
     fail(
-        "usage: courier-http-bench \(clients) --url URL [--requests N] [--concurrency C] [--connections K] [--warmup W]\n"
+        "usage: courier-http-bench \(clients) --url URL [--requests N] [--concurrency C] [--connections K] [--warmup W]"
+            + " [--body-bytes B]\n"
             + "       courier-http-bench write-body PATH")
 }
 
@@ -104,30 +109,50 @@ func run(total: Int, concurrency: Int, _ body: @escaping @Sendable () async thro
     }
 }
 
-let options = parseOptions()
-let runner = try await options.client.makeRunner(
-    url: options.url, connections: options.connections ?? options.concurrency)
-do {
-    // Warm-up: open the connections and fault in the code paths.
-    if options.warmup > 0 {
-        try await run(total: max(options.warmup, options.concurrency), concurrency: options.concurrency, runner.request)
+/// Measures `options.client` and prints its figures.
+func measure(_ options: Options) async {
+    let runner: Runner
+    do {
+        runner = try await options.client.makeRunner(
+            url: options.url, connections: options.connections ?? options.concurrency, bodyBytes: options.bodyBytes)
+    } catch {
+        fail("\(options.client.rawValue): \(error)")
     }
-    let cpuBefore = cpuSeconds()
-    let start = ContinuousClock.now
-    try await run(total: options.requests, concurrency: options.concurrency, runner.request)
-    let elapsed = ContinuousClock.now - start
-    let cpu = cpuSeconds() - cpuBefore
-    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-    let result: [String: Any] = [
-        "client": options.client.rawValue, "requests": options.requests, "concurrency": options.concurrency,
-        "connections": options.connections ?? options.concurrency, "seconds": seconds,
-        "rps": Double(options.requests) / seconds, "cpu_us_per_request": cpu * 1e6 / Double(options.requests),
-        "peak_rss_kib": peakRSSKiB(),
-    ]
-    let json = try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys])
-    print(String(decoding: json, as: UTF8.self))
-    try await runner.shutdown()
-} catch {
-    try? await runner.shutdown()
-    fail("\(options.client.rawValue): \(error)")
+    do {
+        // Warm-up: open the connections and fault in the code paths.
+        if options.warmup > 0 {
+            try await run(
+                total: max(options.warmup, options.concurrency), concurrency: options.concurrency, runner.request)
+        }
+        let cpuBefore = cpuSeconds()
+        let start = ContinuousClock.now
+        try await run(total: options.requests, concurrency: options.concurrency, runner.request)
+        let elapsed = ContinuousClock.now - start
+        let cpu = cpuSeconds() - cpuBefore
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let result: [String: Any] = [
+            "client": options.client.rawValue, "requests": options.requests, "concurrency": options.concurrency,
+            "connections": options.connections ?? options.concurrency, "seconds": seconds,
+            "rps": Double(options.requests) / seconds, "cpu_us_per_request": cpu * 1e6 / Double(options.requests),
+            "peak_rss_kib": peakRSSKiB(),
+        ]
+        let json = try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys])
+        print(String(decoding: json, as: UTF8.self))
+        try await runner.shutdown()
+    } catch {
+        try? await runner.shutdown()
+        fail("\(options.client.rawValue): \(error)")
+    }
 }
+
+// A synchronous main that waits on a semaphore rather than top-level `await`: with an async
+// main, the main thread waits in libdispatch's `sigsuspend`, and valgrind 3.19 (callgrind, used
+// to count instructions per request) crashes as soon as the process starts another thread.
+// Detached: top-level code is on the main actor, whose thread the semaphore blocks.
+let options = parseOptions()
+let done = DispatchSemaphore(value: 0)
+Task.detached {
+    await measure(options)
+    done.signal()
+}
+done.wait()

@@ -18,6 +18,30 @@ extension HTTPClient {
     public func send(
         _ request: HTTPRequest, body: RequestBody? = nil, options: RequestOptions = .init()
     ) async throws -> Response {
+        guard configuration.cache == nil, let curl = curlTransport else {
+            return try await sendThroughCacheOrTransport(request, body: body, options: options)
+        }
+        // Courier's own transport without a cache, the common case, kept lean: this async frame
+        // is allocated for as long as the request is in flight, and holds the `Exchange` and
+        // the transfer. The transfer object carries the request in and the response out, and
+        // the per-hop work is synchronous, so its temporaries stay on the thread's stack.
+        var exchange = try Exchange(client: self, request: request, body: body, options: options)
+        while true {
+            let transfer = try exchange.nextTransfer()
+            do {
+                try await curl.run(transfer)
+            } catch {
+                throw exchange.logged(error)
+            }
+            if let response = try exchange.finish(transfer) { return response }
+        }
+    }
+
+    /// `send` through the cache, or through a transport other than Courier's.
+    @inline(never)
+    private func sendThroughCacheOrTransport(
+        _ request: HTTPRequest, body: RequestBody?, options: RequestOptions
+    ) async throws -> Response {
         if let cache = configuration.cache {
             return try await sendThroughCache(cache, request, body: body, options: options)
         }
@@ -25,18 +49,32 @@ extension HTTPClient {
     }
 
     /// `send` without the cache: redirects, transport.
+    @inline(never)
     func sendToNetwork(_ request: HTTPRequest, body: RequestBody?, options: RequestOptions) async throws -> Response {
-        let transport = self.transport
-        let (response, final) = try await followRedirects(request, body: body, options: options) { request in
-            let response = try await transport.execute(request)
-            return (response.head, response.metrics, response.body)
-        } discard: { _ in
+        var exchange = try Exchange(client: self, request: request, body: body, options: options)
+        if let curl = curlTransport {
+            while true {
+                let transfer = try exchange.nextTransfer()
+                do {
+                    try await curl.run(transfer)
+                } catch {
+                    throw exchange.logged(error)
+                }
+                if let response = try exchange.finish(transfer) { return response }
+            }
         }
-        var answer = Response(
-            head: response.head, body: response.payload, metrics: response.metrics, request: final.request,
-            url: final.url, redirectCount: final.redirectCount)
-        answer.redirectMetrics = final.redirectMetrics
-        return answer
+        let transport = self.transport
+        while true {
+            let request = try exchange.nextTransportRequest()
+            let response: TransportResponse
+            do {
+                response = try await transport.execute(request)
+            } catch {
+                throw exchange.logged(error)
+            }
+            if try exchange.followsRedirect(after: response) { continue }
+            return exchange.response(response)
+        }
     }
 
     /// Sends a request and returns once the final response head arrived; the body streams.
@@ -49,17 +87,24 @@ extension HTTPClient {
     public func stream(
         _ request: HTTPRequest, body: RequestBody? = nil, options: RequestOptions = .init()
     ) async throws -> StreamedResponse {
-        let transport = self.transport
-        let (response, final) = try await followRedirects(request, body: body, options: options) { request in
-            let response = try await transport.stream(request)
-            return (response.head, TransferMetrics(), response.body)
-        } discard: { body in
-            // Read a redirect's (small) body so its connection can be reused.
-            _ = try? await body.collect()
+        var exchange = try Exchange(client: self, request: request, body: body, options: options)
+        while true {
+            let request = try exchange.nextTransportRequest()
+            let response: TransportStreamResponse
+            do {
+                response = try await transport.stream(request)
+            } catch {
+                throw exchange.logged(error)
+            }
+            if try exchange.followsRedirect(after: response.head, metrics: TransferMetrics()) {
+                // Read a redirect's (small) body so its connection can be reused.
+                _ = try? await response.body.collect()
+                continue
+            }
+            return StreamedResponse(
+                head: response.head, body: response.body, request: exchange.current, url: exchange.url,
+                redirectCount: exchange.redirectCount)
         }
-        return StreamedResponse(
-            head: response.head, body: response.payload, request: final.request, url: final.url,
-            redirectCount: final.redirectCount)
     }
 
     /// Sends a request given as plain values; header names and values are checked, not repaired.
@@ -84,104 +129,6 @@ extension HTTPClient {
     }
 
     // MARK: The pipeline
-
-    struct Hop<Payload> {
-        var head: HTTPResponse
-        var metrics: TransferMetrics
-        var payload: Payload
-    }
-
-    struct FinalRequest {
-        var request: HTTPRequest
-        var url: URL
-        var redirectCount: Int
-        /// The metrics of the redirect hops before the final one.
-        var redirectMetrics: [TransferMetrics]
-    }
-
-    private func followRedirects<Payload>(
-        _ request: HTTPRequest, body: RequestBody?, options: RequestOptions,
-        perform: (TransportRequest) async throws -> (HTTPResponse, TransferMetrics, Payload),
-        discard: (Payload) async -> Void
-    ) async throws -> (Hop<Payload>, FinalRequest) {
-        var current = try prepare(request, cookieJar: options.cookieJar)
-        guard var url = current.absoluteURL else {
-            throw CourierError(.invalidRequest, "the request has no valid URL")
-        }
-        var currentBody = body
-        let limit = (options.redirects ?? configuration.redirects).maxRedirects
-        let sensitive =
-            options.sensitiveHeaderNames.isEmpty
-            ? configuration.sensitiveHeaderNames
-            : configuration.sensitiveHeaderNames.union(options.sensitiveHeaderNames)
-        let handler = RedirectHandler(sensitiveHeaderNames: sensitive)
-        let redaction = Redaction(extraNames: sensitive)
-        let clock = ContinuousClock()
-        let deadline = (options.timeout ?? configuration.timeout).map { clock.now + $0 }
-        var redirectCount = 0
-        var redirectMetrics: [TransferMetrics] = []
-        let logger = configuration.logger
-        while true {
-            var transportOptions = TransportOptions(
-                timeout: nil, connectTimeout: options.connectTimeout ?? configuration.connectTimeout,
-                stallTimeout: options.stallTimeout ?? configuration.stallTimeout,
-                maxResponseSize: options.maxResponseSize ?? configuration.maxResponseSize,
-                uploadProgress: options.uploadProgress, downloadProgress: options.downloadProgress)
-            if let deadline {
-                let remaining = deadline - clock.now
-                guard remaining > .zero else {
-                    throw CourierError(.timedOut, "the request took longer than its timeout")
-                }
-                transportOptions.timeout = remaining
-            }
-            // Built only when something is logged: this runs for every request.
-            let logs = logger.logLevel <= .debug
-            let target =
-                logs ? Redaction.target(scheme: current.scheme, authority: current.authority, path: current.path) : ""
-            logger.debug(
-                "courier: → \(current.method) \(target)",
-                metadata: logger.logLevel <= .trace
-                    ? ["headers": .string(redaction.describe(current.headerFields))] : nil)
-            let head: HTTPResponse
-            let metrics: TransferMetrics
-            let payload: Payload
-            do {
-                (head, metrics, payload) = try await perform(
-                    TransportRequest(head: current, body: currentBody, options: transportOptions))
-            } catch let error as CourierError {
-                logger.debug("courier: ✗ \(current.method) \(target): \(error.code): \(error.message)")
-                throw error
-            }
-            options.cookieJar?.store(from: head, for: current)
-            logger.debug(
-                "courier: ← \(head.status.code) \(current.method) \(target)",
-                metadata: logger.logLevel <= .trace ? ["headers": .string(redaction.describe(head.headerFields))] : nil)
-            if limit > 0,
-                let next = try handler.nextHop(after: current, body: currentBody, url: url, response: head)
-            {
-                guard redirectCount < limit else {
-                    throw CourierError(.redirect, "more than \(limit) redirects", response: head)
-                }
-                await discard(payload)
-                redirectCount += 1
-                redirectMetrics.append(metrics)
-                current = next.request
-                if let jar = options.cookieJar {
-                    // The jar's cookies for the new target, the redirect's own included.
-                    current.headerFields[.cookie] = nil
-                    jar.apply(to: &current)
-                }
-                currentBody = next.body
-                url = next.url
-                continue
-            }
-            return (
-                Hop(head: head, metrics: metrics, payload: payload),
-                FinalRequest(
-                    request: current, url: url, redirectCount: redirectCount, redirectMetrics: redirectMetrics)
-            )
-        }
-    }
 
     /// Base URL, default headers, auth header, the jar's cookies, then validation.
     func prepare(_ request: HTTPRequest, cookieJar: CookieJar? = nil) throws(CourierError) -> HTTPRequest {

@@ -29,6 +29,8 @@ public final class HTTPClient: Sendable {
     public let configuration: Configuration
     /// The transport requests go through.
     public let transport: any Transport
+    /// `transport` when it is Courier's own: `send` then hands it transfers directly.
+    let curlTransport: CurlTransport?
 
     private struct State {
         var credential: String?
@@ -49,8 +51,11 @@ public final class HTTPClient: Sendable {
         self.configuration = configuration
         if let transport {
             self.transport = transport
+            curlTransport = transport as? CurlTransport
         } else {
-            self.transport = try CurlTransport(configuration: configuration.transportConfiguration)
+            let curl = try CurlTransport(configuration: configuration.transportConfiguration)
+            self.transport = curl
+            curlTransport = curl
         }
         observers = ObserverTokens(center: configuration.notificationCenter)
         observers.observe(self)

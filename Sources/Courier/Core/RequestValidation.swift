@@ -6,18 +6,21 @@ import HTTPTypes
 enum RequestValidation {
     /// - Throws: `CourierError.invalidRequest` naming what is wrong (never a header value).
     static func validate(_ request: HTTPRequest) throws(CourierError) {
-        guard let scheme = request.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+        guard let scheme = request.scheme, isHTTPScheme(scheme) else {
             throw CourierError(.invalidRequest, "only http and https URLs are allowed")
         }
         guard let authority = request.authority, !authority.isEmpty else {
             throw CourierError(.invalidRequest, "the request has no host")
         }
-        for byte in authority.utf8 where byte <= 0x20 || byte == 0x7F || "@/?#\\".utf8.contains(byte) {
-            throw CourierError(
-                .invalidRequest,
-                byte == UInt8(ascii: "@")
-                    ? "credentials in the URL are not supported; use a header"
-                    : "the host contains a forbidden character")
+        for byte in authority.utf8 {
+            switch byte {
+            case ...0x20, 0x7F, UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#"), UInt8(ascii: "\\"):
+                throw CourierError(.invalidRequest, "the host contains a forbidden character")
+            case UInt8(ascii: "@"):
+                throw CourierError(.invalidRequest, "credentials in the URL are not supported; use a header")
+            default:
+                continue
+            }
         }
         let path = request.path ?? "/"
         for byte in path.utf8 where byte <= 0x20 || byte == 0x7F || byte == UInt8(ascii: "#") {
@@ -26,6 +29,17 @@ enum RequestValidation {
         for field in request.headerFields {
             try validate(field)
         }
+    }
+
+    /// Whether `scheme` is `http` or `https`, in any case (without lower-casing a copy; no
+    /// other character lower-cases to these ASCII letters).
+    static func isHTTPScheme(_ scheme: String) -> Bool {
+        var bytes = scheme.utf8.makeIterator()
+        for expected in "http".utf8 {
+            guard let byte = bytes.next(), byte | 0x20 == expected else { return false }
+        }
+        guard let last = bytes.next() else { return true }
+        return last | 0x20 == UInt8(ascii: "s") && bytes.next() == nil
     }
 
     /// HTTPTypes turns CR, LF and NUL in values into spaces when a field is made from a

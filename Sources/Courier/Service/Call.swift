@@ -31,16 +31,21 @@ public protocol CancellableCall: AnyObject, Sendable {
 public final class Call<Value: Sendable>: CancellableCall {
     private enum Phase {
         case idle
-        case running(Task<Void, Never>)
+        /// `start()` is making the task (outside the lock: an immediate task runs at once).
+        case starting
+        case running(Task<Result<Value, CourierError>, Never>)
         case finished(Result<Value, CourierError>)
     }
     private struct State {
         var phase: Phase = .idle
         var cancelRequested = false
-        var waiters: [CheckedContinuation<Result<Value, CourierError>, Never>] = []
+        /// Callers waiting before the task exists (deferred start).
+        var waiters: [UnsafeContinuation<Result<Value, CourierError>, Never>] = []
         var finishHandlers: [@Sendable (Result<Value, CourierError>) -> Void] = []
+        /// The registry to leave when the call finishes.
+        weak var registry: CallRegistry?
 
-        mutating func takeWaiters() -> [CheckedContinuation<Result<Value, CourierError>, Never>] {
+        mutating func takeWaiters() -> [UnsafeContinuation<Result<Value, CourierError>, Never>] {
             defer { waiters.removeAll() }
             return waiters
         }
@@ -79,20 +84,41 @@ public final class Call<Value: Sendable>: CancellableCall {
 
     /// Starts the call; later calls do nothing.
     public func start() {
-        state.withLock { state in
-            guard case .idle = state.phase else { return }
-            let operation = self.operation
-            let task = Task { [self] in
-                let result: Result<Value, CourierError>
-                do {
-                    result = .success(try await operation())
-                } catch {
-                    result = .failure(Self.courierError(error))
-                }
-                finish(result)
-            }
-            state.phase = .running(task)
+        _ = begin(immediately: false)
+    }
+
+    /// Starts the call's task unless it was started (or cancelled) before.
+    ///
+    /// An immediate task runs on the caller's thread until its first suspension (for
+    /// `run()`, whose caller waits anyway): the operation starts without waiting for a thread
+    /// of the pool. It is made outside the lock, since it may finish before `Task.immediate`
+    /// returns.
+    /// - Returns: the task, when this call started it.
+    private func begin(immediately: Bool) -> Task<Result<Value, CourierError>, Never>? {
+        let starts = state.withLock { state -> Bool in
+            guard case .idle = state.phase else { return false }
+            state.phase = .starting
+            return true
         }
+        guard starts else { return nil }
+        let operation = self.operation
+        let body: @Sendable () async -> Result<Value, CourierError> = { [self] in
+            let result: Result<Value, CourierError>
+            do {
+                result = .success(try await operation())
+            } catch {
+                result = .failure(Self.courierError(error))
+            }
+            return finish(result)
+        }
+        let task = immediately ? Task.immediate(operation: body) : Task(operation: body)
+        let cancelled = state.withLock { state -> Bool in
+            // Still starting unless the operation already finished.
+            if case .starting = state.phase { state.phase = .running(task) }
+            return state.cancelRequested
+        }
+        if cancelled { task.cancel() }
+        return task
     }
 
     /// Cancels the call (see the type's description).
@@ -103,7 +129,12 @@ public final class Call<Value: Sendable>: CancellableCall {
             case .idle:
                 let result = Result<Value, CourierError>.failure(Self.cancelledBeforeStart)
                 state.phase = .finished(result)
-                return .finish(result, state.takeWaiters(), state.takeHandlers())
+                let registry = state.registry
+                state.registry = nil
+                return .finish(result, state.takeWaiters(), state.takeHandlers(), registry)
+            case .starting:
+                // `begin` sees the request once the task exists and cancels it.
+                return .none
             case .running(let task):
                 return .cancelTask(task)
             case .finished:
@@ -111,7 +142,8 @@ public final class Call<Value: Sendable>: CancellableCall {
             }
         }
         switch action {
-        case .finish(let result, let waiters, let handlers):
+        case .finish(let result, let waiters, let handlers, let registry):
+            registry?.remove(id)
             waiters.forEach { $0.resume(returning: result) }
             handlers.forEach { $0(result) }
         case .cancelTask(let task):
@@ -133,8 +165,13 @@ public final class Call<Value: Sendable>: CancellableCall {
 
     /// Waits for the result without starting the call. Cancelling the waiting task cancels the call.
     public func result() async -> Result<Value, CourierError> {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, CourierError>, Never>) in
+        let task = state.withLock { state -> Task<Result<Value, CourierError>, Never>? in
+            if case .running(let task) = state.phase { return task }
+            return nil
+        }
+        if let task { return await wait(for: task) }
+        return await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<Value, CourierError>, Never>) in
                 let done = state.withLock { state -> Result<Value, CourierError>? in
                     if case .finished(let result) = state.phase { return result }
                     state.waiters.append(continuation)
@@ -154,12 +191,27 @@ public final class Call<Value: Sendable>: CancellableCall {
     /// Starts the call and waits for its value.
     /// - Throws: the call's `CourierError`.
     public func run() async throws(CourierError) -> Value {
-        start()
+        // A caller cancelled already gets a task that is cancelled before it runs, as with
+        // `start()`; otherwise the operation starts on this thread.
+        if let task = begin(immediately: !Task.isCancelled) {
+            return try await wait(for: task).get()
+        }
         return try await value()
     }
 
-    private func finish(_ result: Result<Value, CourierError>) {
-        let (final, waiters, handlers) = state.withLock { state in
+    /// Waits for the call's task; cancelling the waiting task cancels the call.
+    private func wait(for task: Task<Result<Value, CourierError>, Never>) async -> Result<Value, CourierError> {
+        await withTaskCancellationHandler {
+            await task.value
+        } onCancel: {
+            self.cancel()
+        }
+    }
+
+    /// Records the result, wakes the waiters and leaves the registry.
+    /// - Returns: the final result (a call cancelled while running ends as cancelled).
+    private func finish(_ result: Result<Value, CourierError>) -> Result<Value, CourierError> {
+        let (final, waiters, handlers, registry) = state.withLock { state in
             var final = result
             // A call cancelled while running ends as cancelled even if the operation
             // turned the cancellation into another error.
@@ -167,17 +219,41 @@ public final class Call<Value: Sendable>: CancellableCall {
                 final = .failure(CourierError(.cancelled, "the call was cancelled", underlying: error))
             }
             state.phase = .finished(final)
-            return (final, state.takeWaiters(), state.takeHandlers())
+            let registry = state.registry
+            state.registry = nil
+            return (final, state.takeWaiters(), state.takeHandlers(), registry)
         }
+        registry?.remove(id)
         waiters.forEach { $0.resume(returning: final) }
         handlers.forEach { $0(final) }
+        return final
+    }
+
+    /// How `attach(to:)` went.
+    enum Attachment {
+        /// The call leaves the registry when it finishes.
+        case attached
+        /// The call has finished: do not keep it.
+        case finished
+        /// The call is in another registry already: watch it with `whenFinished`.
+        case elsewhere
+    }
+
+    /// Links the call to the registry it leaves when it finishes.
+    func attach(to registry: CallRegistry) -> Attachment {
+        state.withLock { state in
+            if case .finished = state.phase { return .finished }
+            if let current = state.registry, current !== registry { return .elsewhere }
+            state.registry = registry
+            return .attached
+        }
     }
 
     private enum CancelAction {
         case finish(
-            Result<Value, CourierError>, [CheckedContinuation<Result<Value, CourierError>, Never>],
-            [@Sendable (Result<Value, CourierError>) -> Void])
-        case cancelTask(Task<Void, Never>)
+            Result<Value, CourierError>, [UnsafeContinuation<Result<Value, CourierError>, Never>],
+            [@Sendable (Result<Value, CourierError>) -> Void], CallRegistry?)
+        case cancelTask(Task<Result<Value, CourierError>, Never>)
         case none
     }
 
@@ -186,9 +262,70 @@ public final class Call<Value: Sendable>: CancellableCall {
     }
 
     /// Maps any error to a `CourierError`; task cancellation becomes `.cancelled`.
-    static func courierError(_ error: any Error) -> CourierError {
+    static func courierError(_ error: any Error) -> CourierError { CourierError.fromCall(error) }
+}
+
+extension CourierError {
+    /// Maps any error a call's operation threw to a `CourierError`; task cancellation becomes
+    /// `.cancelled`.
+    static func fromCall(_ error: any Error) -> CourierError {
         if let courier = error as? CourierError { return courier }
         if error is CancellationError { return CourierError(.cancelled, "the call was cancelled", underlying: error) }
         return CourierError(.transport, "the call failed: \(error)", underlying: error)
+    }
+}
+
+/// A task that can be cancelled, whatever its result type.
+protocol CancellableTask: Sendable {
+    func cancel()
+}
+
+extension Task: CancellableTask {}
+
+/// The registry's handle on a call run by `APIService.send`, whose caller waits for it: the
+/// part of `Call` such a call needs (cancel while it runs, end as cancelled), without generics.
+final class RunningCall: CancellableCall {
+    private struct State {
+        var task: (any CancellableTask)?
+        var cancelRequested = false
+        var isFinished = false
+    }
+
+    let id: CallID
+    private let state = Mutex(State())
+
+    init(id: CallID) { self.id = id }
+
+    /// Records the call's task; cancels it when the call was cancelled meanwhile.
+    func started(_ task: some CancellableTask) {
+        let cancelled = state.withLock { state -> Bool in
+            state.task = task
+            return state.cancelRequested && !state.isFinished
+        }
+        if cancelled { task.cancel() }
+    }
+
+    /// Cancels the call's task; does nothing once the call has its result.
+    func cancel() {
+        let task = state.withLock { state -> (any CancellableTask)? in
+            guard !state.isFinished else { return nil }
+            state.cancelRequested = true
+            return state.task
+        }
+        task?.cancel()
+    }
+
+    /// The call's final result: one cancelled while running ends as cancelled even if the
+    /// operation turned the cancellation into another error.
+    func finish<Value>(_ result: Result<Value, CourierError>) -> Result<Value, CourierError> {
+        let cancelled = state.withLock { state -> Bool in
+            state.isFinished = true
+            state.task = nil
+            return state.cancelRequested
+        }
+        if cancelled, case .failure(let error) = result, error.code != .cancelled {
+            return .failure(CourierError(.cancelled, "the call was cancelled", underlying: error))
+        }
+        return result
     }
 }

@@ -18,7 +18,18 @@ public final class CallRegistry: Sendable {
     /// - Parameter call: the call; it is removed from the registry when it finishes.
     public func register<Value>(_ call: Call<Value>) {
         calls.withLock { $0[call.id] = call }
-        call.whenFinished { [weak self] _ in self?.remove(call.id) }
+        // The call removes itself when it finishes (no handler to allocate per call); one that
+        // has finished already is not kept.
+        switch call.attach(to: self) {
+        case .attached: break
+        case .finished: remove(call.id)
+        case .elsewhere: call.whenFinished { [weak self] _ in self?.remove(call.id) }
+        }
+    }
+
+    /// Tracks a call that removes itself (with `remove(_:)`) when it finishes.
+    func track(_ call: some CancellableCall) {
+        calls.withLock { $0[call.id] = call }
     }
 
     /// Cancels the call with identifier `id`.
@@ -39,7 +50,7 @@ public final class CallRegistry: Sendable {
         return all.count
     }
 
-    private func remove(_ id: CallID) {
+    func remove(_ id: CallID) {
         _ = calls.withLock { $0.removeValue(forKey: id) }
     }
 }

@@ -9,7 +9,7 @@ import Synchronization
 public final class InFlightDeduplicator<Value: Sendable>: Sendable {
     private final class Entry: Sendable {
         struct State {
-            var waiters: [UInt64: CheckedContinuation<Value, any Error>] = [:]
+            var waiters: [UInt64: UnsafeContinuation<Value, any Error>] = [:]
             var result: Result<Value, any Error>?
             var task: Task<Void, Never>?
         }
@@ -75,15 +75,18 @@ public final class InFlightDeduplicator<Value: Sendable>: Sendable {
             return (entry, true, table.nextWaiter)
         }
         if isNew {
-            let task = Task {
+            let work: @Sendable () async -> Void = {
                 let result: Result<Value, any Error>
                 do { result = .success(try await operation()) } catch { result = .failure(error) }
                 self.finish(key: key, entry: entry, result: result)
             }
+            // The work starts on this thread, without waiting for a thread of the pool; unless
+            // this caller is cancelled already, which abandons the work before it starts.
+            let task = Task.isCancelled ? Task(operation: work) : Task.immediate(operation: work)
             entry.state.withLock { $0.task = task }
         }
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
+            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Value, any Error>) in
                 let finished = entry.state.withLock { state -> Result<Value, any Error>? in
                     if let result = state.result { return result }
                     if Task.isCancelled { return .failure(CancellationError()) }
@@ -99,7 +102,7 @@ public final class InFlightDeduplicator<Value: Sendable>: Sendable {
 
     private func leave(key: String, entry: Entry, waiterID: UInt64) {
         let (continuation, taskToCancel) = entry.state.withLock {
-            state -> (CheckedContinuation<Value, any Error>?, Task<Void, Never>?) in
+            state -> (UnsafeContinuation<Value, any Error>?, Task<Void, Never>?) in
             let continuation = state.waiters.removeValue(forKey: waiterID)
             let abandon = continuation != nil && state.waiters.isEmpty && state.result == nil
             return (continuation, abandon ? state.task : nil)
@@ -118,7 +121,7 @@ public final class InFlightDeduplicator<Value: Sendable>: Sendable {
         table.withLock { table in
             if table.entries[key] === entry { table.entries.removeValue(forKey: key) }
         }
-        let waiters = entry.state.withLock { state -> [CheckedContinuation<Value, any Error>] in
+        let waiters = entry.state.withLock { state -> [UnsafeContinuation<Value, any Error>] in
             state.result = result
             defer { state.waiters.removeAll() }
             return Array(state.waiters.values)

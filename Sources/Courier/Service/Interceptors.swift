@@ -130,6 +130,21 @@ struct InterceptorChain: Sendable {
     var adapters: [any RequestAdapter] = []
     var retriers: [any RequestRetrier] = []
 
+    init(adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = []) {
+        self.adapters = adapters
+        self.retriers = retriers
+    }
+
+    /// A call's chain: adapters authentication first, then the service's, then the call's;
+    /// retriers the call's first, then authentication, then the service's.
+    init(configuration: ServiceConfiguration, options: CallOptions) {
+        if let auth = configuration.authentication { adapters.append(auth) }
+        adapters += configuration.adapters + options.adapters
+        retriers = options.retriers
+        if let auth = configuration.authentication { retriers.append(auth) }
+        retriers += configuration.retriers
+    }
+
     func adapt(_ request: PreparedRequest, context: InterceptorContext) async throws(CourierError) -> PreparedRequest {
         var current = request
         for adapter in adapters {

@@ -15,10 +15,23 @@ public struct RelativePath: Sendable, Hashable, CustomStringConvertible {
     /// Whether the path ended with `/`.
     public let hasTrailingSlash: Bool
 
+    /// The percent-encoded path, without a leading `/` (`users/a%20b`), plus `?query`.
+    public let encoded: String
+
     /// Validates and normalises `path`.
     /// - Parameter path: a relative path, optionally with a query string.
     /// - Throws: `CourierError.invalidRequest` when the path is unsafe or malformed.
     public init(_ path: String) throws {
+        // Every call parses its path: the common all-ASCII path is read byte by byte.
+        if let parsed = try Self.parseASCII(path) {
+            self = parsed
+            return
+        }
+        try self.init(parsingCharacters: path)
+    }
+
+    /// `init` for any path, character by character (also what the ASCII parse must agree with).
+    init(parsingCharacters path: String) throws {
         if path.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
             throw CourierError(.invalidRequest, "the path contains control characters")
         }
@@ -32,7 +45,7 @@ public struct RelativePath: Sendable, Hashable, CustomStringConvertible {
         var query: String?
         if let mark = path.firstIndex(of: "?") {
             pathPart = path[..<mark]
-            query = Self.encodeQuery(path[path.index(after: mark)...])
+            query = Self.encodeQuery(Array(path[path.index(after: mark)...].utf8))
         }
         if pathPart.hasPrefix("//") {
             throw CourierError(.invalidRequest, "the path starts with '//', which names another host")
@@ -57,88 +70,207 @@ public struct RelativePath: Sendable, Hashable, CustomStringConvertible {
             if decoded == "." { continue }
             segments.append(decoded)
         }
-        self.segments = segments
-        self.query = query
-        self.hasTrailingSlash = pathPart.hasSuffix("/") && !segments.isEmpty
+        self.init(segments: segments, query: query, hasTrailingSlash: pathPart.hasSuffix("/") && !segments.isEmpty)
     }
 
-    /// The percent-encoded path, without a leading `/` (`users/a%20b`), plus `?query`.
-    public var encoded: String {
-        var text = segments.map(Self.encodeSegment).joined(separator: "/")
-        if hasTrailingSlash { text += "/" }
-        if let query { text += "?" + query }
-        return text
+    private init(segments: [String], query: String?, hasTrailingSlash: Bool) {
+        self.segments = segments
+        self.query = query
+        self.hasTrailingSlash = hasTrailingSlash
+        var text: [UInt8] = []
+        text.reserveCapacity(segments.reduce(segments.count) { $0 + $1.utf8.count } + (query?.utf8.count ?? 0) + 1)
+        for (index, segment) in segments.enumerated() {
+            if index > 0 { text.append(UInt8(ascii: "/")) }
+            Self.appendPercentEncoded(segment.utf8, allowed: Self.segmentAllowed, to: &text)
+        }
+        if hasTrailingSlash { text.append(UInt8(ascii: "/")) }
+        if let query {
+            text.append(UInt8(ascii: "?"))
+            text.append(contentsOf: query.utf8)
+        }
+        encoded = String(decoding: text, as: UTF8.self)
+    }
+
+    /// `init` for a path of ASCII characters only, where a byte is a character: the same rules,
+    /// without `Character` comparisons. Returns nil for any other path.
+    private static func parseASCII(_ path: String) throws -> RelativePath? {
+        var path = path
+        return try path.withUTF8 { bytes throws -> RelativePath? in
+            var control = false
+            var backslash = false
+            var fragment = false
+            var mark = bytes.count
+            for (index, byte) in bytes.enumerated() {
+                switch byte {
+                case 0x80...: return nil
+                case ..<0x20, 0x7F: control = true
+                case UInt8(ascii: "\\"): backslash = true
+                case UInt8(ascii: "#"): fragment = true
+                case UInt8(ascii: "?") where mark == bytes.count: mark = index
+                default: break
+                }
+            }
+            if control { throw CourierError(.invalidRequest, "the path contains control characters") }
+            if backslash { throw CourierError(.invalidRequest, "the path contains a backslash") }
+            if fragment { throw CourierError(.invalidRequest, "the path contains a fragment ('#')") }
+            let query = mark < bytes.count ? encodeQuery(UnsafeBufferPointer(rebasing: bytes[(mark + 1)...])) : nil
+            var part = UnsafeBufferPointer(rebasing: bytes[..<mark])
+            if part.count >= 2, part[0] == UInt8(ascii: "/"), part[1] == UInt8(ascii: "/") {
+                throw CourierError(.invalidRequest, "the path starts with '//', which names another host")
+            }
+            if hasScheme(part) {
+                throw CourierError(.invalidRequest, "the path is an absolute URL; give a path relative to the server")
+            }
+            if part.first == UInt8(ascii: "/") { part = UnsafeBufferPointer(rebasing: part[1...]) }
+            var segments: [String] = []
+            var start = 0
+            while start <= part.count {
+                let end = part[start...].firstIndex(of: UInt8(ascii: "/")) ?? part.count
+                let isLast = end == part.count
+                defer { start = end + 1 }
+                if start == end {
+                    if isLast { continue }
+                    throw CourierError(.invalidRequest, "the path contains an empty segment ('//')")
+                }
+                let decoded = percentDecoded(UnsafeBufferPointer(rebasing: part[start..<end]))
+                if decoded == ".." {
+                    throw CourierError(.invalidRequest, "the path contains a '..' segment")
+                }
+                if decoded == "." { continue }
+                segments.append(decoded)
+            }
+            let trailingSlash = part.last == UInt8(ascii: "/") && !segments.isEmpty
+            return RelativePath(segments: segments, query: query, hasTrailingSlash: trailingSlash)
+        }
     }
 
     public var description: String { encoded }
 
     // MARK: - Encoding
 
-    /// RFC 3986 `pchar` minus the sub-delimiters that some servers treat specially.
-    private static let segmentAllowed: Set<UInt8> = {
-        var set = Set<UInt8>(Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8))
-        set.formUnion(Array("!$&'()*+,;=:@".utf8))
-        return set
-    }()
+    /// A set of bytes as a 256-bit mask: a lookup without hashing, for the per-byte loops.
+    struct ByteSet: Sendable {
+        private var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
 
-    private static let queryAllowed: Set<UInt8> = segmentAllowed.union(Array("/?%".utf8))
+        init(_ bytes: some Sequence<UInt8>) {
+            for byte in bytes { insert(byte) }
+        }
+
+        mutating func insert(_ byte: UInt8) {
+            let bit = UInt64(1) << UInt64(byte & 63)
+            switch byte >> 6 {
+            case 0: words.0 |= bit
+            case 1: words.1 |= bit
+            case 2: words.2 |= bit
+            default: words.3 |= bit
+            }
+        }
+
+        func contains(_ byte: UInt8) -> Bool {
+            let word: UInt64
+            switch byte >> 6 {
+            case 0: word = words.0
+            case 1: word = words.1
+            case 2: word = words.2
+            default: word = words.3
+            }
+            return word & (UInt64(1) << UInt64(byte & 63)) != 0
+        }
+
+        func union(_ bytes: some Sequence<UInt8>) -> ByteSet {
+            var copy = self
+            for byte in bytes { copy.insert(byte) }
+            return copy
+        }
+    }
+
+    /// RFC 3986 unreserved characters.
+    static let unreserved = ByteSet("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
+
+    /// RFC 3986 `pchar` minus the sub-delimiters that some servers treat specially.
+    private static let segmentAllowed = unreserved.union("!$&'()*+,;=:@".utf8)
+
+    private static let queryAllowed = segmentAllowed.union("/?%".utf8)
 
     static func encodeSegment(_ segment: String) -> String {
         percentEncode(segment.utf8, allowed: segmentAllowed)
     }
 
-    private static func encodeQuery(_ query: Substring) -> String {
+    private static func encodeQuery(_ bytes: some RandomAccessCollection<UInt8>) -> String {
         // Keep valid escapes ("%20") and encode the rest; a lone "%" becomes "%25".
-        var out = ""
-        let bytes = Array(query.utf8)
-        var index = 0
-        while index < bytes.count {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
             let byte = bytes[index]
-            if byte == UInt8(ascii: "%"), index + 2 < bytes.count, hexValue(bytes[index + 1]) != nil,
-                hexValue(bytes[index + 2]) != nil
+            if byte == UInt8(ascii: "%"), bytes.distance(from: index, to: bytes.endIndex) > 2,
+                hexValue(bytes[bytes.index(index, offsetBy: 1)]) != nil,
+                hexValue(bytes[bytes.index(index, offsetBy: 2)]) != nil
             {
-                out += String(decoding: bytes[index...(index + 2)], as: UTF8.self)
-                index += 3
+                out.append(contentsOf: bytes[index..<bytes.index(index, offsetBy: 3)])
+                index = bytes.index(index, offsetBy: 3)
                 continue
             }
             if byte != UInt8(ascii: "%"), queryAllowed.contains(byte) {
-                out.unicodeScalars.append(Unicode.Scalar(byte))
+                out.append(byte)
             } else {
-                out += String(format: "%%%02X", byte)
+                appendEscape(byte, to: &out)
             }
-            index += 1
+            index = bytes.index(after: index)
         }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
-    static func percentEncode(_ bytes: some Sequence<UInt8>, allowed: Set<UInt8>) -> String {
-        var out = ""
+    static func percentEncode(_ bytes: some Sequence<UInt8>, allowed: ByteSet) -> String {
+        var out: [UInt8] = []
+        appendPercentEncoded(bytes, allowed: allowed, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static func appendPercentEncoded(_ bytes: some Sequence<UInt8>, allowed: ByteSet, to out: inout [UInt8]) {
+        if bytes.allSatisfy(allowed.contains) {
+            out.append(contentsOf: bytes)
+            return
+        }
         for byte in bytes {
             if allowed.contains(byte) {
-                out.unicodeScalars.append(Unicode.Scalar(byte))
+                out.append(byte)
             } else {
-                out += String(format: "%%%02X", byte)
+                appendEscape(byte, to: &out)
             }
         }
-        return out
+    }
+
+    /// Appends `%XX` (upper-case hex) for `byte`.
+    private static func appendEscape(_ byte: UInt8, to out: inout [UInt8]) {
+        let digits = Array("0123456789ABCDEF".utf8)
+        out.append(UInt8(ascii: "%"))
+        out.append(digits[Int(byte >> 4)])
+        out.append(digits[Int(byte & 15)])
     }
 
     /// Decodes valid `%XX` escapes; an invalid escape is kept as literal text.
     static func percentDecoded(_ text: Substring) -> String {
-        guard text.contains("%") else { return String(text) }
-        let bytes = Array(text.utf8)
+        guard text.utf8.contains(UInt8(ascii: "%")) else { return String(text) }
+        return percentDecoded(Array(text.utf8))
+    }
+
+    /// Decodes valid `%XX` escapes in UTF-8 bytes; an invalid escape is kept as literal text.
+    private static func percentDecoded(_ bytes: some RandomAccessCollection<UInt8>) -> String {
+        guard bytes.contains(UInt8(ascii: "%")) else { return String(decoding: bytes, as: UTF8.self) }
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
-        var index = 0
-        while index < bytes.count {
-            if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
-                let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2])
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            if bytes[index] == UInt8(ascii: "%"), bytes.distance(from: index, to: bytes.endIndex) > 2,
+                let high = hexValue(bytes[bytes.index(index, offsetBy: 1)]),
+                let low = hexValue(bytes[bytes.index(index, offsetBy: 2)])
             {
                 out.append(high << 4 | low)
-                index += 3
+                index = bytes.index(index, offsetBy: 3)
             } else {
                 out.append(bytes[index])
-                index += 1
+                index = bytes.index(after: index)
             }
         }
         return String(decoding: out, as: UTF8.self)
@@ -150,6 +282,20 @@ public struct RelativePath: Sendable, Hashable, CustomStringConvertible {
         case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
         case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
         default: nil
+        }
+    }
+
+    /// `hasScheme` for ASCII bytes.
+    private static func hasScheme(_ path: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let colon = path.firstIndex(of: UInt8(ascii: ":")), colon > 0 else { return false }
+        func isLetter(_ byte: UInt8) -> Bool {
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+        }
+        guard isLetter(path[0]) else { return false }
+        return path[..<colon].allSatisfy {
+            isLetter($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "+")
+                || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".")
         }
     }
 

@@ -25,8 +25,9 @@ private let curlGlobalSetup: CURLcode = {
 /// schedules their tasks elsewhere: one hop in, one hop out per request.
 ///
 /// `@unchecked Sendable`: the `queue` is a `Mutex`; `multi` is used from other threads only
-/// through `curl_multi_wakeup`, which libcurl documents as thread-safe; every other stored
-/// `var` is touched only on the loop's own thread (inside `run()`).
+/// through `curl_multi_wakeup`, which libcurl documents as thread-safe, and in `deinit`, when
+/// no thread can use it any more; every other stored `var` is touched only on the loop's own
+/// thread (inside `run()`).
 final class CurlLoop: @unchecked Sendable {
     enum Command {
         case add(CurlTransfer)
@@ -48,6 +49,9 @@ final class CurlLoop: @unchecked Sendable {
     private var pending: [Command] = []
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     private var pool: [EasyHandle] = []
+    private var receiveBufferSizes = ReceiveBufferSizes()
+    private let constantSettings: EasyHandle.Settings.Constant
+    private let maxPooledHandles: Int
 
     init(configuration: CurlTransport.Configuration) throws(CourierError) {
         guard curlGlobalSetup == CURLE_OK else {
@@ -58,6 +62,10 @@ final class CurlLoop: @unchecked Sendable {
         }
         self.multi = multi
         self.configuration = configuration
+        maxPooledHandles = configuration.maxConnections
+        constantSettings = EasyHandle.Settings.Constant(
+            proxy: configuration.proxy, caBundlePath: configuration.caBundlePath,
+            enablesCookieEngine: configuration.enablesCookieEngine)
         var list: UnsafeMutablePointer<curl_slist>?
         for entry in configuration.resolve {
             list = curl_slist_append(list, "\(entry.host):\(entry.port):\(entry.address)")
@@ -74,20 +82,23 @@ final class CurlLoop: @unchecked Sendable {
     }
 
     deinit {
+        // After `shutDown()`, when no other thread can reach the multi handle any more.
+        curl_multi_cleanup(multi)
         curl_slist_free_all(resolveList)
     }
 
     /// Hands a command to the loop thread.
     func enqueue(_ command: Command) {
-        let accepted = queue.withLock { queue -> Bool in
-            guard !queue.isShutDown else { return false }
+        let (accepted, wakes) = queue.withLock { queue -> (Bool, Bool) in
+            guard !queue.isShutDown else { return (false, false) }
             queue.commands.append(command)
             // A longer queue means an earlier enqueue already woke the loop, which has not
-            // drained yet; one wakeup covers both. Inside the lock so it cannot race the
-            // multi handle's cleanup.
-            if queue.commands.count == 1 { curl_multi_wakeup(multi) }
-            return true
+            // drained yet; one wakeup covers both.
+            return (true, queue.commands.count == 1)
         }
+        // Outside the lock (a system call: threads waiting for the lock would spin meanwhile).
+        // The multi handle lives until `deinit`, which cannot run while this method holds `self`.
+        if wakes { curl_multi_wakeup(multi) }
         if !accepted, case .add(let transfer) = command {
             transfer.finish(.failure(CourierError(.cancelled, "the transport was shut down")))
         }
@@ -162,14 +173,20 @@ final class CurlLoop: @unchecked Sendable {
                 continue
             }
             let outcome = transfer.outcome(code: result, handle: handle)
-            recycle(handle)
+            recycle(handle, wentWell: result == CURLE_OK && transfer.callbackFailure == nil)
+            if result == CURLE_OK, case .buffered = transfer.delivery {
+                receiveBufferSizes.record(
+                    transfer.origin, bodyBytes: transfer.receivedBytes, size: transfer.receiveBufferSize)
+            }
             transfer.finish(outcome)
         }
     }
 
-    private func recycle(_ handle: EasyHandle) {
-        handle.reset()
-        if pool.count < configuration.maxConnections { pool.append(handle) }
+    /// Returns a handle to the pool: kept as it is after a transfer that went well (the next
+    /// one changes only the options that differ), reset after any other.
+    private func recycle(_ handle: EasyHandle, wentWell: Bool = false) {
+        if wentWell { handle.release() } else { handle.reset() }
+        if pool.count < maxPooledHandles { pool.append(handle) }
     }
 
     private func shutDown() {
@@ -188,42 +205,39 @@ final class CurlLoop: @unchecked Sendable {
         }
         active.removeAll()
         pool.removeAll()
-        curl_multi_cleanup(multi)
     }
 
     // MARK: Setting up a handle
 
     private func configure(_ handle: EasyHandle, for transfer: CurlTransfer) throws(CourierError) {
-        try handle.setDefaults()
-        try handle.setURL(transfer.url)
-        if transfer.isHTTPS { try handle.setPipeWait() }
-        if transfer.retriedOnFreshConnection { try handle.setFreshConnect() }
-        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        let options = transfer.options
+        var settings = EasyHandle.Settings(constant: constantSettings)
+        settings.pipeWait = transfer.isHTTPS
+        settings.freshConnect = transfer.retriedOnFreshConnection
         if transfer.sendsBody {
-            try handle.setUpload(size: transfer.bodyLength)
-            if transfer.method != .put { try handle.setCustomRequest(transfer.method.rawValue) }
+            settings.uploadSize = transfer.bodyLength
+            if transfer.method != .put { settings.customRequest = transfer.method.rawValue }
             transfer.bodyReader = BodyReader(
                 body: transfer.body ?? RequestBody(segments: []), length: transfer.bodyLength)
         } else if transfer.method == .head {
-            try handle.setNoBody()
+            settings.noBody = true
         } else if transfer.method != .get {
-            try handle.setCustomRequest(transfer.method.rawValue)
+            settings.customRequest = transfer.method.rawValue
         }
-        try handle.setHeaders(transfer.headerList)
-        let options = transfer.options
-        try handle.setCallbacks(
-            context: context, upload: transfer.sendsBody,
-            progress: options.uploadProgress != nil || options.downloadProgress != nil)
         if let timeout = options.timeout {
-            try handle.setTimeout(milliseconds: (timeout - transfer.timeSpentBeforeRetry).wholeMilliseconds)
+            settings.timeoutMilliseconds = (timeout - transfer.timeSpentBeforeRetry).wholeMilliseconds
         }
-        let connectTimeout = options.connectTimeout ?? configuration.connectTimeout
-        try handle.setConnectTimeout(milliseconds: connectTimeout.wholeMilliseconds)
-        if let stall = options.stallTimeout { try handle.setStallTimeout(seconds: stall.wholeSecondsRoundedUp) }
-        try handle.setProxy(configuration.proxy)
-        if let caBundlePath = configuration.caBundlePath { try handle.setCAInfo(caBundlePath) }
-        if let resolveList { try handle.setResolve(resolveList) }
-        if configuration.enablesCookieEngine { try handle.setCookieFile("") }
+        settings.connectTimeoutMilliseconds = (options.connectTimeout ?? configuration.connectTimeout).wholeMilliseconds
+        if let stall = options.stallTimeout { settings.stallSeconds = stall.wholeSecondsRoundedUp }
+        settings.reportsProgress = options.uploadProgress != nil || options.downloadProgress != nil
+        switch transfer.delivery {
+        case .buffered: transfer.receiveBufferSize = receiveBufferSizes.size(for: transfer.origin)
+        case .streaming: transfer.receiveBufferSize = ReceiveBufferSizes.maximum
+        }
+        settings.receiveBufferSize = transfer.receiveBufferSize
+        try handle.prepare(
+            settings, url: transfer.url, headers: transfer.headerList,
+            context: Unmanaged.passUnretained(transfer).toOpaque(), resolve: resolveList)
     }
 }
 

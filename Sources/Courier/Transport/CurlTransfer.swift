@@ -21,15 +21,21 @@ final class CurlTransfer: @unchecked Sendable {
         case streaming(StreamBuffer)
     }
 
+    /// The caller's side. The continuation carries no value: the response waits in the
+    /// state (`.delivered`) and the caller takes it after resuming, so the async frames
+    /// between the caller and the continuation hold no `TransportResponse` of their own.
     private enum Outcome {
         case idle
-        case waiting(UnsafeContinuation<TransportResponse, any Error>)
+        case waiting(UnsafeContinuation<Void, any Error>)
         case cancelled
+        case delivered(TransportResponse)
         case resumed
     }
 
     let url: String
     let isHTTPS: Bool
+    /// Where the transfer goes, for the receive buffer size learned per origin.
+    let origin: ReceiveBufferSizes.Origin
     let method: HTTPRequest.Method
     /// The header list curl reads while sending; freed in `deinit`.
     let headerList: UnsafeMutablePointer<curl_slist>?
@@ -45,6 +51,8 @@ final class CurlTransfer: @unchecked Sendable {
     var head: HTTPResponse?
     var buffer = ResponseBuffer()
     var receivedBytes: Int64 = 0
+    /// The `CURLOPT_BUFFERSIZE` the transfer was started with.
+    var receiveBufferSize = ReceiveBufferSizes.maximum
     /// A failure a callback decided on (size cap, unreadable body file); wins over curl's code.
     var callbackFailure: CourierError?
     var bodyReader: BodyReader?
@@ -55,17 +63,25 @@ final class CurlTransfer: @unchecked Sendable {
     /// How long the attempt on the broken pooled connection took; the retry gets the rest.
     var timeSpentBeforeRetry: Duration = .zero
 
+    /// Not inlined into the async caller, whose frame would keep its temporaries for the
+    /// whole transfer.
+    @inline(never)
     init(request: TransportRequest, delivery: Delivery) throws(CourierError) {
         let head = request.head
         guard let scheme = head.scheme, let authority = head.authority else {
             throw CourierError(.invalidRequest, "the request has no scheme or authority")
         }
-        let lowered = scheme.lowercased()
-        guard lowered == "http" || lowered == "https" else {
+        guard RequestValidation.isHTTPScheme(scheme) else {
             throw CourierError(.invalidRequest, "only http and https URLs are allowed, not \(scheme)")
         }
-        url = "\(lowered)://\(authority)\(head.path ?? "/")"
-        isHTTPS = lowered == "https"
+        isHTTPS = scheme.utf8.count == 5
+        origin = ReceiveBufferSizes.Origin(authority: authority, isHTTPS: isHTTPS)
+        let path = head.path ?? "/"
+        var url = isHTTPS ? "https://" : "http://"
+        url.reserveCapacity(url.utf8.count + authority.utf8.count + path.utf8.count)
+        url += authority
+        url += path
+        self.url = url
         method = head.method
         body = request.body
         do {
@@ -75,7 +91,7 @@ final class CurlTransfer: @unchecked Sendable {
         }
         options = request.options
         self.delivery = delivery
-        let sendsBody = request.body != nil || [.post, .put, .patch].contains(head.method)
+        let sendsBody = request.body != nil || head.method == .post || head.method == .put || head.method == .patch
         headerList = try Self.makeHeaderList(head.headerFields, suppressExpect: sendsBody)
     }
 
@@ -93,7 +109,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Stores the continuation; resumes it at once when the task was already cancelled.
     /// - Returns: false when cancelled before it could start (do not enqueue).
-    func install(_ continuation: UnsafeContinuation<TransportResponse, any Error>) -> Bool {
+    func install(_ continuation: UnsafeContinuation<Void, any Error>) -> Bool {
         let installed = outcome.withLock { state -> Bool in
             guard case .idle = state else { return false }
             state = .waiting(continuation)
@@ -113,19 +129,36 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Resumes the waiting caller with `result`, exactly once; later calls do nothing.
     func resume(with result: Result<TransportResponse, any Error>) {
-        let continuation = outcome.withLock { state -> UnsafeContinuation<TransportResponse, any Error>? in
+        let continuation = outcome.withLock { state -> UnsafeContinuation<Void, any Error>? in
             guard case .waiting(let continuation) = state else { return nil }
-            state = .resumed
+            switch result {
+            case .success(let response): state = .delivered(response)
+            case .failure: state = .resumed
+            }
             return continuation
         }
-        continuation?.resume(with: result)
+        switch result {
+        case .success: continuation?.resume()
+        case .failure(let error): continuation?.resume(throwing: error)
+        }
+    }
+
+    /// The response the caller was resumed for; call once, after the continuation returned.
+    func takeResponse() -> TransportResponse {
+        outcome.withLock { state in
+            guard case .delivered(let response) = state else {
+                preconditionFailure("the transfer resumed its caller without a response")
+            }
+            state = .resumed
+            return response
+        }
     }
 
     /// Marks the transfer cancelled and resumes a waiting caller with `CancellationError`.
     /// - Returns: true when the transfer had been handed to the loop and must be removed there.
     func cancel() -> Bool {
         let (continuation, wasStarted) = outcome.withLock {
-            state -> (UnsafeContinuation<TransportResponse, any Error>?, Bool) in
+            state -> (UnsafeContinuation<Void, any Error>?, Bool) in
             switch state {
             case .idle:
                 state = .cancelled
@@ -135,7 +168,7 @@ final class CurlTransfer: @unchecked Sendable {
                 return (continuation, true)
             case .cancelled:
                 return (nil, false)
-            case .resumed:
+            case .delivered, .resumed:
                 return (nil, true)
             }
         }

@@ -97,7 +97,8 @@ public final class CurlTransport: Transport {
 
     public func execute(_ request: TransportRequest) async throws -> TransportResponse {
         let transfer = try CurlTransfer(request: request, delivery: .buffered)
-        return try await run(transfer)
+        try await run(transfer)
+        return transfer.takeResponse()
     }
 
     public func stream(_ request: TransportRequest) async throws -> TransportStreamResponse {
@@ -112,14 +113,18 @@ public final class CurlTransport: Transport {
         }
         let transfer = try CurlTransfer(request: request, delivery: .streaming(buffer))
         reference.transfer = transfer
-        let head = try await run(transfer).head
+        try await run(transfer)
+        let head = transfer.takeResponse().head
         return TransportStreamResponse(head: head, body: ResponseBodyStream(buffer: buffer, keepAlive: self))
     }
 
-    private func run(_ transfer: CurlTransfer) async throws -> TransportResponse {
+    /// Runs a transfer on the loop; once it returns, the response waits in
+    /// `transfer.takeResponse()`.
+    /// - Throws: the transfer's error, or `CancellationError` when the task is cancelled.
+    func run(_ transfer: CurlTransfer) async throws {
         let loop = self.loop
-        return try await withTaskCancellationHandler {
-            try await withUnsafeThrowingContinuation { continuation in
+        try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
                 if transfer.install(continuation) { loop.enqueue(.add(transfer)) }
             }
         } onCancel: {

@@ -4,13 +4,17 @@ import Foundation
 
 /// Owns one libcurl easy handle: one method per option, every `CURLcode` checked.
 ///
-/// Used only on the transport's thread. Handles are pooled and `reset()` between requests so
-/// connections, TLS sessions and DNS entries (which live in the multi handle) are reused
-/// without paying for a fresh handle each time.
+/// Used only on the transport's thread. Handles are pooled so connections, TLS sessions and
+/// DNS entries (which live in the multi handle) are reused without paying for a fresh handle
+/// each time. After a transfer that went well a handle keeps its options, and the next one
+/// changes only those that differ (see `EasyHandle+Settings.swift`); after any other it is
+/// `reset()`.
 final class EasyHandle {
     let raw: UnsafeMutableRawPointer
     /// curl writes a readable reason here when a transfer fails (`CURLOPT_ERRORBUFFER`).
     private let errorBuffer: UnsafeMutablePointer<CChar>
+    /// The options the handle has, when it has its defaults (nil after `init` and `reset()`).
+    var applied: Settings?
 
     init() throws(CourierError) {
         guard let raw = curl_easy_init() else {
@@ -29,6 +33,12 @@ final class EasyHandle {
     /// Forgets every option set for the previous request.
     func reset() {
         curl_easy_reset(raw)
+        errorBuffer[0] = 0
+        applied = nil
+    }
+
+    /// Clears the error message of the previous transfer.
+    func clearErrorMessage() {
         errorBuffer[0] = 0
     }
 
@@ -63,21 +73,6 @@ final class EasyHandle {
         try setString(CURLOPT_URL, url, "URL")
     }
 
-    /// Waits for a connection being set up to tell (by ALPN) whether it multiplexes (HTTP/2)
-    /// instead of opening another. Only for https: a plain-http connection is HTTP/1.1 anyway,
-    /// and curl would hold new requests until the first response came back.
-    func setPipeWait() throws(CourierError) { try setLong(CURLOPT_PIPEWAIT, 1, "PIPEWAIT") }
-
-    /// Opens a new connection for this transfer instead of taking one from the pool.
-    func setFreshConnect() throws(CourierError) { try setLong(CURLOPT_FRESH_CONNECT, 1, "FRESH_CONNECT") }
-
-    func setPrivate(_ pointer: UnsafeMutableRawPointer) throws(CourierError) {
-        try check(courier_easy_setopt_pointer(raw, CURLOPT_PRIVATE, pointer), "PRIVATE")
-    }
-
-    /// GET without a body.
-    func setHTTPGet() throws(CourierError) { try setLong(CURLOPT_HTTPGET, 1, "HTTPGET") }
-
     /// HEAD: ask for the head only.
     func setNoBody() throws(CourierError) { try setLong(CURLOPT_NOBODY, 1, "NOBODY") }
 
@@ -101,18 +96,9 @@ final class EasyHandle {
         try check(courier_easy_setopt_slist(raw, CURLOPT_RESOLVE, list), "RESOLVE")
     }
 
-    func setTimeout(milliseconds: Int) throws(CourierError) {
-        try setLong(CURLOPT_TIMEOUT_MS, milliseconds, "TIMEOUT_MS")
-    }
-
-    func setConnectTimeout(milliseconds: Int) throws(CourierError) {
-        try setLong(CURLOPT_CONNECTTIMEOUT_MS, milliseconds, "CONNECTTIMEOUT_MS")
-    }
-
-    /// Fails the transfer when fewer than 1 byte per second moved for `seconds`.
-    func setStallTimeout(seconds: Int) throws(CourierError) {
-        try setLong(CURLOPT_LOW_SPEED_LIMIT, 1, "LOW_SPEED_LIMIT")
-        try setLong(CURLOPT_LOW_SPEED_TIME, seconds, "LOW_SPEED_TIME")
+    /// The size of the buffer curl reads the response into (1 KiB to 512 KiB).
+    func setReceiveBufferSize(_ bytes: Int) throws(CourierError) {
+        try setLong(CURLOPT_BUFFERSIZE, bytes, "BUFFERSIZE")
     }
 
     /// `nil` sets an empty proxy, which also makes curl ignore `http_proxy` & co.
@@ -131,22 +117,22 @@ final class EasyHandle {
         try setString(CURLOPT_COOKIEFILE, path, "COOKIEFILE")
     }
 
-    func setCallbacks(context: UnsafeMutableRawPointer, upload: Bool, progress: Bool) throws(CourierError) {
+    /// The callbacks themselves; the data pointers are set per transfer.
+    func setCallbackFunctions() throws(CourierError) {
         try check(courier_easy_setopt_write_callback(raw, curlWriteCallback), "WRITEFUNCTION")
-        try check(courier_easy_setopt_pointer(raw, CURLOPT_WRITEDATA, context), "WRITEDATA")
         try check(courier_easy_setopt_header_callback(raw, curlHeaderCallback), "HEADERFUNCTION")
+        try check(courier_easy_setopt_read_callback(raw, curlReadCallback), "READFUNCTION")
+        try check(courier_easy_setopt_seek_callback(raw, curlSeekCallback), "SEEKFUNCTION")
+        try check(courier_easy_setopt_xferinfo_callback(raw, curlProgressCallback), "XFERINFOFUNCTION")
+    }
+
+    /// Points every callback at a transfer.
+    func setCallbackData(_ context: UnsafeMutableRawPointer?) throws(CourierError) {
+        try check(courier_easy_setopt_pointer(raw, CURLOPT_WRITEDATA, context), "WRITEDATA")
         try check(courier_easy_setopt_pointer(raw, CURLOPT_HEADERDATA, context), "HEADERDATA")
-        if upload {
-            try check(courier_easy_setopt_read_callback(raw, curlReadCallback), "READFUNCTION")
-            try check(courier_easy_setopt_pointer(raw, CURLOPT_READDATA, context), "READDATA")
-            try check(courier_easy_setopt_seek_callback(raw, curlSeekCallback), "SEEKFUNCTION")
-            try check(courier_easy_setopt_pointer(raw, CURLOPT_SEEKDATA, context), "SEEKDATA")
-        }
-        if progress {
-            try check(courier_easy_setopt_xferinfo_callback(raw, curlProgressCallback), "XFERINFOFUNCTION")
-            try check(courier_easy_setopt_pointer(raw, CURLOPT_XFERINFODATA, context), "XFERINFODATA")
-            try setLong(CURLOPT_NOPROGRESS, 0, "NOPROGRESS")
-        }
+        try check(courier_easy_setopt_pointer(raw, CURLOPT_READDATA, context), "READDATA")
+        try check(courier_easy_setopt_pointer(raw, CURLOPT_SEEKDATA, context), "SEEKDATA")
+        try check(courier_easy_setopt_pointer(raw, CURLOPT_XFERINFODATA, context), "XFERINFODATA")
     }
 
     // MARK: Information after a transfer
@@ -163,16 +149,20 @@ final class EasyHandle {
 
     // MARK: Helpers
 
-    private func setLong(_ option: CURLoption, _ value: Int, _ name: StaticString) throws(CourierError) {
+    func setLong(_ option: CURLoption, _ value: Int, _ name: StaticString) throws(CourierError) {
         try check(courier_easy_setopt_long(raw, option, value), name)
     }
 
-    private func setString(_ option: CURLoption, _ value: String, _ name: StaticString) throws(CourierError) {
+    func setString(_ option: CURLoption, _ value: String?, _ name: StaticString) throws(CourierError) {
+        guard let value else {
+            try check(courier_easy_setopt_string(raw, option, nil), name)
+            return
+        }
         let code = value.withCString { courier_easy_setopt_string(raw, option, $0) }
         try check(code, name)
     }
 
-    private func check(_ code: CURLcode, _ name: StaticString) throws(CourierError) {
+    func check(_ code: CURLcode, _ name: StaticString) throws(CourierError) {
         guard code != CURLE_OK else { return }
         throw CourierError(
             code == CURLE_UNKNOWN_OPTION || code == CURLE_NOT_BUILT_IN ? .configuration : .invalidRequest,

@@ -40,7 +40,7 @@ struct ResponseHeadParser {
             }
             return .complete
         }
-        if status == 0 || trimmed.starts(with: "HTTP/".utf8) {
+        if status == 0 || (trimmed[0] == UInt8(ascii: "H") && trimmed.starts(with: "HTTP/".utf8)) {
             return parseStatusLine(trimmed) ? .needMore : .invalid
         }
         parseField(trimmed)
@@ -62,11 +62,26 @@ struct ResponseHeadParser {
         guard digits == 3, code >= 100 else { return false }
         status = code
         if index < line.count {
-            let rest = UnsafeBufferPointer(rebasing: line[(index + 1)...])
-            let text = String(decoding: rest, as: UTF8.self).trimmingCharacters(in: .whitespaces)
-            reason = HTTPResponse.Status(code: code, reasonPhrase: text).reasonPhrase
+            reason = Self.reasonPhrase(UnsafeBufferPointer(rebasing: line[(index + 1)...]), code: code)
         }
         return true
+    }
+
+    /// The reason phrase after the status code, trimmed of whitespace.
+    private static func reasonPhrase(_ rest: UnsafeBufferPointer<UInt8>, code: Int) -> String {
+        var start = 0
+        var end = rest.count
+        while start < end, rest[start] == UInt8(ascii: " ") || rest[start] == UInt8(ascii: "\t") { start += 1 }
+        while end > start, rest[end - 1] == UInt8(ascii: " ") || rest[end - 1] == UInt8(ascii: "\t") { end -= 1 }
+        let trimmed = UnsafeBufferPointer(rebasing: rest[start..<end])
+        let text: String
+        if trimmed.allSatisfy({ $0 < 0x80 }) {
+            // Space and tab are the only ASCII characters in `CharacterSet.whitespaces`.
+            text = String(decoding: trimmed, as: UTF8.self)
+        } else {
+            text = String(decoding: rest, as: UTF8.self).trimmingCharacters(in: .whitespaces)
+        }
+        return HTTPResponse.Status(code: code, reasonPhrase: text).reasonPhrase
     }
 
     private mutating func parseField(_ line: UnsafeBufferPointer<UInt8>) {
@@ -79,19 +94,107 @@ struct ResponseHeadParser {
             return
         }
         guard let colon = line.firstIndex(of: UInt8(ascii: ":")),
-            let name = HTTPField.Name(String(decoding: UnsafeBufferPointer(rebasing: line[..<colon]), as: UTF8.self))
+            let (name, kind) = KnownFieldNames.name(UnsafeBufferPointer(rebasing: line[..<colon]))
         else { return }  // Not a valid field; HTTP says ignore it.
         var start = colon + 1
         var end = line.count
         while start < end, line[start] == UInt8(ascii: " ") || line[start] == UInt8(ascii: "\t") { start += 1 }
         while end > start, line[end - 1] == UInt8(ascii: " ") || line[end - 1] == UInt8(ascii: "\t") { end -= 1 }
         let value = UnsafeBufferPointer(rebasing: line[start..<end])
-        fields.append(HTTPField(name: name, lenientValue: value))
+        // One allocation for a typical head instead of growing 1, 2, 4, 8.
+        if fields.isEmpty { fields.reserveCapacity(12) }
+        fields.append(Self.field(name: name, value: value))
         lastName = name
-        if name == .contentLength {
-            contentLength = Int64(String(decoding: value, as: UTF8.self))
-        } else if name == .contentEncoding {
-            isEncoded = true
+        switch kind {
+        case .contentLength: contentLength = Self.decimal(value)
+        case .contentEncoding: isEncoded = true
+        case .other: break
         }
+    }
+
+    /// `HTTPField(name:lenientValue:)`, whose generic UTF-8 validation cost ~1k instructions a
+    /// field: a value of printable ASCII and tabs that neither starts nor ends with a space or
+    /// a tab (the usual one; the parser trims them) is the same field made from a string.
+    static func field(name: HTTPField.Name, value: UnsafeBufferPointer<UInt8>) -> HTTPField {
+        let edgesAreVisible = value.isEmpty || (value.first! > 0x20 && value.last! > 0x20)
+        if edgesAreVisible, value.allSatisfy({ $0 == 0x09 || (0x20...0x7E).contains($0) }) {
+            return HTTPField(name: name, value: String(decoding: value, as: UTF8.self))
+        }
+        return HTTPField(name: name, lenientValue: value)
+    }
+
+    /// `Int64(String(decoding: bytes, as: UTF8.self))` without the string: an optional sign,
+    /// then decimal digits; nil when empty, malformed or out of range.
+    static func decimal(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
+        var digits = bytes[...]
+        var negative = false
+        if let sign = digits.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
+            negative = sign == UInt8(ascii: "-")
+            digits = digits.dropFirst()
+        }
+        guard !digits.isEmpty else { return nil }
+        var value: Int64 = 0
+        for byte in digits {
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+            let digit = Int64(byte - UInt8(ascii: "0"))
+            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (next, overflow2) =
+                negative ? times10.subtractingReportingOverflow(digit) : times10.addingReportingOverflow(digit)
+            guard !overflow1, !overflow2 else { return nil }
+            value = next
+        }
+        return value
+    }
+}
+
+/// The field names servers send most, made once: a header line whose name has exactly these
+/// bytes reuses the made name instead of validating and lower-casing a new one.
+enum KnownFieldNames {
+    /// What the parser needs to know about a name.
+    enum Kind {
+        case contentLength
+        case contentEncoding
+        case other
+
+        init(_ name: HTTPField.Name) {
+            self = name == .contentLength ? .contentLength : name == .contentEncoding ? .contentEncoding : .other
+        }
+    }
+
+    private struct Entry {
+        let bytes: [UInt8]
+        let name: HTTPField.Name
+        let kind: Kind
+    }
+
+    /// Names by byte length.
+    private static let byLength: [[Entry]] = {
+        let titles = [
+            "Accept-Ranges", "Access-Control-Allow-Origin", "Age", "Cache-Control", "Connection",
+            "Content-Encoding", "Content-Language", "Content-Length", "Content-Type", "Date", "ETag", "Expires",
+            "Keep-Alive", "Last-Modified", "Location", "Retry-After", "Server", "Set-Cookie",
+            "Strict-Transport-Security", "Transfer-Encoding", "Vary", "WWW-Authenticate", "X-Content-Type-Options",
+        ]
+        // HTTP/2 and HTTP/3 names are lower-case on the wire.
+        let all = titles + titles.map { $0.lowercased() }
+        var table = [[Entry]](repeating: [], count: 32)
+        for text in all {
+            guard let name = HTTPField.Name(text), text.utf8.count < table.count else { continue }
+            table[text.utf8.count].append(Entry(bytes: Array(text.utf8), name: name, kind: Kind(name)))
+        }
+        return table
+    }()
+
+    /// The name for `bytes`: a made one when the bytes match exactly, else a new one (nil
+    /// when the bytes are not a valid field name).
+    static func name(_ bytes: UnsafeBufferPointer<UInt8>) -> (HTTPField.Name, Kind)? {
+        if bytes.count < byLength.count, let start = bytes.baseAddress {
+            for entry in byLength[bytes.count] {
+                let same = entry.bytes.withUnsafeBufferPointer { memcmp($0.baseAddress!, start, bytes.count) == 0 }
+                if same { return (entry.name, entry.kind) }
+            }
+        }
+        guard let name = HTTPField.Name(String(decoding: bytes, as: UTF8.self)) else { return nil }
+        return (name, Kind(name))
     }
 }

@@ -2,6 +2,7 @@ import Courier
 import CourierTesting
 import Foundation
 import HTTPTypes
+import Synchronization
 import Testing
 
 @Suite struct HTTPClientRedirectTests {
@@ -20,6 +21,37 @@ import Testing
             #expect(hop.bytesReceived > 0 && hop.bytesSent > 0 && hop.total > .zero)
         }
         #expect(response.metrics.bytesReceived > 0)
+    }
+
+    /// A transport of the app's own takes the general path: every hop goes through it.
+    @Test func aTransportOfYourOwnSeesEveryHop() async throws {
+        final class Recording: Transport {
+            let base: CurlTransport
+            let paths = Mutex<[String]>([])
+            init() throws { base = try CurlTransport() }
+            func execute(_ request: TransportRequest) async throws -> TransportResponse {
+                paths.withLock { $0.append(request.head.path ?? "") }
+                return try await base.execute(request)
+            }
+            func stream(_ request: TransportRequest) async throws -> TransportStreamResponse {
+                paths.withLock { $0.append(request.head.path ?? "") }
+                return try await base.stream(request)
+            }
+        }
+        let server = try TestServer()
+        defer { server.stop() }
+        let transport = try Recording()
+        let client = try HTTPClient(
+            configuration: .init(notificationCenter: NotificationCenter()), transport: transport)
+        let response = try await client.send(HTTPRequest(.get, server.url("/redirect/2")))
+        #expect(response.status == .ok)
+        #expect(response.redirectCount == 2)
+        #expect(response.url == server.url("/get"))
+        let streamed = try await client.stream(HTTPRequest(.get, server.url("/redirect/1")))
+        #expect(streamed.redirectCount == 1)
+        _ = try await streamed.body.collect()
+        #expect(transport.paths.withLock { $0 }.count == 5)
+        #expect(transport.paths.withLock { $0 }.last == "/get")
     }
 
     @Test func tooManyRedirectsFail() async throws {

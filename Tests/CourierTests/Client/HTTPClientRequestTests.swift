@@ -28,6 +28,49 @@ import Testing
         #expect(recorded.header("Expect") == nil)
     }
 
+    /// One client, one connection, one pooled handle: a handle keeps its options between
+    /// transfers, so nothing of a request may leak into the next one.
+    @Test func nothingOfARequestLeaksIntoTheNext() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        // No timeout of its own: one a request had must not stay.
+        let client = try makeClient {
+            $0.maxConnectionsPerHost = 1
+            $0.timeout = nil
+        }
+        let steps: [(HTTPRequest.Method, String?)] = [
+            (.post, "first"), (.get, nil), (.head, nil), (.get, nil), (.put, "second"), (.delete, nil),
+            (.post, "third"), (.patch, "fourth"), (.options, nil), (.get, nil),
+        ]
+        for (method, text) in steps {
+            let response = try await client.send(
+                HTTPRequest(method, server.url("/anything/x")), body: text.map { .data(Data($0.utf8)) })
+            #expect(response.status == .ok)
+            if method == .head {
+                #expect(response.body.isEmpty)
+            } else {
+                let echo = try Echo(response.body)
+                #expect(echo.method == method.rawValue)
+                #expect(echo.body == (text ?? ""))
+            }
+        }
+        #expect(server.recordedRequests.map(\.method) == steps.map(\.0.rawValue))
+        // A timeout, stall detection and progress callbacks end with their request.
+        let progress = Mutex(0)
+        _ = try await client.send(
+            HTTPRequest(.get, server.url("/bytes/100000")),
+            options: RequestOptions(
+                timeout: .milliseconds(250), stallTimeout: .seconds(1),
+                downloadProgress: { _ in progress.withLock { $0 += 1 } }))
+        #expect(progress.withLock { $0 } > 0)
+        let reported = progress.withLock { $0 }
+        let slow = try await client.send(HTTPRequest(.get, server.url("/delay/600")))
+        #expect(slow.status == .ok)
+        _ = try await client.send(HTTPRequest(.get, server.url("/bytes/100000")))
+        #expect(progress.withLock { $0 } == reported)
+        #expect(server.acceptedConnections == 1)
+    }
+
     @Test func bodylessPostSendsAnEmptyBody() async throws {
         let server = try TestServer()
         defer { server.stop() }

@@ -1,4 +1,5 @@
 import HTTPTypes
+import PropertyBased
 import Testing
 
 @testable import Courier
@@ -46,6 +47,50 @@ import Testing
         #expect(path.segments == ["search"])
         #expect(path.query == "q=a%20b&lang=fr%20FR&x=%25zz")
         #expect(path.encoded == "search?q=a%20b&lang=fr%20FR&x=%25zz")
+    }
+}
+
+/// The byte-by-byte parse of ASCII paths against the character-by-character one.
+@Suite struct RelativePathASCIITests {
+    /// The characters that matter to the rules (separators, dots, escapes, scheme letters,
+    /// forbidden bytes), plus a few plain ones.
+    static let alphabet = Array("ab:./?%#\\ 2eE+-&=@!~\t\u{7F}") as [Character]
+
+    @Test func asciiParseAgreesWithTheGeneralOne() async {
+        let paths = Gen<Character?>.element(of: Self.alphabet).map { $0! }.string(of: 0...14)
+        await propertyCheck(count: 2_000, input: paths) { path in
+            #expect(
+                Self.outcome { try RelativePath(path) } == Self.outcome { try RelativePath(parsingCharacters: path) })
+        }
+    }
+
+    /// Paths made of whole segments, so dot segments, empty ones and schemes come up often.
+    @Test func segmentPathsAgree() async {
+        let tokens = ["a", "b:c", ".", "..", "", "%2e", "%2E%2e", "a%20b", "?q=1", "x y"]
+        let paths = Gen<String?>.element(of: tokens).map { $0! }.array(of: 0...5).map { $0.joined(separator: "/") }
+        await propertyCheck(count: 2_000, input: paths, Gen.bool) { path, leadingSlash in
+            let path = (leadingSlash ? "/" : "") + path
+            #expect(
+                Self.outcome { try RelativePath(path) } == Self.outcome { try RelativePath(parsingCharacters: path) })
+        }
+    }
+
+    @Test(arguments: [
+        "", "/", "a", "/a/", "a//", "a/.", "./a:b", "a:b", "1a:b", "a/b:c", "?", "?a=%2", "a?b?c", "%2e", "%2E%2e/x",
+        "a/%2f/b", "..a", "a/...", "//", "/.", "a/./", "x/%zz", "a\tb", "./", "././", "/./", "a/../",
+    ])
+    func examplesAgree(_ path: String) {
+        #expect(Self.outcome { try RelativePath(path) } == Self.outcome { try RelativePath(parsingCharacters: path) })
+    }
+
+    /// The parsed parts, or the error message.
+    static func outcome(_ parse: () throws -> RelativePath) -> String {
+        do {
+            let path = try parse()
+            return "\(path.segments) \(path.query ?? "-") \(path.hasTrailingSlash) \(path.encoded)"
+        } catch {
+            return "error: \(error)"
+        }
     }
 }
 

@@ -1,4 +1,5 @@
 import HTTPTypes
+import PropertyBased
 import Testing
 
 @testable import Courier
@@ -29,6 +30,15 @@ import Testing
         #expect(!parser.isEncoded)
     }
 
+    @Test func foldedLinesKeepTheOrderOfFields() {
+        let (parser, _) = feed([
+            "HTTP/1.1 200 OK\r\n", "A: 1\r\n", "B: 2\r\n", " more\r\n", "C: 3\r\n", "A: 4\r\n", "\r\n",
+        ])
+        let fields = parser.response.headerFields
+        #expect(fields.map(\.name.rawName) == ["A", "B", "C", "A"])
+        #expect(fields.map(\.value) == ["1", "2 more", "3", "4"])
+    }
+
     @Test func skipsInterimHeads() {
         let (parser, events) = feed([
             "HTTP/1.1 100 Continue\r\n", "\r\n", "HTTP/2 200 \r\n", "content-encoding: gzip\r\n", "\r\n",
@@ -46,5 +56,65 @@ import Testing
     @Test func ignoresInvalidFieldNames() {
         let (parser, _) = feed(["HTTP/1.1 200 OK\r\n", "Bad Name: x\r\n", "Good: y\r\n", "\r\n"])
         #expect(parser.response.headerFields.count == 1)
+    }
+
+    @Test func knownNamesKeepTheServersSpelling() {
+        let (parser, _) = feed([
+            "HTTP/1.1 200 OK\r\n", "Content-Type: a/b\r\n", "content-length: 3\r\n", "CONTENT-ENCODING: x\r\n",
+            "etag: \"1\"\r\n", "\r\n",
+        ])
+        let names = parser.response.headerFields.map(\.name)
+        #expect(names.map(\.rawName) == ["Content-Type", "content-length", "CONTENT-ENCODING", "etag"])
+        #expect(names == [.contentType, .contentLength, .contentEncoding, .eTag])
+        #expect(parser.contentLength == 3)
+        #expect(parser.isEncoded)
+    }
+
+    @Test func namesMatchTheGeneralConstruction() async {
+        let letters = Array("Content-TypeLgthDaWWAuicSrv-:x ") as [Character]
+        let names = Gen<Character?>.element(of: letters).map { $0! }.string(of: 0...16)
+        let known = ["Content-Type", "content-type", "ETag", "etag", "Etag", "WWW-Authenticate", "Date", "DATE"]
+        for text in known + ["", "Bad Name", "Content-Typ"] { Self.expectSameName(text) }
+        await propertyCheck(count: 500, input: names) { Self.expectSameName($0) }
+    }
+
+    static func expectSameName(_ text: String) {
+        let bytes = Array(text.utf8)
+        let fast = bytes.withUnsafeBufferPointer { KnownFieldNames.name($0)?.0 }
+        let general = HTTPField.Name(text)
+        #expect(fast?.rawName == general?.rawName && fast?.canonicalName == general?.canonicalName, "\(text)")
+    }
+
+    @Test func valuesMatchTheLenientConstruction() async {
+        let alphabet: [UInt8] = [0x00, 0x09, 0x0A, 0x0D, 0x20, 0x41, 0x7E, 0x7F, 0x80, 0xC3, 0xA9, 0xFF]
+        let bytes = Gen<UInt8?>.element(of: alphabet).map { $0! }.array(of: 0...8)
+        await propertyCheck(count: 1_000, input: bytes) { value in
+            let fast = value.withUnsafeBufferPointer { ResponseHeadParser.field(name: .server, value: $0) }
+            let lenient = HTTPField(name: .server, lenientValue: value)
+            #expect(fast == lenient)
+            #expect(fast.value == lenient.value)
+        }
+    }
+
+    @Test func contentLengthParsesAsInt64Does() async {
+        let digits = Array("0123456789+- x") as [Character]
+        let texts = Gen<Character?>.element(of: digits).map { $0! }.string(of: 0...21)
+        let edges = [
+            "", "+", "-", "-0", "+7", "9223372036854775807", "9223372036854775808", "-9223372036854775808",
+            "-9223372036854775809", "1 2", "0x10", "007",
+        ]
+        for text in edges { Self.expectSameLength(text) }
+        await propertyCheck(count: 1_000, input: texts) { Self.expectSameLength($0) }
+    }
+
+    static func expectSameLength(_ text: String) {
+        let parsed = Array(text.utf8).withUnsafeBufferPointer { ResponseHeadParser.decimal($0) }
+        #expect(parsed == Int64(text), "\(text)")
+    }
+
+    @Test func reasonPhrasesAreTrimmed() {
+        #expect(feed(["HTTP/1.1 404 \tNot Found \t\r\n"]).0.response.status.reasonPhrase == "Not Found")
+        #expect(feed(["HTTP/1.1 200 \u{A0}Fine\u{A0}\r\n"]).0.response.status.reasonPhrase == "Fine")
+        #expect(feed(["HTTP/2 204\r\n"]).0.response.status.reasonPhrase == "")
     }
 }

@@ -13,157 +13,123 @@ extension APIService {
     ///    policy; wait on the service clock and go back to 4;
     /// 7. preprocess and decode; the result veto.
     func perform<Model: Sendable>(
-        _ endpoint: Endpoint<Model>, serializer: any ResponseSerializer<Model>, id: CallID
+        _ endpoint: Endpoint<Model>, serializer: any ResponseSerializer<Model>, acceptHeader: String?, id: CallID
     ) async throws -> Response<Model> {
-        let options = endpoint.options
-        let clock = configuration.clock
-        let started = clock.now
-        let monitor = CompositeEventMonitor(configuration.monitors)
-        let pool = options.server == nil ? configuration.servers : nil
-        var server = try options.server ?? pool?.current ?? defaultServer()
-        var base = try prepare(endpoint, on: server, serializer: serializer)
-        var event = CallEvent(id: id, request: base.head, attempt: 0, userInfo: options.userInfo)
-        monitor.didStart(event)
-        var attempts = 0
+        // The call's state lives in one object: this async frame, allocated while the call is
+        // in flight, holds the reference and the values of the attempt under way only.
+        let call = try CallRun(
+            self, method: endpoint.method, path: endpoint.path, parameters: endpoint.parameters,
+            options: endpoint.options, acceptHeader: acceptHeader, id: id)
         do {
-            if let skipIf = options.skipIf, skipIf() {
-                throw CourierError(.skipped, "the call was vetoed before sending")
-            }
-            let guardKey = options.skipsWhileInFlight ? RequestIntervalGate.key(for: base.head) : nil
-            if let guardKey, !configuration.inFlightGuard.enter(guardKey) {
-                throw CourierError(.skipped, "the same call is already in flight")
-            }
-            defer { if let guardKey { configuration.inFlightGuard.leave(guardKey) } }
-            if let interval = options.interval {
-                try await configuration.intervalGate.admit(
-                    key: RequestIntervalGate.key(for: base.head), rule: interval, clock: clock)
-            }
-            let chain = interceptors(for: options)
-            let policy = options.retryPolicy ?? configuration.retryPolicy
-            let validator = options.validator ?? configuration.pipeline.validator
+            try call.checkVetoAndEnter()
+            defer { call.leave() }
+            if call.options.interval != nil { try await admitInterval(for: call) }
             while true {
-                attempts += 1
-                try Task.checkCancellation()
-                let context = InterceptorContext(callID: id, attempt: attempts, userInfo: options.userInfo)
-                var request = try await chain.adapt(base, context: context)
-                configuration.cookieJar?.apply(to: &request.head)
-                event.request = request.head
-                event.attempt = attempts
-                monitor.willSend(event)
+                let context = try call.beginAttempt()
+                var request = call.base
+                if !call.chain.adapters.isEmpty { request = try await call.chain.adapt(request, context: context) }
+                call.willSend(&request)
                 let failure: AttemptFailure
                 do {
-                    let answer = try await transfer(request, options: options)
-                    pool?.record(answer.head.status.code >= 500 ? .failure : .success, for: server)
-                    monitor.didReceive(event, response: answer.head)
-                    let context = ResponseContext(request: request.head, response: answer.head, body: answer.body)
+                    let answer = try await transfer(request, for: call)
                     do {
-                        try validator.validate(context, serializerContentTypes: serializer.acceptableContentTypes)
-                        let value = try decode(context, serializer: serializer, options: options)
-                        let metrics = CallMetrics(
-                            attempts: attempts, duration: clock.now - started, isFromCache: answer.isFromCache,
-                            responseBytes: answer.body.count, transfer: answer.metrics)
-                        monitor.didFinish(event, result: .success(answer.head), metrics: metrics)
-                        return Response(
-                            value: value, response: answer.head, body: answer.body, request: request.head,
-                            isFromCache: answer.isFromCache, transferMetrics: answer.metrics, metrics: metrics,
-                            callID: id)
+                        return try call.finish(answer, request: request, serializer: serializer)
                     } catch let error as CourierError where error.code == .httpStatus {
                         failure = AttemptFailure(response: answer.head, body: answer.body, error: error)
                     }
                 } catch let error as CourierError where error.code != .cancelled {
-                    guard error.response == nil else { throw error }
-                    if error.code == .cannotConnect {
-                        pool?.record(.connectionFailure, for: server)
-                    } else if error.isTransient {
-                        pool?.record(.failure, for: server)
-                    }
-                    failure = AttemptFailure(error: error)
+                    failure = try call.failed(error)
                 }
                 let delay = try await retryDelay(
-                    after: failure, request: request, context: context, chain: chain, policy: policy)
-                // Whatever retriers say, a call ends after this many sends.
-                guard attempts < configuration.maximumAttempts else { throw failure.error }
-                monitor.willRetry(event, after: delay, because: failure.error)
-                try await clock.sleep(for: delay)
-                // A failover during the attempt moves the retry to the new server.
-                if let pool, pool.current != server {
-                    server = pool.current
-                    base = try prepare(endpoint, on: server, serializer: serializer)
-                }
+                    after: failure, request: request, context: context, chain: call.chain, policy: call.policy)
+                try call.willRetry(after: delay, because: failure.error)
+                try await call.clock.sleep(for: delay)
+                try call.failOver()
             }
         } catch {
-            let courier = Call<Model>.courierError(error)
-            let metrics = CallMetrics(attempts: attempts, duration: clock.now - started)
-            monitor.didFinish(event, result: .failure(courier), metrics: metrics)
-            throw courier
+            throw call.end(error)
         }
     }
 
-    private func defaultServer() throws -> BaseURL {
-        guard let url = client.configuration.baseURL else {
-            throw CourierError(.configuration, "the service has no server pool and the client has no base URL")
-        }
-        return try BaseURL(url.absoluteString)
+    /// Step 3: the request interval.
+    @inline(never)
+    private func admitInterval(for call: CallRun) async throws {
+        guard let interval = call.options.interval else { return }
+        try await configuration.intervalGate.admit(
+            key: RequestIntervalGate.key(for: call.base.head), rule: interval, clock: call.clock)
     }
 
     /// Steps 1 and 2: the request as the serializer leaves it, before adapters.
-    private func prepare<Model>(
-        _ endpoint: Endpoint<Model>, on server: BaseURL, serializer: any ResponseSerializer<Model>
+    func prepare(
+        method: HTTPRequest.Method, path: String, parameters: (any Encodable & Sendable)?, options: CallOptions,
+        on server: BaseURL, acceptHeader: String?
     ) throws -> PreparedRequest {
-        let options = endpoint.options
-        let path = try RelativePath(endpoint.path)
+        let path = try RelativePath(path)
         var fields = configuration.headers
         for field in options.headers { fields[field.name] = field.value }
-        if fields[.accept] == nil, let accept = serializer.acceptHeader { fields[.accept] = accept }
-        var request = PreparedRequest(head: server.request(endpoint.method, path, headerFields: fields))
+        if let acceptHeader, fields[.accept] == nil {
+            // The service format's field is made (and its value checked) once.
+            if let made = prepared.acceptField, made.value == acceptHeader {
+                fields.append(made)
+            } else {
+                fields[.accept] = acceptHeader
+            }
+        }
+        var request = PreparedRequest(head: server.request(method, path, headerFields: fields))
         if options.includesGeneralParameters {
             var items = configuration.generalParameters
             if let realTime = configuration.realTimeParameters { items += realTime() }
             if !items.isEmpty { request.appendQuery(Self.encodeQuery(items)) }
         }
-        if let parameters = endpoint.parameters {
+        if let parameters {
             let requestSerializer = options.requestSerializer ?? configuration.requestSerializer
             try requestSerializer.serialize(parameters, into: &request)
         }
         return request
     }
 
-    private func interceptors(for options: CallOptions) -> InterceptorChain {
-        var chain = InterceptorChain()
-        if let auth = configuration.authentication { chain.adapters.append(auth) }
-        chain.adapters += configuration.adapters + options.adapters
-        chain.retriers = options.retriers
-        if let auth = configuration.authentication { chain.retriers.append(auth) }
-        chain.retriers += configuration.retriers
-        return chain
+    func interceptors(for options: CallOptions) -> InterceptorChain {
+        guard options.adapters.isEmpty, options.retriers.isEmpty else {
+            return InterceptorChain(configuration: configuration, options: options)
+        }
+        return prepared.chain
     }
 
     /// Step 4: one transfer, shared with identical GETs in flight unless the call opts out.
-    private func transfer(_ request: PreparedRequest, options: CallOptions) async throws -> HTTPClient.Response {
-        var transportOptions = options.transport
-        if let timeout = options.timeout { transportOptions.timeout = timeout }
-        // The client stores every hop's cookies (a redirect's too) and sends the jar's on each.
-        if transportOptions.cookieJar == nil { transportOptions.cookieJar = configuration.cookieJar }
-        let client = self.client
-        let sendOptions = transportOptions
-        let send: @Sendable () async throws -> HTTPClient.Response = {
+    @inline(never)
+    private func transfer(_ request: PreparedRequest, for call: CallRun) async throws -> HTTPClient.Response {
+        let sendOptions = call.requestOptions()
+        guard call.options.deduplicates, request.isShareable else {
             do {
                 return try await client.send(request.head, body: request.body, options: sendOptions)
             } catch is CancellationError {
                 throw CourierError(.cancelled, "the call was cancelled in flight")
             }
         }
-        let shareable = (request.head.method == .get || request.head.method == .head) && request.body == nil
-        guard options.deduplicates, shareable else { return try await send() }
+        return try await deduplicatedTransfer(request, options: sendOptions)
+    }
+
+    @inline(never)
+    private func deduplicatedTransfer(
+        _ request: PreparedRequest, options: RequestOptions
+    ) async throws -> HTTPClient.Response {
+        let client = self.client
         let key = InFlightDeduplicator<HTTPClient.Response>.key(for: request.head)
         do {
-            return try await configuration.deduplicator.run(key: key, operation: send)
+            return try await configuration.deduplicator.run(key: key) {
+                do {
+                    return try await client.send(request.head, body: request.body, options: options)
+                } catch is CancellationError {
+                    throw CourierError(.cancelled, "the call was cancelled in flight")
+                }
+            }
         } catch is CancellationError {
             throw CourierError(.cancelled, "the call was cancelled in flight")
         }
     }
 
     /// Step 6: how long to wait before the next attempt, or the error that ends the call.
+    @inline(never)
     private func retryDelay(
         after failure: AttemptFailure, request: PreparedRequest, context: InterceptorContext, chain: InterceptorChain,
         policy: RetryPolicy
@@ -186,7 +152,7 @@ extension APIService {
     }
 
     /// Step 7.
-    private func decode<Model>(
+    func decode<Model>(
         _ context: ResponseContext, serializer: any ResponseSerializer<Model>, options: CallOptions
     ) throws -> Model {
         var current = context
@@ -203,10 +169,15 @@ extension APIService {
     }
 
     static func encodeQuery(_ items: [(name: String, value: String)]) -> String {
-        let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
-        return items.map {
-            RelativePath.percentEncode($0.name.utf8, allowed: unreserved) + "="
-                + RelativePath.percentEncode($0.value.utf8, allowed: unreserved)
+        items.map {
+            RelativePath.percentEncode($0.name.utf8, allowed: RelativePath.unreserved) + "="
+                + RelativePath.percentEncode($0.value.utf8, allowed: RelativePath.unreserved)
         }.joined(separator: "&")
     }
+}
+
+extension PreparedRequest {
+    /// Whether identical calls in flight may share this request's transfer: GET and HEAD
+    /// without a body.
+    var isShareable: Bool { (head.method == .get || head.method == .head) && body == nil }
 }

@@ -27,6 +27,9 @@ open class APIService: @unchecked Sendable {
     private let session: SessionObserver
     /// Forwards the client's cache events to this service's monitors while the service lives.
     private let cacheObservation: CacheObservation?
+    /// Work every call would repeat, done once: neither the client's configuration nor the
+    /// service's changes after `init`.
+    let prepared: PreparedService
 
     /// - Parameters:
     ///   - client: the client to send through (shared by every service of an app).
@@ -34,6 +37,7 @@ open class APIService: @unchecked Sendable {
     public init(client: HTTPClient, configuration: ServiceConfiguration = ServiceConfiguration()) {
         self.client = client
         self.configuration = configuration
+        self.prepared = PreparedService(client: client, configuration: configuration)
         self.session = SessionObserver(
             center: client.configuration.notificationCenter, authentication: configuration.authentication,
             cookieJar: configuration.cookieJar, cache: client.configuration.cache)
@@ -116,21 +120,65 @@ open class APIService: @unchecked Sendable {
     public func send<Model: Decodable & Sendable>(_ endpoint: Endpoint<Model>) async throws(CourierError)
         -> Response<Model>
     {
-        try await call(endpoint).run()
+        guard let serializer = endpoint.serializer else {
+            return try await run(
+                endpoint, serializer: DecodableResponseSerializer(Model.self, anyDecoding: configuration.decoding),
+                acceptHeader: prepared.acceptHeader)
+        }
+        return try await run(endpoint, serializer: serializer, acceptHeader: serializer.acceptHeader)
     }
 
     /// Sends an endpoint with its own response serializer.
     /// - Throws: `CourierError.configuration` when the endpoint names no serializer.
     public func send<Model: Sendable>(_ endpoint: Endpoint<Model>) async throws(CourierError) -> Response<Model> {
-        try await call(endpoint).run()
+        guard let serializer = endpoint.serializer else {
+            throw CourierError(.configuration, "the endpoint for \(Model.self) names no response serializer")
+        }
+        return try await run(endpoint, serializer: serializer, acceptHeader: serializer.acceptHeader)
+    }
+
+    /// Runs a call whose caller waits for it: what `call(_:).run()` does, without a `Call`.
+    ///
+    /// The call is registered (cancellable by identifier and by `cancelAll()`) and runs in a
+    /// task of its own, as a `Call` does; the task starts on the caller's thread, which waits
+    /// anyway, instead of waiting for a thread of the pool. A caller cancelled already gets a
+    /// task cancelled before it runs.
+    private func run<Model: Sendable>(
+        _ endpoint: Endpoint<Model>, serializer: any ResponseSerializer<Model>, acceptHeader: String?
+    ) async throws(CourierError) -> Response<Model> {
+        let id = CallID.next()
+        let running = RunningCall(id: id)
+        calls.track(running)
+        let body: @Sendable () async -> Result<Response<Model>, CourierError> = { [self] in
+            let result: Result<Response<Model>, CourierError>
+            do {
+                result = .success(
+                    try await perform(endpoint, serializer: serializer, acceptHeader: acceptHeader, id: id))
+            } catch {
+                result = .failure(CourierError.fromCall(error))
+            }
+            defer { calls.remove(id) }
+            return running.finish(result)
+        }
+        let task = Task.isCancelled ? Task(operation: body) : Task.immediate(operation: body)
+        running.started(task)
+        return try await withTaskCancellationHandler {
+            await task.value
+        } onCancel: {
+            running.cancel()
+        }.get()
     }
 
     /// Builds the call for an endpoint without starting it (deferred start): start it later,
     /// queue it, cancel it, or use the callback API on it.
     public func call<Model: Decodable & Sendable>(_ endpoint: Endpoint<Model>) -> Call<Response<Model>> {
-        let serializer =
-            endpoint.serializer ?? DecodableResponseSerializer(Model.self, anyDecoding: configuration.decoding)
-        return makeCall(endpoint, serializer: serializer)
+        guard let serializer = endpoint.serializer else {
+            // The service's format: its Accept header is known already.
+            return makeCall(
+                endpoint, serializer: DecodableResponseSerializer(Model.self, anyDecoding: configuration.decoding),
+                acceptHeader: prepared.acceptHeader)
+        }
+        return makeCall(endpoint, serializer: serializer, acceptHeader: serializer.acceptHeader)
     }
 
     /// Builds the call for an endpoint with its own serializer, without starting it.
@@ -142,15 +190,15 @@ open class APIService: @unchecked Sendable {
             calls.register(call)
             return call
         }
-        return makeCall(endpoint, serializer: serializer)
+        return makeCall(endpoint, serializer: serializer, acceptHeader: serializer.acceptHeader)
     }
 
-    private func makeCall<Model: Sendable>(_ endpoint: Endpoint<Model>, serializer: any ResponseSerializer<Model>)
-        -> Call<Response<Model>>
-    {
+    private func makeCall<Model: Sendable>(
+        _ endpoint: Endpoint<Model>, serializer: any ResponseSerializer<Model>, acceptHeader: String?
+    ) -> Call<Response<Model>> {
         let id = CallID.next()
         let call = Call<Response<Model>>(id: id) { [self] in
-            try await perform(endpoint, serializer: serializer, id: id)
+            try await perform(endpoint, serializer: serializer, acceptHeader: acceptHeader, id: id)
         }
         calls.register(call)
         return call
@@ -183,6 +231,35 @@ open class APIService: @unchecked Sendable {
     public func logOut() {
         client.logOut()
         session.endSession()
+    }
+}
+
+/// What a service computes once instead of on every call.
+struct PreparedService: Sendable {
+    /// The client's base URL as a server, for services without a pool.
+    let clientServer: Result<BaseURL, CourierError>
+    /// The `Accept` header of the service's model format.
+    let acceptHeader: String?
+    /// The same as a field.
+    let acceptField: HTTPField?
+    /// The service's adapters and retriers (authentication first), for calls that add none.
+    let chain: InterceptorChain
+
+    init(client: HTTPClient, configuration: ServiceConfiguration) {
+        if let url = client.configuration.baseURL {
+            do {
+                clientServer = .success(try BaseURL(url.absoluteString))
+            } catch {
+                clientServer = .failure(
+                    error as? CourierError ?? CourierError(.configuration, "invalid base URL: \(error)"))
+            }
+        } else {
+            clientServer = .failure(
+                CourierError(.configuration, "the service has no server pool and the client has no base URL"))
+        }
+        acceptHeader = DecodableResponseSerializer<Empty>(anyDecoding: configuration.decoding).acceptHeader
+        acceptField = acceptHeader.map { HTTPField(name: .accept, value: $0) }
+        chain = InterceptorChain(configuration: configuration, options: CallOptions())
     }
 }
 

@@ -125,6 +125,53 @@ import Testing
         #expect(try await otherCall.run().value.id == 9)
     }
 
+    @Test func cancellingAGetInFlightByIdentifierOrAllEndsItAndNotItsCaller() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = HeldRoute()
+        server.route("/slow") { _ in
+            held.hold()
+            return .json(["id": 1, "name": "late"])
+        }
+        server.route("/users/1") { _ in .json(["id": 1, "name": "Ann"]) }
+        let service = try ServiceFixture.service(server)
+        for byIdentifier in [true, false] {
+            let arrivals = held.arrived.value
+            let caller = Task { () async -> (Result<ServiceUser, CourierError>, Bool) in
+                let result: Result<ServiceUser, CourierError>
+                do throws(CourierError) {
+                    result = .success(try await service.get("slow"))
+                } catch {
+                    result = .failure(error)
+                }
+                // The call was cancelled, not the task that made it.
+                return (result, Task.isCancelled)
+            }
+            while held.arrived.value == arrivals { await Task.yield() }
+            #expect(service.calls.count == 1)
+            if byIdentifier {
+                let id = try #require(service.calls.identifiers.first)
+                #expect(service.cancel(id))
+            } else {
+                #expect(service.cancelAll() == 1)
+            }
+            let (result, callerCancelled) = await caller.value
+            #expect(!callerCancelled)
+            guard case .failure(let error) = result else {
+                Issue.record("expected cancellation")
+                continue
+            }
+            #expect(error.code == .cancelled)
+            #expect(service.calls.count == 0)
+        }
+        held.release(2)
+        let user: ServiceUser = try await service.get("users/1")
+        #expect(user.name == "Ann")
+        // A call that returned has left the registry.
+        #expect(service.calls.count == 0)
+        #expect(!service.cancel(CallID.next()))
+    }
+
     @Test func identicalGETsShareOneTransfer() async throws {
         let server = try TestServer()
         defer { server.stop() }

@@ -1,0 +1,165 @@
+import Foundation
+import HTTPTypes
+import Logging
+
+extension HTTPClient {
+    /// One `send` or `stream` from the first hop to the final response: preparation, the
+    /// redirects followed by Courier's rules, the timeout over all hops, cookies and logging.
+    ///
+    /// The client's send loop keeps one of these across each transfer and does the rest of
+    /// the work in its synchronous methods: an async function keeps every value it holds
+    /// across an `await` in its frame, allocated for as long as the request is in flight.
+    /// They are not inlined, so their temporaries stay on the thread's stack instead of
+    /// growing that frame.
+    struct Exchange {
+        private let client: HTTPClient
+        /// The request of the current hop.
+        private(set) var current: HTTPRequest
+        private var body: RequestBody?
+        /// The URL of the current hop.
+        private(set) var url: URL
+        private(set) var redirectCount = 0
+        /// The metrics of the redirect hops before the current one.
+        private var redirectMetrics: [TransferMetrics] = []
+        private let limit: Int
+        private let cookieJar: CookieJar?
+        /// The sensitive header names (the client's and the request's).
+        private let sensitive: Set<HTTPField.Name>
+        private let deadline: ContinuousClock.Instant?
+        /// The options of every hop; the timeout is what is left of the deadline.
+        private var transportOptions: TransportOptions
+
+        @inline(never)
+        init(client: HTTPClient, request: HTTPRequest, body: RequestBody?, options: RequestOptions) throws {
+            let configuration = client.configuration
+            self.client = client
+            current = try client.prepare(request, cookieJar: options.cookieJar)
+            guard let url = current.absoluteURL else {
+                throw CourierError(.invalidRequest, "the request has no valid URL")
+            }
+            self.url = url
+            self.body = body
+            limit = (options.redirects ?? configuration.redirects).maxRedirects
+            cookieJar = options.cookieJar
+            sensitive =
+                options.sensitiveHeaderNames.isEmpty
+                ? configuration.sensitiveHeaderNames
+                : configuration.sensitiveHeaderNames.union(options.sensitiveHeaderNames)
+            deadline = (options.timeout ?? configuration.timeout).map { ContinuousClock.now + $0 }
+            transportOptions = TransportOptions(
+                timeout: nil, connectTimeout: options.connectTimeout ?? configuration.connectTimeout,
+                stallTimeout: options.stallTimeout ?? configuration.stallTimeout,
+                maxResponseSize: options.maxResponseSize ?? configuration.maxResponseSize,
+                uploadProgress: options.uploadProgress, downloadProgress: options.downloadProgress)
+        }
+
+        private var logger: Logger { client.configuration.logger }
+
+        /// The request target for logs, built only when something is logged: this runs for
+        /// every request.
+        private var target: String {
+            logger.logLevel <= .debug
+                ? Redaction.target(scheme: current.scheme, authority: current.authority, path: current.path) : ""
+        }
+
+        /// The transport request of the current hop, with what is left of the timeout.
+        /// - Throws: `CourierError.timedOut` when the deadline has passed.
+        @inline(never)
+        mutating func nextTransportRequest() throws -> TransportRequest {
+            if let deadline {
+                let remaining = deadline - .now
+                guard remaining > .zero else {
+                    throw CourierError(.timedOut, "the request took longer than its timeout")
+                }
+                transportOptions.timeout = remaining
+            }
+            let logger = self.logger
+            logger.debug(
+                "courier: → \(current.method) \(target)",
+                metadata: logger.logLevel <= .trace
+                    ? ["headers": .string(Redaction(extraNames: sensitive).describe(current.headerFields))] : nil)
+            return TransportRequest(head: current, body: body, options: transportOptions)
+        }
+
+        /// The transfer of the current hop, for Courier's own transport.
+        /// - Throws: `CourierError.timedOut` when the deadline has passed, `.invalidRequest`
+        ///   for a request the transport refuses.
+        @inline(never)
+        mutating func nextTransfer() throws -> CurlTransfer {
+            let request = try nextTransportRequest()
+            do {
+                return try CurlTransfer(request: request, delivery: .buffered)
+            } catch {
+                throw logged(error)
+            }
+        }
+
+        /// Logs a hop that failed with a `CourierError`.
+        /// - Returns: the error.
+        @inline(never)
+        func logged(_ error: any Error) -> any Error {
+            if let error = error as? CourierError {
+                logger.debug("courier: ✗ \(current.method) \(target): \(error.code): \(error.message)")
+            }
+            return error
+        }
+
+        /// Takes the head of the current hop's response: stores its cookies and, when it is a
+        /// redirect to follow, moves to the next hop.
+        /// - Returns: true when the exchange goes on with another hop.
+        /// - Throws: `CourierError.redirect` for a refused redirect or one past the limit.
+        @inline(never)
+        mutating func followsRedirect(after head: HTTPResponse, metrics: TransferMetrics) throws -> Bool {
+            cookieJar?.store(from: head, for: current)
+            let logger = self.logger
+            logger.debug(
+                "courier: ← \(head.status.code) \(current.method) \(target)",
+                metadata: logger.logLevel <= .trace
+                    ? ["headers": .string(Redaction(extraNames: sensitive).describe(head.headerFields))] : nil)
+            guard limit > 0,
+                let next = try RedirectHandler(sensitiveHeaderNames: sensitive).nextHop(
+                    after: current, body: body, url: url, response: head)
+            else { return false }
+            guard redirectCount < limit else {
+                throw CourierError(.redirect, "more than \(limit) redirects", response: head)
+            }
+            redirectCount += 1
+            redirectMetrics.append(metrics)
+            current = next.request
+            if let cookieJar {
+                // The jar's cookies for the new target, the redirect's own included.
+                current.headerFields[.cookie] = nil
+                cookieJar.apply(to: &current)
+            }
+            body = next.body
+            url = next.url
+            return true
+        }
+
+        /// `followsRedirect(after:metrics:)` for a buffered response.
+        @inline(never)
+        mutating func followsRedirect(after response: TransportResponse) throws -> Bool {
+            try followsRedirect(after: response.head, metrics: response.metrics)
+        }
+
+        /// Takes the response of a transfer from `nextTransfer()`.
+        /// - Returns: the final response, or nil when a redirect was followed (go on with
+        ///   `nextTransfer()`).
+        /// - Throws: as `followsRedirect(after:metrics:)`.
+        @inline(never)
+        mutating func finish(_ transfer: CurlTransfer) throws -> Response? {
+            let response = transfer.takeResponse()
+            return try followsRedirect(after: response.head, metrics: response.metrics) ? nil : self.response(response)
+        }
+
+        /// The final response with everything known about the exchange.
+        @inline(never)
+        func response(_ final: TransportResponse) -> Response {
+            var answer = Response(
+                head: final.head, body: final.body, metrics: final.metrics, request: current, url: url,
+                redirectCount: redirectCount)
+            answer.redirectMetrics = redirectMetrics
+            return answer
+        }
+    }
+}

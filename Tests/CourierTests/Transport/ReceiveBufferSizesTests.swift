@@ -1,0 +1,69 @@
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+@testable import Courier
+
+@Suite struct ReceiveBufferSizesTests {
+    let api = ReceiveBufferSizes.Origin(authority: "api.example.com", isHTTPS: true)
+    let cdn = ReceiveBufferSizes.Origin(authority: "cdn.example.com", isHTTPS: true)
+
+    @Test func startsSmallAndGrowsToHoldTheBodiesOfAnOrigin() {
+        var sizes = ReceiveBufferSizes()
+        #expect(sizes.size(for: api) == 2048)
+        sizes.record(api, bodyBytes: 972, size: 2048)
+        #expect(sizes.size(for: api) == 2048)
+        sizes.record(api, bodyBytes: 5_000, size: 2048)
+        #expect(sizes.size(for: api) == 8192)
+        sizes.record(cdn, bodyBytes: 10_000_000, size: 2048)
+        #expect(sizes.size(for: cdn) == 16384)
+        // Origins are apart, and http is not https.
+        #expect(sizes.size(for: .init(authority: "cdn.example.com", isHTTPS: false)) == 2048)
+        #expect(sizes.size(for: api) == 8192)
+    }
+
+    @Test func shrinksOneStepAfterManySmallBodiesInARow() {
+        var sizes = ReceiveBufferSizes()
+        sizes.record(cdn, bodyBytes: 1 << 20, size: 2048)
+        for _ in 0..<(ReceiveBufferSizes.shrinkAfter - 1) { sizes.record(cdn, bodyBytes: 100, size: 16384) }
+        #expect(sizes.size(for: cdn) == 16384)
+        // A body that needs the buffer starts the count again.
+        sizes.record(cdn, bodyBytes: 9_000, size: 16384)
+        for _ in 0..<(ReceiveBufferSizes.shrinkAfter - 1) { sizes.record(cdn, bodyBytes: 100, size: 16384) }
+        #expect(sizes.size(for: cdn) == 16384)
+        sizes.record(cdn, bodyBytes: 100, size: 16384)
+        #expect(sizes.size(for: cdn) == 8192)
+        for _ in 0..<(3 * ReceiveBufferSizes.shrinkAfter) { sizes.record(cdn, bodyBytes: 100, size: 8192) }
+        #expect(sizes.size(for: cdn) == 2048)
+    }
+
+    @Test func remembersABoundedNumberOfOrigins() {
+        var sizes = ReceiveBufferSizes()
+        for index in 0...ReceiveBufferSizes.capacity {
+            sizes.record(.init(authority: "host\(index)", isHTTPS: true), bodyBytes: 1 << 20, size: 2048)
+        }
+        let last = ReceiveBufferSizes.Origin(authority: "host\(ReceiveBufferSizes.capacity)", isHTTPS: true)
+        #expect(sizes.size(for: last) == 16384)
+    }
+
+    /// Large bodies arrive whole and in order whatever the buffer: the first transfer to the
+    /// origin reads 2 KiB at a time, the next ones 16 KiB.
+    @Test func largeBodiesArriveIntactAtEverySize() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try HTTPClient()
+        let size = 5_000_003
+        let expected = TestServer.bytePattern(count: size)
+        for _ in 0..<3 {
+            let response = try await client.send(HTTPRequest(.get, server.url("/bytes/\(size)")))
+            #expect(response.body.count == size)
+            #expect(response.body == expected)
+        }
+        // Smaller bodies on the same origin, then a stream.
+        let small = try await client.send(HTTPRequest(.get, server.url("/bytes/3000")))
+        #expect(small.body == TestServer.bytePattern(count: 3000))
+        let stream = try await client.stream(HTTPRequest(.get, server.url("/bytes/\(size)")))
+        #expect(try await stream.body.collect() == expected)
+    }
+}
