@@ -53,7 +53,7 @@ public final class Call<Value: Sendable>: CancellableCall {
 
     public let id: CallID
     private let operation: @Sendable () async throws -> Value
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     /// Wraps `operation` in a call that has not started.
     /// - Parameters:
@@ -134,7 +134,8 @@ public final class Call<Value: Sendable>: CancellableCall {
     /// Waits for the result without starting the call. Cancelling the waiting task cancels the call.
     public func result() async -> Result<Value, CourierError> {
         await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, CourierError>, Never>) in
+            defer { ThreadSanitizer.continuationReturned() }
+            return await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, CourierError>, Never>) in
                 let done = state.withLock { state -> Result<Value, CourierError>? in
                     if case .finished(let result) = state.phase { return result }
                     state.waiters.append(continuation)

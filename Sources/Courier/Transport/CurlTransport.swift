@@ -119,7 +119,8 @@ public final class CurlTransport: Transport {
     private func run(_ transfer: CurlTransfer) async throws -> TransportResponse {
         let loop = self.loop
         return try await withTaskCancellationHandler {
-            try await withUnsafeThrowingContinuation { continuation in
+            defer { ThreadSanitizer.continuationReturned() }
+            return try await withUnsafeThrowingContinuation { continuation in
                 if transfer.install(continuation) { loop.enqueue(.add(transfer)) }
             }
         } onCancel: {
@@ -131,7 +132,7 @@ public final class CurlTransport: Transport {
 /// A weak link from a body stream back to its transfer, so the two do not keep each other alive.
 private final class TransferReference: Sendable {
     private struct Weak { weak var transfer: CurlTransfer? }
-    private let storage = Mutex(Weak())
+    private let storage = LockedValue(Weak())
 
     var transfer: CurlTransfer? {
         get { storage.withLock { $0.transfer } }
