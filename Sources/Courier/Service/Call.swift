@@ -36,6 +36,9 @@ public final class Call<Value: Sendable>: CancellableCall {
     }
     private struct State {
         var phase: Phase = .idle
+        /// Held until the call runs (or is cancelled before), then dropped: whatever it
+        /// captured, often the service, must not outlive the call's result.
+        var operation: (@Sendable () async throws -> Value)?
         var cancelRequested = false
         var waiters: [CheckedContinuation<Result<Value, CourierError>, Never>] = []
         var finishHandlers: [@Sendable (Result<Value, CourierError>) -> Void] = []
@@ -52,8 +55,7 @@ public final class Call<Value: Sendable>: CancellableCall {
     }
 
     public let id: CallID
-    private let operation: @Sendable () async throws -> Value
-    private let state = LockedValue(State())
+    private let state: LockedValue<State>
 
     /// Wraps `operation` in a call that has not started.
     /// - Parameters:
@@ -61,7 +63,7 @@ public final class Call<Value: Sendable>: CancellableCall {
     ///   - operation: the work; should honour task cancellation.
     public init(id: CallID = .next(), operation: @escaping @Sendable () async throws -> Value) {
         self.id = id
-        self.operation = operation
+        self.state = LockedValue(State(operation: operation))
     }
 
     /// Whether `start()` has been called (or the call was cancelled before).
@@ -81,17 +83,21 @@ public final class Call<Value: Sendable>: CancellableCall {
     public func start() {
         state.withLock { state in
             guard case .idle = state.phase else { return }
-            let operation = self.operation
-            let task = Task { [self] in
-                let result: Result<Value, CourierError>
-                do {
-                    result = .success(try await operation())
-                } catch {
-                    result = .failure(Self.courierError(error))
-                }
-                finish(result)
-            }
+            let task = Task { [self] in finish(await perform()) }
             state.phase = .running(task)
+        }
+    }
+
+    /// Runs the operation and lets go of it before returning, so that a waiter resumed by
+    /// `finish` never finds the operation's captures (the service) still alive.
+    private func perform() async -> Result<Value, CourierError> {
+        guard let operation = state.withLock({ $0.operation.take() }) else {
+            return .failure(Self.cancelledBeforeStart)
+        }
+        do {
+            return .success(try await operation())
+        } catch {
+            return .failure(Self.courierError(error))
         }
     }
 
@@ -103,7 +109,8 @@ public final class Call<Value: Sendable>: CancellableCall {
             case .idle:
                 let result = Result<Value, CourierError>.failure(Self.cancelledBeforeStart)
                 state.phase = .finished(result)
-                return .finish(result, state.takeWaiters(), state.takeHandlers())
+                // Released after the lock: its captures' deinits may call back into the call.
+                return .finish(result, state.takeWaiters(), state.takeHandlers(), dropped: state.operation.take())
             case .running(let task):
                 return .cancelTask(task)
             case .finished:
@@ -111,7 +118,7 @@ public final class Call<Value: Sendable>: CancellableCall {
             }
         }
         switch action {
-        case .finish(let result, let waiters, let handlers):
+        case .finish(let result, let waiters, let handlers, _):
             waiters.forEach { $0.resume(returning: result) }
             handlers.forEach { $0(result) }
         case .cancelTask(let task):
@@ -135,7 +142,8 @@ public final class Call<Value: Sendable>: CancellableCall {
     public func result() async -> Result<Value, CourierError> {
         await withTaskCancellationHandler {
             defer { ThreadSanitizer.continuationReturned() }
-            return await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, CourierError>, Never>) in
+            return await withCheckedContinuation {
+                (continuation: CheckedContinuation<Result<Value, CourierError>, Never>) in
                 let done = state.withLock { state -> Result<Value, CourierError>? in
                     if case .finished(let result) = state.phase { return result }
                     state.waiters.append(continuation)
@@ -177,7 +185,7 @@ public final class Call<Value: Sendable>: CancellableCall {
     private enum CancelAction {
         case finish(
             Result<Value, CourierError>, [CheckedContinuation<Result<Value, CourierError>, Never>],
-            [@Sendable (Result<Value, CourierError>) -> Void])
+            [@Sendable (Result<Value, CourierError>) -> Void], dropped: (@Sendable () async throws -> Value)?)
         case cancelTask(Task<Void, Never>)
         case none
     }
