@@ -38,11 +38,17 @@ public func fuzzURLComposition(_ data: UnsafePointer<UInt8>?, _ size: Int) -> In
     }
     precondition(!path.segments.contains(".."), "a '..' segment was accepted: \(pathText)")
 
-    // Normalisation is idempotent.
-    guard let again = try? RelativePath(path.encoded) else {
+    // Normalisation is idempotent. `encoded` is the normal form that goes on the wire after the
+    // base's prefix and a `/` (dot segments removed, so `./name:verb` becomes `name:verb`, which
+    // is right on the wire: `/v1/name:verb`, the colon literal). On its own such a text would
+    // read as a scheme (RFC 3986 4.2), so it is re-parsed the way it is used: after a `/`.
+    guard let again = try? RelativePath("/" + path.encoded) else {
         fatalError("the encoded form of an accepted path is refused: \(path.encoded)")
     }
-    precondition(again.encoded == path.encoded, "re-parsing changed \(path.encoded) to \(again.encoded)")
+    precondition(again == path, "re-parsing changed \(path.encoded) to \(again.encoded)")
+    precondition(
+        !path.encoded.split(separator: "/").contains { $0 == "." || $0 == ".." },
+        "a dot segment in the normal form \(path.encoded)")
 
     let target = base.target(for: path)
     precondition(target.hasPrefix("/"), "target \(target) is not absolute")

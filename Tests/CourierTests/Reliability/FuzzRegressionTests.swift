@@ -21,7 +21,11 @@ import Testing
         server.route("/aged") { _ in
             ScriptedResponse(headers: [.cacheControl: "max-age=60", HTTPField.Name("Age")!: age], body: Data("x".utf8))
         }
-        let cache = try HostScopedCache(configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)]))
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let cache = try HostScopedCache(
+            configuration: .init(
+                rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .disk(directory: directory.path)))
         let client = try makeClient { $0.cache = cache }
         _ = try await client.send(HTTPRequest(.get, server.url("/aged")))
         let second = try await client.send(HTTPRequest(.get, server.url("/aged")))
@@ -35,6 +39,14 @@ import Testing
             let seconds = try #require(Int(served))
             #expect((0...2_147_483_648).contains(seconds))
         }
+    }
+
+    /// A disk tier of its own (the default storage would be the user's cache folder).
+    static func temporaryDirectory() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "courier-fuzz-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
     }
 
     @Test func deltaSecondsFollowsRFC9111() {
@@ -68,10 +80,31 @@ import Testing
                     .expires: "Sun, 06 Nov 99999999999999999 08:49:37 GMT",
                 ], body: Data("y".utf8))
         }
-        let cache = try HostScopedCache(configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)]))
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let cache = try HostScopedCache(
+            configuration: .init(
+                rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .disk(directory: directory.path)))
         let client = try makeClient { $0.cache = cache }
         _ = try await client.send(HTTPRequest(.get, server.url("/dated")))
         #expect(try await client.send(HTTPRequest(.get, server.url("/dated"))).isFromCache)
+    }
+
+    /// FuzzURLComposition, on a seed: `./name:verb` is accepted and its normal form is
+    /// `name:verb`, which `RelativePath` refuses as a scheme when given alone. The normal form
+    /// is right on the wire (after the prefix and a `/`: `/v1/name:verb`, colon literal, no dot
+    /// segment); the target's idempotence check now re-parses it as it is used, after a `/`.
+    @Test func aColonInTheFirstSegmentStaysLiteralOnTheWire() throws {
+        let base = try BaseURL("https://api.example.com/v1")
+        let path = try RelativePath("./name:verb")
+        #expect(path.segments == ["name:verb"])
+        #expect(path.encoded == "name:verb")
+        #expect(base.target(for: path) == "/v1/name:verb")
+        #expect(try RelativePath("/" + path.encoded) == path)
+        #expect(throws: CourierError.self) { try RelativePath(path.encoded) }
+        let bytes = try Data(
+            contentsOf: Self.fixtures.appendingPathComponent("FuzzURLComposition/regression-colon-first-segment"))
+        #expect(bytes.first == 0 && String(decoding: bytes.dropFirst(), as: UTF8.self).hasSuffix("./name:verb"))
     }
 
     /// Every seed and saved crash input of the cache-entry target still decodes without trapping.
