@@ -99,6 +99,19 @@ final class ServerCore: Sendable {
             let reserved = Socket.reserve(host: host, port: port)
             state.withLock { $0.reservedPortFD = reserved }
         }
+        // A stopped server answers nothing more: let go of the handlers, which often capture
+        // the object that owns the server (a cycle that would outlive both). Released outside
+        // the lock, as their captures' deinits may stop this server again.
+        if finished {
+            let handlers = state.withLock { state in
+                defer {
+                    state.routes.removeAll()
+                    state.queue.removeAll()
+                }
+                return (state.routes, state.queue)
+            }
+            withExtendedLifetime(handlers) {}
+        }
     }
 
     /// Waits for `duration` unless the server stops first.

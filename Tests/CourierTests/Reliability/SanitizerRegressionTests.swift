@@ -1,3 +1,5 @@
+import CourierTesting
+import Foundation
 import Testing
 
 @testable import Courier
@@ -23,6 +25,29 @@ import Testing
         #expect(try await call.run() == 7)
         #expect(watcher == nil, "released before the result was delivered")
         withExtendedLifetime(call) {}
+    }
+
+    /// The demo under LeakSanitizer reported the fixture server's recorded bodies at exit: its
+    /// routes captured the object owning the server (FixtureAPI -> TestServer -> routes ->
+    /// FixtureAPI), so nothing was ever freed. A stopped server now lets go of its routes.
+    @Test func aStoppedTestServerLetsGoOfItsRoutes() async throws {
+        final class Owner: Sendable {
+            let server: TestServer
+            init() throws {
+                server = try TestServer()
+                server.route("/owner") { [self] _ in .text("owned by \(ObjectIdentifier(self))") }
+            }
+        }
+        var owner: Owner? = try Owner()
+        weak let watcher = owner
+        let server = try #require(owner?.server)
+        let response = try await RawHTTPConnection(port: server.port).request("GET", "/owner")
+        #expect(response.status == 200)
+        owner = nil
+        #expect(watcher != nil, "the route keeps its owner while the server runs")
+        server.stop()
+        #expect(watcher == nil, "released with the routes")
+        #expect(server.requestCount == 1, "what was recorded stays")
     }
 
     /// Cancelling before the start drops the operation as well.
