@@ -46,8 +46,9 @@ public func fuzzURLComposition(_ data: UnsafePointer<UInt8>?, _ size: Int) -> In
         fatalError("the encoded form of an accepted path is refused: \(path.encoded)")
     }
     precondition(again == path, "re-parsing changed \(path.encoded) to \(again.encoded)")
+    let encodedPath = path.encoded.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
     precondition(
-        !path.encoded.split(separator: "/").contains { $0 == "." || $0 == ".." },
+        !encodedPath.split(separator: "/").contains { $0 == "." || $0 == ".." },
         "a dot segment in the normal form \(path.encoded)")
 
     let target = base.target(for: path)

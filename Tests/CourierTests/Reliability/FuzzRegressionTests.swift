@@ -107,6 +107,43 @@ import Testing
         #expect(bytes.first == 0 && String(decoding: bytes.dropFirst(), as: UTF8.self).hasSuffix("./name:verb"))
     }
 
+    /// FuzzURLComposition, at once after its idempotence fix: the target's new "no dot segment
+    /// in the normal form" check split the query too. Dot segments are normalised in the path
+    /// only; a query is data and goes out as given (percent-encoded where needed).
+    @Test func dotSegmentsInTheQueryAreLeftAlone() throws {
+        let base = try BaseURL("https://[::1]:443/base")
+        let path = try RelativePath("a?q=swift&p/./f")
+        #expect(path.segments == ["a"])
+        #expect(path.query == "q=swift&p/./f")
+        #expect(base.target(for: path) == "/base/a?q=swift&p/./f")
+        #expect(try RelativePath("/" + path.encoded) == path)
+    }
+
+    /// FuzzJSONDifferential, after 8.5 minutes: a timeout (over 10 s for one input under ASan)
+    /// on 512 `[` then 512 `]`. The time was Foundation's, the oracle (about 1 s without ASan;
+    /// Courier 4 ms): its decoder rebuilds the coding path for each failed `try?` of a generic
+    /// value. Looking closer, Foundation also traps on exactly 513 unclosed `[`. The target now
+    /// leaves documents nested deeper than 100 to Courier alone; Courier must take both inputs
+    /// without trapping: the deepest valid document decodes, one more level is an error.
+    @Test func deepNestingAtFoundationsLimitDecodesOrFailsCleanly() throws {
+        let directory = Self.fixtures.appendingPathComponent("FuzzJSONDifferential")
+        let deepest = try Data(contentsOf: directory.appendingPathComponent("regression-timeout-depth-512")).dropFirst()
+        let value = try CourierJSONDecoder().decode(AnyJSON.self, from: Data(deepest))
+        var depth = 0
+        var level = value
+        while case .array(let inner) = level {
+            depth += 1
+            guard let first = inner.first else { break }
+            level = first
+        }
+        #expect(depth == 512)
+        let unclosed = try Data(contentsOf: directory.appendingPathComponent("regression-unclosed-513")).dropFirst()
+        #expect(unclosed.count == 513)
+        #expect(throws: (any Error).self) { try CourierJSONDecoder().decode(AnyJSON.self, from: Data(unclosed)) }
+        let tooDeep = Data((String(repeating: "[", count: 513) + String(repeating: "]", count: 513)).utf8)
+        #expect(throws: (any Error).self) { try CourierJSONDecoder().decode(AnyJSON.self, from: tooDeep) }
+    }
+
     /// Every seed and saved crash input of the cache-entry target still decodes without trapping.
     @Test func cacheEntryCorpusReplays() throws {
         let directory = Self.fixtures.appendingPathComponent("FuzzCacheEntry")
