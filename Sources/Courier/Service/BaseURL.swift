@@ -43,8 +43,14 @@ public struct BaseURL: Sendable, Hashable, CustomStringConvertible {
         var prefix = String(rest[slash...])
         while prefix.hasSuffix("/") { prefix.removeLast() }
         if !prefix.isEmpty {
-            // The prefix goes through the same checks as a call's path.
-            let validated = try RelativePath(prefix)
+            // The prefix goes through the same checks as a call's path; a refusal is a
+            // configuration error here, not a bad request.
+            let validated: RelativePath
+            do {
+                validated = try RelativePath(prefix)
+            } catch let error as CourierError {
+                throw CourierError(.configuration, "the base URL path: \(error.message)", underlying: error)
+            }
             prefix = validated.segments.isEmpty ? "" : "/" + validated.encoded
         }
         self.scheme = scheme

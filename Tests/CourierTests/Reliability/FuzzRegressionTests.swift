@@ -119,6 +119,20 @@ import Testing
         #expect(try RelativePath("/" + path.encoded) == path)
     }
 
+    /// FuzzURLComposition, after 90 executions of its second 10-minute run: a base URL whose
+    /// path prefix has an empty segment (`https://api.example.com/v://API.E…/a%20b/`) was
+    /// refused with `.invalidRequest`, the code of the relative-path check it reuses, where a
+    /// bad base URL is a `.configuration` error (as documented, and as the target asserts).
+    @Test(arguments: ["https://api.example.com/v://x", "https://h/a//b", "http://h/%2e%2e/x", "https://h/a/../b"])
+    func aBadBaseURLPathIsAConfigurationError(_ text: String) throws {
+        let error = try #require(throws: CourierError.self) { try BaseURL(text) }
+        #expect(error.code == .configuration)
+        let bytes = try Data(
+            contentsOf: Self.fixtures.appendingPathComponent("FuzzURLComposition/regression-base-prefix-empty-segment"))
+        let saved = String(decoding: bytes.dropFirst(), as: UTF8.self)
+        #expect(try #require(throws: CourierError.self) { try BaseURL(saved) }.code == .configuration)
+    }
+
     /// FuzzJSONDifferential, after 8.5 minutes: a timeout (over 10 s for one input under ASan)
     /// on 512 `[` then 512 `]`. The time was Foundation's, the oracle (about 1 s without ASan;
     /// Courier 4 ms): its decoder rebuilds the coding path for each failed `try?` of a generic
