@@ -69,7 +69,9 @@ run_one() {
   mkdir -p "$out/corpus"
   # Leak detection stays on (-detect_leaks=1); malloc limit catches unbounded allocations
   # from a single small input; -timeout flags an input that takes over 10 s (a hang).
-  ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}" \
+  # SWIFT_BACKTRACE=enable=no: Swift's crash backtracer, reading memory under ASan, adds a
+  # second "unknown-crash" report and takes seconds; libFuzzer's own stack trace is enough.
+  SWIFT_BACKTRACE=enable=no ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}" \
     "$bin/$target" "$out/corpus" "$root/Fixtures/fuzz/$target" \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len=16384 \
     -print_final_stats=1 -artifact_prefix="$out/" >"$out/fuzz.log" 2>&1

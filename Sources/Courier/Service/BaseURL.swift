@@ -35,6 +35,12 @@ public struct BaseURL: Sendable, Hashable, CustomStringConvertible {
         if authority.contains("@") {
             throw CourierError(.configuration, "the base URL must not carry credentials")
         }
+        // libcurl decodes a percent-encoded host name (`good.example%2eevil.example` connects to
+        // good.example.evil.example) while the authority compared for caching and credentials
+        // stays encoded: refuse it. Only an IPv6 literal may hold a `%` (its zone, `%25eth0`).
+        if !authority.hasPrefix("["), authority.contains("%") {
+            throw CourierError(.configuration, "the base URL host must not be percent-encoded")
+        }
         guard let components = URLComponents(string: "\(scheme)://\(authority)/"), let host = components.host,
             !host.isEmpty
         else {

@@ -133,6 +133,23 @@ import Testing
         #expect(try #require(throws: CourierError.self) { try BaseURL(saved) }.code == .configuration)
     }
 
+    /// FuzzURLComposition, after 3,900 executions of its third run: `https://api.exampleapi.e%20b/`
+    /// was accepted, and Foundation read its host as `api.exampleapi.e b`. libcurl 7.88 decodes
+    /// a percent-encoded host too (`http://loc%61lhost:9/` connects to localhost), so
+    /// `good.example%2eevil.example` would reach good.example.evil.example while Courier
+    /// compared the encoded authority. Such a host is refused; an IPv6 zone keeps its `%25`.
+    @Test func aPercentEncodedBaseURLHostIsRefused() throws {
+        for text in [
+            "https://api.exampleapi.e%20b/", "https://good.example%2eevil.example/", "https://a%41b.example:8443/v1",
+        ] {
+            #expect(try #require(throws: CourierError.self) { try BaseURL(text) }.code == .configuration, "\(text)")
+        }
+        #expect(try BaseURL("http://[fe80::1%25eth0]:8080/x").authority == "[fe80::1%25eth0]:8080")
+        let bytes = try Data(
+            contentsOf: Self.fixtures.appendingPathComponent("FuzzURLComposition/regression-percent-encoded-host"))
+        #expect(throws: CourierError.self) { try BaseURL(String(decoding: bytes.dropFirst(), as: UTF8.self)) }
+    }
+
     /// FuzzJSONDifferential, after 8.5 minutes: a timeout (over 10 s for one input under ASan)
     /// on 512 `[` then 512 `]`. The time was Foundation's, the oracle (about 1 s without ASan;
     /// Courier 4 ms): its decoder rebuilds the coding path for each failed `try?` of a generic
