@@ -150,6 +150,24 @@ import Testing
         #expect(throws: CourierError.self) { try BaseURL(String(decoding: bytes.dropFirst(), as: UTF8.self)) }
     }
 
+    /// FuzzURLComposition, in the first CI-style smoke after its 10-minute run: `https://[]:443/e`
+    /// was accepted (Foundation reads `[]` as a host) and composed a URL with no host. A
+    /// bracketed host must now be an IPv6 address (with an optional zone), then at most a port.
+    @Test func anInvalidIPv6LiteralIsRefused() throws {
+        for text in [
+            "https://[]:443/e", "http://[::g]/", "http://[::1", "http://[::1]x/", "http://[::1]:/", "http://[::1%25]/",
+        ] {
+            #expect(try #require(throws: CourierError.self) { try BaseURL(text) }.code == .configuration, "\(text)")
+        }
+        #expect(try BaseURL("http://[::1]:9000/api").authority == "[::1]:9000")
+        #expect(try BaseURL("https://[2001:db8::1]").authority == "[2001:db8::1]")
+        let bytes = try Data(
+            contentsOf: Self.fixtures.appendingPathComponent("FuzzURLComposition/regression-empty-ipv6-literal"))
+        let base = String(decoding: bytes.dropFirst().prefix { $0 != 0 }, as: UTF8.self)
+        #expect(base == "https://[]:443/e")
+        #expect(throws: CourierError.self) { try BaseURL(base) }
+    }
+
     /// FuzzJSONDifferential, after 8.5 minutes: a timeout (over 10 s for one input under ASan)
     /// on 512 `[` then 512 `]`. The time was Foundation's, the oracle (about 1 s without ASan;
     /// Courier 4 ms): its decoder rebuilds the coding path for each failed `try?` of a generic
