@@ -91,7 +91,20 @@ final class ServerCore: Sendable {
             var byte: UInt8 = 1
             _ = Glibc.write(wakeWrite, &byte, 1)
         }
-        _ = threads.wait(timeout: .now() + .seconds(10))
+        let finished = threads.wait(timeout: .now() + .seconds(10)) == .success
+        // A stopped server answers nothing more: let go of the handlers, which often capture
+        // the object that owns the server (a cycle that would outlive both). Released outside
+        // the lock, as their captures' deinits may stop this server again.
+        if finished {
+            let handlers = state.withLock { state in
+                defer {
+                    state.routes.removeAll()
+                    state.queue.removeAll()
+                }
+                return (state.routes, state.queue)
+            }
+            withExtendedLifetime(handlers) {}
+        }
     }
 
     /// Waits for `duration` unless the server stops first.

@@ -66,7 +66,9 @@ public final class TestServer: Sendable {
 
     /// Stops accepting, closes every connection and waits for the server's threads.
     ///
-    /// Idempotent; also called by `deinit`. Waits at most about ten seconds.
+    /// Idempotent; also called by `deinit`. Waits at most about ten seconds. The recorded
+    /// requests stay; routes and queued responses are released (a route that captures the
+    /// server's owner would otherwise keep both alive for good).
     public func stop() {
         core.stop()
     }

@@ -63,3 +63,12 @@ public struct FuzzInput {
         return Array(bytes[start...])
     }
 }
+
+/// Stops the run with `message` when `condition` is false. Unlike `precondition`, whose message
+/// release builds drop, the message reaches the fuzzer's log, so a finding says which invariant broke.
+public func invariant(
+    _ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String = "",
+    file: StaticString = #fileID, line: UInt = #line
+) {
+    if !condition() { fatalError("invariant broken: \(message())", file: file, line: line) }
+}

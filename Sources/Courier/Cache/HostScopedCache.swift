@@ -94,33 +94,33 @@ public final class HostScopedCache: Sendable {
     }
 
     let configuration: Configuration
-    let memory: Mutex<MemoryState>
-    let disk: Mutex<DiskCacheTier?>
+    let memory: LockedValue<MemoryState>
+    let disk: LockedValue<DiskCacheTier?>
     let hasDisk: Bool
     /// Recent credential → identity digests, so a hit does not hash the token every time.
     /// In memory only; bounded.
-    let identities = Mutex<[String: CacheIdentity]>([:])
+    let identities = LockedValue<[String: CacheIdentity]>([:])
     /// Receivers added with `addObserver`.
-    let observers = Mutex<(next: UInt64, handlers: [UInt64: @Sendable (CacheEvent) -> Void])>((0, [:]))
+    let observers = LockedValue<(next: UInt64, handlers: [UInt64: @Sendable (CacheEvent) -> Void])>((0, [:]))
 
     /// Creates a cache, opening (or creating) its disk tier.
     /// - Parameter configuration: Rules, bounds, storage folder, clock and event handler.
     /// - Throws: `CourierError.configuration` when the disk folder or database cannot be used.
     public init(configuration: Configuration) throws(CourierError) {
         self.configuration = configuration
-        memory = Mutex(
+        memory = LockedValue(
             MemoryState(
                 tier: MemoryCacheTier(
                     maxBytes: configuration.memoryCapacityBytes, maxEntries: configuration.memoryCapacityEntries)))
         switch configuration.storage {
         case .memoryOnly:
-            disk = Mutex(nil)
+            disk = LockedValue(nil)
             hasDisk = false
         case .disk(let directory):
             let tier = try DiskCacheTier(
                 directory: directory ?? Configuration.defaultDirectory(), maxBytes: configuration.diskCapacityBytes)
             let recreatedBecause = tier.recreatedBecause
-            disk = Mutex(tier)
+            disk = LockedValue(tier)
             hasDisk = true
             if let recreatedBecause {
                 emit([.diskUnavailable(reason: "damaged database recreated empty: " + recreatedBecause)])
@@ -324,9 +324,9 @@ public final class HostScopedCache: Sendable {
 
 /// Keeps a cache observer registered; cancelling or releasing it removes the observer.
 public final class CacheObservation: Sendable {
-    private let remove: Mutex<(@Sendable () -> Void)?>
+    private let remove: LockedValue<(@Sendable () -> Void)?>
 
-    init(remove: @escaping @Sendable () -> Void) { self.remove = Mutex(remove) }
+    init(remove: @escaping @Sendable () -> Void) { self.remove = LockedValue(remove) }
 
     /// Removes the observer (idempotent).
     public func cancel() {

@@ -3,7 +3,7 @@ import Foundation
 /// The memory tier: the variants of each primary key, least recently used first out,
 /// bounded by total cost (bytes) and by the number of keys.
 ///
-/// A plain struct with no locking; `HostScopedCache` keeps it in a `Mutex`. The recency
+/// A plain struct with no locking; `HostScopedCache` keeps it in a `LockedValue`. The recency
 /// list is a doubly linked list threaded through an array of slots, so a hit is a
 /// dictionary lookup plus O(1) relinking, with no allocation.
 struct MemoryCacheTier {

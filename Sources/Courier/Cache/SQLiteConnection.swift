@@ -3,7 +3,7 @@ import Foundation
 
 /// A thin owner of one `sqlite3` connection and its prepared statements.
 ///
-/// Not thread-safe by itself: `DiskCacheTier` is only used inside a `Mutex`.
+/// Not thread-safe by itself: `DiskCacheTier` is only used inside a `LockedValue`.
 final class SQLiteConnection {
     private(set) var handle: OpaquePointer?
     private var statements: [String: OpaquePointer] = [:]

@@ -35,7 +35,7 @@ public final class HTTPClient: Sendable {
     private struct State {
         var credential: String?
     }
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
     private let observers: ObserverTokens
 
     /// Makes a client.
@@ -119,7 +119,7 @@ private final class ObserverTokens: Sendable {
     }
 
     private let center: NotificationCenter
-    private let tokens = Mutex<[Token]>([])
+    private let tokens = LockedValue<[Token]>([])
 
     init(center: NotificationCenter) { self.center = center }
 

@@ -14,10 +14,10 @@ import Synchronization
 /// and alive, for good. The pool holds as many decoders as there were concurrent decode
 /// calls at most, each with a token buffer of at most 1 MiB.
 extension JSONDecoderImpl {
-    private static let idle = Mutex<[JSONDecoderImpl]>([])
+    private static let idle = LockedValue<[JSONDecoderImpl]>([])
     /// Decoders that escaped their call, kept alive for good (held here rather than by an
     /// unbalanced retain, so a leak checker sees them as reachable, which they are meant to be).
-    private static let escaped = Mutex<[JSONDecoderImpl]>([])
+    private static let escaped = LockedValue<[JSONDecoderImpl]>([])
     /// Decoders that escaped their call and were kept alive (tests check that this is rare).
     static let escapedCount = Atomic<Int>(0)
 

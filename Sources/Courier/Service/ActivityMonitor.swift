@@ -8,7 +8,7 @@ public final class ActivityMonitor: EventMonitor {
     private struct State {
         var active: Set<CallID> = []
     }
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
     private let onChange: @Sendable (Bool) -> Void
 
     /// - Parameter onChange: called with `true` at 0 → 1 and `false` at 1 → 0, on the thread

@@ -24,7 +24,7 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
         /// instead of starting another refresh, for `failureMemory`.
         var lastFailure: (credential: Credential, error: CourierError, at: ContinuousClock.Instant)?
     }
-    private nonisolated let session: Mutex<Session>
+    private nonisolated let session: LockedValue<Session>
     private var inFlight: (id: UInt64, generation: UInt64, task: Task<Credential, any Error>)?
     private var nextRefreshID: UInt64 = 0
     private let refresher: Refresher
@@ -43,7 +43,7 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
         credential: Credential? = nil, stormLimit: RefreshStormLimit = .default,
         failureMemory: Duration = .seconds(10), clock: any ServiceClock = .system, refresh: @escaping Refresher
     ) {
-        self.session = Mutex(Session(credential: credential))
+        self.session = LockedValue(Session(credential: credential))
         self.stormLimit = stormLimit
         self.failureMemory = failureMemory
         self.clock = clock

@@ -1,6 +1,10 @@
 import Foundation
 import HTTPTypes
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A server's base URL: `https://api.example.com/v1`. Only `http` and `https`, a host,
 /// an optional path prefix; no credentials, query or fragment.
 public struct BaseURL: Sendable, Hashable, CustomStringConvertible {
@@ -35,6 +39,15 @@ public struct BaseURL: Sendable, Hashable, CustomStringConvertible {
         if authority.contains("@") {
             throw CourierError(.configuration, "the base URL must not carry credentials")
         }
+        // libcurl decodes a percent-encoded host name (`good.example%2eevil.example` connects to
+        // good.example.evil.example) while the authority compared for caching and credentials
+        // stays encoded: refuse it. Only an IPv6 literal may hold a `%` (its zone, `%25eth0`).
+        if !authority.hasPrefix("["), authority.contains("%") {
+            throw CourierError(.configuration, "the base URL host must not be percent-encoded")
+        }
+        if authority.hasPrefix("["), !Self.isIPv6Literal(authority) {
+            throw CourierError(.configuration, "the base URL host is not a valid IPv6 address")
+        }
         guard let components = URLComponents(string: "\(scheme)://\(authority)/"), let host = components.host,
             !host.isEmpty
         else {
@@ -43,13 +56,35 @@ public struct BaseURL: Sendable, Hashable, CustomStringConvertible {
         var prefix = String(rest[slash...])
         while prefix.hasSuffix("/") { prefix.removeLast() }
         if !prefix.isEmpty {
-            // The prefix goes through the same checks as a call's path.
-            let validated = try RelativePath(prefix)
+            // The prefix goes through the same checks as a call's path; a refusal is a
+            // configuration error here, not a bad request.
+            let validated: RelativePath
+            do {
+                validated = try RelativePath(prefix)
+            } catch let error as CourierError {
+                throw CourierError(.configuration, "the base URL path: \(error.message)", underlying: error)
+            }
             prefix = validated.segments.isEmpty ? "" : "/" + validated.encoded
         }
         self.scheme = scheme
         self.authority = authority.lowercased()
         self.pathPrefix = prefix
+    }
+
+    /// Whether `authority` starts with a bracketed IPv6 address (an optional `%25` zone after
+    /// it) followed by nothing or a port: `[]` and `[::g]` are not hosts.
+    private static func isIPv6Literal(_ authority: Substring) -> Bool {
+        guard let close = authority.firstIndex(of: "]") else { return false }
+        var literal = authority[authority.index(after: authority.startIndex)..<close]
+        if let zone = literal.range(of: "%25") {
+            guard zone.upperBound < literal.endIndex else { return false }
+            literal = literal[..<zone.lowerBound]
+        }
+        var address = in6_addr()
+        guard inet_pton(AF_INET6, String(literal), &address) == 1 else { return false }
+        let after = authority[authority.index(after: close)...]
+        let port = after.dropFirst()
+        return after.isEmpty || (after.hasPrefix(":") && !port.isEmpty && port.allSatisfy { $0.isASCII && $0.isNumber })
     }
 
     /// The URL as text, without a trailing slash.

@@ -38,6 +38,9 @@ public final class Call<Value: Sendable>: CancellableCall {
     }
     private struct State {
         var phase: Phase = .idle
+        /// Held until the call runs (or is cancelled before), then dropped: whatever it
+        /// captured, often the service, must not outlive the call's result.
+        var operation: (@Sendable () async throws -> Value)?
         var cancelRequested = false
         /// Callers waiting before the task exists (deferred start).
         var waiters: [UnsafeContinuation<Result<Value, CourierError>, Never>] = []
@@ -57,8 +60,7 @@ public final class Call<Value: Sendable>: CancellableCall {
     }
 
     public let id: CallID
-    private let operation: @Sendable () async throws -> Value
-    private let state = Mutex(State())
+    private let state: LockedValue<State>
 
     /// Wraps `operation` in a call that has not started.
     /// - Parameters:
@@ -66,7 +68,7 @@ public final class Call<Value: Sendable>: CancellableCall {
     ///   - operation: the work; should honour task cancellation.
     public init(id: CallID = .next(), operation: @escaping @Sendable () async throws -> Value) {
         self.id = id
-        self.operation = operation
+        self.state = LockedValue(State(operation: operation))
     }
 
     /// Whether `start()` has been called (or the call was cancelled before).
@@ -101,16 +103,7 @@ public final class Call<Value: Sendable>: CancellableCall {
             return true
         }
         guard starts else { return nil }
-        let operation = self.operation
-        let body: @Sendable () async -> Result<Value, CourierError> = { [self] in
-            let result: Result<Value, CourierError>
-            do {
-                result = .success(try await operation())
-            } catch {
-                result = .failure(Self.courierError(error))
-            }
-            return finish(result)
-        }
+        let body: @Sendable () async -> Result<Value, CourierError> = { [self] in finish(await perform()) }
         let task = immediately ? Task.immediate(operation: body) : Task(operation: body)
         let cancelled = state.withLock { state -> Bool in
             // Still starting unless the operation already finished.
@@ -119,6 +112,19 @@ public final class Call<Value: Sendable>: CancellableCall {
         }
         if cancelled { task.cancel() }
         return task
+    }
+
+    /// Runs the operation and lets go of it before returning, so that a waiter resumed by
+    /// `finish` never finds the operation's captures (the service) still alive.
+    private func perform() async -> Result<Value, CourierError> {
+        guard let operation = state.withLock({ $0.operation.take() }) else {
+            return .failure(Self.cancelledBeforeStart)
+        }
+        do {
+            return .success(try await operation())
+        } catch {
+            return .failure(Self.courierError(error))
+        }
     }
 
     /// Cancels the call (see the type's description).
@@ -131,7 +137,9 @@ public final class Call<Value: Sendable>: CancellableCall {
                 state.phase = .finished(result)
                 let registry = state.registry
                 state.registry = nil
-                return .finish(result, state.takeWaiters(), state.takeHandlers(), registry)
+                // Released after the lock: its captures' deinits may call back into the call.
+                return .finish(
+                    result, state.takeWaiters(), state.takeHandlers(), registry, dropped: state.operation.take())
             case .starting:
                 // `begin` sees the request once the task exists and cancels it.
                 return .none
@@ -142,7 +150,7 @@ public final class Call<Value: Sendable>: CancellableCall {
             }
         }
         switch action {
-        case .finish(let result, let waiters, let handlers, let registry):
+        case .finish(let result, let waiters, let handlers, let registry, _):
             registry?.remove(id)
             waiters.forEach { $0.resume(returning: result) }
             handlers.forEach { $0(result) }
@@ -171,7 +179,9 @@ public final class Call<Value: Sendable>: CancellableCall {
         }
         if let task { return await wait(for: task) }
         return await withTaskCancellationHandler {
-            await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<Value, CourierError>, Never>) in
+            defer { ThreadSanitizer.continuationReturned() }
+            return await withUnsafeContinuation {
+                (continuation: UnsafeContinuation<Result<Value, CourierError>, Never>) in
                 let done = state.withLock { state -> Result<Value, CourierError>? in
                     if case .finished(let result) = state.phase { return result }
                     state.waiters.append(continuation)
@@ -252,7 +262,8 @@ public final class Call<Value: Sendable>: CancellableCall {
     private enum CancelAction {
         case finish(
             Result<Value, CourierError>, [UnsafeContinuation<Result<Value, CourierError>, Never>],
-            [@Sendable (Result<Value, CourierError>) -> Void], CallRegistry?)
+            [@Sendable (Result<Value, CourierError>) -> Void], CallRegistry?,
+            dropped: (@Sendable () async throws -> Value)?)
         case cancelTask(Task<Result<Value, CourierError>, Never>)
         case none
     }
@@ -292,7 +303,7 @@ final class RunningCall: CancellableCall {
     }
 
     let id: CallID
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     init(id: CallID) { self.id = id }
 

@@ -4,7 +4,7 @@ import Synchronization
 /// or all at once. Each service has its own registry: `cancelAll()` on one service leaves
 /// the calls of the others alone.
 public final class CallRegistry: Sendable {
-    private let calls = Mutex<[CallID: any CancellableCall]>([:])
+    private let calls = LockedValue<[CallID: any CancellableCall]>([:])
 
     public init() {}
 

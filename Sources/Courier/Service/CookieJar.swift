@@ -26,7 +26,7 @@ public struct Cookie: Sendable, Hashable {
 /// match the answering host, or that names a bare top-level domain, is ignored, so one site
 /// cannot set cookies for another.
 public final class CookieJar: Sendable {
-    private let cookies = Mutex<[Cookie]>([])
+    private let cookies = LockedValue<[Cookie]>([])
     private let clock: any ServiceClock
     public let maximumCookies: Int
     public let maximumCookiesPerDomain: Int

@@ -13,7 +13,7 @@ public final class InFlightDeduplicator<Value: Sendable>: Sendable {
             var result: Result<Value, any Error>?
             var task: Task<Void, Never>?
         }
-        let state = Mutex(State())
+        let state = LockedValue(State())
     }
 
     private struct Table {
@@ -22,7 +22,7 @@ public final class InFlightDeduplicator<Value: Sendable>: Sendable {
         var executions = 0
     }
 
-    private let table = Mutex(Table())
+    private let table = LockedValue(Table())
 
     public init() {}
 
@@ -86,7 +86,8 @@ public final class InFlightDeduplicator<Value: Sendable>: Sendable {
             entry.state.withLock { $0.task = task }
         }
         return try await withTaskCancellationHandler {
-            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Value, any Error>) in
+            defer { ThreadSanitizer.continuationReturned() }
+            return try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Value, any Error>) in
                 let finished = entry.state.withLock { state -> Result<Value, any Error>? in
                     if let result = state.result { return result }
                     if Task.isCancelled { return .failure(CancellationError()) }

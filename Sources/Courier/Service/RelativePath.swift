@@ -15,7 +15,12 @@ public struct RelativePath: Sendable, Hashable, CustomStringConvertible {
     /// Whether the path ended with `/`.
     public let hasTrailingSlash: Bool
 
-    /// The percent-encoded path, without a leading `/` (`users/a%20b`), plus `?query`.
+    /// The percent-encoded path, without a leading `/` (`users/a%20b`), plus `?query`: the
+    /// normal form that follows the base URL's prefix and a `/` on the wire.
+    ///
+    /// Dot segments are gone, so `./name:verb` gives `name:verb` (sent as `/v1/name:verb`).
+    /// Such a text is not a relative reference on its own (RFC 3986 §4.2: it reads as a
+    /// scheme); parse it back with a leading `/`.
     public let encoded: String
 
     /// Validates and normalises `path`.

@@ -87,14 +87,14 @@ struct RequestIntervalTable: Sendable {
 
 /// Enforces request intervals per endpoint; shared by the calls of one client or service.
 public final class RequestIntervalGate: Sendable {
-    private let table: Mutex<RequestIntervalTable>
+    private let table: LockedValue<RequestIntervalTable>
     private let clock: any ServiceClock
 
     /// - Parameters:
     ///   - capacity: the most endpoints remembered; expired entries are purged first.
     ///   - clock: the time source.
     public init(capacity: Int = 1_024, clock: any ServiceClock = .system) {
-        self.table = Mutex(RequestIntervalTable(capacity: capacity))
+        self.table = LockedValue(RequestIntervalTable(capacity: capacity))
         self.clock = clock
     }
 

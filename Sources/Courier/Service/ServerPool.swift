@@ -27,7 +27,7 @@ public final class ServerPool: Sendable {
         var nextObserver: UInt64 = 0
     }
 
-    private let state: Mutex<State>
+    private let state: LockedValue<State>
     private let clock: any ServiceClock
 
     /// A pool of servers for one environment.
@@ -39,7 +39,7 @@ public final class ServerPool: Sendable {
     public init(servers: [BaseURL], policy: FailoverPolicy = .default, clock: any ServiceClock = .system) throws {
         guard !servers.isEmpty else { throw CourierError(.configuration, "a server pool needs at least one server") }
         self.clock = clock
-        self.state = Mutex(
+        self.state = LockedValue(
             State(failover: FailoverState(servers: servers, policy: policy), environments: [:], environment: nil))
     }
 
@@ -58,7 +58,7 @@ public final class ServerPool: Sendable {
             throw CourierError(.configuration, "the environment '\(environment)' has no servers")
         }
         self.clock = clock
-        self.state = Mutex(
+        self.state = LockedValue(
             State(
                 failover: FailoverState(servers: servers, policy: policy), environments: environments,
                 environment: environment))

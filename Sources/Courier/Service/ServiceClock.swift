@@ -51,7 +51,7 @@ public final class ManualServiceClock: ServiceClock {
     private let origin: ContinuousClock.Instant
     private let wallOrigin: Date
     private let autoAdvance: Bool
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     /// Creates a clock standing at `wallTime`.
     /// - Parameters:
@@ -88,7 +88,8 @@ public final class ManualServiceClock: ServiceClock {
             return state.nextID
         }
         try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            defer { ThreadSanitizer.continuationReturned() }
+            return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let (resumeNow, watchers) = state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
                     state.sleeps.append(duration)
                     if duration <= .zero { return (true, []) }
@@ -124,7 +125,8 @@ public final class ManualServiceClock: ServiceClock {
     /// Waits until at least `count` callers are suspended in `sleep(for:)`.
     /// - Parameter count: the number of sleepers to wait for.
     public func waitForSleepers(_ count: Int) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        defer { ThreadSanitizer.continuationReturned() }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ready = state.withLock { state -> Bool in
                 if state.sleepers.count >= count { return true }
                 state.sleeperWatchers.append((count, continuation))

@@ -20,11 +20,11 @@ private let curlGlobalSetup: CURLcode = {
 
 /// The thread that owns the libcurl multi handle and every easy handle.
 ///
-/// Other threads only `enqueue` commands (under a `Mutex`) and wake the thread with
+/// Other threads only `enqueue` commands (under a `LockedValue`) and wake the thread with
 /// `curl_multi_wakeup`. Completions resume the callers' continuations right here, which only
 /// schedules their tasks elsewhere: one hop in, one hop out per request.
 ///
-/// `@unchecked Sendable`: the `queue` is a `Mutex`; `multi` is used from other threads only
+/// `@unchecked Sendable`: the `queue` is a `LockedValue`; `multi` is used from other threads only
 /// through `curl_multi_wakeup`, which libcurl documents as thread-safe, and in `deinit`, when
 /// no thread can use it any more; every other stored `var` is touched only on the loop's own
 /// thread (inside `run()`).
@@ -43,7 +43,7 @@ final class CurlLoop: @unchecked Sendable {
         var commands: [Command] = []
         var isShutDown = false
     }
-    private let queue = Mutex(Queue())
+    private let queue = LockedValue(Queue())
 
     // MARK: loop thread only
     private var pending: [Command] = []

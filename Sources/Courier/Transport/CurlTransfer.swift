@@ -11,7 +11,7 @@ import Synchronization
 ///   locked queue orders that before any use on the curl thread);
 /// - the `var`s below "curl thread only" are touched only on the loop's thread (by the loop
 ///   and by curl callbacks it drives);
-/// - `outcome` (the continuation) is guarded by a `Mutex`, since both the curl thread and a
+/// - `outcome` (the continuation) is guarded by a `LockedValue`, since both the curl thread and a
 ///   cancelling task resume it.
 final class CurlTransfer: @unchecked Sendable {
     enum Delivery {
@@ -43,7 +43,7 @@ final class CurlTransfer: @unchecked Sendable {
     let bodyLength: Int64
     let options: TransportOptions
     let delivery: Delivery
-    private let outcome = Mutex(Outcome.idle)
+    private let outcome = LockedValue(Outcome.idle)
 
     // MARK: curl thread only
     var handle: EasyHandle?

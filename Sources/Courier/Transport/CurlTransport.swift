@@ -124,6 +124,7 @@ public final class CurlTransport: Transport {
     func run(_ transfer: CurlTransfer) async throws {
         let loop = self.loop
         try await withTaskCancellationHandler {
+            defer { ThreadSanitizer.continuationReturned() }
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
                 if transfer.install(continuation) { loop.enqueue(.add(transfer)) }
             }
@@ -136,7 +137,7 @@ public final class CurlTransport: Transport {
 /// A weak link from a body stream back to its transfer, so the two do not keep each other alive.
 private final class TransferReference: Sendable {
     private struct Weak { weak var transfer: CurlTransfer? }
-    private let storage = Mutex(Weak())
+    private let storage = LockedValue(Weak())
 
     var transfer: CurlTransfer? {
         get { storage.withLock { $0.transfer } }

@@ -73,7 +73,7 @@ final class StreamBuffer: Sendable {
     }
 
     let highWaterMark: Int
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
     private let control: @Sendable (Control) -> Void
 
     init(highWaterMark: Int = 1 << 20, control: @escaping @Sendable (Control) -> Void) {
@@ -119,7 +119,8 @@ final class StreamBuffer: Sendable {
     // MARK: Consumer
 
     func next() async throws -> Data? {
-        try await withCheckedThrowingContinuation { continuation in
+        defer { ThreadSanitizer.continuationReturned() }
+        return try await withCheckedThrowingContinuation { continuation in
             enum Action {
                 case give(Data?, resumeTransfer: Bool)
                 case fail(any Error)

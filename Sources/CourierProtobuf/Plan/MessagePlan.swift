@@ -1,4 +1,5 @@
 import CProtobufC
+import Courier
 import Synchronization
 
 /// The kind of a protobuf field, flattened from `ProtobufCType` for fast switching.
@@ -208,7 +209,7 @@ final class MessagePlan: @unchecked Sendable {
             && protoNames[1] == "value" && fields[1].id == 2 && fullName.hasSuffix("Entry")
     }
 
-    private static let cache = Mutex<[UInt: MessagePlan]>([:])
+    private static let cache = LockedValue<[UInt: MessagePlan]>([:])
 
     /// A lock-free front for `cache`: plans by a hash of their descriptor's address (0: empty;
     /// a collision just overwrites). Plans are immortal, so a slot holds one unretained.

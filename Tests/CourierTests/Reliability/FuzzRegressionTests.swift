@@ -80,6 +80,109 @@ import Testing
         #expect(try await client.send(HTTPRequest(.get, server.url("/dated"))).isFromCache)
     }
 
+    /// FuzzURLComposition, on a seed: `./name:verb` is accepted and its normal form is
+    /// `name:verb`, which `RelativePath` refuses as a scheme when given alone. The normal form
+    /// is right on the wire (after the prefix and a `/`: `/v1/name:verb`, colon literal, no dot
+    /// segment); the target's idempotence check now re-parses it as it is used, after a `/`.
+    @Test func aColonInTheFirstSegmentStaysLiteralOnTheWire() throws {
+        let base = try BaseURL("https://api.example.com/v1")
+        let path = try RelativePath("./name:verb")
+        #expect(path.segments == ["name:verb"])
+        #expect(path.encoded == "name:verb")
+        #expect(base.target(for: path) == "/v1/name:verb")
+        #expect(try RelativePath("/" + path.encoded) == path)
+        #expect(throws: CourierError.self) { try RelativePath(path.encoded) }
+        let bytes = try Data(
+            contentsOf: Self.fixtures.appendingPathComponent("FuzzURLComposition/regression-colon-first-segment"))
+        #expect(bytes.first == 0 && String(decoding: bytes.dropFirst(), as: UTF8.self).hasSuffix("./name:verb"))
+    }
+
+    /// FuzzURLComposition, at once after its idempotence fix: the target's new "no dot segment
+    /// in the normal form" check split the query too. Dot segments are normalised in the path
+    /// only; a query is data and goes out as given (percent-encoded where needed).
+    @Test func dotSegmentsInTheQueryAreLeftAlone() throws {
+        let base = try BaseURL("https://[::1]:443/base")
+        let path = try RelativePath("a?q=swift&p/./f")
+        #expect(path.segments == ["a"])
+        #expect(path.query == "q=swift&p/./f")
+        #expect(base.target(for: path) == "/base/a?q=swift&p/./f")
+        #expect(try RelativePath("/" + path.encoded) == path)
+    }
+
+    /// FuzzURLComposition, after 90 executions of its second 10-minute run: a base URL whose
+    /// path prefix has an empty segment (`https://api.example.com/v://API.E…/a%20b/`) was
+    /// refused with `.invalidRequest`, the code of the relative-path check it reuses, where a
+    /// bad base URL is a `.configuration` error (as documented, and as the target asserts).
+    @Test(arguments: ["https://api.example.com/v://x", "https://h/a//b", "http://h/%2e%2e/x", "https://h/a/../b"])
+    func aBadBaseURLPathIsAConfigurationError(_ text: String) throws {
+        let error = try #require(throws: CourierError.self) { try BaseURL(text) }
+        #expect(error.code == .configuration)
+        let bytes = try Data(
+            contentsOf: Self.fixtures.appendingPathComponent("FuzzURLComposition/regression-base-prefix-empty-segment"))
+        let saved = String(decoding: bytes.dropFirst(), as: UTF8.self)
+        #expect(try #require(throws: CourierError.self) { try BaseURL(saved) }.code == .configuration)
+    }
+
+    /// FuzzURLComposition, after 3,900 executions of its third run: `https://api.exampleapi.e%20b/`
+    /// was accepted, and Foundation read its host as `api.exampleapi.e b`. libcurl 7.88 decodes
+    /// a percent-encoded host too (`http://loc%61lhost:9/` connects to localhost), so
+    /// `good.example%2eevil.example` would reach good.example.evil.example while Courier
+    /// compared the encoded authority. Such a host is refused; an IPv6 zone keeps its `%25`.
+    @Test func aPercentEncodedBaseURLHostIsRefused() throws {
+        for text in [
+            "https://api.exampleapi.e%20b/", "https://good.example%2eevil.example/", "https://a%41b.example:8443/v1",
+        ] {
+            #expect(try #require(throws: CourierError.self) { try BaseURL(text) }.code == .configuration, "\(text)")
+        }
+        #expect(try BaseURL("http://[fe80::1%25eth0]:8080/x").authority == "[fe80::1%25eth0]:8080")
+        let bytes = try Data(
+            contentsOf: Self.fixtures.appendingPathComponent("FuzzURLComposition/regression-percent-encoded-host"))
+        #expect(throws: CourierError.self) { try BaseURL(String(decoding: bytes.dropFirst(), as: UTF8.self)) }
+    }
+
+    /// FuzzURLComposition, in the first CI-style smoke after its 10-minute run: `https://[]:443/e`
+    /// was accepted (Foundation reads `[]` as a host) and composed a URL with no host. A
+    /// bracketed host must now be an IPv6 address (with an optional zone), then at most a port.
+    @Test func anInvalidIPv6LiteralIsRefused() throws {
+        for text in [
+            "https://[]:443/e", "http://[::g]/", "http://[::1", "http://[::1]x/", "http://[::1]:/", "http://[::1%25]/",
+        ] {
+            #expect(try #require(throws: CourierError.self) { try BaseURL(text) }.code == .configuration, "\(text)")
+        }
+        #expect(try BaseURL("http://[::1]:9000/api").authority == "[::1]:9000")
+        #expect(try BaseURL("https://[2001:db8::1]").authority == "[2001:db8::1]")
+        let bytes = try Data(
+            contentsOf: Self.fixtures.appendingPathComponent("FuzzURLComposition/regression-empty-ipv6-literal"))
+        let base = String(decoding: bytes.dropFirst().prefix { $0 != 0 }, as: UTF8.self)
+        #expect(base == "https://[]:443/e")
+        #expect(throws: CourierError.self) { try BaseURL(base) }
+    }
+
+    /// FuzzJSONDifferential, after 8.5 minutes: a timeout (over 10 s for one input under ASan)
+    /// on 512 `[` then 512 `]`. The time was Foundation's, the oracle (about 1 s without ASan;
+    /// Courier 4 ms): its decoder rebuilds the coding path for each failed `try?` of a generic
+    /// value. Looking closer, Foundation also traps on exactly 513 unclosed `[`. The target now
+    /// leaves documents nested deeper than 100 to Courier alone; Courier must take both inputs
+    /// without trapping: the deepest valid document decodes, one more level is an error.
+    @Test func deepNestingAtFoundationsLimitDecodesOrFailsCleanly() throws {
+        let directory = Self.fixtures.appendingPathComponent("FuzzJSONDifferential")
+        let deepest = try Data(contentsOf: directory.appendingPathComponent("regression-timeout-depth-512")).dropFirst()
+        let value = try CourierJSONDecoder().decode(AnyJSON.self, from: Data(deepest))
+        var depth = 0
+        var level = value
+        while case .array(let inner) = level {
+            depth += 1
+            guard let first = inner.first else { break }
+            level = first
+        }
+        #expect(depth == 512)
+        let unclosed = try Data(contentsOf: directory.appendingPathComponent("regression-unclosed-513")).dropFirst()
+        #expect(unclosed.count == 513)
+        #expect(throws: (any Error).self) { try CourierJSONDecoder().decode(AnyJSON.self, from: Data(unclosed)) }
+        let tooDeep = Data((String(repeating: "[", count: 513) + String(repeating: "]", count: 513)).utf8)
+        #expect(throws: (any Error).self) { try CourierJSONDecoder().decode(AnyJSON.self, from: tooDeep) }
+    }
+
     /// Every seed and saved crash input of the cache-entry target still decodes without trapping.
     @Test func cacheEntryCorpusReplays() throws {
         let directory = Self.fixtures.appendingPathComponent("FuzzCacheEntry")

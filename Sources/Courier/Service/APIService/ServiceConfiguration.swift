@@ -88,7 +88,7 @@ public struct ServiceConfiguration: Sendable {
 
 /// The endpoints (method + URL) with a guarded call in flight.
 public final class InFlightGuard: Sendable {
-    private let keys = Mutex<Set<String>>([])
+    private let keys = LockedValue<Set<String>>([])
 
     public init() {}
 
