@@ -1,6 +1,12 @@
 import Foundation
 
 extension TestServer {
+    /// How long the waits below wait by default. Generous on purpose: a wait returns as soon
+    /// as its condition holds, so only a failing test pays it, and under ThreadSanitizer on a
+    /// 2-core machine the parallel suite once kept a just-started request from reaching the
+    /// server for more than 10 seconds (HTTPClientCacheEdgeTests, 23 Nov 2026).
+    public static let defaultWaitTimeout: Duration = .seconds(30)
+
     /// Waits until at most `limit` connections are open, or `timeout` passes, without blocking
     /// a thread of the cooperative pool (the wait runs on a thread of its own).
     /// - Parameters:
@@ -8,7 +14,9 @@ extension TestServer {
     ///   - timeout: How long to wait at most.
     /// - Returns: whether the condition was met in time.
     @discardableResult
-    public func waitForOpenConnections(atMost limit: Int, timeout: Duration = .seconds(10)) async -> Bool {
+    public func waitForOpenConnections(atMost limit: Int, timeout: Duration = TestServer.defaultWaitTimeout) async
+        -> Bool
+    {
         await Self.onOwnThread { self.core.waitUntil(timeout: timeout) { $0.connections.count <= limit } }
     }
 
@@ -19,7 +27,7 @@ extension TestServer {
     ///   - timeout: How long to wait at most.
     /// - Returns: whether that many requests arrived in time.
     @discardableResult
-    public func waitForRequests(atLeast count: Int, timeout: Duration = .seconds(10)) async -> Bool {
+    public func waitForRequests(atLeast count: Int, timeout: Duration = TestServer.defaultWaitTimeout) async -> Bool {
         await Self.onOwnThread { self.core.waitUntil(timeout: timeout) { $0.requestCount >= count } }
     }
 

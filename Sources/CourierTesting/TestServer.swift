@@ -86,7 +86,7 @@ public final class TestServer: Sendable {
     ///   - timeout: How long to wait at most.
     /// - Returns: whether the condition was met in time.
     @discardableResult
-    public func waitForOpenConnections(atMost limit: Int, timeout: Duration = .seconds(10)) -> Bool {
+    public func waitForOpenConnections(atMost limit: Int, timeout: Duration = TestServer.defaultWaitTimeout) -> Bool {
         core.waitUntil(timeout: timeout) { $0.connections.count <= limit }
     }
 
@@ -98,7 +98,7 @@ public final class TestServer: Sendable {
     ///   - timeout: How long to wait at most.
     /// - Returns: whether that many requests arrived in time.
     @discardableResult
-    public func waitForRequests(atLeast count: Int, timeout: Duration = .seconds(10)) -> Bool {
+    public func waitForRequests(atLeast count: Int, timeout: Duration = TestServer.defaultWaitTimeout) -> Bool {
         core.waitUntil(timeout: timeout) { $0.requestCount >= count }
     }
 

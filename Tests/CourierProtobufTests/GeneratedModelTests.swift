@@ -1,6 +1,7 @@
 import Courier
 import CourierProtoModels
 import CourierProtobuf
+import CourierTesting
 import Foundation
 import Testing
 

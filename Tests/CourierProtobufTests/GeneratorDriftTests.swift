@@ -37,20 +37,10 @@ import Testing
 
     /// Runs the copied script with `--check`; returns its exit status and output.
     private func check(_ copy: URL, generator: URL) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = copy.appendingPathComponent("scripts/generate-protos.sh")
-        process.arguments = ["--check"]
-        process.currentDirectoryURL = copy
         var environment = ProcessInfo.processInfo.environment
         environment["COURIER_PROTOBUF_GEN"] = generator.path
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, text)
+        return try GeneratorTests.run(
+            copy.appendingPathComponent("scripts/generate-protos.sh"), ["--check"], in: copy, environment: environment)
     }
 
     @Test func driftCheckCatchesEditedAndStaleGeneratedFiles() throws {

@@ -21,12 +21,12 @@ import Testing
             try Data(text.utf8).write(to: folder.appendingPathComponent(name))
         }
         let descriptors = folder.appendingPathComponent("descriptors.pb").path
-        let (protocStatus, protocOutput) = try run(
+        let (protocStatus, protocOutput) = try Self.run(
             URL(fileURLWithPath: "/usr/bin/env"),
             ["protoc-c", "--descriptor_set_out=\(descriptors)", "-I\(folder.path)"] + protos.keys.sorted(), in: folder)
         #expect(protocStatus == 0, "\(protocOutput)")
         let out = folder.appendingPathComponent("out")
-        let (status, output) = try run(
+        let (status, output) = try Self.run(
             generator, ["--descriptor-set", descriptors, "--c-module", "TestProtos", "--output", out.path], in: folder)
         var files: [String: String] = [:]
         for name in (try? FileManager.default.contentsOfDirectory(atPath: out.path)) ?? [] {
@@ -36,7 +36,7 @@ import Testing
             // The output must at least parse (type checking needs the C module: the committed
             // models compile in this package).
             for name in files.keys {
-                let (parseStatus, parseOutput) = try run(
+                let (parseStatus, parseOutput) = try Self.run(
                     URL(fileURLWithPath: "/usr/bin/env"), ["swiftc", "-parse", out.appendingPathComponent(name).path],
                     in: folder)
                 #expect(parseStatus == 0 && !parseOutput.contains("warning:"), "\(name): \(parseOutput)")
@@ -45,11 +45,16 @@ import Testing
         return Run(status: status, output: output, files: files)
     }
 
-    private func run(_ executable: URL, _ arguments: [String], in folder: URL) throws -> (Int32, String) {
+    /// Runs `executable` in `folder` (with `environment` when given) and waits for it.
+    /// - Returns: its exit status and its standard output and error, interleaved.
+    static func run(
+        _ executable: URL, _ arguments: [String], in folder: URL, environment: [String: String]? = nil
+    ) throws -> (Int32, String) {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
         process.currentDirectoryURL = folder
+        if let environment { process.environment = environment }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe

@@ -25,6 +25,8 @@ extension HTTPClient {
         // is allocated for as long as the request is in flight, and holds the `Exchange` and
         // the transfer. The transfer object carries the request in and the response out, and
         // the per-hop work is synchronous, so its temporaries stay on the thread's stack.
+        // The loop repeats `sendToNetwork`'s on purpose: calling that (or a shared helper) would
+        // add an async frame per request in flight, which the memory benchmark counts.
         var exchange = try Exchange(client: self, request: request, body: body, options: options)
         while true {
             let transfer = try exchange.nextTransfer()

@@ -87,7 +87,7 @@ extension JSONDecoderImpl {
         state.pointee.hintObject = -1
         state.pointee.hintKey = 0
         state.pointee.isValid = true
-        state.pointee.generation &+= 1
+        advanceGeneration()
     }
 
     /// Ends the decode call of `impl` (and of its sub-decoders): whatever was made during it
@@ -106,7 +106,7 @@ extension JSONDecoderImpl {
 
     private func finish() {
         state.pointee.isValid = false
-        state.pointee.generation &+= 1
+        advanceGeneration()
         state.pointee.path.removeAll(keepingCapacity: true)
         state.pointee.extras.removeAll(keepingCapacity: true)
         state.pointee.options = .default  // releases the caller's closures and userInfo

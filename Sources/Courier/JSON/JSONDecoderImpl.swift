@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Why a scalar could not be read, before a coding path is attached.
 enum JSONValueFailure: Error {
@@ -50,8 +51,6 @@ struct JSONDecoderState {
     var hintObject = -1
     var hintKey = 0
     var isValid = true
-    /// Changes when a decode call starts and when it ends; keyed containers compare it.
-    var generation = 0
     var collectionTypes: [(id: ObjectIdentifier, collection: (any JSONCollectionDecodable.Type)?)] = []
     /// A type that is decoded through its `init(from:)`, without special handling.
     var lastPlainType: ObjectIdentifier?
@@ -75,6 +74,13 @@ final class JSONDecoderImpl: Decoder, @unchecked Sendable {
     /// The mutable state lives behind a pointer: it is read and written for every value, and
     /// stored class properties would pay a dynamic exclusivity check on each access.
     let state: UnsafeMutablePointer<JSONDecoderState>
+    /// Changes when a decode call starts and when it ends; keyed containers compare it.
+    ///
+    /// Atomic because a keyed container that escaped its call may read it on one thread
+    /// while the pool has handed the decoder to a call on another. Only the thread running
+    /// the decoder's call writes it, so a relaxed load and store are enough: a stale
+    /// container sees some later value, never its own again.
+    private let generationCounter = Atomic<Int>(0)
 
     var bytes: UnsafePointer<UInt8> { @inline(__always) get { state.pointee.bytes } }
     var tokens: UnsafeMutablePointer<JSONToken> { @inline(__always) get { state.pointee.tokens } }
@@ -108,7 +114,13 @@ final class JSONDecoderImpl: Decoder, @unchecked Sendable {
         @inline(__always) get { state.pointee.isValid }
         @inline(__always) set { state.pointee.isValid = newValue }
     }
-    var generation: Int { @inline(__always) get { state.pointee.generation } }
+    var generation: Int { @inline(__always) get { generationCounter.load(ordering: .relaxed) } }
+
+    /// Starts or ends a decode call (see ``generation``).
+    @inline(__always)
+    func advanceGeneration() {
+        generationCounter.store(generationCounter.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
+    }
 
     init(
         bytes: UnsafePointer<UInt8>, tokens: UnsafeMutablePointer<JSONToken>, nullIndex: Int,

@@ -1,3 +1,4 @@
+import CourierTesting
 import Foundation
 import Testing
 
@@ -8,22 +9,10 @@ import Testing
 /// an undocumented difference. (The open-ended fuzz target is issue 8's; it reuses
 /// `JSONDifferential.compare(data:)`.)
 @Suite struct JSONMutationTests {
-    /// SplitMix64: deterministic, so a failure names a reproducible case.
-    struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static let interesting: [UInt8] =
         Array(#"{}[],:"\/0123456789-+.eEtrufalsn "#.utf8) + [0x00, 0x1F, 0x7F, 0x80, 0xC0, 0xED, 0xF4, 0xFF]
 
-    static func mutate(_ bytes: [UInt8], _ generator: inout SeededGenerator) -> [UInt8] {
+    static func mutate(_ bytes: [UInt8], _ generator: inout SplitMix64) -> [UInt8] {
         var bytes = bytes
         for _ in 0..<Int.random(in: 1...3, using: &generator) {
             guard !bytes.isEmpty else { return Array("[".utf8) }
@@ -44,7 +33,7 @@ import Testing
         let seeds = try JSONFixtures.files(in: "corpus").map { try [UInt8](JSONFixtures.data("corpus", $0)) }
             .filter { $0.count < 4096 }
         let mismatches = try await offPool {
-            var generator = SeededGenerator(state: 0xC0FFEE)
+            var generator = SplitMix64(seed: 0xC0FFEE)
             var found: [String] = []
             for round in 0..<2000 {
                 let input = Data(Self.mutate(seeds[round % seeds.count], &generator))
