@@ -34,7 +34,11 @@ final class RawHTTPConnection: @unchecked Sendable {
     private var buffer: [UInt8] = []
 
     init(host: String = "127.0.0.1", port: UInt16, timeout: Duration = .seconds(10)) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // `fd` is assigned only once the socket is connected: a class initializer that throws
+        // after every stored property is set runs `deinit`, and closing here and there too
+        // closed the descriptor twice, the second time someone else's that had been given
+        // the same number in the meantime (a curl or server socket of a parallel test).
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
@@ -52,6 +56,7 @@ final class RawHTTPConnection: @unchecked Sendable {
         var value = timeval(
             tv_sec: Int(timeout.components.seconds), tv_usec: Int(timeout.components.attoseconds / 1_000_000_000_000))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+        self.fd = fd
     }
 
     deinit {
