@@ -132,10 +132,24 @@ final class CurlLoop: @unchecked Sendable {
     private func start(_ transfer: CurlTransfer) {
         // Cancelled between enqueue and now: its caller has its CancellationError already.
         guard !transfer.isCancelled else { return }
-        let handle: EasyHandle
+        var handle: EasyHandle
         do {
-            handle = try pool.popLast() ?? EasyHandle()
-            try configure(handle, for: transfer)
+            if let pooled = pool.popLast() {
+                handle = pooled
+                do {
+                    try configure(handle, for: transfer)
+                } catch {
+                    // A used handle can refuse an option that a new one takes: libcurl 7.88
+                    // refuses CURLOPT_BUFFERSIZE while the handle still holds an earlier
+                    // transfer's receive buffer, which it has kept after some HTTP/2
+                    // transfers. Such a handle is dropped; the transfer gets a new one.
+                    handle = try EasyHandle()
+                    try configure(handle, for: transfer)
+                }
+            } else {
+                handle = try EasyHandle()
+                try configure(handle, for: transfer)
+            }
         } catch {
             transfer.finish(.failure(error))
             return

@@ -40,6 +40,29 @@ struct TLSTests {
         #expect(response.metrics.tlsHandshake > .zero)
     }
 
+    /// libcurl 7.88 keeps a transfer's receive buffer when the transfer ends while other
+    /// streams still use its HTTP/2 connection, and then refuses a new CURLOPT_BUFFERSIZE on
+    /// that handle. Small multiplexed answers leave such handles in the pool; a large body then
+    /// raises the origin's buffer size, so the next transfers change it on those handles.
+    @Test func pooledHandlesTakeANewReceiveBufferSizeAfterMultiplexedTransfers() async throws {
+        let root = try Self.makeRoot()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let nginx = try await startNginx(tls: true, http2: true, root: root)
+        defer { nginx.stop() }
+        let client = try makeClient { $0.tls = .init(caBundlePath: nginx.caBundlePath) }
+        func concurrentSmallRequests() async throws -> [Int] {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<40 {
+                    group.addTask { try await client.send(HTTPRequest(.get, nginx.url("/hello.txt"))).body.count }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+        }
+        #expect(try await concurrentSmallRequests().allSatisfy { $0 == 15 })
+        #expect(try await client.send(HTTPRequest(.get, nginx.url("/big.bin"))).body.count == 1 << 20)
+        #expect(try await concurrentSmallRequests().allSatisfy { $0 == 15 })
+    }
+
     @Test func http2MultiplexesConcurrentRequestsOnOneConnection() async throws {
         let root = try Self.makeRoot()
         defer { try? FileManager.default.removeItem(at: root) }
