@@ -16,6 +16,52 @@ extension TestServer {
     public static func fullBacklog(host: String = "127.0.0.1") throws -> FullBacklogServer {
         try FullBacklogServer(host: host)
     }
+
+    /// A port that refuses every connection from the start: bound without listening, and
+    /// without `SO_REUSEADDR`, so that no other socket can take it while it is held — for
+    /// connection-failure tests (a stopped server's port is free for a moment before the
+    /// server reserves it again).
+    /// - Throws: `SocketError` when no port can be bound.
+    public static func refusingPort(host: String = "127.0.0.1") throws -> RefusingPort {
+        try RefusingPort(host: host)
+    }
+}
+
+/// A bound, never listening socket: a connect to ``port`` is refused while it is held.
+public final class RefusingPort: Sendable {
+    private let fd = Locked<Int32?>(nil)
+    /// The bound port.
+    public let port: UInt16
+    /// `http://HOST:PORT`.
+    public let baseURL: URL
+
+    init(host: String) throws {
+        guard let descriptor = Socket.reserve(host: host, port: 0, allowingReuse: false) else {
+            throw SocketError("bind(\(host):0)")
+        }
+        do {
+            port = try Socket.localPort(of: descriptor)
+        } catch {
+            close(descriptor)
+            throw error
+        }
+        fd.withLock { $0 = descriptor }
+        baseURL = URL(string: "http://\(host):\(port)")!
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// Releases the port. Idempotent.
+    public func stop() {
+        if let descriptor = fd.withLock({ fd -> Int32? in
+            defer { fd = nil }
+            return fd
+        }) {
+            close(descriptor)
+        }
+    }
 }
 
 /// Accepts TCP connections and holds them open without reading or writing a byte.

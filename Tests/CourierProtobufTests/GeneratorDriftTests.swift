@@ -37,10 +37,9 @@ import Testing
 
     /// Runs the copied script with `--check`; returns its exit status and output.
     private func check(_ copy: URL, generator: URL) throws -> (Int32, String) {
-        var environment = ProcessInfo.processInfo.environment
-        environment["COURIER_PROTOBUF_GEN"] = generator.path
-        return try GeneratorTests.run(
-            copy.appendingPathComponent("scripts/generate-protos.sh"), ["--check"], in: copy, environment: environment)
+        try GeneratorTests.run(
+            copy.appendingPathComponent("scripts/generate-protos.sh"), ["--check"], in: copy,
+            environment: ["COURIER_PROTOBUF_GEN": generator.path])
     }
 
     @Test func driftCheckCatchesEditedAndStaleGeneratedFiles() throws {

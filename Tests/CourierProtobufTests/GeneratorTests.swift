@@ -1,3 +1,4 @@
+import CourierTesting
 import Foundation
 import Testing
 
@@ -45,23 +46,20 @@ import Testing
         return Run(status: status, output: output, files: files)
     }
 
-    /// Runs `executable` in `folder` (with `environment` when given) and waits for it.
+    /// Runs `executable` in `folder`, with `environment` added to this process's, and waits for
+    /// it. Through `ChildProcess` (posix_spawn), not Foundation's `Process`, which crashed the
+    /// test binary when suites launched processes at the same time.
     /// - Returns: its exit status and its standard output and error, interleaved.
     static func run(
-        _ executable: URL, _ arguments: [String], in folder: URL, environment: [String: String]? = nil
+        _ executable: URL, _ arguments: [String], in folder: URL, environment: [String: String] = [:]
     ) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.currentDirectoryURL = folder
-        if let environment { process.environment = environment }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, output)
+        // sh changes folder and joins standard error to the output; env adds the variables.
+        let script = #"cd "$1" && shift && exec "$@" 2>&1"#
+        let assignments = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        let (status, output) = try ChildProcess.run(
+            "/bin/sh", ["-c", script, "sh", folder.path, "/usr/bin/env"] + assignments + [executable.path] + arguments,
+            capture: .capture)
+        return (status, String(decoding: output, as: UTF8.self))
     }
 
     @Test func awkwardNamesGiveValidSwift() throws {

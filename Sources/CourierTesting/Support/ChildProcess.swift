@@ -1,13 +1,15 @@
 import Foundation
 import Glibc
 
-/// Starts and reaps child processes (nginx, openssl) with `posix_spawn` and `waitpid`.
+/// Starts and reaps child processes (nginx, openssl, the tests' helper processes) with
+/// `posix_spawn` and `waitpid`.
 ///
 /// Used instead of Foundation's `Process`, which leaks a small object per launch (reported by
-/// LeakSanitizer) and cannot wait with a time limit.
-enum ChildProcess {
+/// LeakSanitizer), cannot wait with a time limit, and crashed the test binary (SIGILL inside
+/// `Process.run()`, 23 Nov 2026) when two suites launched processes at the same time.
+public enum ChildProcess {
     /// Where a child's standard output or error goes.
-    enum Output {
+    public enum Output: Sendable {
         case discard
         case capture
     }
@@ -15,7 +17,9 @@ enum ChildProcess {
     /// Starts `executable` with `arguments`; standard input, output and error are `/dev/null`
     /// except the one stream `capture`d into the returned descriptor.
     /// - Returns: the pid, and the read end of the captured stream (or -1).
-    static func spawn(_ executable: String, _ arguments: [String], stdout: Output = .discard, stderr: Output = .discard)
+    public static func spawn(
+        _ executable: String, _ arguments: [String], stdout: Output = .discard, stderr: Output = .discard
+    )
         throws -> (pid: pid_t, output: Int32)
     {
         var actions = posix_spawn_file_actions_t()
@@ -63,7 +67,9 @@ enum ChildProcess {
 
     /// Runs `executable` to completion.
     /// - Returns: the exit status (128 + signal when killed) and the captured stream.
-    static func run(_ executable: String, _ arguments: [String], capture: Output = .discard, stderr: Bool = false)
+    public static func run(
+        _ executable: String, _ arguments: [String], capture: Output = .discard, stderr: Bool = false
+    )
         throws -> (status: Int32, output: Data)
     {
         let child = try spawn(
@@ -83,7 +89,7 @@ enum ChildProcess {
     }
 
     /// The full path of `name` found on `PATH` (or in the usual sbin folders), or `nil`.
-    static func find(_ name: String) -> String? {
+    public static func find(_ name: String) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
         let folders =
             path.split(separator: ":").map(String.init) + ["/usr/sbin", "/usr/local/sbin", "/usr/bin", "/sbin"]
@@ -92,7 +98,7 @@ enum ChildProcess {
 
     /// Waits for `pid` to exit and reaps it.
     /// - Returns: the exit status, or 128 + the signal that ended it.
-    static func wait(_ pid: pid_t) -> Int32 {
+    public static func wait(_ pid: pid_t) -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         return decode(status)
@@ -100,7 +106,7 @@ enum ChildProcess {
 
     /// Reaps `pid` if it has exited.
     /// - Returns: its status, or `nil` while it is still running.
-    static func poll(_ pid: pid_t) -> Int32? {
+    public static func poll(_ pid: pid_t) -> Int32? {
         var status: Int32 = 0
         let result = waitpid(pid, &status, WNOHANG)
         if result == pid { return decode(status) }

@@ -48,10 +48,10 @@ enum Socket {
     /// Binds `host:port` without listening, so that a connect to it is refused and no other
     /// listener can take the port while the descriptor is open. Tried first without
     /// `SO_REUSEADDR` (then nothing else can bind the port), and with it when connections of
-    /// the port's last owner still wait in `TIME_WAIT`.
+    /// the port's last owner still wait in `TIME_WAIT` (unless `allowingReuse` is false).
     /// - Returns: the descriptor, or `nil` when the port could not be bound at all.
-    static func reserve(host: String, port: UInt16) -> Int32? {
-        for reuse: Int32 in [0, 1] {
+    static func reserve(host: String, port: UInt16, allowingReuse: Bool = true) -> Int32? {
+        for reuse: Int32 in allowingReuse ? [0, 1] : [0] {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard fd >= 0 else { return nil }
             var flag = reuse

@@ -1,3 +1,4 @@
+import CourierTesting
 import Foundation
 import HTTPTypes
 import Testing
@@ -49,19 +50,16 @@ import Testing
 
     /// Starts the writer for `round` and SIGKILLs it after a random number of committed stores.
     static func runAndKill(_ writer: URL, directory: String, round: Int) throws -> Outcome {
-        let process = Process()
-        process.executableURL = writer
-        process.arguments = [directory, String(round)]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
+        // posix_spawn rather than Foundation's `Process`, which crashed the test binary when
+        // another suite launched a process at the same time.
+        let child = try ChildProcess.spawn(writer.path, [directory, String(round)], stdout: .capture)
+        defer { close(child.output) }
         // Kill after a random number of committed stores; the writer keeps going while we
         // read, so SIGKILL lands at an arbitrary point of a later store.
         let target = Int.random(in: 1...60)
         var committed = -1
         var lastLineBegan = false
         var pending = Data()
-        let reader = output.fileHandleForReading
         func consume(_ chunk: Data) {
             pending.append(chunk)
             while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
@@ -73,8 +71,17 @@ import Testing
                 if parts[0] == "stored" { committed = index }
             }
         }
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        /// The next bytes the writer wrote; empty at the end of its output.
+        func read() -> Data {
+            while true {
+                let count = buffer.withUnsafeMutableBytes { Glibc.read(child.output, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                return count > 0 ? Data(buffer[0..<count]) : Data()
+            }
+        }
         while committed + 1 < target {
-            let chunk = reader.availableData
+            let chunk = read()
             if chunk.isEmpty { break }
             consume(chunk)
         }
@@ -83,13 +90,15 @@ import Testing
         // to a few stores spreads the kills over all its phases (checksum, transaction,
         // commit, eviction). Nothing waits on it; it only picks the moment.
         usleep(UInt32.random(in: 0...8_000))
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        kill(child.pid, SIGKILL)
+        let status = ChildProcess.wait(child.pid)
         // What the writer wrote before it died: the stores it finished, and whether it was in one.
-        consume(reader.readDataToEndOfFile())
-        try? reader.close()
-        return Outcome(
-            committed: committed, killed: process.terminationReason == .uncaughtSignal, midStore: lastLineBegan)
+        while true {
+            let chunk = read()
+            if chunk.isEmpty { break }
+            consume(chunk)
+        }
+        return Outcome(committed: committed, killed: status == 128 + SIGKILL, midStore: lastLineBegan)
     }
 
     /// Reopens the cache and checks every entry of `round` it serves, plus the newest committed one.

@@ -155,10 +155,9 @@ import Testing
         defer { server.stop() }
         let blackHole = try TestServer.blackHole()
         defer { blackHole.stop() }
-        let closed = try TestServer()
+        let closed = try TestServer.refusingPort()
+        defer { closed.stop() }
         let closedPort = closed.port
-        closed.stop()
-        defer { withExtendedLifetime(closed) {} }  // a stopped server keeps its port, refusing
         let client = try Self.client {
             $0.timeout = .seconds(2)
             $0.maxResponseSize = 10_000

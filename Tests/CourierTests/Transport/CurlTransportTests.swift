@@ -35,7 +35,9 @@ import Testing
         #expect(server.requestCount == total)
         // HTTP/1.1 cannot multiplex, so at most one connection per concurrent request, and
         // curl caps them at 16 per host; without reuse this would be 2,000.
-        #expect(server.acceptedConnections <= 16)
+        let perConnection = Dictionary(grouping: server.recordedRequests, by: \.connectionID).mapValues(\.count)
+        #expect(
+            server.acceptedConnections <= 16, "requests per connection: \(perConnection.sorted { $0.key < $1.key })")
     }
 
     @Test func metricsTellReuse() async throws {
@@ -185,10 +187,9 @@ import Testing
             let error = await courierError { _ = try await client.send(HTTPRequest(.get, server.url("/x"))) }
             #expect(error.map { codes.contains($0.code) } == true, "\(fault) gave \(String(describing: error))")
         }
-        let refused = try TestServer()
+        let refused = try TestServer.refusingPort()
+        defer { refused.stop() }
         let port = refused.port
-        refused.stop()
-        defer { withExtendedLifetime(refused) {} }  // a stopped server keeps its port, refusing
         let connect = await courierError {
             _ = try await client.send(HTTPRequest(.get, URL(string: "http://127.0.0.1:\(port)/")!))
         }

@@ -134,10 +134,9 @@ import Testing
     }
 
     @Test func connectionFailureFailsOverAndTheRetryGoesToTheNextServer() async throws {
-        let dead = try TestServer()
-        let deadBase = ServiceFixture.base(dead)
-        dead.stop()
-        defer { withExtendedLifetime(dead) {} }  // a stopped server keeps its port, refusing
+        let dead = try TestServer.refusingPort()
+        defer { dead.stop() }
+        let deadBase = try BaseURL(dead.baseURL.absoluteString)
         let alive = try TestServer()
         defer { alive.stop() }
         alive.route("/users/1") { _ in .json(["id": 1, "name": "alive"]) }
