@@ -19,7 +19,7 @@ final class ServerCore: Sendable {
         var acceptedConnections = 0
         var nextConnectionID = 0
         var requestCount = 0
-        /// A bound, non-listening socket on the port once the server stopped (closed in deinit).
+        /// A bound, non-listening socket holding the port for the server's life (closed in deinit).
         var reservedPortFD: Int32?
         var records: [RecordedRequest] = []
         var queue: [ScriptedResponse] = []
@@ -44,7 +44,7 @@ final class ServerCore: Sendable {
     private let changed = NSCondition()
 
     init(host: String, port: UInt16, backlog: Int32 = 1024) throws {
-        let listener = try Socket.listen(host: host, port: port, backlog: backlog)
+        let listener = try Socket.listen(host: host, port: port, backlog: backlog, sharingPort: true)
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else {
             let code = errno
@@ -58,6 +58,12 @@ final class ServerCore: Sendable {
         self.listenFD = listener.fd
         self.wakeRead = fds[0]
         self.wakeWrite = fds[1]
+        // Keep the port while this server lives: a test that goes on sending to a stopped
+        // server must see "connection refused", never another test's server that was given
+        // the same port in the parallel run. Held from the start, so there is no moment
+        // between the listener's close and the hold in which the port is free.
+        let held = Socket.holdPort(host: host, port: listener.port)
+        state.withLock { $0.reservedPortFD = held }
     }
 
     deinit {
@@ -145,12 +151,6 @@ final class ServerCore: Sendable {
     private func acceptLoop() {
         defer {
             close(listenFD)
-            // Keep the port while this server lives: a test that goes on sending to a stopped
-            // server must see "connection refused", never another test's server that was given
-            // the same port in the parallel run. Taken the moment the listener closes, not
-            // after the connection threads end, so that the window is microseconds wide.
-            let reserved = Socket.reserve(host: host, port: port)
-            state.withLock { $0.reservedPortFD = reserved }
             threads.leave()
         }
         while true {

@@ -36,7 +36,7 @@ public final class RefusingPort: Sendable {
     public let baseURL: URL
 
     init(host: String) throws {
-        guard let descriptor = Socket.reserve(host: host, port: 0, allowingReuse: false) else {
+        guard let descriptor = Socket.bindRefusingPort(host: host) else {
             throw SocketError("bind(\(host):0)")
         }
         do {

@@ -23,11 +23,16 @@ public struct SocketError: Error, CustomStringConvertible, Sendable {
 enum Socket {
     /// Opens a TCP listener on `host:port` (port 0 picks an ephemeral port).
     /// - Returns: the listening descriptor and the bound port.
-    static func listen(host: String, port: UInt16, backlog: Int32) throws -> (fd: Int32, port: UInt16) {
+    /// With `sharingPort`, the listener takes `SO_REUSEPORT` too, so that ``holdPort(host:port:)``
+    /// can bind the port beside it.
+    static func listen(
+        host: String, port: UInt16, backlog: Int32, sharingPort: Bool = false
+    ) throws -> (fd: Int32, port: UInt16) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SocketError("socket") }
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        if sharingPort { setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &yes, socklen_t(MemoryLayout<Int32>.size)) }
         guard var address = ipv4Address(host: host, port: port) else {
             close(fd)
             throw SocketError("inet_pton(\(host))", code: EINVAL)
@@ -45,20 +50,32 @@ enum Socket {
         return (fd, try localPort(of: fd))
     }
 
-    /// Binds `host:port` without listening, so that a connect to it is refused and no other
-    /// listener can take the port while the descriptor is open. Tried first without
-    /// `SO_REUSEADDR` (then nothing else can bind the port), and with it when connections of
-    /// the port's last owner still wait in `TIME_WAIT` (unless `allowingReuse` is false).
-    /// - Returns: the descriptor, or `nil` when the port could not be bound at all.
-    static func reserve(host: String, port: UInt16, allowingReuse: Bool = true) -> Int32? {
-        for reuse: Int32 in allowingReuse ? [0, 1] : [0] {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard fd >= 0 else { return nil }
-            var flag = reuse
-            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &flag, socklen_t(MemoryLayout<Int32>.size))
-            if var address = ipv4Address(host: host, port: port), bind(fd, &address) == 0 { return fd }
-            close(fd)
-        }
+    /// Binds a free port of `host` without listening and without `SO_REUSEADDR`: a connect to
+    /// it is refused, and no other socket can bind it while the descriptor is open.
+    /// - Returns: the descriptor, or `nil` when no port could be bound.
+    static func bindRefusingPort(host: String) -> Int32? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        if var address = ipv4Address(host: host, port: 0), bind(fd, &address) == 0 { return fd }
+        close(fd)
+        return nil
+    }
+
+    /// Binds, without listening, the port of a listener made with `sharingPort` while that
+    /// listener still listens: the socket takes `SO_REUSEPORT` only. It never receives a
+    /// connection (only listening sockets do), and once the listener closes it keeps the port:
+    /// a connect is refused, a bind with `SO_REUSEADDR` or none fails, and the kernel never
+    /// hands the port to a bind to port 0. (Binding after the listener closed instead leaves a
+    /// moment in which the port is free, and fails without `SO_REUSEADDR` while the port has
+    /// connections in `TIME_WAIT`; with it, other listeners can share the port.)
+    /// - Returns: the descriptor, or `nil` when the port could not be bound.
+    static func holdPort(host: String, port: UInt16) -> Int32? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &yes, socklen_t(MemoryLayout<Int32>.size))
+        if var address = ipv4Address(host: host, port: port), bind(fd, &address) == 0 { return fd }
+        close(fd)
         return nil
     }
 
