@@ -142,9 +142,18 @@ enum HTTPDateFormat {
                 daysFromCivil(year, month, day) * 86_400 + clock[0] * 3600 + clock[1] * 60 + clock[2]))
     }
 
-    /// The IMF-fixdate form of `date` (`Sun, 06 Nov 1994 08:49:37 GMT`).
+    /// The first and last second an IMF-fixdate can write: years 0001 to 9999.
+    static let representableSeconds: ClosedRange<Double> = -62_135_596_800...253_402_300_799
+
+    /// The IMF-fixdate form of `date` (`Sun, 06 Nov 1994 08:49:37 GMT`). A date outside years
+    /// 0001–9999 is written as the nearest of them, and a NaN date as the epoch: a clock or a
+    /// stored time can hold anything, and converting it to `Int` must not trap.
     static func format(_ date: Date) -> String {
-        let seconds = Int(date.timeIntervalSince1970.rounded(.down))
+        let interval = date.timeIntervalSince1970
+        let seconds =
+            interval.isNaN
+            ? 0
+            : Int(min(max(interval.rounded(.down), representableSeconds.lowerBound), representableSeconds.upperBound))
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - days * 86_400
         let (year, month, day) = civilFromDays(days)
@@ -152,7 +161,7 @@ enum HTTPDateFormat {
         func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
         let monthName = months[month - 1].prefix(1).uppercased() + months[month - 1].dropFirst()
         return
-            "\(weekday), \(two(day)) \(monthName) \(year) \(two(secondOfDay / 3600)):\(two(secondOfDay % 3600 / 60)):\(two(secondOfDay % 60)) GMT"
+            "\(weekday), \(two(day)) \(monthName) \(String(repeating: "0", count: max(0, 4 - String(year).count)))\(year) \(two(secondOfDay / 3600)):\(two(secondOfDay % 3600 / 60)):\(two(secondOfDay % 60)) GMT"
     }
 
     // Howard Hinnant's days_from_civil / civil_from_days.

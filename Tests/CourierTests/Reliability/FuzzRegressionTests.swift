@@ -183,11 +183,23 @@ import Testing
         #expect(throws: (any Error).self) { try CourierJSONDecoder().decode(AnyJSON.self, from: tooDeep) }
     }
 
+    /// FuzzCacheEntry, CI smoke on the merged library: a stored row whose response time lay
+    /// past year 9999 trapped when a 304 merge wrote it as the entry's `Date` (Double to Int).
+    @Test(arguments: [1e300, -1e300, .infinity, -.infinity, .nan, 253_402_300_800, -62_135_596_801])
+    func anyDateFormatsWithoutTrapping(seconds: Double) throws {
+        let text = HTTPDateFormat.format(Date(timeIntervalSince1970: seconds))
+        let parsed = try #require(HTTPDateFormat.parse(text), "\(text)")
+        let expected =
+            seconds.isNaN ? 0 : min(max(seconds, -62_135_596_800), 253_402_300_799)
+        #expect(parsed.timeIntervalSince1970 == expected, "\(text)")
+    }
+
     /// Every seed and saved crash input of the cache-entry target still decodes without trapping.
     @Test func cacheEntryCorpusReplays() throws {
         let directory = Self.fixtures.appendingPathComponent("FuzzCacheEntry")
         let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
         #expect(files.contains("regression-age-1e400"))
+        #expect(files.contains("regression-response-time-past-9999"))
         var decoded = 0
         for file in files {
             let bytes = [UInt8](try Data(contentsOf: directory.appendingPathComponent(file)))
