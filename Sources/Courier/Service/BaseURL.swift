@@ -48,6 +48,25 @@ public struct BaseURL: Sendable, Hashable, CustomStringConvertible {
         if authority.hasPrefix("["), !Self.isIPv6Literal(authority) {
             throw CourierError(.configuration, "the base URL host is not a valid IPv6 address")
         }
+        // A host name in ASCII only: libcurl converts a Unicode name with IDNA (UTS #46 maps
+        // fullwidth `ｅｘａｍｐｌｅ.com` to `example.com`), so the host it connects to would not be
+        // the authority compared for caching and credentials. Punycode (`xn--…`) is the form.
+        if !authority.hasPrefix("[") {
+            let parts = authority.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            let isNameByte: (UInt8) -> Bool = {
+                (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0)
+                    || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_")
+            }
+            guard !parts[0].isEmpty, parts[0].utf8.allSatisfy(isNameByte) else {
+                throw CourierError(
+                    .configuration,
+                    "the base URL host must be an ASCII host name (a Unicode name in its punycode form, xn--…) or an IP address"
+                )
+            }
+            if parts.count == 2, !parts[1].utf8.allSatisfy({ (0x30...0x39).contains($0) }) {
+                throw CourierError(.configuration, "the base URL port must be a number")
+            }
+        }
         guard let components = URLComponents(string: "\(scheme)://\(authority)/"), let host = components.host,
             !host.isEmpty
         else {

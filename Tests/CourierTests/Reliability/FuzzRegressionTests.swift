@@ -140,6 +140,24 @@ import Testing
         #expect(throws: CourierError.self) { try BaseURL(String(decoding: bytes.dropFirst(), as: UTF8.self)) }
     }
 
+    /// FuzzURLComposition, 10-minute run on the merged library: `https://)ͅht` was accepted and
+    /// Foundation read another host. libcurl converts a Unicode host with IDNA (`curl
+    /// http://ｌｏｃａｌｈｏｓｔ:1/` connects to 127.0.0.1), so a base URL host must be ASCII.
+    @Test func aBaseURLHostMustBeAnASCIIName() throws {
+        for text in [
+            "https://ｅｘａｍｐｌｅ.com/v1", "https://exämple.com", "https://)ͅht/", "https://a(b).example",
+            "https://api.example.com:80a/", "https://:443/",
+        ] {
+            #expect(try #require(throws: CourierError.self) { try BaseURL(text) }.code == .configuration, "\(text)")
+        }
+        for text in ["https://xn--exmple-cua.com/v1", "http://127.0.0.1:8080", "https://my_host.internal"] {
+            #expect(throws: Never.self, "\(text)") { _ = try BaseURL(text) }
+        }
+        let bytes = try Data(
+            contentsOf: Self.fixtures.appendingPathComponent("FuzzURLComposition/regression-unicode-host"))
+        #expect(throws: CourierError.self) { try BaseURL(String(decoding: bytes.dropFirst(), as: UTF8.self)) }
+    }
+
     /// FuzzURLComposition, in the first CI-style smoke after its 10-minute run: `https://[]:443/e`
     /// was accepted (Foundation reads `[]` as a host) and composed a URL with no host. A
     /// bracketed host must now be an IPv6 address (with an optional zone), then at most a port.
