@@ -54,9 +54,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
+        // snake_case → camelCase, shared by the protobuf bridge and the generator.
+        .target(name: "ProtobufNaming", swiftSettings: strict),
         .target(
             name: "CourierProtobuf",
-            dependencies: ["Courier", "CProtobufC"],
+            dependencies: ["Courier", "CProtobufC", "ProtobufNaming"],
             swiftSettings: strict),
         .target(
             name: "CourierTesting",
@@ -70,7 +72,7 @@ let package = Package(
             dependencies: ["Courier", "CourierProtobuf", "CourierProtos", "CourierTesting"],
             swiftSettings: strict),
 
-        .executableTarget(name: "courier-protobuf-gen", swiftSettings: strict),
+        .executableTarget(name: "courier-protobuf-gen", dependencies: ["ProtobufNaming"], swiftSettings: strict),
         // Swift models generated from Protos/ by scripts/generate-protos.sh.
         .target(
             name: "CourierProtoModels",

@@ -1,4 +1,5 @@
 import Foundation
+import ProtobufNaming
 
 // Emits plain Swift models for the messages and enums of one .proto file: a struct per message
 // (Sendable, Hashable, Codable, proto names in camelCase), an Int32 enum per enum, and each
@@ -77,11 +78,7 @@ struct SwiftGenerator {
             out.line("\(access) init() {}")
         } else {
             out.line("\(access) init(")
-            out.indent += 1
-            for (index, field) in fields.enumerated() {
-                out.line("\(field.name): \(field.type) = \(field.initialValue)\(index == fields.count - 1 ? "" : ",")")
-            }
-            out.indent -= 1
+            out.arguments(fields.map { "\($0.name): \($0.type) = \($0.initialValue)" })
             out.open(")")
             for field in fields { out.line("self.\(field.name) = \(field.name)") }
             out.close()
@@ -121,11 +118,7 @@ struct SwiftGenerator {
             out.line("self.init()")
         } else {
             out.line("self.init(")
-            out.indent += 1
-            for (index, field) in fields.enumerated() {
-                out.line("\(argumentLabel(field.name)): \(field.read)\(index == fields.count - 1 ? "" : ",")")
-            }
-            out.indent -= 1
+            out.arguments(fields.map { "\(argumentLabel($0.name)): \($0.read)" })
             out.line(")")
         }
         out.close()
@@ -354,26 +347,14 @@ struct SourceWriter {
         indent -= 1
         line("}")
     }
-}
 
-/// `snake_case` → `camelCase` by Courier's rule (CourierProtobuf's `camelCase`): the letter
-/// after each underscore is uppercased, underscores are dropped, a leading one is ignored.
-func camelCase(_ name: String) -> String {
-    var result = ""
-    var upperNext = false
-    for character in name {
-        if character == "_" {
-            upperNext = !result.isEmpty
-            continue
-        }
-        if upperNext {
-            result += character.uppercased()
-            upperNext = false
-        } else {
-            result.append(character)
-        }
+    /// One argument a line, one level deeper, separated by commas (between the lines of an
+    /// opening `(` and its `)`).
+    mutating func arguments(_ items: [String]) {
+        indent += 1
+        for (index, item) in items.enumerated() { line(item + (index == items.count - 1 ? "" : ",")) }
+        indent -= 1
     }
-    return result
 }
 
 /// `FLAT_WHITE` → `flatWhite`; names that are not all upper case only get a lowercase first letter.

@@ -1,5 +1,6 @@
 import CProtobufC
 import Courier
+import ProtobufNaming
 import Synchronization
 
 /// The kind of a protobuf field, flattened from `ProtobufCType` for fast switching.
@@ -280,24 +281,4 @@ final class MessagePlan: @unchecked Sendable {
         }
         return plan
     }
-}
-
-/// `snake_case` → `camelCase`, as Swift properties are usually spelled (`user_id` → `userId`).
-func camelCase(_ name: String) -> String {
-    guard name.contains("_") else { return name }
-    var result = ""
-    var upperNext = false
-    for character in name {
-        if character == "_" {
-            upperNext = !result.isEmpty
-            continue
-        }
-        if upperNext {
-            result += character.uppercased()
-            upperNext = false
-        } else {
-            result.append(character)
-        }
-    }
-    return result
 }
