@@ -32,6 +32,8 @@ let package = Package(
                 "BenchProtoModels", "CBenchProtos",
                 .product(name: "Courier", package: "Courier"),
                 .product(name: "CourierProtobuf", package: "Courier"),
+                // SplitMix64, for payloads that are the same on every run.
+                .product(name: "CourierTesting", package: "Courier"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]),
         .executableTarget(

@@ -1,3 +1,4 @@
+import CourierTesting
 import Foundation
 
 /// The model of the large JSON benchmarks: one page of an issue tracker's list endpoint, in
@@ -217,20 +218,5 @@ public struct IssuePage: Codable, Sendable, Equatable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return try! encoder.encode(page)  // plain strings, integers and finite doubles: cannot fail
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so the payloads are the same on every run.
-struct SplitMix64 {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
