@@ -132,24 +132,9 @@ final class CurlLoop: @unchecked Sendable {
     private func start(_ transfer: CurlTransfer) {
         // Cancelled between enqueue and now: its caller has its CancellationError already.
         guard !transfer.isCancelled else { return }
-        var handle: EasyHandle
+        let handle: EasyHandle
         do {
-            if let pooled = pool.popLast() {
-                handle = pooled
-                do {
-                    try configure(handle, for: transfer)
-                } catch {
-                    // A used handle can refuse an option that a new one takes: libcurl 7.88
-                    // refuses CURLOPT_BUFFERSIZE while the handle still holds an earlier
-                    // transfer's receive buffer, which it has kept after some HTTP/2
-                    // transfers. Such a handle is dropped; the transfer gets a new one.
-                    handle = try EasyHandle()
-                    try configure(handle, for: transfer)
-                }
-            } else {
-                handle = try EasyHandle()
-                try configure(handle, for: transfer)
-            }
+            handle = try configuredHandle(for: transfer)
         } catch {
             transfer.finish(.failure(error))
             return
@@ -163,6 +148,24 @@ final class CurlLoop: @unchecked Sendable {
         }
         transfer.handle = handle
         active[handle.raw] = transfer
+    }
+
+    /// A pooled handle set up for `transfer`, or a new one.
+    private func configuredHandle(for transfer: CurlTransfer) throws(CourierError) -> EasyHandle {
+        if let pooled = pool.popLast() {
+            do {
+                try configure(pooled, for: transfer)
+                return pooled
+            } catch {
+                // A used handle can refuse an option that a new one takes: libcurl 7.88
+                // refuses CURLOPT_BUFFERSIZE while the handle still holds an earlier
+                // transfer's receive buffer, which it has kept after some HTTP/2 transfers.
+                // Such a handle is dropped; the transfer gets a new one.
+            }
+        }
+        let handle = try EasyHandle()
+        try configure(handle, for: transfer)
+        return handle
     }
 
     private func cancel(_ transfer: CurlTransfer) {

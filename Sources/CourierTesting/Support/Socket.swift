@@ -21,27 +21,15 @@ public struct SocketError: Error, CustomStringConvertible, Sendable {
 ///
 /// Everything works on raw descriptors; whoever opens a descriptor closes it.
 enum Socket {
-    /// Opens a TCP listener on `host:port` (port 0 picks an ephemeral port).
-    /// - Returns: the listening descriptor and the bound port.
-    /// With `sharingPort`, the listener takes `SO_REUSEPORT` too, so that ``holdPort(host:port:)``
+    /// Opens a TCP listener on `host:port` (port 0 picks an ephemeral port). With
+    /// `sharingPort`, the listener takes `SO_REUSEPORT` too, so that ``holdPort(host:port:)``
     /// can bind the port beside it.
+    /// - Returns: the listening descriptor and the bound port.
     static func listen(
         host: String, port: UInt16, backlog: Int32, sharingPort: Bool = false
     ) throws -> (fd: Int32, port: UInt16) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw SocketError("socket") }
-        var yes: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        if sharingPort { setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &yes, socklen_t(MemoryLayout<Int32>.size)) }
-        guard var address = ipv4Address(host: host, port: port) else {
-            close(fd)
-            throw SocketError("inet_pton(\(host))", code: EINVAL)
-        }
-        guard bind(fd, &address) == 0 else {
-            let code = errno
-            close(fd)
-            throw SocketError("bind(\(host):\(port))", code: code)
-        }
+        let fd = try boundSocket(
+            host: host, port: port, options: sharingPort ? [SO_REUSEADDR, SO_REUSEPORT] : [SO_REUSEADDR])
         guard Glibc.listen(fd, backlog) == 0 else {
             let code = errno
             close(fd)
@@ -54,11 +42,7 @@ enum Socket {
     /// it is refused, and no other socket can bind it while the descriptor is open.
     /// - Returns: the descriptor, or `nil` when no port could be bound.
     static func bindRefusingPort(host: String) -> Int32? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        if var address = ipv4Address(host: host, port: 0), bind(fd, &address) == 0 { return fd }
-        close(fd)
-        return nil
+        try? boundSocket(host: host, port: 0, options: [])
     }
 
     /// Binds, without listening, the port of a listener made with `sharingPort` while that
@@ -70,13 +54,26 @@ enum Socket {
     /// connections in `TIME_WAIT`; with it, other listeners can share the port.)
     /// - Returns: the descriptor, or `nil` when the port could not be bound.
     static func holdPort(host: String, port: UInt16) -> Int32? {
+        try? boundSocket(host: host, port: port, options: [SO_REUSEPORT])
+    }
+
+    /// A TCP socket (close-on-exec) with each `SOL_SOCKET` option of `options` turned on,
+    /// bound to `host:port`.
+    private static func boundSocket(host: String, port: UInt16, options: [Int32]) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return nil }
+        guard fd >= 0 else { throw SocketError("socket") }
         var yes: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &yes, socklen_t(MemoryLayout<Int32>.size))
-        if var address = ipv4Address(host: host, port: port), bind(fd, &address) == 0 { return fd }
-        close(fd)
-        return nil
+        for option in options { setsockopt(fd, SOL_SOCKET, option, &yes, socklen_t(MemoryLayout<Int32>.size)) }
+        guard var address = ipv4Address(host: host, port: port) else {
+            close(fd)
+            throw SocketError("inet_pton(\(host))", code: EINVAL)
+        }
+        guard bind(fd, &address) == 0 else {
+            let code = errno
+            close(fd)
+            throw SocketError("bind(\(host):\(port))", code: code)
+        }
+        return fd
     }
 
     /// `host:port` as a socket address; `nil` when `host` is not an IPv4 address.
