@@ -18,8 +18,15 @@ extension JSONDecoderImpl {
     /// Decoders that escaped their call, kept alive for good (held here rather than by an
     /// unbalanced retain, so a leak checker sees them as reachable, which they are meant to be).
     private static let escaped = LockedValue<[JSONDecoderImpl]>([])
-    /// Decoders that escaped their call and were kept alive (tests check that this is rare).
-    static let escapedCount = Atomic<Int>(0)
+    /// Counts the decoders kept alive because they escaped a call made inside
+    /// `$escapes.withValue(_:)` (tests check that this is rare). Task-local, so that a count
+    /// is the escapes of the calls it watches and not those of other tasks at the same time.
+    @TaskLocal static var escapes: EscapeTally?
+
+    /// A count of escaped decoders (see ``escapes``).
+    final class EscapeTally: Sendable {
+        let count = Atomic<Int>(0)
+    }
 
     /// Parses `bytes` and returns a decoder at the top-level value; call ``recycle(_:)`` after.
     static func make(bytes: UnsafePointer<UInt8>, count: Int, options: JSONDecodingOptions)
@@ -99,7 +106,7 @@ extension JSONDecoderImpl {
             idle.withLock { $0.append(impl) }
         } else {
             impl.state.pointee.storage.trim(keepingUpTo: 0)
-            escapedCount.add(1, ordering: .relaxed)
+            escapes?.count.add(1, ordering: .relaxed)
             escaped.withLock { $0.append(impl) }  // never released: containers may still point at it
         }
     }
