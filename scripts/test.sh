@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 
 scripts/bootstrap.sh
 scripts/check-format.sh
+scripts/check-locks.sh
 if [ -x scripts/generate-protos.sh ]; then scripts/generate-protos.sh --check; fi
 
 swift build --build-tests

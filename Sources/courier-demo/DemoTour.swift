@@ -1,7 +1,6 @@
 import Courier
 import CourierTesting
 import Foundation
-import Synchronization
 
 /// The tour against the embedded fixture API: every step of issue 7, each checking that
 /// what happened on the wire matches what it prints.
@@ -12,7 +11,7 @@ struct DemoTour {
     /// Runs every step.
     /// - Returns: the failed steps (empty when the tour behaved as shown).
     func run(_ runner: TourRunner) async throws -> [String] {
-        let purged = Mutex(0)
+        let purged = LockedValue(0)
         let cache = try HostScopedCache(
             configuration: .init(
                 rules: [CacheRule(FixtureAPI.cdnHost, .forceLifetime(.seconds(365 * 86_400)))],
@@ -109,7 +108,7 @@ struct DemoTour {
         }
 
         await runner.step("batch of 8 with progress") {
-            let marks = Mutex<[String]>([])
+            let marks = LockedValue<[String]>([])
             let operations: [@Sendable () async throws -> User] = (1...8).map { id in
                 { try await users.user(id: id) }
             }
@@ -157,7 +156,7 @@ struct DemoTour {
 
         await runner.step("multipart avatar upload") {
             let image = TestServer.bytePattern(count: 512 * 1024)
-            let seen = Mutex<[Int]>([])
+            let seen = LockedValue<[Int]>([])
             let receipt = try await media.uploadAvatar(image) { progress in
                 guard let fraction = progress.fraction else { return }
                 let percent = Int(fraction * 100)

@@ -3,7 +3,6 @@ import CourierProtobuf
 import CourierTesting
 import Foundation
 import HTTPTypes
-import Synchronization
 
 /// The demo's embedded back end: a `TestServer` on loopback with the routes of a small app
 /// API (auth, users, feed, media) and a "CDN" answering under a second host name.
@@ -25,7 +24,7 @@ final class FixtureAPI: Sendable {
         var issued = 0
         var flakyCalls = 0
     }
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     /// Starts the server on an ephemeral loopback port with every route installed.
     /// - Throws: when the socket cannot be bound.

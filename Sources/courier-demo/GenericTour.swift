@@ -1,6 +1,5 @@
 import Courier
 import Foundation
-import Synchronization
 
 /// The generic steps, run against `--base-url`.
 struct GenericTour {
@@ -45,7 +44,7 @@ struct GenericTour {
             return "2nd tap within 1 s dropped before sending (.throttled)"
         }
         await runner.step("batch of 6 with progress") {
-            let marks = Mutex<[String]>([])
+            let marks = LockedValue<[String]>([])
             let operations: [@Sendable () async throws -> Echo] = (1...6).map { id in { try await echo.item(id) } }
             let results = await Batch.run(operations, maximumConcurrent: 3) { progress in
                 marks.withLock { $0.append("\(progress.completed)/\(progress.total)") }
@@ -55,7 +54,7 @@ struct GenericTour {
             return "progress \(marks.withLock { $0 }.joined(separator: " "))"
         }
         await runner.step("multipart upload") {
-            let seen = Mutex<Int>(0)
+            let seen = LockedValue<Int>(0)
             let data = Data(repeating: 0x5A, count: 256 * 1024)
             _ = try await echo.upload(data) { progress in
                 if let fraction = progress.fraction { seen.withLock { $0 = max($0, Int(fraction * 100)) } }

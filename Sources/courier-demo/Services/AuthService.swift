@@ -7,7 +7,7 @@ import Synchronization
 /// Login and logout are announced with Courier's notifications, so the client and every
 /// service follow without being told one by one.
 ///
-/// `@unchecked Sendable`: as `APIService` requires, the only state added is a `Mutex`.
+/// `@unchecked Sendable`: as `APIService` requires, the only state added is a `LockedValue`.
 final class AuthService: APIService, @unchecked Sendable {
     /// What can go wrong, in the app's words.
     enum Failure: Error, Equatable {
@@ -17,7 +17,7 @@ final class AuthService: APIService, @unchecked Sendable {
         case unexpected(String)
     }
 
-    private let refreshToken = Mutex<String?>(nil)
+    private let refreshToken = LockedValue<String?>(nil)
 
     /// Logs in and posts `courierUserDidLogIn` with the new token.
     /// - Returns: the session the API opened.

@@ -1,14 +1,13 @@
 import Foundation
 import HTTPTypes
-import Synchronization
 
 @testable import Courier
 
 /// A clock tests move by hand, so freshness is tested without sleeping.
 final class ManualClock: Sendable {
-    private let current: Mutex<Date>
+    private let current: LockedValue<Date>
 
-    init(_ start: Date = Date(timeIntervalSince1970: 1_700_000_000)) { current = Mutex(start) }
+    init(_ start: Date = Date(timeIntervalSince1970: 1_700_000_000)) { current = LockedValue(start) }
 
     var now: Date { current.withLock { $0 } }
 
@@ -19,7 +18,7 @@ final class ManualClock: Sendable {
 
 /// Collects cache events for assertions.
 final class EventLog: Sendable {
-    private let events = Mutex<[CacheEvent]>([])
+    private let events = LockedValue<[CacheEvent]>([])
 
     var handler: @Sendable (CacheEvent) -> Void { { event in self.events.withLock { $0.append(event) } } }
 

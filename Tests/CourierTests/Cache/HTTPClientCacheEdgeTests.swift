@@ -1,7 +1,6 @@
 import CourierTesting
 import Foundation
 import HTTPTypes
-import Synchronization
 import Testing
 
 @testable import Courier
@@ -56,7 +55,7 @@ import Testing
     @Test func aNotModifiedWithAnotherETagIsFollowedByAnUnconditionalRequest() async throws {
         let server = try TestServer()
         defer { server.stop() }
-        let calls = Mutex(0)
+        let calls = LockedValue(0)
         server.route("/changing") { request in
             let call = calls.withLock {
                 $0 += 1
@@ -103,7 +102,7 @@ import Testing
     @Test func aTransferCutShortLeavesNoEntry() async throws {
         let server = try TestServer()
         defer { server.stop() }
-        let cut = Mutex(true)
+        let cut = LockedValue(true)
         server.route("/cut") { _ in
             let response = ScriptedResponse(
                 headers: [.cacheControl: "max-age=600", .contentType: "application/octet-stream"],

@@ -2,7 +2,6 @@ import Courier
 import CourierTesting
 import Foundation
 import HTTPTypes
-import Synchronization
 import Testing
 
 @Suite struct HTTPClientRedirectTests {
@@ -27,7 +26,7 @@ import Testing
     @Test func aTransportOfYourOwnSeesEveryHop() async throws {
         final class Recording: Transport {
             let base: CurlTransport
-            let paths = Mutex<[String]>([])
+            let paths = LockedValue<[String]>([])
             init() throws { base = try CurlTransport() }
             func execute(_ request: TransportRequest) async throws -> TransportResponse {
                 paths.withLock { $0.append(request.head.path ?? "") }

@@ -2,7 +2,6 @@ import Courier
 import CourierTesting
 import Foundation
 import HTTPTypes
-import Synchronization
 import Testing
 
 @Suite struct HTTPClientRequestTests {
@@ -56,7 +55,7 @@ import Testing
         }
         #expect(server.recordedRequests.map(\.method) == steps.map(\.0.rawValue))
         // A timeout, stall detection and progress callbacks end with their request.
-        let progress = Mutex(0)
+        let progress = LockedValue(0)
         _ = try await client.send(
             HTTPRequest(.get, server.url("/bytes/100000")),
             options: RequestOptions(
@@ -193,7 +192,7 @@ import Testing
 
 /// Collects values from callbacks on other threads.
 final class Recorder<Value: Sendable>: Sendable {
-    private let storage = Mutex<[Value]>([])
+    private let storage = LockedValue<[Value]>([])
     func append(_ value: Value) { storage.withLock { $0.append(value) } }
     var values: [Value] { storage.withLock { $0 } }
 }

@@ -145,12 +145,12 @@ import Testing
 
     @Test func customKeyStrategiesSeeTheSamePaths() {
         // The closure records the paths it is called with: both decoders must call it alike.
-        final class Seen: @unchecked Sendable {
-            // @unchecked: used by one test on one thread, under the lock anyway.
-            let lock = NSLock()
-            var paths: [[String]] = []
+        final class Seen: Sendable {
+            let recorded = LockedValue<[[String]]>([])
+            var paths: [[String]] { recorded.withLock { $0 } }
             func add(_ path: [any CodingKey]) {
-                lock.withLock { paths.append(path.map { $0.intValue.map(String.init) ?? $0.stringValue }) }
+                let names = path.map { $0.intValue.map(String.init) ?? $0.stringValue }
+                recorded.withLock { $0.append(names) }
             }
         }
         let ours = Seen()

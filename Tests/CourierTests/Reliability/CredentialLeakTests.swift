@@ -3,7 +3,6 @@ import CourierTesting
 import Foundation
 import HTTPTypes
 import Logging
-import Synchronization
 import Testing
 
 /// Where a credential could escape, end to end against loopback servers: redirects to another
@@ -251,7 +250,7 @@ import Testing
 
 /// Collects every log line (message and metadata) a `Logger` writes, at trace level.
 final class LogCapture: Sendable {
-    private let storage = Mutex<[String]>([])
+    private let storage = LockedValue<[String]>([])
 
     var lines: [String] { storage.withLock { $0 } }
 

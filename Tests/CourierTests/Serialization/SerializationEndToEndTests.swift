@@ -1,7 +1,6 @@
 import CourierTesting
 import Foundation
 import HTTPTypes
-import Synchronization
 import Testing
 
 @testable import Courier
@@ -95,7 +94,7 @@ import Testing
         form.appendFile(at: path, name: "photo", contentType: "image/jpeg")
         let expectedLength = try form.contentLength()
 
-        let lastProgress = Mutex<TransferProgress?>(nil)
+        let lastProgress = LockedValue<TransferProgress?>(nil)
         let options = RequestOptions(uploadProgress: { progress in lastProgress.withLock { $0 = progress } })
         let context = try await harness.send(
             .post, "/upload", parameters: form, serializer: .multipart, options: options)

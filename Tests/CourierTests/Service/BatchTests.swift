@@ -1,4 +1,3 @@
-import Synchronization
 import Testing
 
 @testable import Courier
@@ -6,9 +5,9 @@ import Testing
 @Suite struct BatchTests {
     @Test func runsAllWithTheConcurrencyLimitAndReportsProgress() async {
         let running = ServiceCounter()
-        let peak = Mutex(0)
-        let current = Mutex(0)
-        let progress = Mutex<[BatchProgress]>([])
+        let peak = LockedValue(0)
+        let current = LockedValue(0)
+        let progress = LockedValue<[BatchProgress]>([])
         let operations: [@Sendable () async throws -> Int] = (0..<12).map { index in
             {
                 running.increment()

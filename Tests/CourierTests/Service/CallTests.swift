@@ -117,7 +117,7 @@ import Testing
 
     @Test func callbacksOnAQueueAndCallIdentifier() async throws {
         let queue = DispatchQueue(label: "callbacks")
-        let events = Mutex<[String]>([])
+        let events = LockedValue<[String]>([])
         let done = ServiceGate()
         let call = Call<Int> { 5 }
         let id = call.start(
@@ -138,7 +138,7 @@ import Testing
 
     @Test func cancelCallbackForACallCancelledBeforeSending() async throws {
         let queue = DispatchQueue(label: "callbacks")
-        let events = Mutex<[String]>([])
+        let events = LockedValue<[String]>([])
         let done = ServiceGate()
         let sent = Atomic<Bool>(false)
         let call = Call<Int> {

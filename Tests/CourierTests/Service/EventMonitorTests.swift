@@ -1,6 +1,5 @@
 import HTTPTypes
 import Logging
-import Synchronization
 import Testing
 
 @testable import Courier
@@ -8,7 +7,7 @@ import Testing
 /// A swift-log handler that keeps every message, for assertions.
 struct ServiceLogCapture: LogHandler {
     final class Store: Sendable {
-        let lines = Mutex<[String]>([])
+        let lines = LockedValue<[String]>([])
     }
     let store: Store
     var metadata: Logger.Metadata = [:]
@@ -66,7 +65,7 @@ struct ServiceLogCapture: LogHandler {
     }
 
     @Test func activityMonitorReportsZeroToOneAndBack() {
-        let changes = Mutex<[Bool]>([])
+        let changes = LockedValue<[Bool]>([])
         let monitor = ActivityMonitor { active in changes.withLock { $0.append(active) } }
         let shows = UserInfo([.showsActivity: true])
         let a = event("/a", userInfo: shows)
@@ -88,7 +87,7 @@ struct ServiceLogCapture: LogHandler {
     }
 
     @Test func compositeAndClosureMonitorsForwardEverything() {
-        let seen = Mutex<[String]>([])
+        let seen = LockedValue<[String]>([])
         let closure = ClosureEventMonitor(
             onStart: { _ in seen.withLock { $0.append("start") } },
             onSend: { event in seen.withLock { $0.append("send \(event.attempt)") } },

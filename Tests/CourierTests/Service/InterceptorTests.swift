@@ -1,5 +1,4 @@
 import HTTPTypes
-import Synchronization
 import Testing
 
 @testable import Courier
@@ -35,7 +34,7 @@ import Testing
     }
 
     @Test func firstRetrierWithAnOpinionWins() async {
-        let asked = Mutex<[String]>([])
+        let asked = LockedValue<[String]>([])
         let chain = InterceptorChain(retriers: [
             .retrier { _, _, _ in
                 asked.withLock { $0.append("call") }

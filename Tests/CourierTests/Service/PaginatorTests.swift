@@ -1,4 +1,3 @@
-import Synchronization
 import Testing
 
 @testable import Courier
@@ -18,7 +17,7 @@ import Testing
     }
 
     @Test func pageStyleToTheEnd() async throws {
-        let requests = Mutex<[PageRequest]>([])
+        let requests = LockedValue<[PageRequest]>([])
         let fetch = Self.pages(45)
         let paginator = Paginator<Int>(style: .page(size: 20)) { request in
             requests.withLock { $0.append(request) }
@@ -56,7 +55,7 @@ import Testing
     }
 
     @Test func cursorStyle() async throws {
-        let cursors = Mutex<[String?]>([])
+        let cursors = LockedValue<[String?]>([])
         let paginator = Paginator<String>(style: .cursor(limit: 2)) { request in
             cursors.withLock { $0.append(request.cursor) }
             switch request.cursor {
@@ -77,7 +76,7 @@ import Testing
     }
 
     @Test func concurrentNextNeverFetchesAPageTwice() async throws {
-        let requests = Mutex<[Int]>([])
+        let requests = LockedValue<[Int]>([])
         let fetch = Self.pages(100)
         let paginator = Paginator<Int>(style: .page(size: 10)) { request in
             requests.withLock { $0.append(request.page ?? 0) }
@@ -95,7 +94,7 @@ import Testing
     }
 
     @Test func failuresPropagateAndCanBeRetried() async throws {
-        let fail = Mutex(true)
+        let fail = LockedValue(true)
         let paginator = Paginator<Int>(style: .page(size: 10)) { request in
             if request.page == 2, fail.withLock({ $0 }) { throw CourierError(.timedOut, "slow") }
             return Page(items: Array(0..<10))

@@ -1,4 +1,3 @@
-import Synchronization
 import Testing
 
 @testable import Courier
@@ -11,7 +10,7 @@ import Testing
     @Test func switchesWhenErrorRatePassesTenPercentOverTwentyRequests() throws {
         let clock = ManualServiceClock()
         let pool = try ServerPool(servers: [a, b], clock: clock)
-        let changes = Mutex<[ServerChange]>([])
+        let changes = LockedValue<[ServerChange]>([])
         pool.addObserver { change in changes.withLock { $0.append(change) } }
         // 18 successes and 2 failures: exactly 10%, not above it.
         for _ in 0..<18 { pool.record(.success, for: a) }
@@ -109,7 +108,7 @@ import Testing
     @Test func environmentsSwitchAtRuntime() throws {
         let staging = try BaseURL("https://staging.example.com")
         let pool = try ServerPool(environments: [.production: [a, b], .staging: [staging]], current: .production)
-        let seen = Mutex<[ServerChangeReason]>([])
+        let seen = LockedValue<[ServerChangeReason]>([])
         let token = pool.addObserver { change in seen.withLock { $0.append(change.reason) } }
         #expect(pool.environment == .production)
         try pool.select(index: 1)

@@ -1,7 +1,6 @@
 import CourierTesting
 import Foundation
 import HTTPTypes
-import Synchronization
 import Testing
 
 @testable import Courier
@@ -69,7 +68,7 @@ final class UserService: APIService, @unchecked Sendable {
         for id in 1...8 { server.route("/users/\(id)") { _ in .json(["id": id, "name": "u\(id)"]) } }
         server.route("/users/5") { _ in .status(500) }
         let service = try ServiceFixture.service(server) { $0.retryPolicy = .none }
-        let progress = Mutex<[BatchProgress]>([])
+        let progress = LockedValue<[BatchProgress]>([])
         let operations: [@Sendable () async throws -> ServiceUser] = (1...8).map { id in
             { try await service.get("users/\(id)") }
         }
@@ -138,8 +137,8 @@ final class UserService: APIService, @unchecked Sendable {
         defer { server.stop() }
         server.enqueue(.status(503))
         server.enqueue(.json(["id": 1, "name": "x"]))
-        let steps = Mutex<[String]>([])
-        let activity = Mutex<[Bool]>([])
+        let steps = LockedValue<[String]>([])
+        let activity = LockedValue<[Bool]>([])
         let service = try ServiceFixture.service(server) { configuration in
             configuration.monitors = [
                 ClosureEventMonitor(

@@ -1,7 +1,6 @@
 import CourierTesting
 import Foundation
 import HTTPTypes
-import Synchronization
 import Testing
 
 @testable import Courier
@@ -96,7 +95,7 @@ import Testing
         defer { server.stop() }
         server.enqueue(.status(418))
         server.enqueue(.json(["method": "GET", "body": "", "headers": [String: String]()]))
-        let order = Mutex<[String]>([])
+        let order = LockedValue<[String]>([])
         let service = try ServiceFixture.service(server) { configuration in
             configuration.adapters = [
                 .adapter { request, context in
@@ -187,7 +186,7 @@ import Testing
         let client = try HTTPClient(
             configuration: HTTPClient.Configuration(
                 baseURL: server.baseURL, notificationCenter: NotificationCenter(), cache: cache))
-        let seen = Mutex<[CacheEvent]>([])
+        let seen = LockedValue<[CacheEvent]>([])
         let monitor = ClosureEventMonitor(onCache: { event in seen.withLock { $0.append(event) } })
         var service: APIService? = APIService(
             client: client, configuration: ServiceConfiguration(retryPolicy: .none, monitors: [monitor]))

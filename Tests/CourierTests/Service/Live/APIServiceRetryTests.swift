@@ -1,7 +1,6 @@
 import CourierTesting
 import Foundation
 import HTTPTypes
-import Synchronization
 import Testing
 
 @testable import Courier
@@ -14,7 +13,7 @@ import Testing
         server.enqueue(.status(503))
         server.enqueue(.json(["id": 1, "name": "ok"]))
         let clock = ManualServiceClock(autoAdvance: true)
-        let retries = Mutex<[Duration]>([])
+        let retries = LockedValue<[Duration]>([])
         let service = try ServiceFixture.service(server) { configuration in
             configuration.clock = clock
             configuration.retryPolicy = RetryPolicy(maximumRetries: 3, baseDelay: .milliseconds(300), jitter: 0)
@@ -114,7 +113,7 @@ import Testing
         let clock = ManualServiceClock(autoAdvance: true)
         let pool = try ServerPool(
             servers: [ServiceFixture.base(primary), ServiceFixture.base(secondary)], clock: clock)
-        let changes = Mutex<[ServerChange]>([])
+        let changes = LockedValue<[ServerChange]>([])
         pool.addObserver { change in changes.withLock { $0.append(change) } }
         let service = try ServiceFixture.service(primary) { configuration in
             configuration.servers = pool

@@ -2,7 +2,6 @@ import CourierTesting
 import Dispatch
 import Foundation
 import HTTPTypes
-import Synchronization
 import Testing
 
 @testable import Courier
@@ -209,7 +208,7 @@ import Testing
         server.route("/users/3") { _ in .json(["id": 3, "name": "C"]) }
         let service = try ServiceFixture.service(server)
         let queue = DispatchQueue(label: "ui")
-        let seen = Mutex<[String]>([])
+        let seen = LockedValue<[String]>([])
         let done = ServiceGate()
         let id = service.call(Endpoint<ServiceUser>.get("users/3")).start(
             deliveringOn: queue,
@@ -226,7 +225,7 @@ import Testing
         #expect(id.rawValue > 0)
         // The service-level form, on the configured queue.
         let failed = ServiceGate()
-        let failure = Mutex<CourierError?>(nil)
+        let failure = LockedValue<CourierError?>(nil)
         service.start(
             Endpoint<ServiceUser>.get("users/404"),
             onFailure: { error in
