@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 
-extension APIService {
+extension ServiceCore {
     /// The state of one call across its attempts, and the synchronous steps of `perform`.
     ///
     /// `perform` keeps one of these and little else: an async function holds every value it
@@ -9,7 +9,7 @@ extension APIService {
     /// (its frame was 6 KB when all of this lived there). The steps are not inlined, so their
     /// temporaries stay on the thread's stack. Used by the call's task only.
     final class CallRun {
-        private let service: APIService
+        private let service: ServiceCore
         let options: CallOptions
         let id: CallID
         let clock: any ServiceClock
@@ -35,7 +35,7 @@ extension APIService {
         /// - Throws: a bad server or path, or a request serializer's error (before `didStart`).
         @inline(never)
         init(
-            _ service: APIService, method: HTTPRequest.Method, path: String, parameters: (any Encodable & Sendable)?,
+            _ service: ServiceCore, method: HTTPRequest.Method, path: String, parameters: (any Encodable & Sendable)?,
             options: CallOptions, acceptHeader: String?, id: CallID
         ) throws {
             let configuration = service.configuration

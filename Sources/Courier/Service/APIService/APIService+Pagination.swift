@@ -33,7 +33,8 @@ extension APIService {
         names: PaginationParameterNames = PaginationParameterNames(), options: CallOptions = .default,
         page: @escaping @Sendable (PageModel) -> Page<Item>
     ) -> Paginator<Item> {
-        Paginator(style: style) { [self] request in
+        let core = self.core
+        return Paginator(style: style) { request in
             var items: [(name: String, value: String)] = []
             switch style {
             case .page:
@@ -44,8 +45,8 @@ extension APIService {
                 if let cursor = request.cursor { items.append((names.cursor, cursor)) }
                 items.append((names.limit, String(request.limit)))
             }
-            let target = path + (path.contains("?") ? "&" : "?") + Self.encodeQuery(items)
-            let model: PageModel = try await get(target, options: options)
+            let target = path + (path.contains("?") ? "&" : "?") + ServiceCore.encodeQuery(items)
+            let model: PageModel = try await core.send(Endpoint(.get, target, options: options)).value
             return page(model)
         }
     }

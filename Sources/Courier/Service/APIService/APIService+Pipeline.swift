@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 
-extension APIService {
+extension ServiceCore {
     /// One call, start to end:
     /// 1. compose the URL (call's server, else the pool's current one, else the client's base URL);
     /// 2. headers, general and real-time parameters, request serializer;

@@ -15,15 +15,151 @@ import HTTPTypes
 /// parameters, encode, adapt, gate (veto, interval, de-duplication), send, retry or refresh
 /// the credential, fail over, validate, preprocess and decode.
 ///
+/// The work itself is done by a `ServiceCore` the service holds: the calls' tasks share the
+/// core, never the service object.
+///
 /// `@unchecked Sendable`: every stored property is a `let` of a `Sendable` type. Subclasses
 /// must keep that contract (store only immutable `Sendable` values, or state in a lock).
 open class APIService: @unchecked Sendable {
+    /// What the calls' tasks share: the client, the configuration, the registry.
+    let core: ServiceCore
+
     /// The client calls are sent through.
-    public let client: HTTPClient
+    public var client: HTTPClient { core.client }
     /// The defaults of this service's calls.
-    public let configuration: ServiceConfiguration
+    public var configuration: ServiceConfiguration { core.configuration }
     /// The calls of this service that have not finished.
-    public let calls = CallRegistry()
+    public var calls: CallRegistry { core.calls }
+
+    /// - Parameters:
+    ///   - client: the client to send through (shared by every service of an app).
+    ///   - configuration: the service's defaults (share one value for a global configuration).
+    public init(client: HTTPClient, configuration: ServiceConfiguration = ServiceConfiguration()) {
+        core = ServiceCore(client: client, configuration: configuration)
+    }
+
+    // MARK: Verbs
+
+    /// GETs `path` and decodes the answer.
+    /// - Parameters:
+    ///   - path: relative to the server (`users/42`).
+    ///   - parameters: encoded into the query string.
+    ///   - type: the model type.
+    ///   - options: per-call settings.
+    /// - Returns: the decoded model.
+    /// - Throws: `CourierError`.
+    public func get<Model: Decodable & Sendable>(
+        _ path: String, parameters: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
+        options: CallOptions = .default
+    ) async throws(CourierError) -> Model {
+        try await core.send(Endpoint(.get, path, parameters: parameters, options: options)).value
+    }
+
+    /// POSTs `body` (encoded by the request serializer) to `path` and decodes the answer.
+    public func post<Model: Decodable & Sendable>(
+        _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
+        options: CallOptions = .default
+    ) async throws(CourierError) -> Model {
+        try await core.send(Endpoint(.post, path, parameters: body, options: options)).value
+    }
+
+    /// PUTs `body` to `path` and decodes the answer.
+    public func put<Model: Decodable & Sendable>(
+        _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
+        options: CallOptions = .default
+    ) async throws(CourierError) -> Model {
+        try await core.send(Endpoint(.put, path, parameters: body, options: options)).value
+    }
+
+    /// PATCHes `path` with `body` and decodes the answer.
+    public func patch<Model: Decodable & Sendable>(
+        _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
+        options: CallOptions = .default
+    ) async throws(CourierError) -> Model {
+        try await core.send(Endpoint(.patch, path, parameters: body, options: options)).value
+    }
+
+    /// DELETEs `path` (parameters in the query string) and decodes the answer (`Empty` for none).
+    public func delete<Model: Decodable & Sendable>(
+        _ path: String, parameters: (any Encodable & Sendable)? = nil, as type: Model.Type = Empty.self,
+        options: CallOptions = .default
+    ) async throws(CourierError) -> Model {
+        try await core.send(Endpoint(.delete, path, parameters: parameters, options: options)).value
+    }
+
+    /// HEADs `path`.
+    /// - Returns: the response head.
+    public func head(
+        _ path: String, parameters: (any Encodable & Sendable)? = nil, options: CallOptions = .default
+    ) async throws(CourierError) -> HTTPResponse {
+        try await core.send(Endpoint<Empty>(.head, path, parameters: parameters, options: options)).response
+    }
+
+    // MARK: Endpoints and calls
+
+    /// Sends an endpoint whose model is `Decodable`, with the service's default format.
+    /// - Returns: the value with the response, metrics and attempts.
+    /// - Throws: `CourierError`.
+    public func send<Model: Decodable & Sendable>(_ endpoint: Endpoint<Model>) async throws(CourierError)
+        -> Response<Model>
+    {
+        try await core.send(endpoint)
+    }
+
+    /// Sends an endpoint with its own response serializer.
+    /// - Throws: `CourierError.configuration` when the endpoint names no serializer.
+    public func send<Model: Sendable>(_ endpoint: Endpoint<Model>) async throws(CourierError) -> Response<Model> {
+        try await core.send(endpoint)
+    }
+
+    /// Builds the call for an endpoint without starting it (deferred start): start it later,
+    /// queue it, cancel it, or use the callback API on it.
+    public func call<Model: Decodable & Sendable>(_ endpoint: Endpoint<Model>) -> Call<Response<Model>> {
+        core.call(endpoint)
+    }
+
+    /// Builds the call for an endpoint with its own serializer, without starting it.
+    public func call<Model: Sendable>(_ endpoint: Endpoint<Model>) -> Call<Response<Model>> {
+        core.call(endpoint)
+    }
+
+    /// Cancels the call with identifier `id`, if it belongs to this service.
+    /// - Returns: false when no such call is running or waiting.
+    @discardableResult
+    public func cancel(_ id: CallID) -> Bool { core.calls.cancel(id) }
+
+    /// Cancels every call of this service (and of no other).
+    @discardableResult
+    public func cancelAll() -> Int { core.calls.cancelAll() }
+
+    // MARK: Session
+
+    /// Logs in: the client and the authentication interceptor use `credential` from now on.
+    /// - Throws: `CourierError.invalidRequest` when the credential contains CR, LF or NUL.
+    public func logIn(credential: String) throws(CourierError) {
+        try core.logIn(credential: credential)
+    }
+
+    /// Logs out: no credential is sent or refreshed, cookies are cleared, and the user's cached
+    /// responses are dropped.
+    ///
+    /// With an authentication interceptor or a cookie jar, each refreshed token or rotated
+    /// cookie owns the entries fetched with it, and not all of them are known any more: every
+    /// entry fetched with a credential is dropped (entries fetched without one stay).
+    public func logOut() {
+        core.logOut()
+    }
+}
+
+/// The part of a service its calls run on: `Sendable`, so a call's task holds this and not
+/// the (subclassed) service object.
+final class ServiceCore: Sendable {
+    /// The client calls are sent through.
+    let client: HTTPClient
+    /// The defaults of this service's calls.
+    let configuration: ServiceConfiguration
+    /// The calls of this service that have not finished.
+    let calls = CallRegistry()
     private let session: SessionObserver
     /// Forwards the client's cache events to this service's monitors while the service lives.
     private let cacheObservation: CacheObservation?
@@ -31,10 +167,7 @@ open class APIService: @unchecked Sendable {
     /// service's changes after `init`.
     let prepared: PreparedService
 
-    /// - Parameters:
-    ///   - client: the client to send through (shared by every service of an app).
-    ///   - configuration: the service's defaults (share one value for a global configuration).
-    public init(client: HTTPClient, configuration: ServiceConfiguration = ServiceConfiguration()) {
+    init(client: HTTPClient, configuration: ServiceConfiguration) {
         self.client = client
         self.configuration = configuration
         self.prepared = PreparedService(client: client, configuration: configuration)
@@ -55,69 +188,8 @@ open class APIService: @unchecked Sendable {
         cacheObservation?.cancel()
     }
 
-    // MARK: Verbs
-
-    /// GETs `path` and decodes the answer.
-    /// - Parameters:
-    ///   - path: relative to the server (`users/42`).
-    ///   - parameters: encoded into the query string.
-    ///   - type: the model type.
-    ///   - options: per-call settings.
-    /// - Returns: the decoded model.
-    /// - Throws: `CourierError`.
-    public func get<Model: Decodable & Sendable>(
-        _ path: String, parameters: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
-        options: CallOptions = .default
-    ) async throws(CourierError) -> Model {
-        try await send(Endpoint(.get, path, parameters: parameters, options: options)).value
-    }
-
-    /// POSTs `body` (encoded by the request serializer) to `path` and decodes the answer.
-    public func post<Model: Decodable & Sendable>(
-        _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
-        options: CallOptions = .default
-    ) async throws(CourierError) -> Model {
-        try await send(Endpoint(.post, path, parameters: body, options: options)).value
-    }
-
-    /// PUTs `body` to `path` and decodes the answer.
-    public func put<Model: Decodable & Sendable>(
-        _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
-        options: CallOptions = .default
-    ) async throws(CourierError) -> Model {
-        try await send(Endpoint(.put, path, parameters: body, options: options)).value
-    }
-
-    /// PATCHes `path` with `body` and decodes the answer.
-    public func patch<Model: Decodable & Sendable>(
-        _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
-        options: CallOptions = .default
-    ) async throws(CourierError) -> Model {
-        try await send(Endpoint(.patch, path, parameters: body, options: options)).value
-    }
-
-    /// DELETEs `path` (parameters in the query string) and decodes the answer (`Empty` for none).
-    public func delete<Model: Decodable & Sendable>(
-        _ path: String, parameters: (any Encodable & Sendable)? = nil, as type: Model.Type = Empty.self,
-        options: CallOptions = .default
-    ) async throws(CourierError) -> Model {
-        try await send(Endpoint(.delete, path, parameters: parameters, options: options)).value
-    }
-
-    /// HEADs `path`.
-    /// - Returns: the response head.
-    public func head(
-        _ path: String, parameters: (any Encodable & Sendable)? = nil, options: CallOptions = .default
-    ) async throws(CourierError) -> HTTPResponse {
-        try await send(Endpoint<Empty>(.head, path, parameters: parameters, options: options)).response
-    }
-
-    // MARK: Endpoints and calls
-
     /// Sends an endpoint whose model is `Decodable`, with the service's default format.
-    /// - Returns: the value with the response, metrics and attempts.
-    /// - Throws: `CourierError`.
-    public func send<Model: Decodable & Sendable>(_ endpoint: Endpoint<Model>) async throws(CourierError)
+    func send<Model: Decodable & Sendable>(_ endpoint: Endpoint<Model>) async throws(CourierError)
         -> Response<Model>
     {
         guard let serializer = endpoint.serializer else {
@@ -129,8 +201,7 @@ open class APIService: @unchecked Sendable {
     }
 
     /// Sends an endpoint with its own response serializer.
-    /// - Throws: `CourierError.configuration` when the endpoint names no serializer.
-    public func send<Model: Sendable>(_ endpoint: Endpoint<Model>) async throws(CourierError) -> Response<Model> {
+    func send<Model: Sendable>(_ endpoint: Endpoint<Model>) async throws(CourierError) -> Response<Model> {
         guard let serializer = endpoint.serializer else {
             throw CourierError(.configuration, "the endpoint for \(Model.self) names no response serializer")
         }
@@ -204,31 +275,15 @@ open class APIService: @unchecked Sendable {
         return call
     }
 
-    /// Cancels the call with identifier `id`, if it belongs to this service.
-    /// - Returns: false when no such call is running or waiting.
-    @discardableResult
-    public func cancel(_ id: CallID) -> Bool { calls.cancel(id) }
-
-    /// Cancels every call of this service (and of no other).
-    @discardableResult
-    public func cancelAll() -> Int { calls.cancelAll() }
-
-    // MARK: Session
-
     /// Logs in: the client and the authentication interceptor use `credential` from now on.
-    /// - Throws: `CourierError.invalidRequest` when the credential contains CR, LF or NUL.
-    public func logIn(credential: String) throws(CourierError) {
+    func logIn(credential: String) throws(CourierError) {
         try client.logIn(credential: credential)
         configuration.authentication?.coordinator.login(credential)
     }
 
-    /// Logs out: no credential is sent or refreshed, cookies are cleared, and the user's cached
-    /// responses are dropped.
-    ///
-    /// With an authentication interceptor or a cookie jar, each refreshed token or rotated
-    /// cookie owns the entries fetched with it, and not all of them are known any more: every
-    /// entry fetched with a credential is dropped (entries fetched without one stay).
-    public func logOut() {
+    /// Logs out: the client's credential, the interceptor's, the cookies and the credentialed
+    /// cache entries.
+    func logOut() {
         client.logOut()
         session.endSession()
     }
