@@ -1,34 +1,65 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Courier needs, only those that are missing.
-# Used by scripts/test.sh and scripts/demo.sh, so a fresh Debian machine needs nothing else.
+# Makes sure the system libraries and tools Courier needs are there, installing only what is
+# missing through apt-get. Used by scripts/test.sh and scripts/demo.sh, so a fresh Debian
+# machine needs nothing else.
+#
+#   scripts/bootstrap.sh           what the tests need
+#   scripts/bootstrap.sh --demo    what the library and the demo need (no test servers)
+#
+# Each need is checked the way the build finds it (pkg-config for libraries, the PATH for
+# tools), so libraries installed another way (a source build, another distribution) are used
+# as they are and apt is not run at all. Without root, and without sudo that works without a
+# password, nothing is installed: the script prints the one apt-get line to run and fails.
 set -euo pipefail
 
-packages=(
-    libcurl4-openssl-dev   # the transport
-    libprotobuf-c-dev      # the protobuf runtime
-    protobuf-c-compiler    # protoc-c, to check the generated code
-    libsqlite3-dev         # the cache's disk tier
-    zlib1g-dev             # gzip in the loopback test server
-    nginx                  # TLS and HTTP/2 tests
-    openssl                # the tests' self-signed CA
-    ca-certificates
-    pkg-config
+# need | Debian package | check (a shell condition)
+needs=(
+    "libcurl (the transport)|libcurl4-openssl-dev|pkg-config --exists libcurl"
+    "libprotobuf-c (the protobuf runtime)|libprotobuf-c-dev|pkg-config --exists libprotobuf-c"
+    "SQLite (the cache's disk tier)|libsqlite3-dev|pkg-config --exists sqlite3"
+    "zlib (gzip in the loopback test server)|zlib1g-dev|pkg-config --exists zlib"
+    "pkg-config|pkg-config|command -v pkg-config"
 )
-if [ "${1:-}" = "--demo" ]; then
-    packages=(libcurl4-openssl-dev libprotobuf-c-dev libsqlite3-dev zlib1g-dev pkg-config)
+if [ "${1:-}" != "--demo" ]; then
+    needs+=(
+        "protoc-c (checks the generated code)|protobuf-c-compiler|command -v protoc-c"
+        "nginx (TLS and HTTP/2 tests)|nginx|command -v nginx || [ -x /usr/sbin/nginx ]"
+        "openssl (the tests' self-signed CA)|openssl|command -v openssl"
+        "CA certificates|ca-certificates|[ -s /etc/ssl/certs/ca-certificates.crt ]"
+    )
 fi
 
 missing=()
-for package in "${packages[@]}"; do
-    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
-        missing+=("$package")
+reasons=()
+for entry in "${needs[@]}"; do
+    IFS='|' read -r what package check <<<"$entry"
+    # pkg-config itself may be what is missing: then every pkg-config check fails too.
+    if ! bash -c "$check" >/dev/null 2>&1; then
+        case " ${missing[*]} " in *" $package "*) ;; *) missing+=("$package"); reasons+=("$what") ;; esac
     fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
 
-echo "Installing missing system packages: ${missing[*]}"
+echo "bootstrap: missing: $(IFS=,; echo "${reasons[*]}" | sed 's/,/, /g')"
+apt_line="apt-get install -y --no-install-recommends ${missing[*]}"
 sudo_cmd=()
-if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+        sudo_cmd=(sudo)
+    else
+        echo "bootstrap: not root and no password-less sudo, so nothing was installed. Run:" >&2
+        echo "    sudo apt-get update && sudo $apt_line" >&2
+        exit 1
+    fi
+fi
+if ! command -v apt-get >/dev/null; then
+    echo "bootstrap: no apt-get on this machine; install the equivalent of: ${missing[*]}" >&2
+    exit 1
+fi
+echo "bootstrap: installing with apt-get: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update -qq
 "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "bootstrap: installed ${missing[*]}"
