@@ -13,8 +13,12 @@ public struct CallOptions: Sendable {
     public var retryPolicy: RetryPolicy?
     /// The shortest time between two calls to this endpoint; off by default.
     public var interval: RequestInterval?
-    /// Send this call to another server than the service's (no failover for it).
+    /// Send this call to another server than the service's (no failover for it). Unless it is
+    /// one of the API's own origins (the client's base URL or `credentialOrigins`, the
+    /// service's servers), it gets no credential, unless `sendsCredentialToServer` is set.
     public var server: BaseURL?
+    /// Send the credential to `server` even when it is not one of the API's own origins.
+    public var sendsCredentialToServer = false
     /// Status codes, content types and error model this call accepts.
     public var validator: ResponseValidator?
     /// Rewrites of the raw response before decoding, after the service's.
