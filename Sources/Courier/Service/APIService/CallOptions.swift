@@ -33,7 +33,8 @@ public struct CallOptions: Sendable {
     public var includesGeneralParameters: Bool
     /// A veto checked just before sending: `true` ends the call with `.skipped`, unsent.
     public var skipIf: (@Sendable () -> Bool)?
-    /// Skip (`.skipped`, unsent) while a call to the same endpoint (method + URL) with this
+    /// Skip (`.skipped`, unsent) while the same request (its `RequestIdentity`: method, URL
+    /// without real-time parameters, credential, headers, body, response type) with this
     /// option is in flight — the second tap on "like".
     public var skipsWhileInFlight: Bool = false
     /// A veto on the result: `false` drops a decoded response with `.skipped`.

@@ -34,6 +34,41 @@ import Testing
         #expect(own.headers["authorization"] == "Bearer api-token")
     }
 
+    @Test func perCallServerOnAnotherOriginGetsNoCredentialFromAClientWithoutBaseURLOrFromTheService() async throws {
+        let api = try TestServer()
+        let other = try TestServer()
+        defer {
+            api.stop()
+            other.stop()
+        }
+        // No base URL (the service's pool names the API), a cache on the way, and a credential
+        // in the service's own headers: none of it reaches another origin.
+        let client = try makeClient {
+            $0.sensitiveHeaderNames = [Self.apiKey]
+            $0.cache = try? HostScopedCache(
+                configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly))
+        }
+        try client.logIn(credential: "api-token")
+        let service = APIService(
+            client: client,
+            configuration: ServiceConfiguration(
+                servers: try ServerPool(servers: [ServiceFixture.base(api)]),
+                headers: [Self.apiKey: "service-key", HTTPField.Name("X-Client")!: "tests"]))
+        let foreign: EchoModel = try await service.get(
+            "echo", options: .default.with(\.server, ServiceFixture.base(other)))
+        #expect(foreign.headers["authorization"] == nil)
+        #expect(foreign.headers["x-api-key"] == nil)
+        #expect(foreign.headers["x-client"] == "tests")
+        let own: EchoModel = try await service.get("echo")
+        #expect(own.headers["authorization"] == "Bearer api-token")
+        #expect(own.headers["x-api-key"] == "service-key")
+        // A call's own header is the caller's choice for that call.
+        let explicit: EchoModel = try await service.get(
+            "echo",
+            options: .default.with(\.server, ServiceFixture.base(other)).with(\.headers, [Self.apiKey: "mine"]))
+        #expect(explicit.headers["x-api-key"] == "mine")
+    }
+
     @Test func perCallServerGetsTheCredentialWhenTheCallOptsIn() async throws {
         let api = try TestServer()
         let other = try TestServer()
