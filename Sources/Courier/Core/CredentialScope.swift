@@ -21,12 +21,20 @@ struct CredentialScope: Sendable {
     /// What the probe credential is, when the builder is asked which fields it makes.
     static let probe = "courier-credential-probe"
 
-    init(configuration: HTTPClient.Configuration) {
+    /// - Throws: `CourierError.configuration` for a credential origin that is not an absolute
+    ///   http or https URL.
+    init(configuration: HTTPClient.Configuration) throws(CourierError) {
         var names = RedirectHandler.credentialHeaders.union(configuration.sensitiveHeaderNames)
         // Which fields does the builder make? Ask it once, with a value that means nothing.
         for field in configuration.authorization.build(Self.probe) { names.insert(field.name) }
         fieldNames = names
-        var origins = Set(configuration.credentialOrigins.compactMap(Origin.init))
+        var origins: Set<Origin> = []
+        for url in configuration.credentialOrigins {
+            guard let origin = Origin(url), origin.scheme == "http" || origin.scheme == "https" else {
+                throw CourierError(.configuration, "a credential origin must be an absolute http or https URL")
+            }
+            origins.insert(origin)
+        }
         if let baseURL = configuration.baseURL, let origin = Origin(baseURL) { origins.insert(origin) }
         self.origins = origins
         redaction = Redaction.default.adding(names)

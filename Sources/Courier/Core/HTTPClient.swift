@@ -51,7 +51,7 @@ public final class HTTPClient: Sendable {
         }
         for field in configuration.defaultHeaders { try RequestValidation.validate(field) }
         self.configuration = configuration
-        credentialScope = CredentialScope(configuration: configuration)
+        credentialScope = try CredentialScope(configuration: configuration)
         if let transport {
             self.transport = transport
             curlTransport = transport as? CurlTransport

@@ -107,7 +107,12 @@ extension ServiceCore {
                 for field in service.client.authorizationFields() where request.head.headerFields[field.name] == nil {
                     request.head.headerFields.append(field)
                 }
-                service.configuration.authentication?.applyCurrent(to: &request.head)
+                if let authentication = service.configuration.authentication {
+                    // Its fields only: a credential it writes into the query stays out of the key.
+                    var applied = request.head
+                    authentication.applyCurrent(to: &applied)
+                    request.head.headerFields = applied.headerFields
+                }
             }
             return RequestIdentity(
                 request: request, credentialFieldNames: service.prepared.credentialFieldNames,

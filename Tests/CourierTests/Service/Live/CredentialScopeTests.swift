@@ -202,6 +202,18 @@ import Testing
 
     // MARK: - The client alone
 
+    @Test(arguments: ["/relative", "ftp://files.example.com", "mailto:a@example.com"])
+    func aCredentialOriginMustBeAnHTTPOrigin(_ text: String) throws {
+        var configuration = HTTPClient.Configuration(notificationCenter: .init())
+        configuration.credentialOrigins = [URL(string: text)!]
+        #expect(throws: CourierError.self) { try HTTPClient(configuration: configuration) }
+        do {
+            _ = try HTTPClient(configuration: configuration)
+        } catch {
+            #expect(error.code == .configuration)
+        }
+    }
+
     @Test func clientSendsItsCredentialOnlyToItsOwnOrigins() async throws {
         let api = try TestServer()
         let listed = try TestServer()
