@@ -186,6 +186,26 @@ import Testing
         #expect(try Self.headers(response)["x-api-key"] == nil)
     }
 
+    @Test func anInterceptorsCustomCredentialIsDroppedOnACrossOriginRedirect() async throws {
+        let api = try TestServer()
+        let other = try TestServer()
+        defer {
+            api.stop()
+            other.stop()
+        }
+        let partner = HTTPField.Name("X-Partner-Token")!
+        let coordinator = AuthRefreshCoordinator<String>(credential: "partner-secret") { _ in "new" }
+        let interceptor = AuthenticationInterceptor(coordinator: coordinator) { token, request in
+            request.headerFields[partner] = token
+        }
+        let service = try ServiceFixture.service(api) { $0.authentication = interceptor }
+        let echo: EchoModel = try await service.get(
+            "redirect-to", parameters: ["url": other.url("/echo").absoluteString])
+        #expect(api.recordedRequests.first?.header("X-Partner-Token") == "partner-secret")
+        #expect(echo.headers["x-partner-token"] == nil)
+        #expect(other.recordedRequests.first?.header("X-Partner-Token") == nil)
+    }
+
     @Test func credentialFieldNamesIncludeWhatTheAuthorizationBuilds() throws {
         let custom = try makeClient {
             $0.authorization = .custom {
