@@ -78,13 +78,15 @@ struct DemoTour {
             let second = try await media.download("avatars/42.png")
             let cacheTime = TourRunner.format(clock.now - start).trimmingCharacters(in: .whitespaces)
             let hits = fixture.count("/avatars/42.png")
+            let cdnSaw = fixture.lastAuthorization("/avatars/42.png") ?? nil
+            try expect(cdnSaw == nil, "the CDN (another origin) received Authorization: \(TourRunner.mask(cdnSaw))")
             try expect(!first.isFromCache, "the first download claims to come from the cache")
             try expect(second.isFromCache, "the second download went to the network")
             try expect(hits == 1, "the CDN received \(hits) requests, not 1")
             try expect(first.value == second.value, "the cached body differs")
             return "\(FixtureAPI.cdnHost) → 127.0.0.1 (resolve override), rule: forceLifetime 1 year\n"
                 + "1st: network, \(TourRunner.bytes(first.value.count)) in \(networkTime)\n"
-                + "2nd: isFromCache, \(cacheTime); the CDN saw \(hits) request"
+                + "2nd: isFromCache, \(cacheTime); the CDN saw \(hits) request, and no Authorization (another origin)"
         }
 
         await runner.step("retry after 503, 503") {
@@ -183,9 +185,13 @@ struct DemoTour {
             try expect(!client.isLoggedIn && coordinator.current == nil, "still logged in")
             try expect(sent == nil, "the next request still carried \(TourRunner.mask(sent))")
             try expect(answer == "signedOut", "users.me() \(answer) after logout")
-            try expect(total >= 1, "no cached entry of the user was purged")
+            // The avatar was fetched without the credential (the CDN is not the API's origin):
+            // it belongs to no user, so logout keeps it.
+            let avatar = try await media.download("avatars/42.png")
+            try expect(total == 0, "\(total) cached entries were purged, though none was fetched with the credential")
+            try expect(avatar.isFromCache, "the avatar, fetched without the credential, was purged")
             return "courierUserDidLogOut; next request had no Authorization → UserService.Failure.signedOut\n"
-                + "\(total) cached entr\(total == 1 ? "y" : "ies") of the user purged"
+                + "the CDN's avatar, fetched without the credential, stays cached"
         }
         return runner.failures
     }

@@ -10,7 +10,7 @@ extension HTTPClient {
     func sendThroughCache(
         _ cache: HostScopedCache, _ request: HTTPRequest, body: RequestBody?, options: RequestOptions
     ) async throws -> Response {
-        let prepared = try prepare(request, cookieJar: options.cookieJar)
+        let prepared = try prepare(request, cookieJar: options.cookieJar, sendsCredential: options.sendsCredential)
         let call = CacheRequest(
             prepared, policy: options.cachePolicy, lifetime: options.cacheLifetime, staleIfError: options.staleIfError)
         var network: Response?

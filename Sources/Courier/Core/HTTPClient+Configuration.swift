@@ -37,6 +37,10 @@ extension HTTPClient {
         public var sensitiveHeaderNames: Set<HTTPField.Name>
         /// Builds the auth header fields from the logged-in credential.
         public var authorization: AuthorizationHeader
+        /// Origins besides the base URL's that receive the credential (`https://auth.example.com`);
+        /// requests to any other origin go without it. A client with neither a base URL nor
+        /// credential origins sends the credential to whatever origin a request names.
+        public var credentialOrigins: [URL] = []
         /// Where login and logout notifications are observed.
         public var notificationCenter: NotificationCenter
         /// Where requests, responses and failures are logged (header secrets redacted).

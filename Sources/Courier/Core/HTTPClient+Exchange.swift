@@ -23,8 +23,10 @@ extension HTTPClient {
         private var redirectMetrics: [TransferMetrics] = []
         private let limit: Int
         private let cookieJar: CookieJar?
-        /// The sensitive header names (the client's and the request's).
+        /// The credential fields (the client's and the request's): dropped across origins.
         private let sensitive: Set<HTTPField.Name>
+        /// The request's sensitive names, redacted on top of the client's list.
+        private let extraSensitive: Set<HTTPField.Name>
         private let deadline: ContinuousClock.Instant?
         /// The options of every hop; the timeout is what is left of the deadline.
         private var transportOptions: TransportOptions
@@ -33,7 +35,8 @@ extension HTTPClient {
         init(client: HTTPClient, request: HTTPRequest, body: RequestBody?, options: RequestOptions) throws {
             let configuration = client.configuration
             self.client = client
-            current = try client.prepare(request, cookieJar: options.cookieJar)
+            current = try client.prepare(
+                request, cookieJar: options.cookieJar, sendsCredential: options.sendsCredential)
             guard let url = current.absoluteURL else {
                 throw CourierError(.invalidRequest, "the request has no valid URL")
             }
@@ -41,10 +44,10 @@ extension HTTPClient {
             self.body = body
             limit = (options.redirects ?? configuration.redirects).maxRedirects
             cookieJar = options.cookieJar
+            extraSensitive = options.sensitiveHeaderNames
             sensitive =
-                options.sensitiveHeaderNames.isEmpty
-                ? configuration.sensitiveHeaderNames
-                : configuration.sensitiveHeaderNames.union(options.sensitiveHeaderNames)
+                extraSensitive.isEmpty
+                ? client.credentialFieldNames : client.credentialFieldNames.union(extraSensitive)
             deadline = (options.timeout ?? configuration.timeout).map { ContinuousClock.now + $0 }
             transportOptions = TransportOptions(
                 timeout: nil, connectTimeout: options.connectTimeout ?? configuration.connectTimeout,
@@ -54,6 +57,9 @@ extension HTTPClient {
         }
 
         private var logger: Logger { client.configuration.logger }
+
+        /// The client's one redaction list, with the request's own sensitive names.
+        private var redaction: Redaction { client.credentialScope.redaction.adding(extraSensitive) }
 
         /// The request target for logs, built only when something is logged: this runs for
         /// every request.
@@ -77,7 +83,7 @@ extension HTTPClient {
             logger.debug(
                 "courier: → \(current.method) \(target)",
                 metadata: logger.logLevel <= .trace
-                    ? ["headers": .string(Redaction(extraNames: sensitive).describe(current.headerFields))] : nil)
+                    ? ["headers": .string(redaction.describe(current.headerFields))] : nil)
             return TransportRequest(head: current, body: body, options: transportOptions)
         }
 
@@ -115,7 +121,7 @@ extension HTTPClient {
             logger.debug(
                 "courier: ← \(head.status.code) \(current.method) \(target)",
                 metadata: logger.logLevel <= .trace
-                    ? ["headers": .string(Redaction(extraNames: sensitive).describe(head.headerFields))] : nil)
+                    ? ["headers": .string(redaction.describe(head.headerFields))] : nil)
             guard limit > 0,
                 let next = try RedirectHandler(sensitiveHeaderNames: sensitive).nextHop(
                     after: current, body: body, url: url, response: head)

@@ -132,8 +132,11 @@ extension HTTPClient {
 
     // MARK: The pipeline
 
-    /// Base URL, default headers, auth header, the jar's cookies, then validation.
-    func prepare(_ request: HTTPRequest, cookieJar: CookieJar? = nil) throws(CourierError) -> HTTPRequest {
+    /// Base URL, default headers, auth header (to the API's own origins), the jar's cookies,
+    /// then validation.
+    func prepare(
+        _ request: HTTPRequest, cookieJar: CookieJar? = nil, sendsCredential: Bool? = nil
+    ) throws(CourierError) -> HTTPRequest {
         var prepared = request
         if prepared.scheme == nil || prepared.authority == nil {
             guard let baseURL = configuration.baseURL else {
@@ -150,8 +153,10 @@ extension HTTPClient {
             prepared.headerFields.append(field)
         }
         let auth = authorizationFields()
-        for field in auth where prepared.headerFields[field.name] == nil {
-            prepared.headerFields.append(field)
+        if !auth.isEmpty, credentialScope.admits(request, decision: sendsCredential) {
+            for field in auth where prepared.headerFields[field.name] == nil {
+                prepared.headerFields.append(field)
+            }
         }
         cookieJar?.apply(to: &prepared)
         try RequestValidation.validate(prepared)

@@ -31,6 +31,8 @@ public final class HTTPClient: Sendable {
     public let transport: any Transport
     /// `transport` when it is Courier's own: `send` then hands it transfers directly.
     let curlTransport: CurlTransport?
+    /// The credential's fields and the origins that receive it (see `CredentialScope.swift`).
+    let credentialScope: CredentialScope
 
     private struct State {
         var credential: String?
@@ -49,6 +51,7 @@ public final class HTTPClient: Sendable {
         }
         for field in configuration.defaultHeaders { try RequestValidation.validate(field) }
         self.configuration = configuration
+        credentialScope = try CredentialScope(configuration: configuration)
         if let transport {
             self.transport = transport
             curlTransport = transport as? CurlTransport

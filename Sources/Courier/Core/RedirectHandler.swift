@@ -8,8 +8,9 @@ import HTTPTypes
 /// - 303 becomes GET (HEAD stays HEAD); 301 and 302 turn a POST into a GET. The body and
 ///   its content headers are dropped then. 307 and 308 keep the method and the body.
 /// - https → http is refused (`.redirect`): a downgrade would expose the request.
-/// - When the origin (scheme, host, port) changes, Authorization, Cookie,
-///   Proxy-Authorization and every header marked sensitive are removed.
+/// - When the origin (scheme, host, port) changes, every credential field is removed:
+///   Authorization, Cookie, Proxy-Authorization and the names passed as sensitive (the
+///   client's `credentialFieldNames`, custom auth headers included, and the request's).
 struct RedirectHandler {
     /// Headers never sent to another origin.
     static let credentialHeaders: Set<HTTPField.Name> = [.authorization, .cookie, .proxyAuthorization]

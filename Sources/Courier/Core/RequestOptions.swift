@@ -29,6 +29,9 @@ public struct RequestOptions: Sendable {
     /// redirect target, unless the request already carries a `Cookie` header on its first hop),
     /// and every hop's `Set-Cookie` is stored, a redirect's included.
     public var cookieJar: CookieJar?
+    /// Whether the client adds its credential: a service decides for its calls (its servers
+    /// are the API's); `nil` lets the client decide by its own origins.
+    var sendsCredential: Bool?
 
     public init(
         timeout: Duration? = nil, connectTimeout: Duration? = nil, stallTimeout: Duration? = nil,

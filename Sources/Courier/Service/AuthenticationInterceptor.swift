@@ -41,6 +41,8 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
         -> RetryVerdict
     {
         guard let response = failure.response, requiresRefresh(response) else { return .doNotRetry }
+        // Another origin's 401 (after a redirect) says nothing about the credential.
+        guard !failure.isFromAnotherOrigin else { return .doNotRetry }
         guard context.attempt < maximumAttempts else { return .doNotRetry }
         let current = coordinator.current
         // Which credential did the rejected request carry? If applying the current one
@@ -65,7 +67,22 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
     }
 }
 
+extension AuthenticationInterceptor {
+    /// Writes the current credential into `request`, as an attempt would.
+    func applyCurrent(to request: inout HTTPRequest) {
+        guard let credential = coordinator.current else { return }
+        apply(credential, &request)
+    }
+}
+
 extension AuthenticationInterceptor where Credential == String {
+    /// The header fields the interceptor writes, found by applying a probe credential once.
+    var credentialFieldNames: Set<HTTPField.Name> {
+        var probe = HTTPRequest(method: .get, scheme: "https", authority: "probe.invalid", path: "/")
+        apply(CredentialScope.probe, &probe)
+        return Set(probe.headerFields.map(\.name))
+    }
+
     /// Sends the token as `Authorization: Bearer <token>`.
     /// - Parameter coordinator: refreshes the token.
     public static func bearer(_ coordinator: AuthRefreshCoordinator<String>) -> AuthenticationInterceptor<String> {

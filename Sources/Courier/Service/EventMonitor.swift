@@ -10,6 +10,9 @@ public struct CallEvent: Sendable {
     public var attempt: Int
     /// The call's free-form values.
     public var userInfo: UserInfo
+    /// The header fields of the call's service that carry a credential (its client's and its
+    /// authentication interceptor's), for monitors that log headers.
+    var credentialFieldNames: Set<HTTPField.Name> = []
 
     public init(id: CallID, request: HTTPRequest, attempt: Int = 1, userInfo: UserInfo = UserInfo()) {
         self.id = id

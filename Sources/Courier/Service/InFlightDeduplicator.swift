@@ -5,7 +5,8 @@ import Synchronization
 /// way, later calls for the same key wait for its result instead of sending their own.
 ///
 /// A waiter that is cancelled leaves alone; the shared work is cancelled only when every
-/// waiter has left. The key is built by `key(for:varyingOn:)`.
+/// waiter has left. A service keys its calls by their `RequestIdentity`; `key(for:varyingOn:)`
+/// builds a key for other uses.
 public final class InFlightDeduplicator<Value: Sendable>: Sendable {
     private final class Entry: Sendable {
         struct State {

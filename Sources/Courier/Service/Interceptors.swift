@@ -25,6 +25,9 @@ public struct AttemptFailure: Sendable {
     public var body: Data?
     /// The error the attempt would end the call with.
     public var error: CourierError
+    /// Whether the response came from another origin than the request was sent to (after a
+    /// redirect): it never rejected the call's credential, which was not sent there.
+    var isFromAnotherOrigin = false
 
     public init(response: HTTPResponse? = nil, body: Data? = nil, error: CourierError) {
         self.response = response
@@ -137,11 +140,13 @@ struct InterceptorChain: Sendable {
 
     /// A call's chain: adapters authentication first, then the service's, then the call's;
     /// retriers the call's first, then authentication, then the service's.
-    init(configuration: ServiceConfiguration, options: CallOptions) {
-        if let auth = configuration.authentication { adapters.append(auth) }
+    /// Without `authentication` for a call to a server that gets no credential.
+    init(configuration: ServiceConfiguration, options: CallOptions, authentication: Bool = true) {
+        let auth = authentication ? configuration.authentication : nil
+        if let auth { adapters.append(auth) }
         adapters += configuration.adapters + options.adapters
         retriers = options.retriers
-        if let auth = configuration.authentication { retriers.append(auth) }
+        if let auth { retriers.append(auth) }
         retriers += configuration.retriers
     }
 

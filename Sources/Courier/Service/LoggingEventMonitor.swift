@@ -4,15 +4,17 @@ import Logging
 /// Logs every call through swift-log, with credentials redacted.
 ///
 /// Start, send, retry and finish at `.debug` (failures at `.warning`); header lines at
-/// `.trace`. Authorization, cookies and secret query parameters never reach the log.
+/// `.trace`. Authorization, cookies, every credential field of the service's client and
+/// authentication interceptor, and secret query parameters never reach the log.
 public struct LoggingEventMonitor: EventMonitor {
     public var logger: Logger
-    public var redaction: LogRedaction
+    /// What is redacted; the credential fields of the call's service are added to it.
+    public var redaction: Redaction
     /// Whether header fields are logged (at `.trace`).
     public var logsHeaders: Bool
 
     public init(
-        logger: Logger = Logger(label: "courier.service"), redaction: LogRedaction = .default, logsHeaders: Bool = true
+        logger: Logger = Logger(label: "courier.service"), redaction: Redaction = .default, logsHeaders: Bool = true
     ) {
         self.logger = logger
         self.redaction = redaction
@@ -26,7 +28,7 @@ public struct LoggingEventMonitor: EventMonitor {
     public func willSend(_ event: CallEvent) {
         logger.debug("→ \(line(event)) attempt \(event.attempt)")
         if logsHeaders, logger.logLevel <= .trace {
-            for header in redaction.redact(event.request.headerFields) {
+            for header in redaction.adding(event.credentialFieldNames).redact(event.request.headerFields) {
                 logger.trace("→ \(event.id) \(header)")
             }
         }
@@ -35,7 +37,7 @@ public struct LoggingEventMonitor: EventMonitor {
     public func didReceive(_ event: CallEvent, response: HTTPResponse) {
         logger.debug("← \(line(event)) \(response.status.code) \(response.status.reasonPhrase)")
         if logsHeaders, logger.logLevel <= .trace {
-            for header in redaction.redact(response.headerFields) {
+            for header in redaction.adding(event.credentialFieldNames).redact(response.headerFields) {
                 logger.trace("← \(event.id) \(header)")
             }
         }

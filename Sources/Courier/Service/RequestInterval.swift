@@ -1,7 +1,8 @@
 import HTTPTypes
 import Synchronization
 
-/// The shortest time between two calls to the same endpoint (method + URL), and what
+/// The shortest time between two calls of the same request (a service keys them by their
+/// `RequestIdentity`: method, URL without real-time parameters, credential, headers, body), and what
 /// happens to a call that comes too early.
 public struct RequestInterval: Sendable, Hashable {
     /// What to do with a call inside the interval.

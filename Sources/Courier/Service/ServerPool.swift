@@ -70,6 +70,12 @@ public final class ServerPool: Sendable {
     public var currentIndex: Int { state.withLock { $0.failover.index } }
     /// The servers of the current environment.
     public var servers: [BaseURL] { state.withLock { $0.failover.servers } }
+    /// The origins of every server of every environment: the API's own, they get the credential.
+    var origins: Set<Origin> {
+        state.withLock { state in
+            Set((state.failover.servers + state.environments.values.joined()).compactMap(Origin.init))
+        }
+    }
     /// The current environment, when the pool was made with environments.
     public var environment: ServerEnvironment? { state.withLock { $0.environment } }
     /// The failure share over the window for the current server, and the sample count.

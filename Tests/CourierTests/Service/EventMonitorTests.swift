@@ -56,14 +56,6 @@ struct ServiceLogCapture: LogHandler {
         #expect(lines.contains { $0.contains("2 attempt(s)") })
     }
 
-    @Test func redactionOfTargets() {
-        let redaction = LogRedaction.default
-        #expect(redaction.redact(target: "/a") == "/a")
-        #expect(redaction.redact(target: "/a?x=1&token=t&y") == "/a?x=1&token=<redacted>&y")
-        #expect(redaction.redact(target: "/a?%74oken=t") == "/a?%74oken=<redacted>")
-        #expect(redaction.redact("token abc in text", secrets: ["abc", ""]) == "token <redacted> in text")
-    }
-
     @Test func activityMonitorReportsZeroToOneAndBack() {
         let changes = LockedValue<[Bool]>([])
         let monitor = ActivityMonitor { active in changes.withLock { $0.append(active) } }

@@ -30,13 +30,19 @@ extension ServiceCore {
         private let path: String
         private let parameters: (any Encodable & Sendable)?
         private let acceptHeader: String?
+        /// Whether the call's server gets the credential: the API's own servers do, a per-call
+        /// server on another origin only when the call opts in.
+        let sendsCredential: Bool
+        /// The response serializer's type, part of the identity.
+        private let responseType: ObjectIdentifier
+        private var computedIdentity: RequestIdentity?
 
         /// Steps 1 and 2, and the monitors' `didStart`.
         /// - Throws: a bad server or path, or a request serializer's error (before `didStart`).
         @inline(never)
         init(
             _ service: ServiceCore, method: HTTPRequest.Method, path: String, parameters: (any Encodable & Sendable)?,
-            options: CallOptions, acceptHeader: String?, id: CallID
+            options: CallOptions, acceptHeader: String?, responseType: Any.Type, id: CallID
         ) throws {
             let configuration = service.configuration
             self.service = service
@@ -46,16 +52,19 @@ extension ServiceCore {
             self.path = path
             self.parameters = parameters
             self.acceptHeader = acceptHeader
+            self.responseType = ObjectIdentifier(responseType)
             clock = configuration.clock
             started = clock.now
             monitor = CompositeEventMonitor(configuration.monitors)
             pool = options.server == nil ? configuration.servers : nil
             server = try options.server ?? pool?.current ?? service.prepared.clientServer.get()
+            sendsCredential = options.server.map { options.sendsCredentialToServer || service.isOwn($0) } ?? true
             base = try service.prepare(
                 method: method, path: path, parameters: parameters, options: options, on: server,
-                acceptHeader: acceptHeader)
+                acceptHeader: acceptHeader, sendsCredential: sendsCredential)
             event = CallEvent(id: id, request: base.head, attempt: 0, userInfo: options.userInfo)
-            chain = service.interceptors(for: options)
+            event.credentialFieldNames = service.prepared.credentialFieldNames
+            chain = service.interceptors(for: options, sendsCredential: sendsCredential)
             policy = options.retryPolicy ?? configuration.retryPolicy
             validator = options.validator ?? configuration.pipeline.validator
             monitor.didStart(event)
@@ -68,7 +77,7 @@ extension ServiceCore {
             if let skipIf = options.skipIf, skipIf() {
                 throw CourierError(.skipped, "the call was vetoed before sending")
             }
-            let key = options.skipsWhileInFlight ? RequestIntervalGate.key(for: base.head) : nil
+            let key = options.skipsWhileInFlight ? identity.key : nil
             if let key, !service.configuration.inFlightGuard.enter(key) {
                 throw CourierError(.skipped, "the same call is already in flight")
             }
@@ -79,6 +88,49 @@ extension ServiceCore {
         func leave() {
             if let guardKey { service.configuration.inFlightGuard.leave(guardKey) }
             guardKey = nil
+        }
+
+        /// What makes this call the same request as another: computed once, on first use (a
+        /// call that is neither de-duplicated nor gated never needs it).
+        var identity: RequestIdentity {
+            if let computedIdentity { return computedIdentity }
+            let made = makeIdentity()
+            computedIdentity = made
+            return made
+        }
+
+        /// The identity of the base request with the credential its attempts will carry.
+        @inline(never)
+        private func makeIdentity() -> RequestIdentity {
+            var request = base
+            if sendsCredential {
+                for field in service.client.authorizationFields() where request.head.headerFields[field.name] == nil {
+                    request.head.headerFields.append(field)
+                }
+                if let authentication = service.configuration.authentication {
+                    // Its fields only: a credential it writes into the query stays out of the key.
+                    var applied = request.head
+                    authentication.applyCurrent(to: &applied)
+                    request.head.headerFields = applied.headerFields
+                }
+            }
+            return RequestIdentity(
+                request: request, credentialFieldNames: service.prepared.credentialFieldNames,
+                responseType: responseType, cachePolicy: options.cachePolicy)
+        }
+
+        /// The request of the next attempt: the base request on the current server, with
+        /// real-time parameters made now (a retry sends fresh ones).
+        @inline(never)
+        func attemptRequest() -> PreparedRequest {
+            guard options.includesGeneralParameters, let realTime = service.configuration.realTimeParameters else {
+                return base
+            }
+            let items = realTime()
+            guard !items.isEmpty else { return base }
+            var request = base
+            request.appendQuery(ServiceCore.encodeQuery(items))
+            return request
         }
 
         /// Counts an attempt.
@@ -98,6 +150,11 @@ extension ServiceCore {
             if let timeout = options.timeout { transportOptions.timeout = timeout }
             // The client stores every hop's cookies (a redirect's too) and sends the jar's on each.
             if transportOptions.cookieJar == nil { transportOptions.cookieJar = service.configuration.cookieJar }
+            // The service knows its servers: it decides whether the client adds its credential,
+            // and which fields besides the client's carry one (dropped across origins).
+            transportOptions.sendsCredential = sendsCredential
+            let extra = service.prepared.extraCredentialNames
+            if !extra.isEmpty { transportOptions.sensitiveHeaderNames.formUnion(extra) }
             return transportOptions
         }
 
@@ -132,6 +189,18 @@ extension ServiceCore {
                 isFromCache: answer.isFromCache, transferMetrics: answer.metrics, metrics: metrics, callID: id)
         }
 
+        /// An answer whose status the call refuses, as retriers see it.
+        @inline(never)
+        func refused(_ answer: HTTPClient.Response, sent request: PreparedRequest, error: CourierError)
+            -> AttemptFailure
+        {
+            var failure = AttemptFailure(response: answer.head, body: answer.body, error: error)
+            if answer.redirectCount > 0, let scheme = request.head.scheme, let authority = request.head.authority {
+                failure.isFromAnotherOrigin = Origin(answer.url) != Origin(scheme: scheme, authority: authority)
+            }
+            return failure
+        }
+
         /// An attempt that ended without an answer to validate: its failover outcome.
         /// - Returns: what retriers see of it.
         /// - Throws: `error` when it carries a response (validation, preprocessing, decoding).
@@ -162,7 +231,7 @@ extension ServiceCore {
             server = pool.current
             base = try service.prepare(
                 method: method, path: path, parameters: parameters, options: options, on: server,
-                acceptHeader: acceptHeader)
+                acceptHeader: acceptHeader, sendsCredential: sendsCredential)
         }
 
         /// The call's error, after telling the monitors.

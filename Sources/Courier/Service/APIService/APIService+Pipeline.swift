@@ -5,9 +5,11 @@ extension ServiceCore {
     /// One call, start to end:
     /// 1. compose the URL (call's server, else the pool's current one, else the client's base URL);
     /// 2. headers, general and real-time parameters, request serializer;
-    /// 3. veto (`skipIf`), then the request interval;
-    /// 4. per attempt: adapters (authentication first, then the service's, then the call's),
-    ///    cookies, de-duplication of GETs, send;
+    /// 3. the call's `RequestIdentity`; veto (`skipIf`, in-flight guard), then the request
+    ///    interval, both on the identity;
+    /// 4. per attempt: real-time parameters, adapters (authentication first — only for the
+    ///    API's own servers —, then the service's, then the call's), cookies, de-duplication of
+    ///    GETs on the identity, send (the client adds its credential for the API's own servers);
     /// 5. cookies stored, failover outcome recorded, validation;
     /// 6. on failure: retriers (the call's, authentication, the service's), then the retry
     ///    policy; wait on the service clock and go back to 4;
@@ -19,14 +21,14 @@ extension ServiceCore {
         // in flight, holds the reference and the values of the attempt under way only.
         let call = try CallRun(
             self, method: endpoint.method, path: endpoint.path, parameters: endpoint.parameters,
-            options: endpoint.options, acceptHeader: acceptHeader, id: id)
+            options: endpoint.options, acceptHeader: acceptHeader, responseType: type(of: serializer), id: id)
         do {
             try call.checkVetoAndEnter()
             defer { call.leave() }
             if call.options.interval != nil { try await admitInterval(for: call) }
             while true {
                 let context = try call.beginAttempt()
-                var request = call.base
+                var request = call.attemptRequest()
                 if !call.chain.adapters.isEmpty { request = try await call.chain.adapt(request, context: context) }
                 call.willSend(&request)
                 let failure: AttemptFailure
@@ -35,7 +37,7 @@ extension ServiceCore {
                     do {
                         return try call.finish(answer, request: request, serializer: serializer)
                     } catch let error as CourierError where error.code == .httpStatus {
-                        failure = AttemptFailure(response: answer.head, body: answer.body, error: error)
+                        failure = call.refused(answer, sent: request, error: error)
                     }
                 } catch let error as CourierError where error.code != .cancelled {
                     failure = try call.failed(error)
@@ -56,16 +58,22 @@ extension ServiceCore {
     private func admitInterval(for call: CallRun) async throws {
         guard let interval = call.options.interval else { return }
         try await configuration.intervalGate.admit(
-            key: RequestIntervalGate.key(for: call.base.head), rule: interval, clock: call.clock)
+            key: call.identity.key, rule: interval, clock: call.clock)
     }
 
-    /// Steps 1 and 2: the request as the serializer leaves it, before adapters.
+    /// Steps 1 and 2: the request as the serializer leaves it, before real-time parameters
+    /// and adapters.
+    /// - Parameter sendsCredential: false for a server that gets no credential: the service's
+    ///   own credential fields are left out (a call's own headers stay).
     func prepare(
         method: HTTPRequest.Method, path: String, parameters: (any Encodable & Sendable)?, options: CallOptions,
-        on server: BaseURL, acceptHeader: String?
+        on server: BaseURL, acceptHeader: String?, sendsCredential: Bool = true
     ) throws -> PreparedRequest {
         let path = try RelativePath(path)
         var fields = configuration.headers
+        if !sendsCredential {
+            for name in prepared.credentialFieldNames { fields[name] = nil }
+        }
         for field in options.headers { fields[field.name] = field.value }
         if let acceptHeader, fields[.accept] == nil {
             // The service format's field is made (and its value checked) once.
@@ -76,10 +84,9 @@ extension ServiceCore {
             }
         }
         var request = PreparedRequest(head: server.request(method, path, headerFields: fields))
-        if options.includesGeneralParameters {
-            var items = configuration.generalParameters
-            if let realTime = configuration.realTimeParameters { items += realTime() }
-            if !items.isEmpty { request.appendQuery(Self.encodeQuery(items)) }
+        // Real-time parameters are added per attempt (`CallRun.attemptRequest()`).
+        if options.includesGeneralParameters, !configuration.generalParameters.isEmpty {
+            request.appendQuery(Self.encodeQuery(configuration.generalParameters))
         }
         if let parameters {
             let requestSerializer = options.requestSerializer ?? configuration.requestSerializer
@@ -88,11 +95,21 @@ extension ServiceCore {
         return request
     }
 
-    func interceptors(for options: CallOptions) -> InterceptorChain {
+    /// The call's adapters and retriers; without authentication for a server that gets no
+    /// credential.
+    func interceptors(for options: CallOptions, sendsCredential: Bool) -> InterceptorChain {
         guard options.adapters.isEmpty, options.retriers.isEmpty else {
-            return InterceptorChain(configuration: configuration, options: options)
+            return InterceptorChain(configuration: configuration, options: options, authentication: sendsCredential)
         }
-        return prepared.chain
+        return sendsCredential ? prepared.chain : prepared.chainWithoutCredential
+    }
+
+    /// Whether `server` is one of the API's own origins: the client's (base URL, credential
+    /// origins) or one of the service's servers.
+    func isOwn(_ server: BaseURL) -> Bool {
+        guard let origin = Origin(server) else { return false }
+        return client.credentialScope.origins.contains(origin)
+            || configuration.servers?.origins.contains(origin) == true
     }
 
     /// Step 4: one transfer, shared with identical GETs in flight unless the call opts out.
@@ -106,15 +123,14 @@ extension ServiceCore {
                 throw CourierError(.cancelled, "the call was cancelled in flight")
             }
         }
-        return try await deduplicatedTransfer(request, options: sendOptions)
+        return try await deduplicatedTransfer(request, key: call.identity.key, options: sendOptions)
     }
 
     @inline(never)
     private func deduplicatedTransfer(
-        _ request: PreparedRequest, options: RequestOptions
+        _ request: PreparedRequest, key: String, options: RequestOptions
     ) async throws -> HTTPClient.Response {
         let client = self.client
-        let key = InFlightDeduplicator<HTTPClient.Response>.key(for: request.head)
         do {
             return try await configuration.deduplicator.run(key: key) {
                 do {

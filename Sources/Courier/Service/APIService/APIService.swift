@@ -299,6 +299,13 @@ struct PreparedService: Sendable {
     let acceptField: HTTPField?
     /// The service's adapters and retriers (authentication first), for calls that add none.
     let chain: InterceptorChain
+    /// The same without authentication, for calls to a server that gets no credential.
+    let chainWithoutCredential: InterceptorChain
+    /// The header fields that carry a credential: the client's and the authentication
+    /// interceptor's. Dropped across origins, redacted in logs, digested in the identity.
+    let credentialFieldNames: Set<HTTPField.Name>
+    /// Those the client does not know of (the interceptor's), handed to it with each request.
+    let extraCredentialNames: Set<HTTPField.Name>
 
     init(client: HTTPClient, configuration: ServiceConfiguration) {
         if let url = client.configuration.baseURL {
@@ -315,6 +322,11 @@ struct PreparedService: Sendable {
         acceptHeader = DecodableResponseSerializer<Empty>(anyDecoding: configuration.decoding).acceptHeader
         acceptField = acceptHeader.map { HTTPField(name: .accept, value: $0) }
         chain = InterceptorChain(configuration: configuration, options: CallOptions())
+        chainWithoutCredential = InterceptorChain(
+            configuration: configuration, options: CallOptions(), authentication: false)
+        extraCredentialNames =
+            configuration.authentication?.credentialFieldNames.subtracting(client.credentialFieldNames) ?? []
+        credentialFieldNames = client.credentialFieldNames.union(extraCredentialNames)
     }
 }
 

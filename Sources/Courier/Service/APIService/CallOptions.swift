@@ -13,8 +13,12 @@ public struct CallOptions: Sendable {
     public var retryPolicy: RetryPolicy?
     /// The shortest time between two calls to this endpoint; off by default.
     public var interval: RequestInterval?
-    /// Send this call to another server than the service's (no failover for it).
+    /// Send this call to another server than the service's (no failover for it). Unless it is
+    /// one of the API's own origins (the client's base URL or `credentialOrigins`, the
+    /// service's servers), it gets no credential, unless `sendsCredentialToServer` is set.
     public var server: BaseURL?
+    /// Send the credential to `server` even when it is not one of the API's own origins.
+    public var sendsCredentialToServer = false
     /// Status codes, content types and error model this call accepts.
     public var validator: ResponseValidator?
     /// Rewrites of the raw response before decoding, after the service's.
@@ -29,7 +33,8 @@ public struct CallOptions: Sendable {
     public var includesGeneralParameters: Bool
     /// A veto checked just before sending: `true` ends the call with `.skipped`, unsent.
     public var skipIf: (@Sendable () -> Bool)?
-    /// Skip (`.skipped`, unsent) while a call to the same endpoint (method + URL) with this
+    /// Skip (`.skipped`, unsent) while the same request (its `RequestIdentity`: method, URL
+    /// without real-time parameters, credential, headers, body, response type) with this
     /// option is in flight — the second tap on "like".
     public var skipsWhileInFlight: Bool = false
     /// A veto on the result: `false` drops a decoded response with `.skipped`.

@@ -86,7 +86,7 @@ public struct ServiceConfiguration: Sendable {
     }
 }
 
-/// The endpoints (method + URL) with a guarded call in flight.
+/// The requests (by their `RequestIdentity`) with a guarded call in flight.
 public final class InFlightGuard: Sendable {
     private let keys = LockedValue<Set<String>>([])
 

@@ -1,0 +1,264 @@
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+@testable import Courier
+
+/// The credential goes to the API's own origins only (issue 16 item 2), against two loopback
+/// servers: two ports are two origins.
+@Suite struct CredentialScopeTests {
+    static let apiKey = HTTPField.Name("X-Api-Key")!
+
+    static func headers(_ response: HTTPClient.Response) throws -> [String: String] {
+        try Echo(response.body).headers
+    }
+
+    // MARK: - A per-call server
+
+    @Test func perCallServerOnAnotherOriginGetsNoCredential() async throws {
+        let api = try TestServer()
+        let other = try TestServer()
+        defer {
+            api.stop()
+            other.stop()
+        }
+        let service = try ServiceFixture.service(api)
+        try service.client.logIn(credential: "api-token")
+        let foreign = CallOptions.default.with(\.server, ServiceFixture.base(other))
+        let echo: EchoModel = try await service.get("echo", options: foreign)
+        #expect(echo.headers["authorization"] == nil)
+        #expect(other.recordedRequests.first?.header("Authorization") == nil)
+        // The API's own server still gets it.
+        let own: EchoModel = try await service.get("echo")
+        #expect(own.headers["authorization"] == "Bearer api-token")
+    }
+
+    @Test func perCallServerOnAnotherOriginGetsNoCredentialFromAClientWithoutBaseURLOrFromTheService() async throws {
+        let api = try TestServer()
+        let other = try TestServer()
+        defer {
+            api.stop()
+            other.stop()
+        }
+        // No base URL (the service's pool names the API), a cache on the way, and a credential
+        // in the service's own headers: none of it reaches another origin.
+        let client = try makeClient {
+            $0.sensitiveHeaderNames = [Self.apiKey]
+            $0.cache = try? HostScopedCache(
+                configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly))
+        }
+        try client.logIn(credential: "api-token")
+        let service = APIService(
+            client: client,
+            configuration: ServiceConfiguration(
+                servers: try ServerPool(servers: [ServiceFixture.base(api)]),
+                headers: [Self.apiKey: "service-key", HTTPField.Name("X-Client")!: "tests"]))
+        let foreign: EchoModel = try await service.get(
+            "echo", options: .default.with(\.server, ServiceFixture.base(other)))
+        #expect(foreign.headers["authorization"] == nil)
+        #expect(foreign.headers["x-api-key"] == nil)
+        #expect(foreign.headers["x-client"] == "tests")
+        let own: EchoModel = try await service.get("echo")
+        #expect(own.headers["authorization"] == "Bearer api-token")
+        #expect(own.headers["x-api-key"] == "service-key")
+        // A call's own header is the caller's choice for that call.
+        let explicit: EchoModel = try await service.get(
+            "echo",
+            options: .default.with(\.server, ServiceFixture.base(other)).with(\.headers, [Self.apiKey: "mine"]))
+        #expect(explicit.headers["x-api-key"] == "mine")
+    }
+
+    @Test func perCallServerGetsTheCredentialWhenTheCallOptsIn() async throws {
+        let api = try TestServer()
+        let other = try TestServer()
+        defer {
+            api.stop()
+            other.stop()
+        }
+        let service = try ServiceFixture.service(api)
+        try service.client.logIn(credential: "api-token")
+        let optIn = CallOptions.default.with(\.server, ServiceFixture.base(other)).with(
+            \.sendsCredentialToServer, true)
+        let echo: EchoModel = try await service.get("echo", options: optIn)
+        #expect(echo.headers["authorization"] == "Bearer api-token")
+    }
+
+    @Test func perCallServerOnAnOwnOriginGetsTheCredential() async throws {
+        let api = try TestServer()
+        let failover = try TestServer()
+        let listed = try TestServer()
+        defer {
+            api.stop()
+            failover.stop()
+            listed.stop()
+        }
+        let client = try HTTPClient(
+            configuration: {
+                var configuration = HTTPClient.Configuration(baseURL: api.baseURL, notificationCenter: .init())
+                configuration.credentialOrigins = [listed.baseURL]
+                return configuration
+            }())
+        try client.logIn(credential: "api-token")
+        let pool = try ServerPool(servers: [ServiceFixture.base(api), ServiceFixture.base(failover)])
+        let service = APIService(
+            client: client, configuration: ServiceConfiguration(servers: pool, retryPolicy: .none))
+        // The client's base URL with another path prefix, a failover server of the service,
+        // an origin the client lists: each is the API's own.
+        for server in [
+            try BaseURL(api.baseURL.absoluteString + "/anything"), ServiceFixture.base(failover),
+            ServiceFixture.base(listed),
+        ] {
+            let echo: EchoModel = try await service.get("echo", options: .default.with(\.server, server))
+            #expect(echo.headers["authorization"] == "Bearer api-token", "\(server)")
+        }
+    }
+
+    @Test func perCallServerGetsNoInterceptorCredentialAndA401ThereRefreshesNothing() async throws {
+        let api = try TestServer()
+        let other = try TestServer()
+        defer {
+            api.stop()
+            other.stop()
+        }
+        other.route("/private") { _ in .status(401) }
+        let coordinator = AuthRefreshCoordinator<String>(credential: "interceptor-token") { _ in "refreshed" }
+        let service = try ServiceFixture.service(api) { $0.authentication = .bearer(coordinator) }
+        let foreign = CallOptions.default.with(\.server, ServiceFixture.base(other))
+        let echo: EchoModel = try await service.get("echo", options: foreign)
+        #expect(echo.headers["authorization"] == nil)
+        do {
+            let _: EchoModel = try await service.get("private", options: foreign)
+            Issue.record("expected a 401")
+        } catch {
+            #expect(error.status == .unauthorized)
+        }
+        #expect(coordinator.refreshCount == 0)
+        #expect(other.count("/private") == 1)
+    }
+
+    @Test func a401FromAnotherOriginAfterARedirectRefreshesNothing() async throws {
+        let api = try TestServer()
+        let other = try TestServer()
+        defer {
+            api.stop()
+            other.stop()
+        }
+        let coordinator = AuthRefreshCoordinator<String>(credential: "interceptor-token") { _ in "refreshed" }
+        let service = try ServiceFixture.service(api) { $0.authentication = .bearer(coordinator) }
+        let target = other.url("/status/401").absoluteString
+        do {
+            let _: EchoModel = try await service.get("redirect-to", parameters: ["url": target])
+            Issue.record("expected a 401")
+        } catch {
+            #expect(error.status == .unauthorized)
+        }
+        #expect(coordinator.refreshCount == 0)
+        #expect(other.recordedRequests.first?.header("Authorization") == nil)
+        // The API's own 401 still refreshes.
+        api.route("/mine") { request in
+            request.header("Authorization") == "Bearer refreshed" ? .json(["ok": true]) : .status(401)
+        }
+        let _: [String: Bool] = try await service.get("mine")
+        #expect(coordinator.refreshCount == 1)
+    }
+
+    // MARK: - Redirects
+
+    @Test func customCredentialHeaderIsDroppedOnACrossOriginRedirect() async throws {
+        let api = try TestServer()
+        let other = try TestServer()
+        defer {
+            api.stop()
+            other.stop()
+        }
+        let client = try makeClient {
+            $0.baseURL = api.baseURL
+            $0.authorization = .custom { [HTTPField(name: Self.apiKey, value: $0)] }
+        }
+        try client.logIn(credential: "key-777")
+        let target = other.url("/echo").absoluteString
+        let response = try await client.send(HTTPRequest(.get, api.url("/redirect-to?url=\(target)")))
+        #expect(response.redirectCount == 1)
+        #expect(api.recordedRequests.first?.header("X-Api-Key") == "key-777")
+        let hop = try #require(other.recordedRequests.first)
+        #expect(hop.header("X-Api-Key") == nil)
+        #expect(try Self.headers(response)["x-api-key"] == nil)
+    }
+
+    @Test func anInterceptorsCustomCredentialIsDroppedOnACrossOriginRedirect() async throws {
+        let api = try TestServer()
+        let other = try TestServer()
+        defer {
+            api.stop()
+            other.stop()
+        }
+        let partner = HTTPField.Name("X-Partner-Token")!
+        let coordinator = AuthRefreshCoordinator<String>(credential: "partner-secret") { _ in "new" }
+        let interceptor = AuthenticationInterceptor(coordinator: coordinator) { token, request in
+            request.headerFields[partner] = token
+        }
+        let service = try ServiceFixture.service(api) { $0.authentication = interceptor }
+        let echo: EchoModel = try await service.get(
+            "redirect-to", parameters: ["url": other.url("/echo").absoluteString])
+        #expect(api.recordedRequests.first?.header("X-Partner-Token") == "partner-secret")
+        #expect(echo.headers["x-partner-token"] == nil)
+        #expect(other.recordedRequests.first?.header("X-Partner-Token") == nil)
+    }
+
+    @Test func credentialFieldNamesIncludeWhatTheAuthorizationBuilds() throws {
+        let custom = try makeClient {
+            $0.authorization = .custom {
+                [HTTPField(name: Self.apiKey, value: $0), HTTPField(name: .init("X-Api-Secret")!, value: $0)]
+            }
+            $0.sensitiveHeaderNames = [.init("X-Session")!]
+        }
+        #expect(
+            custom.credentialFieldNames == [
+                .authorization, .cookie, .proxyAuthorization, Self.apiKey, .init("X-Api-Secret")!, .init("X-Session")!,
+            ])
+        #expect(try makeClient().credentialFieldNames == [.authorization, .cookie, .proxyAuthorization])
+    }
+
+    // MARK: - The client alone
+
+    @Test(arguments: ["/relative", "ftp://files.example.com", "mailto:a@example.com"])
+    func aCredentialOriginMustBeAnHTTPOrigin(_ text: String) throws {
+        var configuration = HTTPClient.Configuration(notificationCenter: .init())
+        configuration.credentialOrigins = [URL(string: text)!]
+        #expect(throws: CourierError.self) { try HTTPClient(configuration: configuration) }
+        do {
+            _ = try HTTPClient(configuration: configuration)
+        } catch {
+            #expect(error.code == .configuration)
+        }
+    }
+
+    @Test func clientSendsItsCredentialOnlyToItsOwnOrigins() async throws {
+        let api = try TestServer()
+        let listed = try TestServer()
+        let other = try TestServer()
+        defer {
+            api.stop()
+            listed.stop()
+            other.stop()
+        }
+        let client = try makeClient {
+            $0.baseURL = api.baseURL
+            $0.credentialOrigins = [listed.baseURL]
+        }
+        try client.logIn(credential: "tok")
+        let relative = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/echo")
+        #expect(try Self.headers(try await client.send(relative))["authorization"] == "Bearer tok")
+        #expect(
+            try Self.headers(try await client.send(HTTPRequest(.get, listed.url("/echo"))))["authorization"]
+                == "Bearer tok")
+        #expect(try Self.headers(try await client.send(HTTPRequest(.get, other.url("/echo"))))["authorization"] == nil)
+    }
+}
+
+/// What the test server's `/echo` answers, as a service model.
+struct EchoModel: Decodable, Sendable {
+    var headers: [String: String]
+    var args: [String: String]
+}

@@ -1,0 +1,181 @@
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+@testable import Courier
+
+/// One identity per call decides de-duplication, the request interval and the double-tap veto
+/// (issue 16 item 4, issue 17 items 1 and 2), against a loopback server.
+@Suite struct RequestIdentityLiveTests {
+    static let apiKey = HTTPField.Name("X-Api-Key")!
+
+    /// A route that holds each request until released and echoes its credential headers.
+    static func heldEcho(_ server: TestServer, _ path: String) -> HeldRoute {
+        let held = HeldRoute()
+        server.route(path) { request in
+            held.hold()
+            let who = request.header("X-Api-Key") ?? request.header("Authorization") ?? "nobody"
+            return .json(["id": 1, "name": who])
+        }
+        return held
+    }
+
+    @Test(arguments: ["X-Api-Key", "Authorization"])
+    func getsThatDifferOnlyInAPerCallCredentialAreNotShared(header: String) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = Self.heldEcho(server, "/me")
+        let client = try HTTPClient(
+            configuration: HTTPClient.Configuration(
+                baseURL: server.baseURL,
+                authorization: .custom { [HTTPField(name: Self.apiKey, value: $0)] }, notificationCenter: .init()))
+        let service = APIService(client: client)
+        let name = HTTPField.Name(header)!
+        func call(_ credential: String) async throws -> ServiceUser {
+            try await service.get("me", options: .default.with(\.headers, [name: credential]))
+        }
+        async let alice = call("alice-credential")
+        async let bob = call("bob-credential")
+        let dedup = service.configuration.deduplicator
+        while held.arrived.value < 2 && dedup.waiterCount < 2 { await Task.yield() }
+        held.release(2)
+        let (a, b) = try await (alice, bob)
+        #expect(a.name == "alice-credential")
+        #expect(b.name == "bob-credential")
+        #expect(server.count("/me") == 2)
+    }
+
+    @Test func getsOfTwoLoggedInUsersAreNotShared() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = Self.heldEcho(server, "/me")
+        let service = try ServiceFixture.service(server)
+        try service.client.logIn(credential: "alice")
+        async let alice: ServiceUser = service.get("me")
+        while held.arrived.value < 1 { await Task.yield() }
+        // The user changes while the first call is in flight: the second call is another
+        // user's and must not join the first.
+        try service.client.logIn(credential: "bob")
+        async let bob: ServiceUser = service.get("me")
+        let dedup = service.configuration.deduplicator
+        while held.arrived.value < 2 && dedup.waiterCount < 2 { await Task.yield() }
+        held.release(2)
+        let (a, b) = try await (alice, bob)
+        #expect(a.name == "Bearer alice")
+        #expect(b.name == "Bearer bob")
+    }
+
+    @Test func getsThatDifferInTheirModelTypeAreNotShared() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = Self.heldEcho(server, "/me")
+        let service = try ServiceFixture.service(server)
+        struct Other: Decodable, Sendable { var id: Int }
+        async let user: ServiceUser = service.get("me")
+        async let other: Other = service.get("me")
+        let dedup = service.configuration.deduplicator
+        while held.arrived.value < 2 && dedup.waiterCount < 2 { await Task.yield() }
+        held.release(2)
+        _ = try await (user, other)
+        #expect(server.count("/me") == 2)
+    }
+
+    // MARK: - Real-time parameters
+
+    @Test func aRetryResendsAFreshTimestamp() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(.status(503))
+        server.enqueue(.json(["id": 1, "name": "a"]))
+        let ticks = ServiceCounter()
+        let service = try ServiceFixture.service(server) {
+            $0.realTimeParameters = { [("ts", "\(ticks.increment())")] }
+        }
+        let user: ServiceUser = try await service.get("users/1")
+        #expect(user.id == 1)
+        #expect(server.recordedRequests.map { $0.queryValue("ts") } == ["1", "2"])
+    }
+
+    @Test func aRefreshThenRetryResendsAFreshTimestamp() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.validBearerTokens = ["fresh"]
+        let ticks = ServiceCounter()
+        let coordinator = AuthRefreshCoordinator<String>(credential: "stale") { _ in "fresh" }
+        let service = try ServiceFixture.service(server) {
+            $0.authentication = .bearer(coordinator)
+            $0.realTimeParameters = { [("ts", "\(ticks.increment())")] }
+        }
+        struct Bearer: Decodable, Sendable { var authenticated: Bool }
+        let response = try await service.send(Endpoint<Bearer>.get("bearer"))
+        #expect(response.value.authenticated)
+        #expect(response.attempts == 2)
+        #expect(server.recordedRequests.map { $0.queryValue("ts") } == ["1", "2"])
+        #expect(server.recordedRequests.map { $0.header("Authorization") } == ["Bearer stale", "Bearer fresh"])
+    }
+
+    @Test func concurrentGetsWithATimestampAreShared() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = Self.heldEcho(server, "/feed")
+        let ticks = ServiceCounter()
+        let service = try ServiceFixture.service(server) {
+            $0.realTimeParameters = { [("ts", "\(ticks.increment())")] }
+        }
+        async let first: ServiceUser = service.get("feed")
+        async let second: ServiceUser = service.get("feed")
+        let dedup = service.configuration.deduplicator
+        while held.arrived.value < 2 && dedup.waiterCount < 2 { await Task.yield() }
+        held.release(2)
+        _ = try await (first, second)
+        #expect(server.count("/feed") == 1)
+    }
+
+    @Test func theIntervalAppliesToACallWithATimestamp() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/users/1") { _ in .json(["id": 1, "name": "a"]) }
+        let ticks = ServiceCounter()
+        let clock = ManualServiceClock()
+        let service = try ServiceFixture.service(server) {
+            $0.clock = clock
+            $0.realTimeParameters = { [("ts", "\(ticks.increment())")] }
+        }
+        let once = CallOptions.default.with(\.interval, .drop(.seconds(2)))
+        let _: ServiceUser = try await service.get("users/1", options: once)
+        do {
+            let _: ServiceUser = try await service.get("users/1", options: once)
+            Issue.record("expected throttling")
+        } catch {
+            #expect(error.code == .throttled)
+        }
+        #expect(server.count("/users/1") == 1)
+    }
+
+    @Test func theDoubleTapVetoAppliesToACallWithATimestamp() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = HeldRoute()
+        server.route("POST", "/posts/7/like") { _ in
+            held.hold()
+            return .json(["id": 7, "name": "liked"])
+        }
+        let ticks = ServiceCounter()
+        let service = try ServiceFixture.service(server) {
+            $0.realTimeParameters = { [("ts", "\(ticks.increment())")] }
+        }
+        let guarded = CallOptions.default.with(\.skipsWhileInFlight, true)
+        let first = Task { () async throws -> ServiceUser in try await service.post("posts/7/like", options: guarded) }
+        while held.arrived.value == 0 { await Task.yield() }
+        do {
+            let _: ServiceUser = try await service.post("posts/7/like", options: guarded)
+            Issue.record("expected the second tap to be skipped")
+        } catch {
+            #expect(error.code == .skipped)
+        }
+        held.release(1)
+        #expect(try await first.value.id == 7)
+        #expect(server.count("/posts/7/like") == 1)
+    }
+}

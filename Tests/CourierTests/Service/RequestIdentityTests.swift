@@ -1,0 +1,74 @@
+import Foundation
+import HTTPTypes
+import Testing
+
+@testable import Courier
+
+/// The request identity without I/O: what is in it, what is not, and that the credential is
+/// never in it in clear.
+@Suite struct RequestIdentityTests {
+    static let apiKey = HTTPField.Name("X-Api-Key")!
+    static let names: Set<HTTPField.Name> = [.authorization, .cookie, .proxyAuthorization, apiKey]
+
+    static func identity(
+        _ method: HTTPRequest.Method = .get, path: String = "/feed?page=1", fields: HTTPFields = [:],
+        body: RequestBody? = nil, as type: Any.Type = String.self, cachePolicy: CachePolicy = .useProtocolCachePolicy
+    ) -> RequestIdentity {
+        let head = HTTPRequest(
+            method: method, scheme: "https", authority: "api.example.com", path: path, headerFields: fields)
+        return RequestIdentity(
+            request: PreparedRequest(head: head, body: body), credentialFieldNames: names,
+            responseType: ObjectIdentifier(type), cachePolicy: cachePolicy)
+    }
+
+    @Test func sameRequestSameIdentity() {
+        let fields: HTTPFields = [.accept: "application/json", .acceptLanguage: "fr", .authorization: "Bearer a"]
+        #expect(Self.identity(fields: fields) == Self.identity(fields: fields))
+        // The order fields were set in does not matter.
+        let reordered: HTTPFields = [.authorization: "Bearer a", .acceptLanguage: "fr", .accept: "application/json"]
+        #expect(Self.identity(fields: fields) == Self.identity(fields: reordered))
+    }
+
+    @Test func everythingThatChangesTheAnswerChangesTheIdentity() {
+        let base = Self.identity(fields: [.accept: "application/json"])
+        let others = [
+            Self.identity(.head, fields: [.accept: "application/json"]),
+            Self.identity(path: "/feed?page=2", fields: [.accept: "application/json"]),
+            Self.identity(fields: [.accept: "text/plain"]),
+            Self.identity(fields: [.accept: "application/json", .acceptLanguage: "de"]),
+            Self.identity(fields: [.accept: "application/json", .acceptEncoding: "gzip"]),
+            Self.identity(fields: [.accept: "application/json", HTTPField.Name("X-Tenant")!: "7"]),
+            Self.identity(fields: [.accept: "application/json", .authorization: "Bearer a"]),
+            Self.identity(fields: [.accept: "application/json", Self.apiKey: "k"]),
+            Self.identity(fields: [.accept: "application/json"], body: .data(Data("x".utf8))),
+            Self.identity(fields: [.accept: "application/json"], as: Int.self),
+            Self.identity(fields: [.accept: "application/json"], cachePolicy: .reloadIgnoringCache),
+        ]
+        for other in others { #expect(other != base, "\(other.key)") }
+        #expect(Set(others).count == others.count)
+    }
+
+    @Test func credentialsDifferButAreNeverInTheKey() {
+        let alice = Self.identity(fields: [Self.apiKey: "alice-SECRET-1", .cookie: "sid=S2"])
+        let bob = Self.identity(fields: [Self.apiKey: "bob-SECRET-3", .cookie: "sid=S2"])
+        #expect(alice != bob)
+        for key in [alice.key, bob.key] {
+            #expect(!key.contains("SECRET"))
+            #expect(!key.contains("S2"))
+        }
+        #expect(alice.key.contains("credential: "))
+    }
+
+    @Test func bodiesAreDigested() {
+        let one = Self.identity(.post, body: .data(Data("{\"a\":1}".utf8)))
+        #expect(one == Self.identity(.post, body: .data(Data("{\"a\":1}".utf8))))
+        #expect(one != Self.identity(.post, body: .data(Data("{\"a\":2}".utf8))))
+        #expect(!one.key.contains("\"a\""))
+        #expect(Self.identity(.post, body: .file(path: "/a")) != Self.identity(.post, body: .file(path: "/b")))
+    }
+
+    @Test func digestIsSHA256() {
+        #expect(
+            RequestIdentity.digest("abc".utf8) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    }
+}
