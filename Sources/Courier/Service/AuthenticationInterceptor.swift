@@ -74,3 +74,13 @@ extension AuthenticationInterceptor where Credential == String {
         }
     }
 }
+
+extension AuthenticationInterceptor where Credential == String {
+    /// The names of the header fields `apply` writes, probed once with a placeholder: the
+    /// service sends them as sensitive, so they are part of the cache identity and redacted.
+    var credentialFieldNames: Set<HTTPField.Name> {
+        var probe = HTTPRequest(method: .get, scheme: "https", authority: "courier.invalid", path: "/")
+        apply("courier-probe", &probe)
+        return Set(probe.headerFields.map(\.name))
+    }
+}

@@ -276,4 +276,32 @@ import Testing
         try service.logIn(credential: "key-B")
         #expect(try await service.get("me.json", as: Me.self).user == "key-B")
     }
+
+    /// A service whose authentication interceptor writes its own header (`X-Session`, as in
+    /// Docs/Authentication.md): the header keys the identity, so the next user never gets the
+    /// previous user's answer and logout purges it. Broken on the old main (anonymous entry).
+    @Test func anInterceptorsCustomHeaderKeysTheIdentity() async throws {
+        let fixture = try Fixture(onDisk: false)
+        fixture.server.route("/me.json") { request in
+            .json(["user": request.header("X-Session") ?? "anonymous"]).with(.cacheControl, "max-age=600")
+        }
+        let coordinator = AuthRefreshCoordinator<String> { _ in throw CourierError(.authentication, "no refresh") }
+        let signed = AuthenticationInterceptor(coordinator: coordinator) { token, request in
+            request.headerFields[Self.session] = token
+        }
+        let client = try fixture.client()
+        let service = APIService(client: client, configuration: ServiceConfiguration(authentication: signed))
+        // Logged in through the coordinator only: the client adds no header of its own.
+        coordinator.login("session-A")
+        #expect(try await service.get("me.json", as: Me.self).user == "session-A")
+        let request = HTTPRequest(
+            method: .get, scheme: nil, authority: nil, path: "/me.json", headerFields: [Self.session: "session-A"])
+        var options = RequestOptions(sensitiveHeaderNames: [Self.session])
+        options.cachePolicy = .returnCacheDataDontLoad
+        #expect(try await client.send(request, options: options).isFromCache)
+        service.logOut()
+        await #expect(throws: CourierError.self) { try await client.send(request, options: options) }
+        coordinator.login("session-B")
+        #expect(try await service.get("me.json", as: Me.self).user == "session-B")
+    }
 }

@@ -98,6 +98,8 @@ extension APIService {
             if let timeout = options.timeout { transportOptions.timeout = timeout }
             // The client stores every hop's cookies (a redirect's too) and sends the jar's on each.
             if transportOptions.cookieJar == nil { transportOptions.cookieJar = service.configuration.cookieJar }
+            let credentialNames = service.prepared.credentialNames
+            if !credentialNames.isEmpty { transportOptions.sensitiveHeaderNames.formUnion(credentialNames) }
             return transportOptions
         }
 

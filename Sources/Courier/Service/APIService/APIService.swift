@@ -244,6 +244,10 @@ struct PreparedService: Sendable {
     let acceptField: HTTPField?
     /// The service's adapters and retriers (authentication first), for calls that add none.
     let chain: InterceptorChain
+    /// Credential fields the service's authentication interceptor writes that the client does
+    /// not know as credentials (e.g. `X-Session`): sent as sensitive header names with every
+    /// call, so they key the cache identity (and the session's logout purge).
+    let credentialNames: Set<HTTPField.Name>
 
     init(client: HTTPClient, configuration: ServiceConfiguration) {
         if let url = client.configuration.baseURL {
@@ -260,6 +264,8 @@ struct PreparedService: Sendable {
         acceptHeader = DecodableResponseSerializer<Empty>(anyDecoding: configuration.decoding).acceptHeader
         acceptField = acceptHeader.map { HTTPField(name: .accept, value: $0) }
         chain = InterceptorChain(configuration: configuration, options: CallOptions())
+        credentialNames =
+            configuration.authentication.map { $0.credentialFieldNames.subtracting(client.credentialFieldNames) } ?? []
     }
 }
 
