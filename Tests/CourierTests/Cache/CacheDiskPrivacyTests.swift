@@ -75,7 +75,7 @@ import Testing
 
     /// A shared sticky folder such as /tmp cannot be made private: refused with a clear error
     /// rather than used (or chmod-ed under everyone else's feet).
-    @Test func aSharedStickyFolderIsRefused() throws {
+    @Test func aSharedStickyFolderIsRefused() async throws {
         let directory = TemporaryDirectory()
         let shared = directory.path + "/shared"
         try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: true)
@@ -84,8 +84,12 @@ import Testing
         #expect(error?.code == .configuration)
         #expect(error?.message.contains("sticky") == true)
         #expect(Self.mode(shared) == 0o1777)
-        // A subfolder of it is fine.
-        _ = try Self.cache(shared + "/mine")
+        // A subfolder of it is fine, and private.
+        let server = try Self.server()
+        defer { server.stop() }
+        let client = try Self.client(server, try Self.cache(shared + "/mine"), credential: "alice")
+        _ = try await client.send(Self.me)
+        #expect(try await client.send(Self.me, options: Self.cacheOnly).isFromCache)
         #expect(Self.mode(shared + "/mine") == 0o700)
     }
 
