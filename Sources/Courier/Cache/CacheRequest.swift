@@ -115,6 +115,9 @@ public struct CacheRequest: Sendable {
     /// Asked at store time, under the cache's lock: false when the session that sent the
     /// request has ended since (the user logged out), and the response must not be stored.
     var isCurrent: (@Sendable () -> Bool)?
+    /// The identity as the cache stores it, when the caller computed it already (the client
+    /// does, for its session): lookup and store then skip deriving it again.
+    var storedIdentity: StoredIdentity?
 
     /// Creates a cache request.
     /// - Parameters:

@@ -21,6 +21,7 @@ extension HTTPClient {
         // The identity is also what the session's logout purges; the cache checks `isCurrent`
         // before it stores, so an answer that arrives after logout stores nothing.
         let identity = cache.identity(of: call)
+        call.storedIdentity = identity
         if !identity.isAnonymous {
             call.isCurrent = joinSession(identity)
         }

@@ -179,6 +179,7 @@ public final class HostScopedCache: Sendable {
 
     /// The identity `request` belongs to, as this cache stores it; memoized for recent credentials.
     func identity(of request: CacheRequest) -> StoredIdentity {
+        if let known = request.storedIdentity { return known }
         if let identity = request.identity { return stored(identity) }
         let fields = request.request.headerFields
         let names = request.credentialNames
