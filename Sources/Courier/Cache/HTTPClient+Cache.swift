@@ -10,6 +10,8 @@ extension HTTPClient {
     func sendThroughCache(
         _ cache: HostScopedCache, _ request: HTTPRequest, body: RequestBody?, options: RequestOptions
     ) async throws -> Response {
+        // Read before `prepare` reads the credential: a logout in between must count.
+        let generation = state.withLock { $0.sessionGeneration }
         let prepared = try prepare(request, cookieJar: options.cookieJar)
         var call = CacheRequest(
             prepared, policy: options.cachePolicy, lifetime: options.cacheLifetime, staleIfError: options.staleIfError)
@@ -23,7 +25,7 @@ extension HTTPClient {
         let identity = cache.identity(of: call)
         call.storedIdentity = identity
         if !identity.isAnonymous {
-            call.isCurrent = joinSession(identity)
+            call.isCurrent = joinSession(identity, generation: generation)
         }
         var network: Response?
         let result = try await cache.load(call) { outgoing in
@@ -44,11 +46,13 @@ extension HTTPClient {
         return response
     }
 
-    /// Notes that a request of the current session goes out with `identity`, so logout purges
+    /// Notes that a request of session `generation` goes out with `identity`, so logout purges
     /// what it stores.
     /// - Returns: Whether the session is still the same, asked by the cache before it stores.
-    private func joinSession(_ identity: StoredIdentity) -> @Sendable () -> Bool {
-        let generation = state.withLock { state in
+    private func joinSession(_ identity: StoredIdentity, generation: UInt64) -> @Sendable () -> Bool {
+        let joined = state.withLock { state in
+            // The session ended after the request read its credential: never store its answer.
+            guard state.sessionGeneration == generation else { return false }
             if !state.sessionIdentities.contains(identity) {
                 if state.sessionIdentities.count < Self.maxSessionIdentities {
                     state.sessionIdentities.insert(identity)
@@ -56,8 +60,9 @@ extension HTTPClient {
                     state.sessionIdentitiesOverflowed = true
                 }
             }
-            return state.sessionGeneration
+            return true
         }
+        guard joined else { return { false } }
         return { [weak self] in self?.state.withLock { $0.sessionGeneration } == generation }
     }
 
