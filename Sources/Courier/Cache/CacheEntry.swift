@@ -200,7 +200,8 @@ final class CacheEntry: Sendable {
 }
 
 /// The secondary key: a request's values for the fields a response's `Vary` names.
-/// Credential fields are reduced to a digest so they never reach the disk in clear text.
+/// Credential fields are reduced to a keyed digest so they never reach the disk in clear text
+/// (see `HostScopedCache.variant(names:request:)`).
 enum CacheVariant {
     /// The field names a variant string was made from, in order.
     static func names(of variant: String) -> [Substring] {
@@ -210,7 +211,11 @@ enum CacheVariant {
         }
     }
 
-    static func make(names: [HTTPField.Name], request: HTTPFields) -> String {
+    /// - Parameter credential: The digest to store instead of a credential field's value, or nil
+    ///   for a field that is not a credential.
+    static func make(
+        names: [HTTPField.Name], request: HTTPFields, credential: (HTTPField.Name, String) -> String?
+    ) -> String {
         guard !names.isEmpty else { return "" }
         var lines: [String] = []
         for name in names {
@@ -221,9 +226,7 @@ enum CacheVariant {
             }
             var value = values.map { $0.split(whereSeparator: \.isWhitespace).joined(separator: " ") }
                 .joined(separator: ", ")
-            if name == .authorization || name == .cookie || name == .proxyAuthorization {
-                value = "sha256:" + SHA256.hex(value)
-            }
+            if let digest = credential(name, value) { value = digest }
             lines.append(name.canonicalName + "=" + value)
         }
         return lines.joined(separator: "\n")

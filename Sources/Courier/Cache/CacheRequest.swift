@@ -1,55 +1,98 @@
+import Crypto
 import Foundation
 import HTTPTypes
 
-/// Whose cached responses these are: one-way digests of the credentials a request carried,
-/// or of an app-chosen user id. Entries stored under one identity are never served to another.
+/// Whose cached responses these are: the credentials a request carried, or an app-chosen
+/// user id. Entries stored under one identity are never served to another.
 ///
-/// Each credential gets its own digest (`a:` Authorization, `c:` Cookie, `p:`
-/// Proxy-Authorization, `u:` user id), so purging the identity of an `Authorization` value also
-/// drops entries fetched with that value plus cookies.
+/// Each credential field is a component of its own (`a:` Authorization, `c:` Cookie, `p:`
+/// Proxy-Authorization, `h:` any other credential field, `u:` user id), so purging the identity
+/// of an `Authorization` value also drops entries fetched with that value plus cookies.
+///
+/// A value of this type holds one-way digests of the credentials, in memory only. What a
+/// cache stores is a keyed digest of each component (HMAC-SHA256 under the cache's own random
+/// key, kept outside the database), so a stolen cache file does not let anyone test guesses
+/// of a short API key or token.
 public struct CacheIdentity: Sendable, Hashable, CustomStringConvertible {
-    /// The credential digests joined by `;`, or "" for anonymous requests.
-    public let digest: String
+    /// `tag:digest` per credential, in a fixed order; empty for anonymous requests.
+    let components: [String]
 
-    private init(digest: String) { self.digest = digest }
+    private init(components: [String]) { self.components = components }
 
     /// Requests without credentials.
-    public static let anonymous = CacheIdentity(digest: "")
+    public static let anonymous = CacheIdentity(components: [])
+
+    /// The fields that are credentials whatever the client says: Authorization, Cookie and
+    /// Proxy-Authorization.
+    static let standardNames: Set<HTTPField.Name> = [.authorization, .cookie, .proxyAuthorization]
 
     /// The identity of a request's `Authorization`, `Cookie` and `Proxy-Authorization` values
-    /// (anonymous when it has none). Only their SHA-256 digests are kept.
+    /// (anonymous when it has none). Only one-way digests of them are kept.
     /// - Parameter headers: The request's header fields.
     public init(credentialsIn headers: HTTPFields) {
+        self.init(credentialsIn: headers, names: Self.standardNames)
+    }
+
+    /// The identity of the values of the credential fields `names` (plus the standard three)
+    /// in `headers`: a client passes its custom auth header and sensitive header names.
+    init(credentialsIn headers: HTTPFields, names: Set<HTTPField.Name>) {
         var parts: [String] = []
         for (tag, name) in [("a", HTTPField.Name.authorization), ("c", .cookie), ("p", .proxyAuthorization)] {
             guard let value = headers[name] else { continue }
-            parts.append(tag + ":" + SHA256.hex("courier-cache-identity\u{0}" + tag + "\u{0}" + value))
+            parts.append(tag + ":" + Self.digest(tag + "\u{0}" + value))
         }
-        digest = parts.joined(separator: ";")
+        if names.count > Self.standardNames.count || !names.isSubset(of: Self.standardNames) {
+            let others = names.subtracting(Self.standardNames).sorted { $0.canonicalName < $1.canonicalName }
+            for name in others {
+                guard let value = headers[name] else { continue }
+                parts.append("h:" + Self.digest("h\u{0}" + name.canonicalName + "\u{0}" + value))
+            }
+        }
+        components = parts
     }
 
     /// An identity chosen by the app (a user id), for clients whose credentials rotate.
     /// - Parameter user: A stable user identifier; only its digest is kept.
     public init(user: String) {
-        digest = "u:" + SHA256.hex("courier-cache-user\u{0}" + user)
+        components = ["u:" + Self.digest("u\u{0}" + user)]
     }
 
     /// True for requests without credentials.
-    public var isAnonymous: Bool { digest.isEmpty }
+    public var isAnonymous: Bool { components.isEmpty }
 
-    /// The per-credential digests.
-    var components: [Substring] { digest.split(separator: ";") }
+    private static func digest(_ text: String) -> String {
+        RequestIdentity.digest(("courier-cache-identity\u{0}" + text).utf8)
+    }
+
+    /// The identity as a cache stores it: each component keyed with `secret`.
+    func stored(with secret: CacheSecret) -> StoredIdentity {
+        guard !isAnonymous else { return .anonymous }
+        return StoredIdentity(
+            digest: components.map { component in
+                let tag = component.prefix(while: { $0 != ":" })
+                return tag + ":" + secret.hex(component)
+            }.joined(separator: ";"))
+    }
+
+    public var description: String {
+        isAnonymous ? "anonymous" : "identity(\(components.map { $0.prefix(1) + ":…" }.joined(separator: ";")))"
+    }
+}
+
+/// An identity as one cache stores it: keyed digests joined by `;` ("" for anonymous).
+struct StoredIdentity: Sendable, Hashable {
+    let digest: String
+
+    static let anonymous = StoredIdentity(digest: "")
+
+    var isAnonymous: Bool { digest.isEmpty }
 
     /// Whether an entry stored under `stored` belongs to this identity: it was fetched with
     /// every credential this identity names (and possibly more).
     func owns(_ stored: Substring) -> Bool {
         guard !isAnonymous else { return false }
         let storedParts = stored.split(separator: ";")
-        return components.allSatisfy { storedParts.contains($0) }
-    }
-
-    public var description: String {
-        isAnonymous ? "anonymous" : "identity(\(components.map { $0.prefix(10) + "…" }.joined(separator: ";")))"
+        return digest.split(separator: ";").allSatisfy { storedParts.contains($0) }
     }
 }
 
@@ -66,6 +109,15 @@ public struct CacheRequest: Sendable {
     public var staleIfError: Bool?
     /// Whose entry this is; nil derives it from the request's credentials.
     public var identity: CacheIdentity?
+    /// The fields whose values are credentials (the identity, and digested in `Vary` variants):
+    /// the standard three, plus what the client adds (its auth header, its sensitive names).
+    var credentialNames: Set<HTTPField.Name> = CacheIdentity.standardNames
+    /// Asked at store time, under the cache's lock: false when the session that sent the
+    /// request has ended since (the user logged out), and the response must not be stored.
+    var isCurrent: (@Sendable () -> Bool)?
+    /// The identity as the cache stores it, when the caller computed it already (the client
+    /// does, for its session): lookup and store then skip deriving it again.
+    var storedIdentity: StoredIdentity?
 
     /// Creates a cache request.
     /// - Parameters:

@@ -37,11 +37,7 @@ final class DiskCacheTier {
         directory: String, maxBytes: Int, busyWait: Duration = SQLiteConnection.busyTimeout,
         onBusy: (() -> Void)? = nil
     ) throws(CourierError) {
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        } catch {
-            throw CourierError(.configuration, "cannot create the cache folder \(directory)", underlying: error)
-        }
+        try CacheFolder.secure(directory)
         path = (directory as NSString).appendingPathComponent("cache.sqlite3")
         self.maxBytes = maxBytes
         let opened: Opened
@@ -99,6 +95,7 @@ final class DiskCacheTier {
     }
 
     private static func openOnce(_ path: String) throws(CourierError) -> Opened {
+        try CacheFolder.createPrivateFile(path)
         let connection = try SQLiteConnection(path: path)
         try connection.execute("PRAGMA journal_mode=WAL")
         try connection.execute("PRAGMA synchronous=NORMAL")
@@ -127,6 +124,8 @@ final class DiskCacheTier {
         let newest = try connection.statement("SELECT COALESCE(MAX(last_access), 0) FROM entries")
         let accessCounter = try newest.step(connection) ? newest.int64(0) : 0
         sqlite3_reset(newest.raw)
+        // The -wal and -shm files exist now; ones an older version left may be wider than 0600.
+        try CacheFolder.tighten([path, path + "-wal", path + "-shm"])
         return Opened(connection: connection, totalBytes: totalBytes, accessCounter: accessCounter)
     }
 
@@ -297,15 +296,16 @@ final class DiskCacheTier {
         }
     }
 
-    /// Deletes the rows `identity` owns (see `CacheIdentity.owns`).
+    /// Deletes the rows owned by any of `identities` (see `StoredIdentity.owns`).
     /// - Returns: The primary keys removed.
-    func deleteAll(ownedBy identity: CacheIdentity) throws(CourierError) -> [String] {
+    func deleteAll(ownedBy identities: [StoredIdentity]) throws(CourierError) -> [String] {
         try transaction { () throws(CourierError) -> [String] in
             // Purges are rare: scan the identified rows and match their digests here.
             let select = try connection.statement("SELECT id, key, identity, size FROM entries WHERE identity <> ''")
             var doomed: [(Int64, String, Int)] = []
             while try select.step(connection) {
-                if identity.owns(Substring(select.text(2))) {
+                let stored = Substring(select.text(2))
+                if identities.contains(where: { $0.owns(stored) }) {
                     doomed.append((select.int64(0), select.text(1), Int(select.int64(3))))
                 }
             }

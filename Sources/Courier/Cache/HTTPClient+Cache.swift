@@ -10,9 +10,23 @@ extension HTTPClient {
     func sendThroughCache(
         _ cache: HostScopedCache, _ request: HTTPRequest, body: RequestBody?, options: RequestOptions
     ) async throws -> Response {
+        // Read before `prepare` reads the credential: a logout in between must count.
+        let generation = state.withLock { $0.sessionGeneration }
         let prepared = try prepare(request, cookieJar: options.cookieJar, sendsCredential: options.sendsCredential)
-        let call = CacheRequest(
+        var call = CacheRequest(
             prepared, policy: options.cachePolicy, lifetime: options.cacheLifetime, staleIfError: options.staleIfError)
+        if !options.sensitiveHeaderNames.isEmpty {
+            call.credentialNames = credentialFieldNames.union(options.sensitiveHeaderNames)
+        } else {
+            call.credentialNames = credentialFieldNames
+        }
+        // The identity is also what the session's logout purges; the cache checks `isCurrent`
+        // before it stores, so an answer that arrives after logout stores nothing.
+        let identity = cache.identity(of: call)
+        call.storedIdentity = identity
+        if !identity.isAnonymous {
+            call.isCurrent = joinSession(identity, generation: generation)
+        }
         var network: Response?
         let result = try await cache.load(call) { outgoing in
             let response = try await sendToNetwork(outgoing, body: body, options: options)
@@ -32,9 +46,43 @@ extension HTTPClient {
         return response
     }
 
-    /// On logout: drops the cached responses that belong to the credential being cleared.
-    func purgeCache(for fields: [HTTPField]) {
-        guard let cache = configuration.cache, !fields.isEmpty else { return }
-        cache.purge(identity: CacheIdentity(credentialsIn: HTTPFields(fields)))
+    /// Notes that a request of session `generation` goes out with `identity`, so logout purges
+    /// what it stores.
+    /// - Returns: Whether the session is still the same, asked by the cache before it stores.
+    private func joinSession(_ identity: StoredIdentity, generation: UInt64) -> @Sendable () -> Bool {
+        let joined = state.withLock { state in
+            // The session ended after the request read its credential: never store its answer.
+            guard state.sessionGeneration == generation else { return false }
+            if !state.sessionIdentities.contains(identity) {
+                if state.sessionIdentities.count < Self.maxSessionIdentities {
+                    state.sessionIdentities.insert(identity)
+                } else {
+                    state.sessionIdentitiesOverflowed = true
+                }
+            }
+            return true
+        }
+        guard joined else { return { false } }
+        return { [weak self] in self?.state.withLock { $0.sessionGeneration } == generation }
+    }
+
+    /// The most identities a session remembers for its logout purge; past it, logout purges
+    /// every credentialed entry.
+    static let maxSessionIdentities = 256
+
+    /// On logout (after the session's generation moved on): drops the cached responses that
+    /// belong to the credential being cleared and those of every identity the session used.
+    func purgeCache(for fields: [HTTPField], session: State) {
+        guard let cache = configuration.cache else { return }
+        if session.sessionIdentitiesOverflowed {
+            cache.purgeAllIdentities()
+            return
+        }
+        var identities = Array(session.sessionIdentities)
+        if !fields.isEmpty {
+            identities.append(
+                cache.stored(CacheIdentity(credentialsIn: HTTPFields(fields), names: credentialFieldNames)))
+        }
+        cache.purge(stored: identities)
     }
 }

@@ -27,7 +27,7 @@ extension HostScopedCache {
         }
         let key = Self.key(identity: identity(of: request), url: url)
         let candidates = variants(for: key).filter {
-            $0.variant == CacheVariant.make(names: $0.varyNames, request: request.request.headerFields)
+            $0.variant == variant(names: $0.varyNames, request: request)
         }
         guard let entry = candidates.max(by: { $0.responseTime < $1.responseTime }) else {
             recordMiss(url)

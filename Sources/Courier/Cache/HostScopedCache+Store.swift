@@ -54,10 +54,10 @@ extension HostScopedCache {
         let url = request.normalizedURL
         let entry = CacheEntry(
             key: Self.key(identity: identity, url: url), url: url, identity: identity.digest,
-            variant: CacheVariant.make(names: varyNames, request: request.request.headerFields), response: head,
+            variant: variant(names: varyNames, request: request), response: head,
             body: body, requestTime: requestTime, responseTime: responseTime, forcedLifetime: forced,
             hasQuery: request.hasQuery)
-        guard write(entry) else { return false }
+        guard write(entry, if: request.isCurrent) else { return false }
         memory.withLock { $0.statistics.stores += 1 }
         emit([.stored(url: url, bytes: body.count)])
         return true
@@ -87,7 +87,8 @@ extension HostScopedCache {
         if noStore {
             invalidateKey(merged.key)
         } else {
-            write(merged)
+            // After a logout the purged entry must not come back.
+            write(merged, if: request.isCurrent)
         }
         memory.withLock { $0.statistics.notModified += 1 }
         emit([.notModified(url: merged.url)])
@@ -147,13 +148,22 @@ extension HostScopedCache {
     /// - Returns: How many entries were dropped.
     @discardableResult
     public func purge(identity: CacheIdentity) -> Int {
-        guard !identity.isAnonymous else { return 0 }
+        purge(stored: [stored(identity)])
+    }
+
+    /// Drops every entry owned by one of `identities` (as this cache stores them), in one pass.
+    /// - Returns: How many entries were dropped.
+    @discardableResult
+    func purge(stored identities: [StoredIdentity]) -> Int {
+        let identities = identities.filter { !$0.isAnonymous }
+        guard !identities.isEmpty else { return 0 }
         let (diskDropped, memoryDropped) = disk.withLock { tier in
-            let onDisk = Set((try? tier?.deleteAll(ownedBy: identity)) ?? []).count
+            let onDisk = Set((try? tier?.deleteAll(ownedBy: identities)) ?? []).count
             let inMemory = memory.withLock { state in
                 state.tier.removeAll { key in
                     guard let space = key.firstIndex(of: " ") else { return false }
-                    return identity.owns(key[..<space])
+                    let stored = key[..<space]
+                    return identities.contains { $0.owns(stored) }
                 }
             }
             return (onDisk, inMemory)

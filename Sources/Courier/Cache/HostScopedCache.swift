@@ -97,9 +97,12 @@ public final class HostScopedCache: Sendable {
     let memory: LockedValue<MemoryState>
     let disk: LockedValue<DiskCacheTier?>
     let hasDisk: Bool
-    /// Recent credential → identity digests, so a hit does not hash the token every time.
+    /// The key of the keyed credential digests: in memory for a memory-only cache, in its own
+    /// file beside the database for a disk cache (see `CacheSecret`).
+    let secret: CacheSecret
+    /// Recent credential → stored identity, so a hit does not hash the token every time.
     /// In memory only; bounded.
-    let identities = LockedValue<[String: CacheIdentity]>([:])
+    let identities = LockedValue<[String: StoredIdentity]>([:])
     /// Receivers added with `addObserver`.
     let observers = LockedValue<(next: UInt64, handlers: [UInt64: @Sendable (CacheEvent) -> Void])>((0, [:]))
 
@@ -116,15 +119,22 @@ public final class HostScopedCache: Sendable {
         case .memoryOnly:
             disk = LockedValue(nil)
             hasDisk = false
+            secret = .random()
         case .disk(let directory):
-            let tier = try DiskCacheTier(
-                directory: directory ?? Configuration.defaultDirectory(), maxBytes: configuration.diskCapacityBytes)
+            let folder = directory ?? Configuration.defaultDirectory()
+            let tier = try DiskCacheTier(directory: folder, maxBytes: configuration.diskCapacityBytes)
+            let loaded = try CacheSecret.load(directory: folder)
+            secret = loaded.secret
+            // Entries stored under a lost key belong to identities nobody can name any more:
+            // they could never be served or purged by identity, so they go now.
+            let orphaned = loaded.replacedBecause == nil ? 0 : ((try? tier.deleteAllIdentified()) ?? 0)
             let recreatedBecause = tier.recreatedBecause
             disk = LockedValue(tier)
             hasDisk = true
             if let recreatedBecause {
                 emit([.diskUnavailable(reason: "damaged database recreated empty: " + recreatedBecause)])
             }
+            if orphaned > 0 { emit([.purged(count: orphaned)]) }
         }
     }
 
@@ -167,29 +177,51 @@ public final class HostScopedCache: Sendable {
         var forcedLifetime: TimeInterval?
     }
 
-    /// The identity `request` belongs to, memoized for recent credentials.
-    func identity(of request: CacheRequest) -> CacheIdentity {
-        if let identity = request.identity { return identity }
+    /// The identity `request` belongs to, as this cache stores it; memoized for recent credentials.
+    func identity(of request: CacheRequest) -> StoredIdentity {
+        if let known = request.storedIdentity { return known }
+        if let identity = request.identity { return stored(identity) }
         let fields = request.request.headerFields
+        let names = request.credentialNames
         var memoKey = ""
-        for field in fields where Self.credentialNames.contains(field.name) {
+        for field in fields where names.contains(field.name) {
             memoKey += field.name.canonicalName + ":" + field.value + "\u{0}"
         }
         guard !memoKey.isEmpty else { return .anonymous }
         if let known = identities.withLock({ $0[memoKey] }) { return known }
-        let identity = CacheIdentity(credentialsIn: fields)
+        let identity = CacheIdentity(credentialsIn: fields, names: names).stored(with: secret)
+        remember(identity, as: memoKey)
+        return identity
+    }
+
+    /// `identity` keyed with this cache's secret, memoized.
+    func stored(_ identity: CacheIdentity) -> StoredIdentity {
+        guard !identity.isAnonymous else { return .anonymous }
+        let memoKey = "=" + identity.components.joined(separator: ";")
+        if let known = identities.withLock({ $0[memoKey] }) { return known }
+        let stored = identity.stored(with: secret)
+        remember(stored, as: memoKey)
+        return stored
+    }
+
+    private func remember(_ identity: StoredIdentity, as memoKey: String) {
         identities.withLock { memo in
             if memo.count >= 64 { memo.removeAll(keepingCapacity: true) }
             memo[memoKey] = identity
         }
-        return identity
     }
 
     static func sameVaryNames(_ a: CacheEntry, _ b: CacheEntry) -> Bool { a.varyNames == b.varyNames }
 
-    static let credentialNames: Set<HTTPField.Name> = [.authorization, .cookie, .proxyAuthorization]
+    static func key(identity: StoredIdentity, url: String) -> String { identity.digest + " " + url }
 
-    static func key(identity: CacheIdentity, url: String) -> String { identity.digest + " " + url }
+    /// The secondary key of `request` for the `Vary` names `names`, credentials keyed.
+    func variant(names: [HTTPField.Name], request: CacheRequest) -> String {
+        CacheVariant.make(names: names, request: request.request.headerFields) { name, value in
+            guard request.credentialNames.contains(name) else { return nil }
+            return "hmac:" + secret.hex("v\u{0}" + name.canonicalName + "\u{0}" + value)
+        }
+    }
 
     func emit(_ events: [CacheEvent]) {
         let observers = observers.withLock { Array($0.handlers.values) }
@@ -254,16 +286,23 @@ public final class HostScopedCache: Sendable {
     /// When the disk refuses it (full, read-only, damaged), it is kept in memory only and a
     /// `.diskUnavailable` event says why.
     /// - Returns: Whether it was written.
+    ///
+    /// `isCurrent` is asked under the disk lock, which purges hold too: a logout either sees
+    /// the entry written and purges it, or the write sees the logout and does nothing.
     @discardableResult
-    func write(_ entry: CacheEntry) -> Bool {
+    func write(_ entry: CacheEntry, if isCurrent: (@Sendable () -> Bool)? = nil) -> Bool {
         var events: [CacheEvent] = []
         guard hasDisk else {
-            writeToMemory(entry, events: &events)
+            let written = disk.withLock { _ -> Bool in
+                guard isCurrent?() ?? true else { return false }
+                writeToMemory(entry, events: &events)
+                return true
+            }
             emit(events)
-            return true
+            return written
         }
         let written = disk.withLock { tier -> Bool in
-            guard let tier else { return false }
+            guard let tier, isCurrent?() ?? true else { return false }
             let touched = memory.withLock { state in
                 defer { state.touched = [] }
                 return state.touched

@@ -33,9 +33,11 @@ extension HTTPClient {
         /// The largest response body accepted, counted after decoding.
         public var maxResponseSize: Int64
         /// Header names whose values are never logged and are dropped on cross-origin redirects,
-        /// in addition to Authorization, Cookie and Proxy-Authorization.
+        /// in addition to Authorization, Cookie and Proxy-Authorization. They are credentials
+        /// for the cache too: part of its identity, and purged on logout.
         public var sensitiveHeaderNames: Set<HTTPField.Name>
-        /// Builds the auth header fields from the logged-in credential.
+        /// Builds the auth header fields from the logged-in credential. The fields it builds
+        /// (probed once when the client is made) are part of the cache identity.
         public var authorization: AuthorizationHeader
         /// Origins besides the base URL's that receive the credential (`https://auth.example.com`);
         /// requests to any other origin go without it. A client with neither a base URL nor

@@ -34,10 +34,17 @@ public final class HTTPClient: Sendable {
     /// The credential's fields and the origins that receive it (see `CredentialScope.swift`).
     let credentialScope: CredentialScope
 
-    private struct State {
+    struct State {
         var credential: String?
+        /// Moves on at every logout: a response to a request of an earlier session is not cached.
+        var sessionGeneration: UInt64 = 0
+        /// The cache identities this session's requests went out with, purged at logout.
+        var sessionIdentities: Set<StoredIdentity> = []
+        /// More identities than `sessionIdentities` keeps were seen: logout purges every
+        /// credentialed entry.
+        var sessionIdentitiesOverflowed = false
     }
-    private let state = LockedValue(State())
+    let state = LockedValue(State())
     private let observers: ObserverTokens
 
     /// Makes a client.
@@ -71,19 +78,42 @@ public final class HTTPClient: Sendable {
     // MARK: Credentials
 
     /// Sends the auth header built from `credential` with every request from now on.
+    ///
+    /// Replacing another credential without `logOut()` keeps that user's cached responses;
+    /// the next `logOut()` purges those of the new one.
     /// - Throws: `CourierError.invalidRequest` when the credential contains CR, LF or NUL.
     public func logIn(credential: String) throws(CourierError) {
         guard !credential.utf8.contains(where: { $0 == 0 || $0 == 10 || $0 == 13 }) else {
             throw CourierError(.invalidRequest, "the credential contains CR, LF or NUL")
         }
-        state.withLock { $0.credential = credential }
+        state.withLock { state in
+            // Another user replaces the current one without a logout: what the session stored
+            // stays the previous user's (logout then purges only the new user's).
+            if let current = state.credential, current != credential {
+                state.sessionIdentities = []
+                state.sessionIdentitiesOverflowed = false
+            }
+            state.credential = credential
+        }
         configuration.logger.debug("courier: logged in")
     }
 
-    /// Stops sending the auth header, and drops the cached responses of the credential.
+    /// Stops sending the auth header, and drops the cached responses of the session: those
+    /// fetched with the credential, and those fetched with any other credential field (cookies,
+    /// a custom key header) by this client since login. A response that arrives after this,
+    /// to a request sent before, is not cached.
     public func logOut() {
-        purgeCache(for: authorizationFields())
-        state.withLock { $0.credential = nil }
+        let ended = state.withLock { state in
+            defer {
+                state.credential = nil
+                state.sessionGeneration &+= 1
+                state.sessionIdentities = []
+                state.sessionIdentitiesOverflowed = false
+            }
+            return state
+        }
+        let fields = ended.credential.map { configuration.authorization.build($0) } ?? []
+        purgeCache(for: fields, session: ended)
         configuration.logger.debug("courier: logged out")
     }
 

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HTTPTypes
 
@@ -76,6 +77,6 @@ struct RequestIdentity: Hashable, Sendable {
 
     /// The one-way digest of a credential or a body: the one place the hash is chosen.
     static func digest(_ bytes: some Sequence<UInt8>) -> String {
-        SHA256.hexString(SHA256.digest(bytes))
+        CacheSecret.hexString(SHA256.hash(data: Array(bytes)))
     }
 }

@@ -239,42 +239,53 @@ import Testing
     }
 }
 
-/// SHA-256 (FIPS 180-4 vectors) and the xxHash64 row checksum.
+/// The keyed credential digests (HMAC-SHA256, RFC 4231 vectors) and the xxHash64 row checksum.
 @Suite struct CacheHashTests {
     @Test(arguments: [
-        ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
-        ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
         (
-            "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
-            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
+            [UInt8](repeating: 0x0b, count: 20), "Hi There",
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"
         ),
         (
-            "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
-            "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"
+            Array("Jefe".utf8), "what do ya want for nothing?",
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        ),
+        (
+            [UInt8](repeating: 0xaa, count: 131), "Test Using Larger Than Block-Size Key - Hash Key First",
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
+        ),
+        (
+            [UInt8](repeating: 0xaa, count: 131),
+            "This is a test using a larger than block-size key and a larger than block-size data. The key needs to be hashed before being used by the HMAC algorithm.",
+            "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2"
         ),
     ])
-    func sha256KnownVectors(input: String, expected: String) {
-        #expect(SHA256.hex(input) == expected)
+    func hmacKnownVectors(key: [UInt8], input: String, expected: String) {
+        #expect(CacheSecret(bytes: key).hex(input) == expected)
     }
 
-    @Test func sha256OfAMillionAs() {
-        var hasher = SHA256()
-        hasher.update([UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000))
-        #expect(
-            SHA256.hexString(hasher.finalize()) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+    @Test func storedIdentitiesAreKeyedPerCache() throws {
+        let clock = ManualClock()
+        let first = try CacheFixtures.memoryCache(clock: clock)
+        let second = try CacheFixtures.memoryCache(clock: clock)
+        let identity = CacheIdentity(credentialsIn: [.authorization: "Bearer short"])
+        // One cache always gives one credential the same stored digest; another cache's
+        // random key gives it another, so digests cannot be compared or tested across caches.
+        #expect(first.stored(identity) == first.stored(identity))
+        #expect(first.stored(identity) != second.stored(identity))
+        #expect(first.stored(identity).digest.hasPrefix("a:"))
+        #expect(first.stored(CacheIdentity(credentialsIn: [:])).isAnonymous)
     }
 
-    @Test func sha256AcrossBlockBoundaries() {
-        // 55, 56 and 64 bytes exercise the padding branches.
-        #expect(
-            SHA256.hex(String(repeating: "a", count: 55))
-                == "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318")
-        #expect(
-            SHA256.hex(String(repeating: "a", count: 56))
-                == "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a")
-        #expect(
-            SHA256.hex(String(repeating: "a", count: 64))
-                == "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb")
+    @Test func storedDigestIsNotThePlainHashOfTheCredential() throws {
+        let cache = try CacheFixtures.memoryCache(clock: ManualClock())
+        let identity = CacheIdentity(credentialsIn: [.authorization: "Bearer short"])
+        let stored = cache.stored(identity).digest
+        // Neither the in-memory one-way digest nor any plain SHA-256 of the value is stored.
+        #expect(!identity.components.contains { stored.contains($0.dropFirst(2)) })
+        // SHA-256("Bearer short"):
+        #expect(!stored.contains("eafeb4eab387a22d9b18911e456b6a657b386da27b27616825819f6585e77b5f"))
+        #expect(stored.utf8.count == 2 + 64)
     }
 
     @Test func xxh64() {
