@@ -64,7 +64,9 @@ final class CurlLoop: @unchecked Sendable {
         self.configuration = configuration
         maxPooledHandles = configuration.maxConnections
         constantSettings = EasyHandle.Settings.Constant(
-            proxy: configuration.proxy, caBundlePath: configuration.caBundlePath,
+            proxy: configuration.proxy,
+            trust: TrustStore(
+                customBundlePath: configuration.caBundlePath, systemDefaults: configuration.systemTrustStore),
             enablesCookieEngine: configuration.enablesCookieEngine)
         var list: UnsafeMutablePointer<curl_slist>?
         for entry in configuration.resolve {

@@ -15,8 +15,11 @@ public final class CurlTransport: Transport {
         /// How long a connection may take to set up, unless a request says otherwise.
         public var connectTimeout: Duration
         /// A PEM file of CA certificates to trust instead of the system's (e.g. a test CA).
+        /// It replaces the whole system store, the system's CA directory included.
         /// TLS verification itself cannot be turned off.
         public var caBundlePath: String?
+        /// Stands in for libcurl's compiled-in CA file and directory (tests only; nil: libcurl's).
+        package var systemTrustStore: SystemTrustStore?
         /// Host names answered without DNS (`host:port` → address), like `curl --resolve`.
         public var resolve: [ResolveOverride]
         /// The proxy URL (`http://proxy:3128`). `nil`: no proxy, whatever the environment says.
@@ -62,6 +65,18 @@ public final class CurlTransport: Transport {
             if let proxy, proxy.contains(where: { $0.isNewline || $0 == "\0" }) {
                 throw CourierError(.configuration, "invalid proxy URL")
             }
+        }
+    }
+
+    /// A CA file and a CA directory (hashed names, as `openssl rehash` makes them) that play
+    /// the system store's part in tests.
+    package struct SystemTrustStore: Sendable, Equatable {
+        package var file: String?
+        package var directory: String?
+
+        package init(file: String?, directory: String?) {
+            self.file = file
+            self.directory = directory
         }
     }
 

@@ -13,7 +13,7 @@ extension EasyHandle {
         /// The options of the transport, the same for every transfer.
         struct Constant: Equatable {
             var proxy: String?
-            var caBundlePath: String?
+            var trust: TrustStore
             var enablesCookieEngine: Bool
         }
 
@@ -70,7 +70,7 @@ extension EasyHandle {
             try setDefaults()
             try setCallbackFunctions()
             try setProxy(settings.constant.proxy)
-            if let caBundlePath = settings.constant.caBundlePath { try setCAInfo(caBundlePath) }
+            try setTrust(settings.constant.trust)
             if let resolve { try setResolve(resolve) }
             if settings.constant.enablesCookieEngine { try setCookieFile("") }
             // What curl has after a reset.
