@@ -8,6 +8,7 @@ packages=(
     libprotobuf-c-dev      # the protobuf runtime
     protobuf-c-compiler    # protoc-c, to check the generated code
     libsqlite3-dev         # the cache's disk tier
+    libpsl-dev             # the Public Suffix List for the cookie jar
     zlib1g-dev             # gzip in the loopback test server
     nginx                  # TLS and HTTP/2 tests
     openssl                # the tests' self-signed CA
@@ -15,7 +16,7 @@ packages=(
     pkg-config
 )
 if [ "${1:-}" = "--demo" ]; then
-    packages=(libcurl4-openssl-dev libprotobuf-c-dev libsqlite3-dev zlib1g-dev pkg-config)
+    packages=(libcurl4-openssl-dev libprotobuf-c-dev libsqlite3-dev libpsl-dev zlib1g-dev pkg-config)
 fi
 
 missing=()

@@ -40,7 +40,7 @@ extension HTTPClient {
             self.url = url
             self.body = body
             limit = (options.redirects ?? configuration.redirects).maxRedirects
-            cookieJar = options.cookieJar
+            cookieJar = options.cookieJar ?? client.cookieJar
             sensitive =
                 options.sensitiveHeaderNames.isEmpty
                 ? configuration.sensitiveHeaderNames

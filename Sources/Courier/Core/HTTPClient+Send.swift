@@ -153,7 +153,7 @@ extension HTTPClient {
         for field in auth where prepared.headerFields[field.name] == nil {
             prepared.headerFields.append(field)
         }
-        cookieJar?.apply(to: &prepared)
+        (cookieJar ?? self.cookieJar)?.apply(to: &prepared)
         try RequestValidation.validate(prepared)
         return prepared
     }

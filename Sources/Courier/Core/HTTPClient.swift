@@ -31,6 +31,8 @@ public final class HTTPClient: Sendable {
     public let transport: any Transport
     /// `transport` when it is Courier's own: `send` then hands it transfers directly.
     let curlTransport: CurlTransport?
+    /// The client's own cookie jar (`configuration.cookieJar`, or one made for `enablesCookieEngine`).
+    let cookieJar: CookieJar?
 
     private struct State {
         var credential: String?
@@ -49,6 +51,7 @@ public final class HTTPClient: Sendable {
         }
         for field in configuration.defaultHeaders { try RequestValidation.validate(field) }
         self.configuration = configuration
+        cookieJar = configuration.cookieJar ?? (configuration.enablesCookieEngine ? CookieJar() : nil)
         if let transport {
             self.transport = transport
             curlTransport = transport as? CurlTransport
@@ -77,9 +80,11 @@ public final class HTTPClient: Sendable {
         configuration.logger.debug("courier: logged in")
     }
 
-    /// Stops sending the auth header, and drops the cached responses of the credential.
+    /// Stops sending the auth header, drops the cached responses of the credential and (unless
+    /// the jar keeps them) the client's cookies.
     public func logOut() {
         purgeCache(for: authorizationFields())
+        cookieJar?.logOut()
         state.withLock { $0.credential = nil }
         configuration.logger.debug("courier: logged out")
     }

@@ -66,8 +66,7 @@ final class CurlLoop: @unchecked Sendable {
         constantSettings = EasyHandle.Settings.Constant(
             proxy: configuration.proxy,
             trust: TrustStore(
-                customBundlePath: configuration.caBundlePath, systemDefaults: configuration.systemTrustStore),
-            enablesCookieEngine: configuration.enablesCookieEngine)
+                customBundlePath: configuration.caBundlePath, systemDefaults: configuration.systemTrustStore))
         var list: UnsafeMutablePointer<curl_slist>?
         for entry in configuration.resolve {
             list = curl_slist_append(list, "\(entry.host):\(entry.port):\(entry.address)")

@@ -24,7 +24,10 @@ public final class CurlTransport: Transport {
         public var resolve: [ResolveOverride]
         /// The proxy URL (`http://proxy:3128`). `nil`: no proxy, whatever the environment says.
         public var proxy: String?
-        /// Turns on libcurl's in-memory cookie engine (for the cookie jar; off by default).
+        /// Ignored: libcurl's cookie engine is never turned on. It keeps cookies on the transfer
+        /// handles, which the transport pools for every client and user it serves, so cookies
+        /// would cross from one to the other. Cookies live in a `CookieJar` of one client
+        /// (`HTTPClient.Configuration.cookieJar`) or one service instead.
         public var enablesCookieEngine: Bool
 
         public init(

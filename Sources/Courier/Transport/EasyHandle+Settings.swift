@@ -14,7 +14,6 @@ extension EasyHandle {
         struct Constant: Equatable {
             var proxy: String?
             var trust: TrustStore
-            var enablesCookieEngine: Bool
         }
 
         var constant: Constant
@@ -72,7 +71,6 @@ extension EasyHandle {
             try setProxy(settings.constant.proxy)
             try setTrust(settings.constant.trust)
             if let resolve { try setResolve(resolve) }
-            if settings.constant.enablesCookieEngine { try setCookieFile("") }
             // What curl has after a reset.
             current = Settings(
                 constant: settings.constant, timeoutMilliseconds: 0, connectTimeoutMilliseconds: -1,

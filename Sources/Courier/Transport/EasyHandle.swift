@@ -127,11 +127,6 @@ final class EasyHandle {
         try check(courier_easy_setopt_pointer(raw, CURLOPT_CAINFO_BLOB, nil), "CAINFO_BLOB")
     }
 
-    /// Turns on curl's cookie engine; `""` reads no file.
-    func setCookieFile(_ path: String) throws(CourierError) {
-        try setString(CURLOPT_COOKIEFILE, path, "COOKIEFILE")
-    }
-
     /// The callbacks themselves; the data pointers are set per transfer.
     func setCallbackFunctions() throws(CourierError) {
         try check(courier_easy_setopt_write_callback(raw, curlWriteCallback), "WRITEFUNCTION")
