@@ -38,6 +38,10 @@ let package = Package(
         .systemLibrary(
             name: "CZlib", pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]),
+        // The Public Suffix List, for refusing cookies set for a whole registry (`co.uk`).
+        .systemLibrary(
+            name: "CPsl", pkgConfig: "libpsl",
+            providers: [.apt(["libpsl-dev"])]),
         .systemLibrary(
             name: "CProtobufC", pkgConfig: "libprotobuf-c",
             providers: [.apt(["libprotobuf-c-dev"])]),
@@ -53,7 +57,7 @@ let package = Package(
         .target(
             name: "Courier",
             dependencies: [
-                "CCurl", "CCurlShim", "CSQLite", "CSanitizerHooks", "CourierLocking",
+                "CCurl", "CCurlShim", "CPsl", "CSQLite", "CSanitizerHooks", "CourierLocking",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),

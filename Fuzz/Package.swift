@@ -28,6 +28,7 @@ let package = Package(
         .executableTarget(name: "FuzzCacheEntry", dependencies: courier, swiftSettings: strict),
         .executableTarget(name: "FuzzJSONDifferential", dependencies: courier, swiftSettings: strict),
         .executableTarget(name: "FuzzURLComposition", dependencies: courier, swiftSettings: strict),
+        .executableTarget(name: "FuzzResponseHead", dependencies: courier, swiftSettings: strict),
         .executableTarget(
             name: "FuzzProtobuf",
             dependencies: [

@@ -18,6 +18,7 @@ needs=(
     "libprotobuf-c (the protobuf runtime)|libprotobuf-c-dev|pkg-config --exists libprotobuf-c"
     "SQLite (the cache's disk tier)|libsqlite3-dev|pkg-config --exists sqlite3"
     "zlib (gzip in the loopback test server)|zlib1g-dev|pkg-config --exists zlib"
+    "libpsl (the Public Suffix List for cookies)|libpsl-dev|pkg-config --exists libpsl"
     "pkg-config|pkg-config|command -v pkg-config"
 )
 if [ "${1:-}" != "--demo" ]; then

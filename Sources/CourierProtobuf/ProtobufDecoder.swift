@@ -9,9 +9,38 @@ import Foundation
 /// through the model's `init(from:)`, or, for ``ProtobufDirectCodable`` models, through their
 /// direct accessors (several times faster).
 /// protobuf-c unpacks into an arena that is freed before `decode` returns, on every path.
+///
+/// The bytes come from a server, so what they can make the decoder do is bounded by
+/// ``Limits``: how deep messages may nest and how much memory the unpacked message may take.
+/// A length prefix longer than the bytes that follow is refused before anything of that
+/// length is allocated.
 public struct ProtobufDecoder: Sendable {
-    /// Creates a decoder. It holds no state; the per-descriptor plans are cached globally.
-    public init() {}
+    /// What one decode may cost at most; past either bound it throws `.decoding`.
+    public struct Limits: Sendable, Hashable {
+        /// The deepest message nesting accepted (the top-level message is 1), clamped to
+        /// 1...200: protobuf-c and the readers recurse once per level on the caller's stack.
+        public var maxDepth: Int
+        /// The most bytes protobuf-c may allocate for the unpacked message (at least 4 KiB).
+        public var maxAllocationBytes: Int
+
+        /// - Parameters:
+        ///   - maxDepth: the deepest nesting (default 100, like Google's runtimes).
+        ///   - maxAllocationBytes: the memory bound of one unpacked message (default 64 MiB).
+        public init(maxDepth: Int = 100, maxAllocationBytes: Int = 64 << 20) {
+            self.maxDepth = min(max(1, maxDepth), 200)
+            self.maxAllocationBytes = max(4096, maxAllocationBytes)
+        }
+
+        /// Depth 100, 64 MiB.
+        public static let `default` = Limits()
+    }
+
+    /// The bounds of every decode.
+    public var limits: Limits
+
+    /// Creates a decoder. It holds no other state; the per-descriptor plans are cached globally.
+    /// - Parameter limits: the nesting and memory bounds (``Limits/default``).
+    public init(limits: Limits = .default) { self.limits = limits }
 
     /// Decodes a message of `type` from `data`.
     /// - Parameters:
@@ -69,12 +98,31 @@ public struct ProtobufDecoder: Sendable {
         _ data: Data, descriptor: UnsafePointer<ProtobufCMessageDescriptor>, type: T.Type,
         _ body: (MessagePlan, UnsafeRawPointer) throws -> T
     ) throws -> T {
+        try withUnpacked(data, descriptor: descriptor, type: type, allocated: nil, body)
+    }
+
+    /// `withUnpacked`, also reporting the bytes protobuf-c allocated (for tests).
+    func withUnpacked<T>(
+        _ data: Data, descriptor: UnsafePointer<ProtobufCMessageDescriptor>, type: T.Type,
+        allocated: UnsafeMutablePointer<Int>?, _ body: (MessagePlan, UnsafeRawPointer) throws -> T
+    ) throws -> T {
         let plan: MessagePlan
         do { plan = try MessagePlan.plan(for: descriptor) } catch { throw error.courierError(.decoding) }
+        if plan.schemaDepth > limits.maxDepth {
+            let allowed = data.withUnsafeBytes { NestingLimit.allows($0, descriptor, limit: limits.maxDepth) }
+            guard allowed else {
+                throw CourierError(
+                    .decoding, "\(plan.fullName) nests messages deeper than \(limits.maxDepth) levels", body: data)
+            }
+        }
         // protobuf-c allocates the message, its strings, arrays and sub-messages in the arena;
         // releasing the arena replaces `protobuf_c_message_free_unpacked` (its frees are no-ops).
         let arena = Arena()
-        defer { arena.release() }
+        defer {
+            allocated?.pointee = arena.used
+            arena.release()
+        }
+        arena.limitAllocations(to: limits.maxAllocationBytes)
         let message: UnsafeMutablePointer<ProtobufCMessage>? = data.withUnsafeBytes { bytes in
             withUnsafeTemporaryAllocation(byteCount: 1, alignment: 1) { empty in
                 let start = bytes.baseAddress ?? UnsafeRawPointer(empty.baseAddress!)
@@ -83,6 +131,13 @@ public struct ProtobufDecoder: Sendable {
             }
         }
         guard let message else {
+            if arena.refusedAllocation {
+                throw CourierError(
+                    .decoding,
+                    "unpacking \(data.count) bytes as \(plan.fullName) needs more than the decoder's "
+                        + "\(limits.maxAllocationBytes)-byte allocation limit",
+                    body: data)
+            }
             throw CourierError(
                 .decoding,
                 "protobuf-c could not unpack \(data.count) bytes as \(plan.fullName) "

@@ -102,7 +102,7 @@ extension BuiltInRoutes {
             let size = request.queryValue("size").flatMap(Int.init) ?? 1024 * 1024
             return .json(["hugeHeaders": size]).withFault(.hugeHeaders(size: max(0, size)))
         case "endless": fault = .endless
-        default: return nil
+        default: return hostile(named: name, request: request)
         }
         return ScriptedResponse(headers: [.contentType: "application/octet-stream"], body: body, fault: fault)
     }

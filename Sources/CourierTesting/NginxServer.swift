@@ -93,6 +93,15 @@ public final class NginxServer: Sendable {
         stop()
     }
 
+    /// A CA directory (hashed names, like `/etc/ssl/certs`) that trusts this server's CA, inside
+    /// the server's folder: a stand-in for a system store in TLS trust tests.
+    /// - Throws: ``Failure`` for a plain-http server or when openssl fails.
+    public func makeHashedCADirectory() throws -> URL {
+        guard let caBundlePath else { throw Failure(description: "a plain-http server has no CA") }
+        return try TestCertificates.hashedDirectory(
+            for: caBundlePath, in: directory.appendingPathComponent("capath-\(UUID().uuidString)"))
+    }
+
     /// The URL of `path` on this server.
     public func url(_ path: String) -> URL {
         URL(string: baseURL.absoluteString + (path.hasPrefix("/") ? path : "/" + path))!

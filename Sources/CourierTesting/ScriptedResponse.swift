@@ -150,4 +150,10 @@ public enum Fault: Sendable, Equatable {
     case hugeHeaders(size: Int)
     /// Sends a chunked body that never ends, until the client closes or the server stops.
     case endless
+    /// Sends exactly these bytes as the whole response (head and body), then closes: for heads
+    /// and framings no well-behaved server writes (see `/fault/...` in `BuiltInRoutes+Hostile`).
+    case raw(Data)
+    /// Sends these bytes `bytes` at a time with `interval` between pieces, then closes: a
+    /// response (head included) that drips in.
+    case drip(Data, bytes: Int, interval: Duration)
 }

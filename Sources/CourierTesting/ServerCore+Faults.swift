@@ -55,6 +55,18 @@ extension ServerCore {
             _ = Socket.writeAll(fd, head([("Content-Length", String(body.count / 2))]) + body)
         case .hugeHeaders:
             break  // handled as a valid response by `write`
+        case .raw(let bytes):
+            if Socket.writeAll(fd, Array(bytes)) { waitUntilSent(fd) }
+        case .drip(let bytes, let piece, let interval):
+            var offset = 0
+            while offset < bytes.count {
+                if offset > 0 && !pause(interval) { return false }
+                let end = min(bytes.count, offset + max(1, piece))
+                guard Socket.writeAll(fd, Array(bytes[bytes.startIndex + offset..<bytes.startIndex + end])) else {
+                    return false
+                }
+                offset = end
+            }
         case .endless:
             guard Socket.writeAll(fd, head([("Transfer-Encoding", "chunked")])) else { return false }
             var chunk = Array((String(16 * 1024, radix: 16) + "\r\n").utf8)

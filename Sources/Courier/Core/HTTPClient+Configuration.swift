@@ -47,8 +47,12 @@ extension HTTPClient {
         public var notificationCenter: NotificationCenter
         /// Where requests, responses and failures are logged (header secrets redacted).
         public var logger: Logger
-        /// Turns on libcurl's cookie engine (the cookie jar builds on it).
+        /// Gives the client a cookie jar of its own when `cookieJar` is nil.
         public var enablesCookieEngine: Bool
+        /// The client's cookies: stored from every response (redirect hops too), sent with every
+        /// request, cleared on `logOut()` unless the jar says otherwise. Never shared with
+        /// another client through the transport. A call's `RequestOptions.cookieJar` wins.
+        public var cookieJar: CookieJar?
         /// The response cache for chosen hosts (`nil`: no caching). `send` consults it; `stream` does not.
         public var cache: HostScopedCache?
 

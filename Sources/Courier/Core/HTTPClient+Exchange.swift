@@ -43,7 +43,7 @@ extension HTTPClient {
             self.url = url
             self.body = body
             limit = (options.redirects ?? configuration.redirects).maxRedirects
-            cookieJar = options.cookieJar
+            cookieJar = options.cookieJar ?? client.cookieJar
             extraSensitive = options.sensitiveHeaderNames
             sensitive =
                 extraSensitive.isEmpty

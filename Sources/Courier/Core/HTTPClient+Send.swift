@@ -158,7 +158,7 @@ extension HTTPClient {
                 prepared.headerFields.append(field)
             }
         }
-        cookieJar?.apply(to: &prepared)
+        (cookieJar ?? self.cookieJar)?.apply(to: &prepared)
         try RequestValidation.validate(prepared)
         return prepared
     }

@@ -33,6 +33,8 @@ public final class HTTPClient: Sendable {
     let curlTransport: CurlTransport?
     /// The credential's fields and the origins that receive it (see `CredentialScope.swift`).
     let credentialScope: CredentialScope
+    /// The client's own cookie jar (`configuration.cookieJar`, or one made for `enablesCookieEngine`).
+    let cookieJar: CookieJar?
 
     struct State {
         var credential: String?
@@ -59,6 +61,7 @@ public final class HTTPClient: Sendable {
         for field in configuration.defaultHeaders { try RequestValidation.validate(field) }
         self.configuration = configuration
         credentialScope = try CredentialScope(configuration: configuration)
+        cookieJar = configuration.cookieJar ?? (configuration.enablesCookieEngine ? CookieJar() : nil)
         if let transport {
             self.transport = transport
             curlTransport = transport as? CurlTransport
@@ -114,6 +117,7 @@ public final class HTTPClient: Sendable {
         }
         let fields = ended.credential.map { configuration.authorization.build($0) } ?? []
         purgeCache(for: fields, session: ended)
+        cookieJar?.logOut()
         configuration.logger.debug("courier: logged out")
     }
 

@@ -1,6 +1,6 @@
+import CPsl
 import Foundation
 import HTTPTypes
-import Synchronization
 
 /// One stored cookie (RFC 6265 §5.3).
 public struct Cookie: Sendable, Hashable {
@@ -22,23 +22,42 @@ public struct Cookie: Sendable, Hashable {
 /// to requests, following the domain, path, secure and expiry rules of RFC 6265.
 ///
 /// Bounded (`maximumCookies` in total, `maximumCookiesPerDomain`), cleared with
-/// `removeAll()` — which the service does on logout. A `Domain` attribute that does not
-/// match the answering host, or that names a bare top-level domain, is ignored, so one site
-/// cannot set cookies for another.
+/// `removeAll()` — which the client and the service do on logout unless `clearsOnLogout` is
+/// off. A cookie whose `Domain` does not match the answering host, or names a public suffix
+/// (`com`, `co.uk`, `github.io`: the Public Suffix List, through libpsl), is refused, so one
+/// site cannot set cookies for another. A `Secure` cookie is taken only from an https answer
+/// and sent only over https.
+///
+/// The jar belongs to whoever made it: one per client (`HTTPClient.Configuration.cookieJar`)
+/// or per service. Nothing is kept on connections or transfer handles, so a client sharing a
+/// transport with another never sees its cookies.
 public final class CookieJar: Sendable {
     private let cookies = LockedValue<[Cookie]>([])
     private let clock: any ServiceClock
     public let maximumCookies: Int
     public let maximumCookiesPerDomain: Int
+    /// Whether logging out (of the client or the service that holds the jar) forgets every cookie.
+    public let clearsOnLogout: Bool
 
     /// - Parameters:
     ///   - clock: the time source for expiry.
     ///   - maximumCookies: the most cookies kept; the oldest are dropped first.
     ///   - maximumCookiesPerDomain: the most cookies kept per domain.
-    public init(clock: any ServiceClock = .system, maximumCookies: Int = 3_000, maximumCookiesPerDomain: Int = 50) {
+    ///   - clearsOnLogout: whether logout forgets every cookie (the default); off for cookies
+    ///     that belong to the device rather than the user (a consent choice, a device id).
+    public init(
+        clock: any ServiceClock = .system, maximumCookies: Int = 3_000, maximumCookiesPerDomain: Int = 50,
+        clearsOnLogout: Bool = true
+    ) {
         self.clock = clock
         self.maximumCookies = max(1, maximumCookies)
         self.maximumCookiesPerDomain = max(1, maximumCookiesPerDomain)
+        self.clearsOnLogout = clearsOnLogout
+    }
+
+    /// What logout does to the jar: forgets every cookie when `clearsOnLogout`.
+    func logOut() {
+        if clearsOnLogout { removeAll() }
     }
 
     /// Every cookie not expired.
@@ -58,7 +77,10 @@ public final class CookieJar: Sendable {
         let lines = response.headerFields[values: .setCookie]
         guard !lines.isEmpty, let host = Self.host(of: request) else { return }
         let now = clock.wallTime
-        let parsed = lines.compactMap { Self.parse($0, host: host, requestPath: request.path ?? "/", now: now) }
+        let secure = request.scheme?.lowercased() == "https"
+        let parsed = lines.compactMap {
+            Self.parse($0, host: host, requestPath: request.path ?? "/", now: now, secureOrigin: secure)
+        }
         guard !parsed.isEmpty else { return }
         cookies.withLock { stored in
             for cookie in parsed {
@@ -124,7 +146,13 @@ public final class CookieJar: Sendable {
         return authority
     }
 
-    static func parse(_ line: String, host: String, requestPath: String, now: Date) -> Cookie? {
+    /// The cookie a `Set-Cookie` line sets, or nil when it is malformed or refused (RFC 6265 §5.3).
+    /// - Parameters:
+    ///   - secureOrigin: whether the answer came over https; a `Secure` cookie from anywhere
+    ///     else is refused (RFC 6265bis §5.6 step 8).
+    static func parse(_ line: String, host: String, requestPath: String, now: Date, secureOrigin: Bool = true)
+        -> Cookie?
+    {
         let parts = line.split(separator: ";", omittingEmptySubsequences: false)
         guard let pair = parts.first, let equals = pair.firstIndex(of: "=") else { return nil }
         let name = pair[..<equals].trimmingCharacters(in: .whitespaces)
@@ -149,6 +177,12 @@ public final class CookieJar: Sendable {
                 guard !domain.isEmpty else { continue }
                 // Not for another site, not for a bare top-level domain, not on an IP host.
                 guard domainMatches(host, domain), domain.contains("."), !isIPAddress(host) else { return nil }
+                if isPublicSuffix(domain) {
+                    // RFC 6265 §5.3 step 5: a public suffix is only the host's own name, as a
+                    // host-only cookie; for any other host it would reach every site under it.
+                    guard domain == host else { return nil }
+                    continue
+                }
                 cookie.domain = domain
                 cookie.hostOnly = false
             case "path":
@@ -162,6 +196,7 @@ public final class CookieJar: Sendable {
             }
         }
         if let maxAge { cookie.expires = now.addingTimeInterval(TimeInterval(maxAge)) }
+        if cookie.secure && !secureOrigin { return nil }
         return cookie
     }
 
@@ -189,6 +224,13 @@ public final class CookieJar: Sendable {
         if path == cookiePath { return true }
         guard path.hasPrefix(cookiePath) else { return false }
         return cookiePath.hasSuffix("/") || path.dropFirst(cookiePath.count).hasPrefix("/")
+    }
+
+    /// Whether `domain` (lower-case) is on the Public Suffix List, or an unlisted top-level name
+    /// (libpsl's `*` rule). The list is libpsl's built-in copy: no file is read.
+    static func isPublicSuffix(_ domain: String) -> Bool {
+        guard let list = psl_builtin() else { return !domain.contains(".") }
+        return psl_is_public_suffix(list, domain) != 0
     }
 
     static func isIPAddress(_ host: String) -> Bool {

@@ -64,8 +64,9 @@ final class CurlLoop: @unchecked Sendable {
         self.configuration = configuration
         maxPooledHandles = configuration.maxConnections
         constantSettings = EasyHandle.Settings.Constant(
-            proxy: configuration.proxy, caBundlePath: configuration.caBundlePath,
-            enablesCookieEngine: configuration.enablesCookieEngine)
+            proxy: configuration.proxy,
+            trust: TrustStore(
+                customBundlePath: configuration.caBundlePath, systemDefaults: configuration.systemTrustStore))
         var list: UnsafeMutablePointer<curl_slist>?
         for entry in configuration.resolve {
             list = curl_slist_append(list, "\(entry.host):\(entry.port):\(entry.address)")

@@ -95,6 +95,12 @@ extension CurlTransfer {
         case .invalid:
             callbackFailure = CourierError(.invalidResponse, "the server sent a malformed response head")
             return false
+        case .tooLarge:
+            callbackFailure = CourierError(
+                .responseTooLarge,
+                "the response head is larger than \(ResponseHeadParser.maxHeadBytes) bytes or "
+                    + "\(ResponseHeadParser.maxFieldCount) fields")
+            return false
         case .complete:
             let response = parser.response
             head = response

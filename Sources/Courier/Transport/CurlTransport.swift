@@ -15,13 +15,19 @@ public final class CurlTransport: Transport {
         /// How long a connection may take to set up, unless a request says otherwise.
         public var connectTimeout: Duration
         /// A PEM file of CA certificates to trust instead of the system's (e.g. a test CA).
+        /// It replaces the whole system store, the system's CA directory included.
         /// TLS verification itself cannot be turned off.
         public var caBundlePath: String?
+        /// Stands in for libcurl's compiled-in CA file and directory (tests only; nil: libcurl's).
+        package var systemTrustStore: SystemTrustStore?
         /// Host names answered without DNS (`host:port` → address), like `curl --resolve`.
         public var resolve: [ResolveOverride]
         /// The proxy URL (`http://proxy:3128`). `nil`: no proxy, whatever the environment says.
         public var proxy: String?
-        /// Turns on libcurl's in-memory cookie engine (for the cookie jar; off by default).
+        /// Ignored: libcurl's cookie engine is never turned on. It keeps cookies on the transfer
+        /// handles, which the transport pools for every client and user it serves, so cookies
+        /// would cross from one to the other. Cookies live in a `CookieJar` of one client
+        /// (`HTTPClient.Configuration.cookieJar`) or one service instead.
         public var enablesCookieEngine: Bool
 
         public init(
@@ -62,6 +68,18 @@ public final class CurlTransport: Transport {
             if let proxy, proxy.contains(where: { $0.isNewline || $0 == "\0" }) {
                 throw CourierError(.configuration, "invalid proxy URL")
             }
+        }
+    }
+
+    /// A CA file and a CA directory (hashed names, as `openssl rehash` makes them) that play
+    /// the system store's part in tests.
+    package struct SystemTrustStore: Sendable, Equatable {
+        package var file: String?
+        package var directory: String?
+
+        package init(file: String?, directory: String?) {
+            self.file = file
+            self.directory = directory
         }
     }
 

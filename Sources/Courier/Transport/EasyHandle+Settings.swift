@@ -13,8 +13,7 @@ extension EasyHandle {
         /// The options of the transport, the same for every transfer.
         struct Constant: Equatable {
             var proxy: String?
-            var caBundlePath: String?
-            var enablesCookieEngine: Bool
+            var trust: TrustStore
         }
 
         var constant: Constant
@@ -70,9 +69,8 @@ extension EasyHandle {
             try setDefaults()
             try setCallbackFunctions()
             try setProxy(settings.constant.proxy)
-            if let caBundlePath = settings.constant.caBundlePath { try setCAInfo(caBundlePath) }
+            try setTrust(settings.constant.trust)
             if let resolve { try setResolve(resolve) }
-            if settings.constant.enablesCookieEngine { try setCookieFile("") }
             // What curl has after a reset.
             current = Settings(
                 constant: settings.constant, timeoutMilliseconds: 0, connectTimeoutMilliseconds: -1,

@@ -108,13 +108,23 @@ final class EasyHandle {
         if proxy != nil { try setLong(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1, "SUPPRESS_CONNECT_HEADERS") }
     }
 
-    func setCAInfo(_ path: String) throws(CourierError) {
-        try setString(CURLOPT_CAINFO, path, "CAINFO")
-    }
-
-    /// Turns on curl's cookie engine; `""` reads no file.
-    func setCookieFile(_ path: String) throws(CourierError) {
-        try setString(CURLOPT_COOKIEFILE, path, "COOKIEFILE")
+    /// The certificates a TLS peer must chain to.
+    ///
+    /// libcurl starts every handle with its compiled-in defaults, a CA file *and* a CA
+    /// directory (on Debian `/etc/ssl/certs/ca-certificates.crt` and `/etc/ssl/certs`), and
+    /// OpenSSL trusts a peer that chains to either. Setting only `CURLOPT_CAINFO` therefore
+    /// adds to the system store rather than replacing it: a custom bundle also clears the CA
+    /// directory and any in-memory bundle.
+    func setTrust(_ trust: TrustStore) throws(CourierError) {
+        if let system = trust.systemDefaults {
+            // Stands in for libcurl's compiled-in defaults (tests only).
+            try setString(CURLOPT_CAINFO, system.file, "CAINFO")
+            try setString(CURLOPT_CAPATH, system.directory, "CAPATH")
+        }
+        guard let bundle = trust.customBundlePath else { return }
+        try setString(CURLOPT_CAINFO, bundle, "CAINFO")
+        try setString(CURLOPT_CAPATH, nil, "CAPATH")
+        try check(courier_easy_setopt_pointer(raw, CURLOPT_CAINFO_BLOB, nil), "CAINFO_BLOB")
     }
 
     /// The callbacks themselves; the data pointers are set per transfer.
@@ -169,4 +179,13 @@ final class EasyHandle {
             "libcurl refused CURLOPT_\(name): \(String(cString: curl_easy_strerror(code)))",
             underlying: CurlFailure(code: Int(code.rawValue)))
     }
+}
+
+/// Where the certificates that TLS peers must chain to come from.
+struct TrustStore: Equatable {
+    /// A PEM bundle that replaces the system store (its file and its directory); nil: the system store.
+    var customBundlePath: String?
+    /// What the "system store" is, when not libcurl's compiled-in defaults: lets a test stand
+    /// a store of its own in for the machine's, so it does not depend on what the machine trusts.
+    var systemDefaults: CurlTransport.SystemTrustStore?
 }

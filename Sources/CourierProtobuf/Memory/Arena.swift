@@ -29,6 +29,10 @@ struct Arena {
         var maps: UnsafeMutableRawPointer?
         /// What protobuf-c calls to allocate; `allocator_data` is the header.
         var allocator: ProtobufCAllocator
+        /// The most bytes protobuf-c may take through `allocator` (``limitAllocations(to:)``).
+        var limit: Int
+        /// Whether an allocation was refused for going past `limit`.
+        var refused: Bool
     }
 
     static let chunkSize = 8192
@@ -46,7 +50,8 @@ struct Arena {
             to: Header(
                 cursor: chunk + Self.headerSize, end: chunk + Self.chunkSize, start: chunk + Self.headerSize,
                 retired: 0, extra: nil, maps: nil,
-                allocator: ProtobufCAllocator(alloc: arenaAlloc, free: arenaFree, allocator_data: chunk)))
+                allocator: ProtobufCAllocator(alloc: arenaAlloc, free: arenaFree, allocator_data: chunk),
+                limit: .max, refused: false))
     }
 
     fileprivate init(header: UnsafeMutableRawPointer) {
@@ -68,6 +73,20 @@ struct Arena {
     var allocator: UnsafeMutablePointer<ProtobufCAllocator> {
         UnsafeMutableRawPointer(header).advanced(by: MemoryLayout<Header>.offset(of: \Header.allocator)!)
             .assumingMemoryBound(to: ProtobufCAllocator.self)
+    }
+
+    /// Makes protobuf-c's allocations fail (so the unpack fails) once they would pass `bytes`.
+    func limitAllocations(to bytes: Int) { header.pointee.limit = bytes }
+
+    /// Whether protobuf-c asked for more than the limit.
+    var refusedAllocation: Bool { header.pointee.refused }
+
+    /// Whether `size` more bytes stay within the limit; records a refusal when not.
+    fileprivate func admits(_ size: Int) -> Bool {
+        let (total, overflow) = used.addingReportingOverflow(size)
+        guard overflow || total > header.pointee.limit else { return true }
+        header.pointee.refused = true
+        return false
     }
 
     /// The bytes handed out so far (sizes rounded up to 8).
@@ -157,7 +176,8 @@ struct Arena {
 
 /// protobuf-c's allocation callback: bump-allocates in the arena whose header is `data`.
 private let arenaAlloc: @convention(c) (UnsafeMutableRawPointer?, Int) -> UnsafeMutableRawPointer? = { data, size in
-    Arena(header: data!).allocate(size)
+    let arena = Arena(header: data!)
+    return arena.admits(size) ? arena.allocate(size) : nil
 }
 
 /// protobuf-c's free callback: a no-op, the arena frees everything at once.

@@ -118,12 +118,15 @@ final class MessagePlan: @unchecked Sendable {
     /// The direct path's inlined fast paths: one ``FieldSlot`` word per field number (same
     /// range as `indexByNumber`; 0 for numbers without a field or fields only the slow path reads).
     let slots: UnsafeMutableBufferPointer<UInt64>
+    /// How deep a message of this type can nest (`Int.max`: a recursive schema).
+    let schemaDepth: Int
 
     private init(_ descriptor: UnsafePointer<ProtobufCMessageDescriptor>) throws(ProtobufBridgeError) {
         self.descriptor = descriptor
         let fullName = String(cString: descriptor.pointee.name)
         self.fullName = fullName
         self.sizeofMessage = descriptor.pointee.sizeof_message
+        self.schemaDepth = NestingLimit.schemaDepth(descriptor)
         let count = Int(descriptor.pointee.n_fields)
         var protoNames: [String] = []
         var index: [String: Int] = [:]

@@ -25,6 +25,8 @@ struct FaultCase: Sendable, CustomTestStringConvertible {
     /// A total timeout of its own, for a fault that must end by something else (the redirect
     /// limit) and would otherwise race the matrix's short timeout on a busy pool.
     var timeout: Duration?
+    /// The body a fault that must succeed reads.
+    var successBody = 50_000
 
     var testDescription: String { path }
 }
@@ -68,6 +70,28 @@ struct FaultCase: Sendable, CustomTestStringConvertible {
         FaultCase(path: "/fault/endless", codes: [.responseTooLarge], unboundedWithoutCap: true),
         FaultCase(path: "/redirect-loop", codes: [.redirect], maxRedirects: 3, timeout: .seconds(60)),
         FaultCase(path: "/gzip-bomb?size=\(256 << 20)", codes: [.responseTooLarge], unboundedWithoutCap: true),
+        // Hostile heads (issue 16 item 9), written byte for byte by `BuiltInRoutes+Hostile`.
+        // Tens of thousands of field lines: Courier's head bound stops them, not a timeout.
+        FaultCase(path: "/fault/header-flood?lines=50000", codes: [.responseTooLarge], unboundedWithoutCap: true),
+        // One 200 kB field line, above curl's 100 KiB limit for one line.
+        FaultCase(path: "/fault/long-header?size=200000", codes: [.responseTooLarge, .transport]),
+        // A value folded over three lines reads as one value; over 100,000 lines it hits the
+        // bound in linear time.
+        FaultCase(path: "/fault/folded-header?lines=3", codes: [], successBody: 2),
+        FaultCase(path: "/fault/folded-header?lines=100000", codes: [.responseTooLarge]),
+        FaultCase(path: "/fault/control-bytes", codes: [], successBody: 2),
+        FaultCase(path: "/fault/bad-chunk-size?size=zz", codes: [.invalidResponse, .transport]),
+        FaultCase(path: "/fault/bad-chunk-size?size=1ffffffffffffffffffff", codes: [.invalidResponse, .transport]),
+        FaultCase(path: "/fault/chunk-without-crlf", codes: [.invalidResponse, .transport]),
+        FaultCase(path: "/fault/conflicting-content-length", codes: [.invalidResponse, .transport]),
+        FaultCase(path: "/fault/negative-content-length", codes: [.invalidResponse, .transport]),
+        FaultCase(path: "/fault/content-length-and-chunked", codes: [], successBody: 2),
+        FaultCase(path: "/fault/trailers", codes: [], successBody: 2),
+        FaultCase(path: "/fault/encoding-chain?layers=6", codes: [.invalidResponse]),
+        FaultCase(
+            path: "/fault/nested-gzip-bomb?size=\(256 << 20)", codes: [.responseTooLarge], unboundedWithoutCap: true),
+        // The head itself drips in faster than the stall detector's 1 byte/s: the total timeout ends it.
+        FaultCase(path: "/fault/head-drip?intervalMs=200", codes: [.timedOut]),
     ]
 
     @Test(arguments: cases) func faultEndsInATypedErrorAndTheClientRecovers(_ fault: FaultCase) async throws {
@@ -85,7 +109,7 @@ struct FaultCase: Sendable, CustomTestStringConvertible {
         if fault.codes.isEmpty {
             let response = try await client.send(HTTPRequest(.get, server.url(fault.path)))
             #expect(response.status == .ok)
-            #expect(response.body.count == 50_000, "read exactly Content-Length bytes")
+            #expect(response.body.count == fault.successBody, "read exactly the announced body")
         } else {
             let error = await courierError { _ = try await client.send(HTTPRequest(.get, server.url(fault.path))) }
             #expect(error.map { fault.codes.contains($0.code) } == true, "got \(String(describing: error))")

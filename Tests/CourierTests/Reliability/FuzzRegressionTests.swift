@@ -212,6 +212,30 @@ import Testing
         #expect(parsed.timeIntervalSince1970 == expected, "\(text)")
     }
 
+    /// Every seed of the response-head target parses within its invariants, the same way
+    /// `Fuzz/Sources/FuzzResponseHead` feeds it (lines end at LF, kept).
+    @Test func responseHeadCorpusReplays() throws {
+        let directory = Self.fixtures.appendingPathComponent("FuzzResponseHead")
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+        var events: [String: String] = [:]
+        for file in files {
+            let bytes = [UInt8](try Data(contentsOf: directory.appendingPathComponent(file)))
+            var lines: [[UInt8]] = []
+            var start = 0
+            for index in bytes.indices where bytes[index] == UInt8(ascii: "\n") {
+                lines.append(Array(bytes[start...index]))
+                start = index + 1
+            }
+            if start < bytes.count { lines.append(Array(bytes[start...])) }
+            let outcome = ResponseHeadFuzzing.parse(lines: lines)
+            #expect(outcome.violation == nil, "\(file): \(outcome.violation ?? "")")
+            events[file] = outcome.lastEvent
+        }
+        #expect(events["seed-ok"] == "complete")
+        #expect(events["seed-flood"] == "tooLarge")
+        #expect(events["seed-badstatus"] == "invalid")
+    }
+
     /// Every seed and saved crash input of the cache-entry target still decodes without trapping.
     @Test func cacheEntryCorpusReplays() throws {
         let directory = Self.fixtures.appendingPathComponent("FuzzCacheEntry")

@@ -39,6 +39,45 @@ import Testing
         #expect(jar.all.count == 1)
     }
 
+    /// RFC 6265 §5.3 step 5 with the Public Suffix List (libpsl's built-in copy).
+    @Test func publicSuffixDomainsAreRefusedUnlessTheyAreTheHost() {
+        let now = Date()
+        for domain in ["co.uk", ".co.uk", "com", "github.io", "CO.UK"] {
+            #expect(
+                CookieJar.parse("a=1; Domain=\(domain)", host: "www.example.co.uk", requestPath: "/", now: now) == nil)
+        }
+        #expect(CookieJar.parse("a=1; Domain=github.io", host: "user.github.io", requestPath: "/", now: now) == nil)
+        #expect(
+            CookieJar.parse("a=1; Domain=user.github.io", host: "www.user.github.io", requestPath: "/", now: now)?
+                .domain == "user.github.io")
+        let site = CookieJar.parse("a=1; Domain=example.co.uk", host: "www.example.co.uk", requestPath: "/", now: now)
+        #expect(site?.domain == "example.co.uk" && site?.hostOnly == false)
+        // A public suffix that is the host itself: a host-only cookie.
+        let own = CookieJar.parse("a=1; Domain=github.io", host: "github.io", requestPath: "/", now: now)
+        #expect(own?.domain == "github.io" && own?.hostOnly == true)
+        #expect(CookieJar.isPublicSuffix("co.uk") && !CookieJar.isPublicSuffix("example.co.uk"))
+    }
+
+    @Test func secureCookiesAreTakenOnlyFromHTTPS() {
+        let jar = CookieJar(clock: ManualServiceClock())
+        jar.store(from: setting("s=1; Secure", "p=2"), for: request("http://h.example/"))
+        #expect(jar.all.map(\.name) == ["p"])
+        jar.store(from: setting("s=1; Secure"), for: request("https://h.example/"))
+        #expect(jar.cookieHeader(for: request("https://h.example/")) == "p=2; s=1")
+        #expect(jar.cookieHeader(for: request("http://h.example/")) == "p=2")
+    }
+
+    @Test func logOutClearsUnlessTheJarKeepsItsCookies() {
+        let clearing = CookieJar(clock: ManualServiceClock())
+        let keeping = CookieJar(clock: ManualServiceClock(), clearsOnLogout: false)
+        for jar in [clearing, keeping] {
+            jar.store(from: setting("a=1"), for: request("https://h.example/"))
+            jar.logOut()
+        }
+        #expect(clearing.all.isEmpty)
+        #expect(keeping.all.map(\.name) == ["a"])
+    }
+
     @Test func pathAndSecureRules() {
         let jar = CookieJar(clock: ManualServiceClock())
         jar.store(

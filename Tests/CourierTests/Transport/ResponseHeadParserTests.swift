@@ -39,6 +39,56 @@ import Testing
         #expect(fields.map(\.value) == ["1", "2 more", "3", "4"])
     }
 
+    /// A fold continues the last field only: folding a second `Set-Cookie` used to replace
+    /// every `Set-Cookie` field by one joined value.
+    @Test func foldingARepeatedFieldChangesOnlyTheLastOne() {
+        let (parser, _) = feed([
+            "HTTP/1.1 200 OK\r\n", "Set-Cookie: a=1\r\n", "Set-Cookie: b=2;\r\n", "\tPath=/\r\n", "\r\n",
+        ])
+        #expect(parser.response.headerFields[values: .setCookie] == ["a=1", "b=2; Path=/"])
+    }
+
+    /// Trailer fields after the final head's empty line never become header fields.
+    @Test func trailersAreNotHeaderFields() {
+        let (parser, events) = feed([
+            "HTTP/1.1 200 OK\r\n", "X-Head: head\r\n", "\r\n", "X-Trailer: t\r\n", "X-Head: trailer\r\n",
+            "HTTP/1.1 500 Not A Head\r\n", "\r\n",
+        ])
+        #expect(events == [.needMore, .needMore, .complete, .needMore, .needMore, .needMore, .needMore])
+        #expect(parser.response.status == .ok)
+        #expect(parser.response.headerFields.map(\.value) == ["head"])
+    }
+
+    @Test func headsAreBoundedInFieldsAndBytes() {
+        let flood = ["HTTP/1.1 200 OK\r\n"] + (0...ResponseHeadParser.maxFieldCount).map { "X-\($0): v\r\n" }
+        let (_, events) = feed(flood)
+        #expect(events.last == .tooLarge)
+        #expect(events.dropLast().allSatisfy { $0 == .needMore })
+
+        let line = "X-Big: " + String(repeating: "a", count: 50_000) + "\r\n"
+        let (_, bigEvents) = feed(["HTTP/1.1 200 OK\r\n"] + Array(repeating: line, count: 6))
+        #expect(bigEvents.last == .tooLarge)
+
+        // Interim heads count too: a server cannot reset the bound by sending 100 Continue.
+        let interim = Array(repeating: ["HTTP/1.1 100 Continue\r\n", "X-A: a\r\n", "\r\n"], count: 1_200).flatMap { $0 }
+        #expect(feed(interim).1.contains(.tooLarge))
+
+        // Folds count against the bytes.
+        let folds =
+            ["HTTP/1.1 200 OK\r\n", "X-F: a\r\n"]
+            + Array(repeating: " " + String(repeating: "b", count: 1000) + "\r\n", count: 300)
+        #expect(feed(folds).1.last == .tooLarge)
+    }
+
+    @Test func foldsUpToTheBoundKeepEveryByteInOrder() {
+        let pieces = (0..<900).map { " p\($0)\r\n" }
+        let (parser, events) = feed(["HTTP/1.1 200 OK\r\n", "X-F: start\r\n"] + pieces + ["X-After: 1\r\n", "\r\n"])
+        #expect(events.last == .complete)
+        let expected = "start " + (0..<900).map { "p\($0)" }.joined(separator: " ")
+        #expect(parser.response.headerFields[HTTPField.Name("X-F")!] == expected)
+        #expect(parser.response.headerFields[HTTPField.Name("X-After")!] == "1")
+    }
+
     @Test func skipsInterimHeads() {
         let (parser, events) = feed([
             "HTTP/1.1 100 Continue\r\n", "\r\n", "HTTP/2 200 \r\n", "content-encoding: gzip\r\n", "\r\n",
@@ -90,9 +140,18 @@ import Testing
         let bytes = Gen<UInt8?>.element(of: alphabet).map { $0! }.array(of: 0...8)
         await propertyCheck(count: 1_000, input: bytes) { value in
             let fast = value.withUnsafeBufferPointer { ResponseHeadParser.field(name: .server, value: $0) }
-            let lenient = HTTPField(name: .server, lenientValue: value)
+            // Control bytes (but HTAB) become spaces first, trimmed at the edges like any value.
+            let cleaned = value.withUnsafeBufferPointer { ResponseHeadParser.withoutControlBytes($0) }
+            let lenient = HTTPField(name: .server, lenientValue: cleaned)
             #expect(fast == lenient)
             #expect(fast.value == lenient.value)
+            #expect(!fast.value.unicodeScalars.contains { $0.value < 0x20 && $0 != "\t" || $0.value == 0x7F })
+            if value.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }), value.first.map({ $0 > 0x20 }) ?? true,
+                value.last.map({ $0 > 0x20 }) ?? true
+            {
+                // Without control bytes or edge whitespace: exactly the lenient construction.
+                #expect(fast == HTTPField(name: .server, lenientValue: value))
+            }
         }
     }
 

@@ -40,6 +40,41 @@ struct TLSTests {
         #expect(response.metrics.tlsHandshake > .zero)
     }
 
+    /// A custom bundle replaces the whole system store. libcurl starts each handle with a
+    /// compiled-in CA file and CA directory; setting only the file still trusted every CA in the
+    /// directory. The test stands a directory of its own in for the system's (so it does not
+    /// depend on what this machine trusts): it trusts `system`'s CA only.
+    @Test func customBundleReplacesTheSystemCADirectory() async throws {
+        let root = try Self.makeRoot()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let system = try await startNginx(tls: true, http2: true, root: root)
+        defer { system.stop() }
+        let other = try await startNginx(tls: true, http2: true, root: root)
+        defer { other.stop() }
+        let store = CurlTransport.SystemTrustStore(file: nil, directory: try system.makeHashedCADirectory().path)
+        func client(caBundlePath: String?) throws -> HTTPClient {
+            var transport = CurlTransport.Configuration(caBundlePath: caBundlePath)
+            transport.systemTrustStore = store
+            return try HTTPClient(
+                configuration: .init(timeout: .seconds(60), connectTimeout: .seconds(15)),
+                transport: CurlTransport(configuration: transport))
+        }
+
+        // Without a bundle the stand-in system store is what decides: `system` is trusted.
+        let systemOnly = try client(caBundlePath: nil)
+        #expect(try await systemOnly.send(HTTPRequest(.get, system.url("/hello.txt"))).status == .ok)
+        let otherError = await courierError {
+            _ = try await systemOnly.send(HTTPRequest(.get, other.url("/hello.txt")))
+        }
+        #expect(otherError?.code == .tls)
+
+        // With another CA's bundle, the system store's CA no longer counts.
+        let custom = try client(caBundlePath: other.caBundlePath)
+        #expect(try await custom.send(HTTPRequest(.get, other.url("/hello.txt"))).status == .ok)
+        let error = await courierError { _ = try await custom.send(HTTPRequest(.get, system.url("/hello.txt"))) }
+        #expect(error?.code == .tls)
+    }
+
     /// libcurl 7.88 keeps a transfer's receive buffer when the transfer ends while other
     /// streams still use its HTTP/2 connection, and then refuses a new CURLOPT_BUFFERSIZE on
     /// that handle. Small multiplexed answers leave such handles in the pool; a large body then

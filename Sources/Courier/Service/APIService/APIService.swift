@@ -377,7 +377,7 @@ final class SessionObserver: Sendable {
     ) {
         guard authentication != nil || cookieJar != nil else { return }
         authentication?.coordinator.logout()
-        cookieJar?.removeAll()
+        cookieJar?.logOut()
         cache?.purgeAllIdentities()
     }
 

@@ -1,0 +1,69 @@
+import Foundation
+
+/// Responses a hostile server sends: floods, folds, control bytes, lying framing, bombs and
+/// drips, written byte for byte (`Fault.raw`, `Fault.drip`). Each route's body, when the
+/// response is readable at all, is `ok`.
+extension BuiltInRoutes {
+    static func hostile(named name: String, request: RecordedRequest) -> ScriptedResponse? {
+        func number(_ key: String, _ fallback: Int) -> Int {
+            max(0, request.queryValue(key).flatMap(Int.init) ?? fallback)
+        }
+        let ok = "Content-Type: text/plain\r\nContent-Length: 2\r\n\r\nok"
+        let text: String
+        switch name {
+        case "header-flood":
+            // Tens of thousands of short field lines.
+            let lines = (0..<number("lines", 50_000)).map { "X-Flood-\($0): v\r\n" }.joined()
+            text = "HTTP/1.1 200 OK\r\n" + lines + ok
+        case "long-header":
+            // One field line of `size` bytes.
+            text = "HTTP/1.1 200 OK\r\nX-Long: " + String(repeating: "a", count: number("size", 200_000)) + "\r\n" + ok
+        case "folded-header":
+            // A value continued over `lines` obs-fold lines.
+            let folds = String(repeating: " \tmore\r\n", count: number("lines", 3))
+            text = "HTTP/1.1 200 OK\r\nX-Folded: start\r\n" + folds + "X-After: after\r\n" + ok
+        case "control-bytes":
+            // Control bytes other than CR, LF and NUL inside values, and a tab.
+            text = "HTTP/1.1 200 OK\r\nX-Control: a\u{1}b\u{1B}c\u{7F}d\r\nX-Tab: a\tb\r\n" + ok
+        case "bad-chunk-size":
+            // A chunk size that is not hex, or overflows 64 bits.
+            let size = request.queryValue("size") ?? "zz"
+            text = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n\(size)\r\nmore\r\n0\r\n\r\n"
+        case "chunk-without-crlf":
+            text = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nokXX4\r\nmore\r\n0\r\n\r\n"
+        case "conflicting-content-length":
+            text = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 4000\r\n\r\nok"
+        case "negative-content-length":
+            text = "HTTP/1.1 200 OK\r\nContent-Length: -2\r\n\r\nok"
+        case "content-length-and-chunked":
+            // Both framings: Transfer-Encoding wins (RFC 9112 §6.3), the length is ignored.
+            text = "HTTP/1.1 200 OK\r\nContent-Length: 4000\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"
+        case "trailers":
+            // A chunked body whose trailer section sets fields the head did not have.
+            text =
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Trailer, Set-Cookie\r\nX-Head: head\r\n\r\n"
+                + "2\r\nok\r\n0\r\nX-Trailer: trailer\r\nSet-Cookie: sid=from-trailer\r\nX-Head: trailer\r\n\r\n"
+        case "encoding-chain":
+            // `layers` gzip layers, more than libcurl decodes (it stops at 5).
+            let layers = number("layers", 6)
+            var body = Data("ok".utf8)
+            for _ in 0..<layers { body = Compression.gzip(body) }
+            let encodings = Array(repeating: "gzip", count: layers).joined(separator: ", ")
+            let head = "HTTP/1.1 200 OK\r\nContent-Encoding: \(encodings)\r\nContent-Length: \(body.count)\r\n\r\n"
+            return ScriptedResponse(fault: .raw(Data(head.utf8) + body))
+        case "nested-gzip-bomb":
+            // gzip of gzip of `size` zeros: a few KiB on the wire.
+            let body = Compression.gzip(Compression.gzipZeros(count: number("size", 256 << 20)))
+            let head = "HTTP/1.1 200 OK\r\nContent-Encoding: gzip, gzip\r\nContent-Length: \(body.count)\r\n\r\n"
+            return ScriptedResponse(fault: .raw(Data(head.utf8) + body))
+        case "head-drip":
+            // The head itself, one byte every `intervalMs`.
+            let head = "HTTP/1.1 200 OK\r\n" + String(repeating: "X-Drip: d\r\n", count: 100) + ok
+            return ScriptedResponse(
+                fault: .drip(Data(head.utf8), bytes: 1, interval: .milliseconds(number("intervalMs", 200))))
+        default:
+            return nil
+        }
+        return ScriptedResponse(fault: .raw(Data(text.utf8)))
+    }
+}

@@ -1,0 +1,109 @@
+import Courier
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+/// Cookies belong to one client (or service) and one user: they never cross to another client
+/// through a shared transport, go away on logout, are refused for public suffixes, and a
+/// `Secure` cookie needs https both ways.
+@Suite struct CookieIsolationTests {
+    /// A server whose `/set` answers with `lines` as `Set-Cookie` fields.
+    func server(setting lines: [String]) throws -> TestServer {
+        let server = try TestServer()
+        server.route("/set") { _ in
+            var response = ScriptedResponse.text("set")
+            for line in lines { response.headers.append(HTTPField(name: .setCookie, value: line)) }
+            return response
+        }
+        return server
+    }
+
+    func cookieSent(by client: HTTPClient, to url: URL) async throws -> String? {
+        try Echo(try await client.send(HTTPRequest(.get, url)).body).headers["cookie"]
+    }
+
+    /// libcurl's cookie engine kept cookies on the easy handles that a transport pools for
+    /// every client it serves: the second client's request went out with the first one's cookie.
+    @Test func clientsSharingATransportNeverSeeEachOthersCookies() async throws {
+        let server = try server(setting: ["sid=alice; Path=/"])
+        defer { server.stop() }
+        let transport = try CurlTransport(configuration: .init(maxConnections: 1, enablesCookieEngine: true))
+        var configuration = HTTPClient.Configuration(timeout: .seconds(60))
+        configuration.notificationCenter = NotificationCenter()
+        configuration.enablesCookieEngine = true
+        let alice = try HTTPClient(configuration: configuration, transport: transport)
+        let bob = try HTTPClient(configuration: configuration, transport: transport)
+
+        _ = try await alice.send(HTTPRequest(.get, server.url("/set")))
+        #expect(try await cookieSent(by: bob, to: server.url("/echo")) == nil)
+        #expect(try await cookieSent(by: alice, to: server.url("/echo")) == "sid=alice")
+        #expect(try await cookieSent(by: bob, to: server.url("/echo")) == nil)
+    }
+
+    @Test func logOutClearsTheClientsCookiesUnlessTheJarKeepsThem() async throws {
+        let server = try server(setting: ["sid=alice"])
+        defer { server.stop() }
+        let client = try makeClient { $0.enablesCookieEngine = true }
+        try client.logIn(credential: "alice-token")
+        _ = try await client.send(HTTPRequest(.get, server.url("/set")))
+        #expect(try await cookieSent(by: client, to: server.url("/echo")) == "sid=alice")
+        client.logOut()
+        #expect(try await cookieSent(by: client, to: server.url("/echo")) == nil)
+
+        let keeping = try makeClient { $0.cookieJar = CookieJar(clearsOnLogout: false) }
+        _ = try await keeping.send(HTTPRequest(.get, server.url("/set")))
+        keeping.logOut()
+        #expect(try await cookieSent(by: keeping, to: server.url("/echo")) == "sid=alice")
+    }
+
+    /// `Domain=co.uk` would reach every site under `.co.uk`; the Public Suffix List refuses it.
+    @Test func cookiesForPublicSuffixesAreRefused() async throws {
+        let server = try server(setting: [
+            "uk=1; Domain=co.uk", "com=2; Domain=com", "site=3; Domain=example.co.uk", "io=4; Domain=.co.uk; Path=/",
+        ])
+        defer { server.stop() }
+        let jar = CookieJar()
+        let client = try makeClient {
+            $0.cookieJar = jar
+            $0.resolve = [.init(host: "www.example.co.uk", port: Int(server.port))]
+        }
+        let host = URL(string: "http://www.example.co.uk:\(server.port)")!
+        _ = try await client.send(HTTPRequest(.get, host.appendingPathComponent("set")))
+        #expect(jar.all.map(\.name) == ["site"])
+        #expect(try await cookieSent(by: client, to: host.appendingPathComponent("echo")) == "site=3")
+    }
+
+    /// A `Secure` cookie set over http is refused; one set over https is sent over https only.
+    @Test(.enabled(if: NginxServer.isInstalled, "needs nginx (scripts/bootstrap.sh installs it)"))
+    func secureCookiesNeedHTTPS() async throws {
+        let plain = try server(setting: ["insecure=1; Secure", "plain=2"])
+        defer { plain.stop() }
+        let root = try TLSTests.makeRoot()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let nginx = try await offPool {
+            try NginxServer.start(
+                tls: true, http2: true, root: root,
+                extraConfig: """
+                    location = /set { add_header Set-Cookie "secure=3; Secure; Path=/"; return 200 "set"; }
+                    location = /cookie { return 200 "[$http_cookie]"; }
+                    """)
+        }
+        defer { nginx.stop() }
+        let jar = CookieJar()
+        let client = try makeClient {
+            $0.cookieJar = jar
+            $0.tls = .init(caBundlePath: nginx.caBundlePath)
+        }
+
+        _ = try await client.send(HTTPRequest(.get, plain.url("/set")))
+        #expect(jar.all.map(\.name) == ["plain"])
+
+        _ = try await client.send(HTTPRequest(.get, nginx.url("/set")))
+        #expect(Set(jar.all.map(\.name)) == ["plain", "secure"])
+        let overHTTPS = try await client.send(HTTPRequest(.get, nginx.url("/cookie")))
+        #expect(String(decoding: overHTTPS.body, as: UTF8.self) == "[plain=2; secure=3]")
+        // Same host (127.0.0.1), plain http: the Secure cookie stays home.
+        #expect(try await cookieSent(by: client, to: plain.url("/echo")) == "plain=2")
+    }
+}
