@@ -76,6 +76,24 @@ extension HTTPClient {
             self.cache = cache
         }
 
+        /// The configuration with every value checked (see `ConfigurationBounds`): timeouts
+        /// longer than 24 days are cut to 24 days, the redirect count raised to 0.
+        /// - Throws: `CourierError.configuration` for a timeout of zero or less (use `nil` for
+        ///   none), or a size or connection limit below 1.
+        func validated() throws(CourierError) -> Configuration {
+            var checked = self
+            checked.timeout = try ConfigurationBounds.timeout(timeout, "timeout")
+            checked.connectTimeout =
+                try ConfigurationBounds.timeout(connectTimeout, "connect timeout") ?? connectTimeout
+            checked.stallTimeout = try ConfigurationBounds.timeout(stallTimeout, "stall timeout")
+            checked.maxResponseSize = try ConfigurationBounds.size(maxResponseSize, "maximum response size")
+            checked.maxConnectionsPerHost = try ConfigurationBounds.size(
+                maxConnectionsPerHost, "connection limit per host")
+            checked.maxConnections = try ConfigurationBounds.size(maxConnections, "connection limit")
+            checked.redirects.maxRedirects = max(0, redirects.maxRedirects)
+            return checked
+        }
+
         /// The transport settings this configuration implies.
         public var transportConfiguration: CurlTransport.Configuration {
             CurlTransport.Configuration(

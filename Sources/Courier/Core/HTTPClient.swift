@@ -44,9 +44,7 @@ public final class HTTPClient: Sendable {
     ///   - transport: The transport to use; `nil` makes a `CurlTransport` from `configuration`.
     /// - Throws: `CourierError.configuration` when the configuration cannot work.
     public init(configuration: Configuration = .init(), transport: (any Transport)? = nil) throws(CourierError) {
-        guard configuration.maxResponseSize > 0 else {
-            throw CourierError(.configuration, "the maximum response size must be positive")
-        }
+        let configuration = try configuration.validated()
         for field in configuration.defaultHeaders { try RequestValidation.validate(field) }
         self.configuration = configuration
         if let transport {
