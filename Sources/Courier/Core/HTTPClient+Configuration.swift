@@ -39,6 +39,8 @@ extension HTTPClient {
         public var authorization: AuthorizationHeader
         /// Where login and logout notifications are observed.
         public var notificationCenter: NotificationCenter
+        /// Follow only the login and logout notifications posted for this scope (`nil`: every one).
+        public var sessionScope: SessionScope?
         /// Where requests, responses and failures are logged (header secrets redacted).
         public var logger: Logger
         /// Turns on libcurl's cookie engine (the cookie jar builds on it).
@@ -54,7 +56,7 @@ extension HTTPClient {
             maxResponseSize: Int64 = 64 << 20, sensitiveHeaderNames: Set<HTTPField.Name> = [],
             authorization: AuthorizationHeader = .bearer, notificationCenter: NotificationCenter = .default,
             logger: Logger = Logger(label: "courier"), enablesCookieEngine: Bool = false,
-            cache: HostScopedCache? = nil
+            cache: HostScopedCache? = nil, sessionScope: SessionScope? = nil
         ) {
             self.baseURL = baseURL
             self.timeout = timeout
@@ -74,6 +76,7 @@ extension HTTPClient {
             self.logger = logger
             self.enablesCookieEngine = enablesCookieEngine
             self.cache = cache
+            self.sessionScope = sessionScope
         }
 
         /// The configuration with every value checked (see `ConfigurationBounds`): timeouts

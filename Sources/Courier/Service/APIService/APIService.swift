@@ -172,8 +172,9 @@ final class ServiceCore: Sendable {
         self.configuration = configuration
         self.prepared = PreparedService(client: client, configuration: configuration)
         self.session = SessionObserver(
-            center: client.configuration.notificationCenter, authentication: configuration.authentication,
-            cookieJar: configuration.cookieJar, cache: client.configuration.cache)
+            center: client.configuration.notificationCenter, scope: client.configuration.sessionScope,
+            authentication: configuration.authentication, cookieJar: configuration.cookieJar,
+            cache: client.configuration.cache)
         let monitors = configuration.monitors
         self.cacheObservation =
             monitors.isEmpty
@@ -331,8 +332,8 @@ final class SessionObserver: Sendable {
     private let cache: HostScopedCache?
 
     init(
-        center: NotificationCenter, authentication: AuthenticationInterceptor<String>?, cookieJar: CookieJar?,
-        cache: HostScopedCache?
+        center: NotificationCenter, scope: SessionScope?, authentication: AuthenticationInterceptor<String>?,
+        cookieJar: CookieJar?, cache: HostScopedCache?
     ) {
         self.center = center
         self.authentication = authentication
@@ -342,12 +343,16 @@ final class SessionObserver: Sendable {
             tokens = []
             return
         }
+        // `object: nil` and a check of our own: the center compares senders by identity, and a
+        // scope name is a `String`, boxed anew for each notification.
         let login = center.addObserver(forName: .courierUserDidLogIn, object: nil, queue: nil) { notification in
+            guard scope.follows(notification.object) else { return }
             guard let credential = notification.userInfo?[CourierNotificationKey.credential] as? String else { return }
             authentication?.coordinator.login(credential)
         }
         // The observer holds the parts, not `self`: `stop()` runs from the service's deinit.
-        let logout = center.addObserver(forName: .courierUserDidLogOut, object: nil, queue: nil) { _ in
+        let logout = center.addObserver(forName: .courierUserDidLogOut, object: nil, queue: nil) { notification in
+            guard scope.follows(notification.object) else { return }
             Self.endSession(authentication: authentication, cookieJar: cookieJar, cache: cache)
         }
         tokens = [Token(value: login), Token(value: logout)]
