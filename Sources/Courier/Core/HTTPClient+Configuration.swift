@@ -98,7 +98,7 @@ extension HTTPClient {
         }
 
         /// The transport settings this configuration implies.
-        public var transportConfiguration: CurlTransport.Configuration {
+        var transportConfiguration: CurlTransport.Configuration {
             CurlTransport.Configuration(
                 maxConnectionsPerHost: maxConnectionsPerHost, maxConnections: maxConnections,
                 connectTimeout: connectTimeout, caBundlePath: tls.caBundlePath, resolve: resolve, proxy: proxy,

@@ -16,7 +16,7 @@ import Testing
     struct Account {
         let server: TestServer
         let client: HTTPClient
-        let service: APIService
+        let service: ServiceCore
         let coordinator: AuthRefreshCoordinator<String>
 
         init(_ scope: SessionScope?, center: NotificationCenter) throws {
@@ -29,7 +29,7 @@ import Testing
             coordinator = AuthRefreshCoordinator<String>(credential: nil) { _ in throw CancellationError() }
             var configuration = ServiceConfiguration(retryPolicy: .none)
             configuration.authentication = .bearer(coordinator)
-            service = APIService(client: client, configuration: configuration)
+            service = ServiceCore(client: client, configuration: configuration)
         }
 
         /// The `Authorization` header the server saw on a fresh GET through the client.

@@ -1,43 +1,37 @@
 import Foundation
 import HTTPTypes
 
-/// The base class of a domain service: subclass it once per business domain and write one
-/// method per endpoint.
+/// A domain service: a `Sendable` struct (or final class) that holds a ``ServiceCore`` and
+/// has one method per endpoint.
 ///
 /// ```swift
-/// final class UserService: APIService, @unchecked Sendable {
+/// struct UserService: APIService {
+///     let core: ServiceCore
 ///     func user(id: Int) async throws(CourierError) -> User { try await get("users/\(id)") }
 /// }
+/// let users = UserService(core: ServiceCore(client: client))
 /// ```
 ///
-/// Every call gets an identifier, is registered for `cancelAll()`, and goes through the
+/// The compiler checks the service like any `Sendable` type: a struct's stored properties
+/// must be `Sendable`, a final class's immutable too (state goes in a `LockedValue`), so the
+/// service is usable from `@MainActor` code and from any task without annotations.
+///
+/// The protocol gives the verbs (`get`, `post`, …, `send`, `call`, `start`, `paginator`) and
+/// nothing else: housekeeping (`logIn`, `logOut`, `calls.cancelAll()`, `client`,
+/// `configuration`) lives on `core`, so an endpoint of your own named `logOut()` is never
+/// shadowed by a base member.
+///
+/// Every call gets an identifier, is registered in `core.calls`, and goes through the
 /// pipeline described in `APIService+Pipeline.swift`: compose the URL, add general
 /// parameters, encode, adapt, gate (veto, interval, de-duplication), send, retry or refresh
 /// the credential, fail over, validate, preprocess and decode.
-///
-/// The work itself is done by a `ServiceCore` the service holds: the calls' tasks share the
-/// core, never the service object.
-///
-/// `@unchecked Sendable`: every stored property is a `let` of a `Sendable` type. Subclasses
-/// must keep that contract (store only immutable `Sendable` values, or state in a lock).
-open class APIService: @unchecked Sendable {
-    /// What the calls' tasks share: the client, the configuration, the registry.
-    let core: ServiceCore
+public protocol APIService: Sendable {
+    /// The client, the defaults and the calls in flight; share one between services of a
+    /// domain, or give each its own.
+    var core: ServiceCore { get }
+}
 
-    /// The client calls are sent through.
-    public var client: HTTPClient { core.client }
-    /// The defaults of this service's calls.
-    public var configuration: ServiceConfiguration { core.configuration }
-    /// The calls of this service that have not finished.
-    public var calls: CallRegistry { core.calls }
-
-    /// - Parameters:
-    ///   - client: the client to send through (shared by every service of an app).
-    ///   - configuration: the service's defaults (share one value for a global configuration).
-    public init(client: HTTPClient, configuration: ServiceConfiguration = ServiceConfiguration()) {
-        core = ServiceCore(client: client, configuration: configuration)
-    }
-
+extension APIService {
     // MARK: Verbs
 
     /// GETs `path` and decodes the answer.
@@ -122,44 +116,22 @@ open class APIService: @unchecked Sendable {
     public func call<Model: Sendable>(_ endpoint: Endpoint<Model>) -> Call<Response<Model>> {
         core.call(endpoint)
     }
-
-    /// Cancels the call with identifier `id`, if it belongs to this service.
-    /// - Returns: false when no such call is running or waiting.
-    @discardableResult
-    public func cancel(_ id: CallID) -> Bool { core.calls.cancel(id) }
-
-    /// Cancels every call of this service (and of no other).
-    @discardableResult
-    public func cancelAll() -> Int { core.calls.cancelAll() }
-
-    // MARK: Session
-
-    /// Logs in: the client and the authentication interceptor use `credential` from now on.
-    /// - Throws: `CourierError.invalidRequest` when the credential contains CR, LF or NUL.
-    public func logIn(credential: String) throws(CourierError) {
-        try core.logIn(credential: credential)
-    }
-
-    /// Logs out: no credential is sent or refreshed, cookies are cleared, and the user's cached
-    /// responses are dropped.
-    ///
-    /// With an authentication interceptor or a cookie jar, each refreshed token or rotated
-    /// cookie owns the entries fetched with it, and not all of them are known any more: every
-    /// entry fetched with a credential is dropped (entries fetched without one stay).
-    public func logOut() {
-        core.logOut()
-    }
 }
 
-/// The part of a service its calls run on: `Sendable`, so a call's task holds this and not
-/// the (subclassed) service object.
-final class ServiceCore: Sendable {
+/// What a service's calls run on: the client, the service's defaults and its calls in
+/// flight, with the session's housekeeping (log in, log out).
+///
+/// It is an ``APIService`` itself, for calls that need no domain type:
+/// `try await ServiceCore(client: client).get("status")`.
+public final class ServiceCore: APIService {
     /// The client calls are sent through.
-    let client: HTTPClient
+    public let client: HTTPClient
     /// The defaults of this service's calls.
-    let configuration: ServiceConfiguration
-    /// The calls of this service that have not finished.
-    let calls = CallRegistry()
+    public let configuration: ServiceConfiguration
+    /// The calls of this service that have not finished: `calls.cancel(id)`, `calls.cancelAll()`.
+    public let calls = CallRegistry()
+    /// Itself.
+    public var core: ServiceCore { self }
     private let session: SessionObserver
     /// Forwards the client's cache events to this service's monitors while the service lives.
     private let cacheObservation: CacheObservation?
@@ -167,7 +139,10 @@ final class ServiceCore: Sendable {
     /// service's changes after `init`.
     let prepared: PreparedService
 
-    init(client: HTTPClient, configuration: ServiceConfiguration) {
+    /// - Parameters:
+    ///   - client: the client to send through (shared by every service of an app).
+    ///   - configuration: the service's defaults (share one value for a global configuration).
+    public init(client: HTTPClient, configuration: ServiceConfiguration = ServiceConfiguration()) {
         self.client = client
         self.configuration = configuration
         self.prepared = PreparedService(client: client, configuration: configuration)
@@ -243,7 +218,7 @@ final class ServiceCore: Sendable {
 
     /// Builds the call for an endpoint without starting it (deferred start): start it later,
     /// queue it, cancel it, or use the callback API on it.
-    public func call<Model: Decodable & Sendable>(_ endpoint: Endpoint<Model>) -> Call<Response<Model>> {
+    func call<Model: Decodable & Sendable>(_ endpoint: Endpoint<Model>) -> Call<Response<Model>> {
         guard let serializer = endpoint.serializer else {
             // The service's format: its Accept header is known already.
             return makeCall(
@@ -254,7 +229,7 @@ final class ServiceCore: Sendable {
     }
 
     /// Builds the call for an endpoint with its own serializer, without starting it.
-    public func call<Model: Sendable>(_ endpoint: Endpoint<Model>) -> Call<Response<Model>> {
+    func call<Model: Sendable>(_ endpoint: Endpoint<Model>) -> Call<Response<Model>> {
         guard let serializer = endpoint.serializer else {
             let call = Call<Response<Model>> {
                 throw CourierError(.configuration, "the endpoint for \(Model.self) names no response serializer")
@@ -276,15 +251,22 @@ final class ServiceCore: Sendable {
         return call
     }
 
+    // MARK: Session
+
     /// Logs in: the client and the authentication interceptor use `credential` from now on.
-    func logIn(credential: String) throws(CourierError) {
+    /// - Throws: `CourierError.invalidRequest` when the credential contains CR, LF or NUL.
+    public func logIn(credential: String) throws(CourierError) {
         try client.logIn(credential: credential)
         configuration.authentication?.coordinator.login(credential)
     }
 
-    /// Logs out: the client's credential, the interceptor's, the cookies and the credentialed
-    /// cache entries.
-    func logOut() {
+    /// Logs out: no credential is sent or refreshed, cookies are cleared, and the user's cached
+    /// responses are dropped.
+    ///
+    /// With an authentication interceptor or a cookie jar, each refreshed token or rotated
+    /// cookie owns the entries fetched with it, and not all of them are known any more: every
+    /// entry fetched with a credential is dropped (entries fetched without one stay).
+    public func logOut() {
         client.logOut()
         session.endSession()
     }
