@@ -35,50 +35,66 @@ extension APIService {
     // MARK: Verbs
 
     /// GETs `path` and decodes the answer.
+    ///
+    /// Every verb infers the model from the context (`let user: User = try await get(…)`;
+    /// `let _: Empty = try await delete(…)` for an answer without a body) and takes the same
+    /// labels: `parameters:` for the query string (GET, HEAD, DELETE), `body:` for the body.
     /// - Parameters:
     ///   - path: relative to the server (`users/42`).
     ///   - parameters: encoded into the query string.
     ///   - type: the model type.
+    ///   - serializer: reads this call's answer instead of the service's default format
+    ///     (`.string`, `.protobuf(User.self)`, …).
     ///   - options: per-call settings.
     /// - Returns: the decoded model.
     /// - Throws: `CourierError`.
     public func get<Model: Decodable & Sendable>(
         _ path: String, parameters: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
-        options: CallOptions = .default
+        serializer: (any ResponseSerializer<Model>)? = nil, options: CallOptions = .default
     ) async throws(CourierError) -> Model {
-        try await core.send(Endpoint(.get, path, parameters: parameters, options: options)).value
+        var endpoint = Endpoint<Model>(.get, path, parameters: parameters, options: options)
+        endpoint.serializer = serializer
+        return try await core.send(endpoint).value
     }
 
     /// POSTs `body` (encoded by the request serializer) to `path` and decodes the answer.
     public func post<Model: Decodable & Sendable>(
         _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
-        options: CallOptions = .default
+        serializer: (any ResponseSerializer<Model>)? = nil, options: CallOptions = .default
     ) async throws(CourierError) -> Model {
-        try await core.send(Endpoint(.post, path, parameters: body, options: options)).value
+        var endpoint = Endpoint<Model>(.post, path, parameters: body, options: options)
+        endpoint.serializer = serializer
+        return try await core.send(endpoint).value
     }
 
     /// PUTs `body` to `path` and decodes the answer.
     public func put<Model: Decodable & Sendable>(
         _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
-        options: CallOptions = .default
+        serializer: (any ResponseSerializer<Model>)? = nil, options: CallOptions = .default
     ) async throws(CourierError) -> Model {
-        try await core.send(Endpoint(.put, path, parameters: body, options: options)).value
+        var endpoint = Endpoint<Model>(.put, path, parameters: body, options: options)
+        endpoint.serializer = serializer
+        return try await core.send(endpoint).value
     }
 
     /// PATCHes `path` with `body` and decodes the answer.
     public func patch<Model: Decodable & Sendable>(
         _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
-        options: CallOptions = .default
+        serializer: (any ResponseSerializer<Model>)? = nil, options: CallOptions = .default
     ) async throws(CourierError) -> Model {
-        try await core.send(Endpoint(.patch, path, parameters: body, options: options)).value
+        var endpoint = Endpoint<Model>(.patch, path, parameters: body, options: options)
+        endpoint.serializer = serializer
+        return try await core.send(endpoint).value
     }
 
     /// DELETEs `path` (parameters in the query string) and decodes the answer (`Empty` for none).
     public func delete<Model: Decodable & Sendable>(
-        _ path: String, parameters: (any Encodable & Sendable)? = nil, as type: Model.Type = Empty.self,
-        options: CallOptions = .default
+        _ path: String, parameters: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
+        serializer: (any ResponseSerializer<Model>)? = nil, options: CallOptions = .default
     ) async throws(CourierError) -> Model {
-        try await core.send(Endpoint(.delete, path, parameters: parameters, options: options)).value
+        var endpoint = Endpoint<Model>(.delete, path, parameters: parameters, options: options)
+        endpoint.serializer = serializer
+        return try await core.send(endpoint).value
     }
 
     /// HEADs `path`.

@@ -124,6 +124,28 @@ import Testing
         #expect(sent == ["main", "second", "first", "task-0", "task-1", "task-2", "task-3"])
     }
 
+    /// DELETE infers its model from the context as GET does (on the old code its default
+    /// `Empty.self` won: `let deleted: Echo = try await delete(…)` did not compile), and the
+    /// verbs take a per-call response serializer.
+    @Test func deleteInfersItsModelAndVerbsTakeASerializer() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("GET", "/greeting") { _ in .text("hello") }
+        let service = try ServiceFixture.service(server)
+
+        let deleted: Echo = try await service.delete("echo")
+        #expect(deleted.method == "DELETE")
+        let _: Empty = try await service.delete("status/204")
+
+        let text: String = try await service.get("greeting", serializer: .string)
+        #expect(text == "hello")
+        let posted: String = try await service.post("echo", body: ["a": 1], serializer: .string)
+        #expect(posted.contains(#""method":"POST""#))
+        let raw: Data = try await service.get("greeting", serializer: .data)
+        #expect(raw == Data("hello".utf8))
+        #expect(server.recordedRequests.map(\.method) == ["DELETE", "DELETE", "GET", "POST", "GET"])
+    }
+
     /// The base keeps no member of its own beside `core`: `ServiceCore` carries housekeeping,
     /// and is a service itself for calls without a domain type.
     @Test func housekeepingLivesOnTheCore() async throws {
