@@ -23,13 +23,15 @@ struct DemoTour {
         let client = try HTTPClient(
             configuration: .init(
                 baseURL: fixture.apiURL, resolve: [fixture.cdnResolve], notificationCenter: center, cache: cache))
-        let auth = AuthService(client: client, configuration: ServiceConfiguration(retryPolicy: .none))
+        let auth = AuthService(
+            core: ServiceCore(client: client, configuration: ServiceConfiguration(retryPolicy: .none)))
         let coordinator = AuthRefreshCoordinator<String> { _ in try await auth.refresh() }
         // One configuration for the domain services: they share the token and its refresh.
         let shared = ServiceConfiguration(authentication: .bearer(coordinator))
-        let users = UserService(client: client, configuration: shared)
-        let feed = FeedService(client: client, configuration: shared)
-        let media = MediaService(client: client, configuration: shared, cdn: try BaseURL(fixture.cdnURL))
+        let users = UserService(core: ServiceCore(client: client, configuration: shared))
+        let feed = FeedService(core: ServiceCore(client: client, configuration: shared))
+        let media = MediaService(
+            core: ServiceCore(client: client, configuration: shared), cdn: try BaseURL(fixture.cdnURL))
         let fixture = self.fixture
 
         var token = ""

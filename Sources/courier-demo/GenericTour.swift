@@ -16,7 +16,7 @@ struct GenericTour {
                 storage: .disk(directory: cacheDirectory)))
         let client = try HTTPClient(
             configuration: .init(baseURL: url, notificationCenter: NotificationCenter(), cache: cache))
-        let echo = EchoService(client: client, configuration: ServiceConfiguration(servers: nil))
+        let echo = EchoService(core: ServiceCore(client: client, configuration: ServiceConfiguration(servers: nil)))
 
         await runner.step("JSON GET → model") {
             let answer = try await echo.get(step: "json")

@@ -43,7 +43,7 @@ enum CourierRunner {
         let base = url.deletingLastPathComponent()
         let configuration = HTTPClient.Configuration(
             baseURL: base, maxConnectionsPerHost: connections, maxConnections: max(connections, 64))
-        let service = CatalogService(client: try HTTPClient(configuration: configuration))
+        let service = CatalogService(core: ServiceCore(client: try HTTPClient(configuration: configuration)))
         let path = url.lastPathComponent
         return Runner(
             request: {
@@ -56,10 +56,8 @@ enum CourierRunner {
 }
 
 /// A domain service with one endpoint, as an app would write it.
-///
-/// `@unchecked Sendable` as its superclass: it adds no stored state, and `APIService`'s own is
-/// thread-safe.
-final class CatalogService: APIService, @unchecked Sendable {
+struct CatalogService: APIService {
+    let core: ServiceCore
     private static let everyCallSent = CallOptions(deduplicates: false)
 
     func catalog(path: String) async throws(CourierError) -> Catalog {

@@ -45,6 +45,8 @@ extension HTTPClient {
         public var credentialOrigins: [URL] = []
         /// Where login and logout notifications are observed.
         public var notificationCenter: NotificationCenter
+        /// Follow only the login and logout notifications posted for this scope (`nil`: every one).
+        public var sessionScope: SessionScope?
         /// Where requests, responses and failures are logged (header secrets redacted).
         public var logger: Logger
         /// Gives the client a cookie jar of its own when `cookieJar` is nil.
@@ -64,7 +66,7 @@ extension HTTPClient {
             maxResponseSize: Int64 = 64 << 20, sensitiveHeaderNames: Set<HTTPField.Name> = [],
             authorization: AuthorizationHeader = .bearer, notificationCenter: NotificationCenter = .default,
             logger: Logger = Logger(label: "courier"), enablesCookieEngine: Bool = false,
-            cache: HostScopedCache? = nil
+            cache: HostScopedCache? = nil, sessionScope: SessionScope? = nil
         ) {
             self.baseURL = baseURL
             self.timeout = timeout
@@ -84,10 +86,29 @@ extension HTTPClient {
             self.logger = logger
             self.enablesCookieEngine = enablesCookieEngine
             self.cache = cache
+            self.sessionScope = sessionScope
+        }
+
+        /// The configuration with every value checked (see `ConfigurationBounds`): timeouts
+        /// longer than 24 days are cut to 24 days, the redirect count raised to 0.
+        /// - Throws: `CourierError.configuration` for a timeout of zero or less (use `nil` for
+        ///   none), or a size or connection limit below 1.
+        func validated() throws(CourierError) -> Configuration {
+            var checked = self
+            checked.timeout = try ConfigurationBounds.timeout(timeout, "timeout")
+            checked.connectTimeout =
+                try ConfigurationBounds.timeout(connectTimeout, "connect timeout") ?? connectTimeout
+            checked.stallTimeout = try ConfigurationBounds.timeout(stallTimeout, "stall timeout")
+            checked.maxResponseSize = try ConfigurationBounds.size(maxResponseSize, "maximum response size")
+            checked.maxConnectionsPerHost = try ConfigurationBounds.size(
+                maxConnectionsPerHost, "connection limit per host")
+            checked.maxConnections = try ConfigurationBounds.size(maxConnections, "connection limit")
+            checked.redirects.maxRedirects = max(0, redirects.maxRedirects)
+            return checked
         }
 
         /// The transport settings this configuration implies.
-        public var transportConfiguration: CurlTransport.Configuration {
+        var transportConfiguration: CurlTransport.Configuration {
             CurlTransport.Configuration(
                 maxConnectionsPerHost: maxConnectionsPerHost, maxConnections: maxConnections,
                 connectTimeout: connectTimeout, caBundlePath: tls.caBundlePath, resolve: resolve, proxy: proxy,

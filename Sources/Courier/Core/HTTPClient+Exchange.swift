@@ -34,6 +34,8 @@ extension HTTPClient {
         @inline(never)
         init(client: HTTPClient, request: HTTPRequest, body: RequestBody?, options: RequestOptions) throws {
             let configuration = client.configuration
+            // Checked here, the one place every send and stream passes (ConfigurationBounds).
+            let options = try options.validated()
             self.client = client
             current = try client.prepare(
                 request, cookieJar: options.cookieJar, sendsCredential: options.sendsCredential)

@@ -5,10 +5,11 @@ import Synchronization
 
 extension Notification.Name {
     /// Post after a user logged in, with the credential (a token `String`) in `userInfo`
-    /// under `CourierNotificationKey.credential`. Every client observing the center sends
-    /// the auth header from the next request on.
+    /// under `CourierNotificationKey.credential`. Every client observing the center (of the
+    /// notification's `SessionScope`, for a client with one) sends the auth header from the
+    /// next request on.
     public static let courierUserDidLogIn = Notification.Name("CourierUserDidLogIn")
-    /// Post after the user logged out. Clients stop sending the auth header.
+    /// Post after the user logged out. Clients (of its `SessionScope`) stop sending the auth header.
     public static let courierUserDidLogOut = Notification.Name("CourierUserDidLogOut")
 }
 
@@ -55,9 +56,7 @@ public final class HTTPClient: Sendable {
     ///   - transport: The transport to use; `nil` makes a `CurlTransport` from `configuration`.
     /// - Throws: `CourierError.configuration` when the configuration cannot work.
     public init(configuration: Configuration = .init(), transport: (any Transport)? = nil) throws(CourierError) {
-        guard configuration.maxResponseSize > 0 else {
-            throw CourierError(.configuration, "the maximum response size must be positive")
-        }
+        let configuration = try configuration.validated()
         for field in configuration.defaultHeaders { try RequestValidation.validate(field) }
         self.configuration = configuration
         credentialScope = try CredentialScope(configuration: configuration)
@@ -131,6 +130,7 @@ public final class HTTPClient: Sendable {
     }
 
     fileprivate func handle(_ notification: Notification) {
+        guard configuration.sessionScope.follows(notification.object) else { return }
         if notification.name == .courierUserDidLogOut {
             logOut()
             return
@@ -164,6 +164,7 @@ private final class ObserverTokens: Sendable {
         var made: [Token] = []
         for name in [Notification.Name.courierUserDidLogIn, .courierUserDidLogOut] {
             // Weak: the center must not keep the client alive; deinit removes the observers.
+            // `object: nil`: `handle` checks the sender against the client's `SessionScope`.
             let token = center.addObserver(forName: name, object: nil, queue: nil) { [weak client] notification in
                 client?.handle(notification)
             }

@@ -57,6 +57,23 @@ public struct RequestOptions: Sendable {
     }
 }
 
+extension RequestOptions {
+    /// The options with every value checked as the client's are (see `ConfigurationBounds`).
+    /// - Throws: `CourierError.configuration` for a timeout of zero or less, or a maximum
+    ///   response size below 1.
+    func validated() throws(CourierError) -> RequestOptions {
+        var checked = self
+        checked.timeout = try ConfigurationBounds.timeout(timeout, "request timeout")
+        checked.connectTimeout = try ConfigurationBounds.timeout(connectTimeout, "request connect timeout")
+        checked.stallTimeout = try ConfigurationBounds.timeout(stallTimeout, "request stall timeout")
+        if let maxResponseSize {
+            checked.maxResponseSize = try ConfigurationBounds.size(maxResponseSize, "request maximum response size")
+        }
+        if let redirects { checked.redirects?.maxRedirects = max(0, redirects.maxRedirects) }
+        return checked
+    }
+}
+
 extension HTTPClient {
     /// A response with its whole body.
     public struct Response: Sendable {

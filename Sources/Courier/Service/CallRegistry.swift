@@ -6,7 +6,7 @@ import Synchronization
 public final class CallRegistry: Sendable {
     private let calls = LockedValue<[CallID: any CancellableCall]>([:])
 
-    public init() {}
+    init() {}
 
     /// The number of calls registered and not finished.
     public var count: Int { calls.withLock { $0.count } }
@@ -16,7 +16,7 @@ public final class CallRegistry: Sendable {
 
     /// Tracks `call` until it finishes.
     /// - Parameter call: the call; it is removed from the registry when it finishes.
-    public func register<Value>(_ call: Call<Value>) {
+    func register<Value>(_ call: Call<Value>) {
         calls.withLock { $0[call.id] = call }
         // The call removes itself when it finishes (no handler to allocate per call); one that
         // has finished already is not kept.

@@ -13,12 +13,12 @@ public struct RequestInterval: Sendable, Hashable {
         case delay
     }
 
-    /// The minimum time between two sends.
+    /// The minimum time between two sends: from zero to about 31 years (clamped).
     public var interval: Duration
     public var mode: Mode
 
     public init(_ interval: Duration, mode: Mode = .drop) {
-        self.interval = max(.zero, interval)
+        self.interval = interval.clamped(to: ConfigurationBounds.maximumWait)
         self.mode = mode
     }
 
@@ -117,6 +117,9 @@ public final class RequestIntervalGate: Sendable {
     public func admit(key: String, rule: RequestInterval, clock: (any ServiceClock)? = nil) async throws {
         let clock = clock ?? self.clock
         let now = clock.now
+        // `interval` is a `var`: bounded here too, as booked slots add up (ConfigurationBounds).
+        var rule = rule
+        rule.interval = rule.interval.clamped(to: ConfigurationBounds.maximumWait)
         let verdict = table.withLock { $0.admit(key: key, rule: rule, now: now) }
         switch verdict {
         case .proceed:

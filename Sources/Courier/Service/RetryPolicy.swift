@@ -127,7 +127,7 @@ public struct RetryPolicy: Sendable {
     }
 
     /// Whether `method` is idempotent (RFC 9110 §9.2.2).
-    public static func isIdempotent(_ method: HTTPRequest.Method) -> Bool {
+    static func isIdempotent(_ method: HTTPRequest.Method) -> Bool {
         [.get, .head, .options, .trace, .put, .delete].contains(method)
     }
 
@@ -137,7 +137,7 @@ public struct RetryPolicy: Sendable {
     ///   - value: the header value.
     ///   - now: the current wall-clock time.
     /// - Returns: the delay, or nil when the value is not valid.
-    public static func parseRetryAfter(_ value: String, now: Date) -> Duration? {
+    static func parseRetryAfter(_ value: String, now: Date) -> Duration? {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         if !trimmed.isEmpty, trimmed.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
             guard let seconds = Int64(trimmed) else { return .seconds(Int64.max / 1_000_000_000_000) }

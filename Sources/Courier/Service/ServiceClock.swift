@@ -20,7 +20,8 @@ public struct SystemServiceClock: ServiceClock {
     public var wallTime: Date { Date() }
     public func sleep(for duration: Duration) async throws {
         guard duration > .zero else { return }
-        try await Task.sleep(for: duration)
+        // A deadline past the runtime's 64-bit nanoseconds traps inside `Task.sleep`.
+        try await Task.sleep(for: duration.clamped(to: ConfigurationBounds.maximumWait))
     }
 }
 
@@ -80,7 +81,7 @@ public final class ManualServiceClock: ServiceClock {
         try Task.checkCancellation()
         if autoAdvance {
             state.withLock { $0.sleeps.append(duration) }
-            advance(by: max(duration, .zero))
+            advance(by: duration.clamped(to: ConfigurationBounds.maximumWait))
             return
         }
         let id = state.withLock { state -> UInt64 in

@@ -260,15 +260,16 @@ final class CurlLoop: @unchecked Sendable {
 }
 
 extension Duration {
-    /// At least 1 ms: curl reads 0 as "no limit".
+    /// At least 1 ms (curl reads 0 as "no limit"), at most `ConfigurationBounds.maximumTimeout`:
+    /// a `Duration` holds values whose milliseconds overflow an `Int`.
     var wholeMilliseconds: Int {
-        let (seconds, attoseconds) = components
+        let (seconds, attoseconds) = clamped(to: ConfigurationBounds.maximumTimeout).components
         return Swift.max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
     }
 
-    /// At least 1 s.
+    /// At least 1 s, at most `ConfigurationBounds.maximumTimeout`.
     var wholeSecondsRoundedUp: Int {
-        let (seconds, attoseconds) = components
+        let (seconds, attoseconds) = clamped(to: ConfigurationBounds.maximumTimeout).components
         return Swift.max(1, Int(seconds) + (attoseconds > 0 ? 1 : 0))
     }
 }

@@ -7,8 +7,10 @@ import Synchronization
 /// Login and logout are announced with Courier's notifications, so the client and every
 /// service follow without being told one by one.
 ///
-/// `@unchecked Sendable`: as `APIService` requires, the only state added is a `LockedValue`.
-final class AuthService: APIService, @unchecked Sendable {
+/// A final class, not a struct, for the refresh token it keeps: the compiler checks that
+/// this state is `Sendable` (a `LockedValue`; a plain `var` would not compile).
+final class AuthService: APIService {
+    let core: ServiceCore
     /// What can go wrong, in the app's words.
     enum Failure: Error, Equatable {
         case invalidCredentials
@@ -18,6 +20,8 @@ final class AuthService: APIService, @unchecked Sendable {
     }
 
     private let refreshToken = LockedValue<String?>(nil)
+
+    init(core: ServiceCore) { self.core = core }
 
     /// Logs in and posts `courierUserDidLogIn` with the new token.
     /// - Returns: the session the API opened.
@@ -29,7 +33,7 @@ final class AuthService: APIService, @unchecked Sendable {
             throw Self.map(error)
         }
         refreshToken.withLock { $0 = session.refreshToken }
-        client.configuration.notificationCenter.post(
+        core.client.configuration.notificationCenter.post(
             name: .courierUserDidLogIn, object: self, userInfo: [CourierNotificationKey.credential: session.token])
         return session
     }
@@ -47,7 +51,7 @@ final class AuthService: APIService, @unchecked Sendable {
         }
         refreshToken.withLock { $0 = session.refreshToken }
         // Calls made straight through the client carry the new token too.
-        do { try client.logIn(credential: session.token) } catch { throw .unexpected(error.message) }
+        do { try core.client.logIn(credential: session.token) } catch { throw .unexpected(error.message) }
         return session.token
     }
 
@@ -57,7 +61,7 @@ final class AuthService: APIService, @unchecked Sendable {
     func signOut() async {
         _ = try? await post("auth/logout", as: Empty.self)
         refreshToken.withLock { $0 = nil }
-        client.configuration.notificationCenter.post(name: .courierUserDidLogOut, object: self)
+        core.client.configuration.notificationCenter.post(name: .courierUserDidLogOut, object: self)
     }
 
     static func map(_ error: CourierError) -> Failure {

@@ -3,9 +3,9 @@ import Foundation
 
 /// An httpbin-style API (`/get`, `/anything`, `/bytes/N`): enough to run the steps of the tour
 /// that need no fixture of their own against any server.
-///
-/// `@unchecked Sendable`: adds no stored state to `APIService`.
-final class EchoService: APIService, @unchecked Sendable {
+struct EchoService: APIService {
+    let core: ServiceCore
+
     enum Failure: Error, Equatable {
         case tooFast
         case unavailable(Int)

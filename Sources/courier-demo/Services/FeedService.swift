@@ -2,9 +2,9 @@ import Courier
 import Foundation
 
 /// The home feed: pages of posts, trending, search.
-///
-/// `@unchecked Sendable`: adds no stored state to `APIService`.
-final class FeedService: APIService, @unchecked Sendable {
+struct FeedService: APIService {
+    let core: ServiceCore
+
     enum Failure: Error, Equatable {
         case signedOut
         case tooFast

@@ -2,9 +2,9 @@ import Courier
 import Foundation
 
 /// Pictures: served by the CDN, uploaded to the API.
-///
-/// `@unchecked Sendable`: the only state added to `APIService` is a `let` of a `Sendable` type.
-final class MediaService: APIService, @unchecked Sendable {
+struct MediaService: APIService {
+    let core: ServiceCore
+
     enum Failure: Error, Equatable {
         case signedOut
         case tooLarge
@@ -14,11 +14,6 @@ final class MediaService: APIService, @unchecked Sendable {
 
     /// The CDN's base URL; the client's cache keeps its answers for a year.
     let cdn: BaseURL
-
-    init(client: HTTPClient, configuration: ServiceConfiguration, cdn: BaseURL) {
-        self.cdn = cdn
-        super.init(client: client, configuration: configuration)
-    }
 
     /// Downloads a file from the CDN; `isFromCache` tells whether the network was used.
     func download(_ path: String) async throws(Failure) -> Response<Data> {

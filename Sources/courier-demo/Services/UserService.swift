@@ -3,9 +3,9 @@ import CourierProtobuf
 import Foundation
 
 /// The user's account: who they are, their settings, their profile.
-///
-/// `@unchecked Sendable`: adds no stored state to `APIService`.
-final class UserService: APIService, @unchecked Sendable {
+struct UserService: APIService {
+    let core: ServiceCore
+
     enum Failure: Error, Equatable {
         case signedOut
         case notFound

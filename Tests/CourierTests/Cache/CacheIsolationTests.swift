@@ -260,7 +260,7 @@ import Testing
             $0.authorization = .custom { [HTTPField(name: Self.apiKey, value: $0)] }
             $0.notificationCenter = center
         }
-        let service = APIService(client: client, configuration: ServiceConfiguration(cookieJar: CookieJar()))
+        let service = ServiceCore(client: client, configuration: ServiceConfiguration(cookieJar: CookieJar()))
         try service.logIn(credential: "key-A")
         #expect(try await service.get("me.json", as: Me.self).user == "key-A")
         let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/me.json")
@@ -290,7 +290,7 @@ import Testing
             request.headerFields[Self.session] = token
         }
         let client = try fixture.client()
-        let service = APIService(client: client, configuration: ServiceConfiguration(authentication: signed))
+        let service = ServiceCore(client: client, configuration: ServiceConfiguration(authentication: signed))
         // Logged in through the coordinator only: the client adds no header of its own.
         coordinator.login("session-A")
         #expect(try await service.get("me.json", as: Me.self).user == "session-A")

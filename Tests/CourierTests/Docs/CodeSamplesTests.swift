@@ -16,7 +16,9 @@ enum ReadmeQuickStart {
     }
 
     /// One service per business domain; one method per endpoint.
-    final class UserService: APIService, @unchecked Sendable {
+    struct UserService: APIService {
+        let core: ServiceCore
+
         func user(id: Int) async throws(CourierError) -> User {
             try await get("users/\(id)")
         }
@@ -28,7 +30,7 @@ enum ReadmeQuickStart {
 
     static func run(baseURL: URL, center: NotificationCenter) async throws -> (User, User) {
         let client = try HTTPClient(configuration: .init(baseURL: baseURL, notificationCenter: center))
-        let users = UserService(client: client)
+        let users = UserService(core: ServiceCore(client: client))
 
         // After login, every request carries `Authorization: Bearer <token>`.
         center.post(name: .courierUserDidLogIn, object: nil, userInfo: [CourierNotificationKey.credential: "token"])

@@ -22,7 +22,9 @@ enum DocSamples {
 
     // MARK: GettingStarted.md
 
-    final class UserService: APIService, @unchecked Sendable {
+    struct UserService: APIService {
+        let core: ServiceCore
+
         func user(id: Int) async throws(CourierError) -> User {
             try await get("users/\(id)")
         }
@@ -46,14 +48,14 @@ enum DocSamples {
                 baseURL: URL(string: "https://api.example.com/v1")!,
                 timeout: .seconds(30),
                 defaultHeaders: [.userAgent: "MyApp/1.0"]))
-        let users = UserService(client: client)
+        let users = UserService(core: ServiceCore(client: client))
         let ada = try await users.user(id: 42)
 
         let shared = ServiceConfiguration(
             generalParameters: [("os", "linux"), ("channel", "cli")],
             pipeline: ResponsePipeline(preprocessors: [.envelope]),
             retryPolicy: .default)
-        _ = UserService(client: client, configuration: shared)
+        _ = UserService(core: ServiceCore(client: client, configuration: shared))
 
         let options = CallOptions(requestSerializer: .form, timeout: .seconds(5))
         let saved: User = try await users.post("users", body: ada, options: options)
@@ -69,7 +71,7 @@ enum DocSamples {
             onSuccess: { user in print(user.name) },
             onFailure: { error in print(error) },
             onFinished: { print("done") })
-        users.cancel(id)
+        users.core.calls.cancel(id)
 
         let call = users.call(Endpoint<User>.get("users/7"))
         call.start()
@@ -176,7 +178,9 @@ enum DocSamples {
 
     // MARK: Authentication.md
 
-    final class AuthService: APIService, @unchecked Sendable {
+    struct AuthService: APIService {
+        let core: ServiceCore
+
         func refresh() async throws(CourierError) -> String { "new" }
     }
 
@@ -188,12 +192,12 @@ enum DocSamples {
                 baseURL: URL(string: "https://api.example.com")!,
                 authorization: .custom { token in [HTTPField(name: HTTPField.Name("X-Api-Key")!, value: token)] }))
 
-        let auth = AuthService(client: client)
+        let auth = AuthService(core: ServiceCore(client: client))
         let coordinator = AuthRefreshCoordinator<String> { expired in
             try await auth.refresh()
         }
         let shared = ServiceConfiguration(authentication: .bearer(coordinator))
-        _ = UserService(client: client, configuration: shared)
+        _ = UserService(core: ServiceCore(client: client, configuration: shared))
 
         let signed = AuthenticationInterceptor(coordinator: coordinator, requiresRefresh: { $0.status.code == 419 }) {
             token, request in request.headerFields[HTTPField.Name("X-Session")!] = token
@@ -225,8 +229,8 @@ enum DocSamples {
 
         let call = feed.call(Endpoint<Page>.get("feed"))
         call.start()
-        feed.cancel(call.id)
-        feed.cancelAll()
+        feed.core.calls.cancel(call.id)
+        feed.core.calls.cancelAll()
 
         let ids = [1, 2, 3]
         let operations: [@Sendable () async throws -> User] = ids.map { id in { try await users.user(id: id) } }
@@ -254,14 +258,16 @@ enum DocSamples {
             ],
             current: .production,
             policy: FailoverPolicy(errorRateThreshold: 0.10, minimumRequests: 20, window: .seconds(60)))
-        _ = UserService(client: client, configuration: ServiceConfiguration(servers: pool))
+        _ = UserService(core: ServiceCore(client: client, configuration: ServiceConfiguration(servers: pool)))
         try pool.switchEnvironment(to: .staging)
         try pool.select(index: 1)
     }
 
     // MARK: Errors.md
 
-    final class MappingUserService: APIService, @unchecked Sendable {
+    struct MappingUserService: APIService {
+        let core: ServiceCore
+
         enum Failure: Error, Equatable {
             case signedOut
             case notFound
@@ -308,7 +314,9 @@ enum DocSamples {
 
     // MARK: Migrating.md
 
-    final class SearchService: APIService, @unchecked Sendable {
+    struct SearchService: APIService {
+        let core: ServiceCore
+
         func search(_ text: String) async throws(CourierError) -> SearchResult {
             try await get(
                 "search", parameters: ["q": text],

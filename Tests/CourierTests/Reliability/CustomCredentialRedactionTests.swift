@@ -52,7 +52,7 @@ import Testing
         defer { closed.stop() }
         let client = try Self.client(server)
         try client.logIn(credential: Self.secret)
-        let service = APIService(
+        let service = ServiceCore(
             client: client, configuration: ServiceConfiguration(retryPolicy: .none, clock: ManualServiceClock()))
         var errors: [CourierError] = []
         for path in ["status/401", "status/500", "fault/bad-status-line", "bytes/10", "echo"] {

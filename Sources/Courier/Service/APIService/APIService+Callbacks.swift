@@ -9,7 +9,7 @@ extension APIService {
     ///   - onFailure: the error (a cancellation too, when there is no `onCancel`).
     ///   - onCancel: the call was cancelled, before it was sent or in flight.
     ///   - onFinished: after the other handler, whatever the outcome.
-    /// - Returns: the call's identifier, for `cancel(_:)`.
+    /// - Returns: the call's identifier, for `core.calls.cancel(_:)`.
     @discardableResult
     public func start<Model: Decodable & Sendable>(
         _ endpoint: Endpoint<Model>, on queue: DispatchQueue? = nil, onSuccess: (@Sendable (Model) -> Void)? = nil,
@@ -19,7 +19,7 @@ extension APIService {
         var success: (@Sendable (Response<Model>) -> Void)?
         if let onSuccess { success = { response in onSuccess(response.value) } }
         return call(endpoint).start(
-            deliveringOn: queue ?? configuration.callbackQueue,
+            deliveringOn: queue ?? core.configuration.callbackQueue,
             CallCallbacks(onSuccess: success, onFailure: onFailure, onCancel: onCancel, onFinished: onFinished))
     }
 }

@@ -1,90 +1,100 @@
 import Foundation
 import HTTPTypes
 
-/// The base class of a domain service: subclass it once per business domain and write one
-/// method per endpoint.
+/// A domain service: a `Sendable` struct (or final class) that holds a ``ServiceCore`` and
+/// has one method per endpoint.
 ///
 /// ```swift
-/// final class UserService: APIService, @unchecked Sendable {
+/// struct UserService: APIService {
+///     let core: ServiceCore
 ///     func user(id: Int) async throws(CourierError) -> User { try await get("users/\(id)") }
 /// }
+/// let users = UserService(core: ServiceCore(client: client))
 /// ```
 ///
-/// Every call gets an identifier, is registered for `cancelAll()`, and goes through the
+/// The compiler checks the service like any `Sendable` type: a struct's stored properties
+/// must be `Sendable`, a final class's immutable too (state goes in a `LockedValue`), so the
+/// service is usable from `@MainActor` code and from any task without annotations.
+///
+/// The protocol gives the verbs (`get`, `post`, …, `send`, `call`, `start`, `paginator`) and
+/// nothing else: housekeeping (`logIn`, `logOut`, `calls.cancelAll()`, `client`,
+/// `configuration`) lives on `core`, so an endpoint of your own named `logOut()` is never
+/// shadowed by a base member.
+///
+/// Every call gets an identifier, is registered in `core.calls`, and goes through the
 /// pipeline described in `APIService+Pipeline.swift`: compose the URL, add general
 /// parameters, encode, adapt, gate (veto, interval, de-duplication), send, retry or refresh
 /// the credential, fail over, validate, preprocess and decode.
-///
-/// The work itself is done by a `ServiceCore` the service holds: the calls' tasks share the
-/// core, never the service object.
-///
-/// `@unchecked Sendable`: every stored property is a `let` of a `Sendable` type. Subclasses
-/// must keep that contract (store only immutable `Sendable` values, or state in a lock).
-open class APIService: @unchecked Sendable {
-    /// What the calls' tasks share: the client, the configuration, the registry.
-    let core: ServiceCore
+public protocol APIService: Sendable {
+    /// The client, the defaults and the calls in flight; share one between services of a
+    /// domain, or give each its own.
+    var core: ServiceCore { get }
+}
 
-    /// The client calls are sent through.
-    public var client: HTTPClient { core.client }
-    /// The defaults of this service's calls.
-    public var configuration: ServiceConfiguration { core.configuration }
-    /// The calls of this service that have not finished.
-    public var calls: CallRegistry { core.calls }
-
-    /// - Parameters:
-    ///   - client: the client to send through (shared by every service of an app).
-    ///   - configuration: the service's defaults (share one value for a global configuration).
-    public init(client: HTTPClient, configuration: ServiceConfiguration = ServiceConfiguration()) {
-        core = ServiceCore(client: client, configuration: configuration)
-    }
-
+extension APIService {
     // MARK: Verbs
 
     /// GETs `path` and decodes the answer.
+    ///
+    /// Every verb infers the model from the context (`let user: User = try await get(…)`;
+    /// `let _: Empty = try await delete(…)` for an answer without a body) and takes the same
+    /// labels: `parameters:` for the query string (GET, HEAD, DELETE), `body:` for the body.
     /// - Parameters:
     ///   - path: relative to the server (`users/42`).
     ///   - parameters: encoded into the query string.
     ///   - type: the model type.
+    ///   - serializer: reads this call's answer instead of the service's default format
+    ///     (`.string`, `.protobuf(User.self)`, …).
     ///   - options: per-call settings.
     /// - Returns: the decoded model.
     /// - Throws: `CourierError`.
     public func get<Model: Decodable & Sendable>(
         _ path: String, parameters: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
-        options: CallOptions = .default
+        serializer: (any ResponseSerializer<Model>)? = nil, options: CallOptions = .default
     ) async throws(CourierError) -> Model {
-        try await core.send(Endpoint(.get, path, parameters: parameters, options: options)).value
+        var endpoint = Endpoint<Model>(.get, path, parameters: parameters, options: options)
+        endpoint.serializer = serializer
+        return try await core.send(endpoint).value
     }
 
     /// POSTs `body` (encoded by the request serializer) to `path` and decodes the answer.
     public func post<Model: Decodable & Sendable>(
         _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
-        options: CallOptions = .default
+        serializer: (any ResponseSerializer<Model>)? = nil, options: CallOptions = .default
     ) async throws(CourierError) -> Model {
-        try await core.send(Endpoint(.post, path, parameters: body, options: options)).value
+        var endpoint = Endpoint<Model>(.post, path, parameters: body, options: options)
+        endpoint.serializer = serializer
+        return try await core.send(endpoint).value
     }
 
     /// PUTs `body` to `path` and decodes the answer.
     public func put<Model: Decodable & Sendable>(
         _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
-        options: CallOptions = .default
+        serializer: (any ResponseSerializer<Model>)? = nil, options: CallOptions = .default
     ) async throws(CourierError) -> Model {
-        try await core.send(Endpoint(.put, path, parameters: body, options: options)).value
+        var endpoint = Endpoint<Model>(.put, path, parameters: body, options: options)
+        endpoint.serializer = serializer
+        return try await core.send(endpoint).value
     }
 
     /// PATCHes `path` with `body` and decodes the answer.
     public func patch<Model: Decodable & Sendable>(
         _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
-        options: CallOptions = .default
+        serializer: (any ResponseSerializer<Model>)? = nil, options: CallOptions = .default
     ) async throws(CourierError) -> Model {
-        try await core.send(Endpoint(.patch, path, parameters: body, options: options)).value
+        var endpoint = Endpoint<Model>(.patch, path, parameters: body, options: options)
+        endpoint.serializer = serializer
+        return try await core.send(endpoint).value
     }
 
     /// DELETEs `path` (parameters in the query string) and decodes the answer (`Empty` for none).
     public func delete<Model: Decodable & Sendable>(
-        _ path: String, parameters: (any Encodable & Sendable)? = nil, as type: Model.Type = Empty.self,
-        options: CallOptions = .default
+        _ path: String, parameters: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
+        serializer: (any ResponseSerializer<Model>)? = nil, options: CallOptions = .default
     ) async throws(CourierError) -> Model {
-        try await core.send(Endpoint(.delete, path, parameters: parameters, options: options)).value
+        var endpoint = Endpoint<Model>(.delete, path, parameters: parameters, options: options)
+        endpoint.serializer = serializer
+        return try await core.send(endpoint).value
     }
 
     /// HEADs `path`.
@@ -122,44 +132,22 @@ open class APIService: @unchecked Sendable {
     public func call<Model: Sendable>(_ endpoint: Endpoint<Model>) -> Call<Response<Model>> {
         core.call(endpoint)
     }
-
-    /// Cancels the call with identifier `id`, if it belongs to this service.
-    /// - Returns: false when no such call is running or waiting.
-    @discardableResult
-    public func cancel(_ id: CallID) -> Bool { core.calls.cancel(id) }
-
-    /// Cancels every call of this service (and of no other).
-    @discardableResult
-    public func cancelAll() -> Int { core.calls.cancelAll() }
-
-    // MARK: Session
-
-    /// Logs in: the client and the authentication interceptor use `credential` from now on.
-    /// - Throws: `CourierError.invalidRequest` when the credential contains CR, LF or NUL.
-    public func logIn(credential: String) throws(CourierError) {
-        try core.logIn(credential: credential)
-    }
-
-    /// Logs out: no credential is sent or refreshed, cookies are cleared, and the user's cached
-    /// responses are dropped.
-    ///
-    /// With an authentication interceptor or a cookie jar, each refreshed token or rotated
-    /// cookie owns the entries fetched with it, and not all of them are known any more: every
-    /// entry fetched with a credential is dropped (entries fetched without one stay).
-    public func logOut() {
-        core.logOut()
-    }
 }
 
-/// The part of a service its calls run on: `Sendable`, so a call's task holds this and not
-/// the (subclassed) service object.
-final class ServiceCore: Sendable {
+/// What a service's calls run on: the client, the service's defaults and its calls in
+/// flight, with the session's housekeeping (log in, log out).
+///
+/// It is an ``APIService`` itself, for calls that need no domain type:
+/// `try await ServiceCore(client: client).get("status")`.
+public final class ServiceCore: APIService {
     /// The client calls are sent through.
-    let client: HTTPClient
+    public let client: HTTPClient
     /// The defaults of this service's calls.
-    let configuration: ServiceConfiguration
-    /// The calls of this service that have not finished.
-    let calls = CallRegistry()
+    public let configuration: ServiceConfiguration
+    /// The calls of this service that have not finished: `calls.cancel(id)`, `calls.cancelAll()`.
+    public let calls = CallRegistry()
+    /// Itself.
+    public var core: ServiceCore { self }
     private let session: SessionObserver
     /// Forwards the client's cache events to this service's monitors while the service lives.
     private let cacheObservation: CacheObservation?
@@ -167,13 +155,17 @@ final class ServiceCore: Sendable {
     /// service's changes after `init`.
     let prepared: PreparedService
 
-    init(client: HTTPClient, configuration: ServiceConfiguration) {
+    /// - Parameters:
+    ///   - client: the client to send through (shared by every service of an app).
+    ///   - configuration: the service's defaults (share one value for a global configuration).
+    public init(client: HTTPClient, configuration: ServiceConfiguration = ServiceConfiguration()) {
         self.client = client
         self.configuration = configuration
         self.prepared = PreparedService(client: client, configuration: configuration)
         self.session = SessionObserver(
-            center: client.configuration.notificationCenter, authentication: configuration.authentication,
-            cookieJar: configuration.cookieJar, cache: client.configuration.cache)
+            center: client.configuration.notificationCenter, scope: client.configuration.sessionScope,
+            authentication: configuration.authentication, cookieJar: configuration.cookieJar,
+            cache: client.configuration.cache)
         let monitors = configuration.monitors
         self.cacheObservation =
             monitors.isEmpty
@@ -242,7 +234,7 @@ final class ServiceCore: Sendable {
 
     /// Builds the call for an endpoint without starting it (deferred start): start it later,
     /// queue it, cancel it, or use the callback API on it.
-    public func call<Model: Decodable & Sendable>(_ endpoint: Endpoint<Model>) -> Call<Response<Model>> {
+    func call<Model: Decodable & Sendable>(_ endpoint: Endpoint<Model>) -> Call<Response<Model>> {
         guard let serializer = endpoint.serializer else {
             // The service's format: its Accept header is known already.
             return makeCall(
@@ -253,7 +245,7 @@ final class ServiceCore: Sendable {
     }
 
     /// Builds the call for an endpoint with its own serializer, without starting it.
-    public func call<Model: Sendable>(_ endpoint: Endpoint<Model>) -> Call<Response<Model>> {
+    func call<Model: Sendable>(_ endpoint: Endpoint<Model>) -> Call<Response<Model>> {
         guard let serializer = endpoint.serializer else {
             let call = Call<Response<Model>> {
                 throw CourierError(.configuration, "the endpoint for \(Model.self) names no response serializer")
@@ -275,15 +267,22 @@ final class ServiceCore: Sendable {
         return call
     }
 
+    // MARK: Session
+
     /// Logs in: the client and the authentication interceptor use `credential` from now on.
-    func logIn(credential: String) throws(CourierError) {
+    /// - Throws: `CourierError.invalidRequest` when the credential contains CR, LF or NUL.
+    public func logIn(credential: String) throws(CourierError) {
         try client.logIn(credential: credential)
         configuration.authentication?.coordinator.login(credential)
     }
 
-    /// Logs out: the client's credential, the interceptor's, the cookies and the credentialed
-    /// cache entries.
-    func logOut() {
+    /// Logs out: no credential is sent or refreshed, cookies are cleared, and the user's cached
+    /// responses are dropped.
+    ///
+    /// With an authentication interceptor or a cookie jar, each refreshed token or rotated
+    /// cookie owns the entries fetched with it, and not all of them are known any more: every
+    /// entry fetched with a credential is dropped (entries fetched without one stay).
+    public func logOut() {
         client.logOut()
         session.endSession()
     }
@@ -343,8 +342,8 @@ final class SessionObserver: Sendable {
     private let cache: HostScopedCache?
 
     init(
-        center: NotificationCenter, authentication: AuthenticationInterceptor<String>?, cookieJar: CookieJar?,
-        cache: HostScopedCache?
+        center: NotificationCenter, scope: SessionScope?, authentication: AuthenticationInterceptor<String>?,
+        cookieJar: CookieJar?, cache: HostScopedCache?
     ) {
         self.center = center
         self.authentication = authentication
@@ -354,12 +353,16 @@ final class SessionObserver: Sendable {
             tokens = []
             return
         }
+        // `object: nil` and a check of our own: the center compares senders by identity, and a
+        // scope name is a `String`, boxed anew for each notification.
         let login = center.addObserver(forName: .courierUserDidLogIn, object: nil, queue: nil) { notification in
+            guard scope.follows(notification.object) else { return }
             guard let credential = notification.userInfo?[CourierNotificationKey.credential] as? String else { return }
             authentication?.coordinator.login(credential)
         }
         // The observer holds the parts, not `self`: `stop()` runs from the service's deinit.
-        let logout = center.addObserver(forName: .courierUserDidLogOut, object: nil, queue: nil) { _ in
+        let logout = center.addObserver(forName: .courierUserDidLogOut, object: nil, queue: nil) { notification in
+            guard scope.follows(notification.object) else { return }
             Self.endSession(authentication: authentication, cookieJar: cookieJar, cache: cache)
         }
         tokens = [Token(value: login), Token(value: logout)]

@@ -98,5 +98,5 @@ public final class InFlightGuard: Sendable {
     func leave(_ key: String) { _ = keys.withLock { $0.remove(key) } }
 
     /// The number of endpoints busy.
-    public var count: Int { keys.withLock { $0.count } }
+    var count: Int { keys.withLock { $0.count } }
 }

@@ -6,7 +6,9 @@ import Testing
 @testable import Courier
 
 /// A domain service with its own error type, as an app would write it.
-final class UserService: APIService, @unchecked Sendable {
+struct UserService: APIService {
+    let core: ServiceCore
+
     enum Failure: Error, Equatable {
         case notFound
         case signedOut
@@ -51,7 +53,8 @@ final class UserService: APIService, @unchecked Sendable {
         server.route("/users/2") { _ in .json(["code": 4012, "message": "token expired"], status: 422) }
         server.route("/users/3") { _ in .status(401) }
         let client = try ServiceFixture.client(server)
-        let users = UserService(client: client, configuration: ServiceConfiguration(retryPolicy: .none))
+        let users = UserService(
+            core: ServiceCore(client: client, configuration: ServiceConfiguration(retryPolicy: .none)))
         #expect(try await users.user(id: 1).name == "Ann")
         await #expect(throws: UserService.Failure.notFound) { try await users.user(id: 404) }
         await #expect(throws: UserService.Failure.rejected(code: 4012, message: "token expired")) {

@@ -32,7 +32,7 @@ import Testing
         let coordinator = AuthRefreshCoordinator<String>(credential: "stale") { _ in "fresh" }
         var configuration = ServiceConfiguration(retryPolicy: RetryPolicy(jitter: 0))
         configuration.authentication = .bearer(coordinator)
-        let service = APIService(client: client, configuration: configuration)
+        let service = ServiceCore(client: client, configuration: configuration)
 
         // An anonymous entry, fetched by the client without a credential: it must survive.
         let publicPath = "/response-headers?Cache-Control=max-age%3D600"

@@ -161,7 +161,7 @@ import Testing
         let client = try HTTPClient(
             configuration: HTTPClient.Configuration(
                 baseURL: server.baseURL, notificationCenter: NotificationCenter(), cache: cache))
-        let service = APIService(client: client, configuration: ServiceConfiguration(retryPolicy: .none))
+        let service = ServiceCore(client: client, configuration: ServiceConfiguration(retryPolicy: .none))
         let first = try await service.send(Endpoint<ServiceUser>.get("config"))
         let second = try await service.send(Endpoint<ServiceUser>.get("config"))
         #expect(!first.isFromCache)
@@ -188,7 +188,7 @@ import Testing
                 baseURL: server.baseURL, notificationCenter: NotificationCenter(), cache: cache))
         let seen = LockedValue<[CacheEvent]>([])
         let monitor = ClosureEventMonitor(onCache: { event in seen.withLock { $0.append(event) } })
-        var service: APIService? = APIService(
+        var service: ServiceCore? = ServiceCore(
             client: client, configuration: ServiceConfiguration(retryPolicy: .none, monitors: [monitor]))
         _ = try await service?.send(Endpoint<ServiceUser>.get("config?token=secret"))
         _ = try await service?.send(Endpoint<ServiceUser>.get("config?token=secret"))

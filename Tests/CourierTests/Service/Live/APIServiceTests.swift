@@ -76,7 +76,7 @@ import Testing
         let service = try ServiceFixture.service(server)
         let call = service.call(Endpoint<ServiceUser>.get("users/1"))
         #expect(service.calls.count == 1)
-        #expect(service.cancel(call.id))
+        #expect(service.calls.cancel(call.id))
         call.start()
         let result = await call.result()
         guard case .failure(let error) = result else {
@@ -88,7 +88,7 @@ import Testing
         let queue = DispatchQueue(label: "callbacks")
         let cancelled = ServiceGate()
         let deferred = (0..<3).map { _ in service.call(Endpoint<ServiceUser>.get("users/2")) }
-        #expect(service.cancelAll() == 3)
+        #expect(service.calls.cancelAll() == 3)
         deferred[0].start(deliveringOn: queue, onSuccess: { _ in }, onCancel: { cancelled.open() })
         await cancelled.wait()
         for call in deferred.dropFirst() { await #expect(throws: CourierError.self) { try await call.run() } }
@@ -120,7 +120,7 @@ import Testing
         let other = try ServiceFixture.service(server)
         let otherCall = other.call(Endpoint<ServiceUser>.get("users/9"))
         server.route("/users/9") { _ in .json(["id": 9, "name": "other"]) }
-        service.cancelAll()
+        service.calls.cancelAll()
         #expect(try await otherCall.run().value.id == 9)
     }
 
@@ -150,9 +150,9 @@ import Testing
             #expect(service.calls.count == 1)
             if byIdentifier {
                 let id = try #require(service.calls.identifiers.first)
-                #expect(service.cancel(id))
+                #expect(service.calls.cancel(id))
             } else {
-                #expect(service.cancelAll() == 1)
+                #expect(service.calls.cancelAll() == 1)
             }
             let (result, callerCancelled) = await caller.value
             #expect(!callerCancelled)
@@ -168,7 +168,7 @@ import Testing
         #expect(user.name == "Ann")
         // A call that returned has left the registry.
         #expect(service.calls.count == 0)
-        #expect(!service.cancel(CallID.next()))
+        #expect(!service.calls.cancel(CallID.next()))
     }
 
     @Test func identicalGETsShareOneTransfer() async throws {

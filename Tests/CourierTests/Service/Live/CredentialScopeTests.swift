@@ -49,7 +49,7 @@ import Testing
                 configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly))
         }
         try client.logIn(credential: "api-token")
-        let service = APIService(
+        let service = ServiceCore(
             client: client,
             configuration: ServiceConfiguration(
                 servers: try ServerPool(servers: [ServiceFixture.base(api)]),
@@ -101,7 +101,7 @@ import Testing
             }())
         try client.logIn(credential: "api-token")
         let pool = try ServerPool(servers: [ServiceFixture.base(api), ServiceFixture.base(failover)])
-        let service = APIService(
+        let service = ServiceCore(
             client: client, configuration: ServiceConfiguration(servers: pool, retryPolicy: .none))
         // The client's base URL with another path prefix, a failover server of the service,
         // an origin the client lists: each is the API's own.

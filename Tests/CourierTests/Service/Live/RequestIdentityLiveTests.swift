@@ -30,7 +30,7 @@ import Testing
             configuration: HTTPClient.Configuration(
                 baseURL: server.baseURL,
                 authorization: .custom { [HTTPField(name: Self.apiKey, value: $0)] }, notificationCenter: .init()))
-        let service = APIService(client: client)
+        let service = ServiceCore(client: client)
         let name = HTTPField.Name(header)!
         func call(_ credential: String) async throws -> ServiceUser {
             try await service.get("me", options: .default.with(\.headers, [name: credential]))

@@ -21,12 +21,12 @@ enum ServiceFixture {
     static func service(
         _ server: TestServer, center: NotificationCenter = NotificationCenter(),
         configure: (inout ServiceConfiguration) throws -> Void = { _ in }
-    ) throws -> APIService {
+    ) throws -> ServiceCore {
         var configuration = ServiceConfiguration(
             retryPolicy: RetryPolicy(jitter: 0), clock: ManualServiceClock(autoAdvance: true),
             callbackQueue: DispatchQueue(label: "test.callbacks"))
         try configure(&configuration)
-        return APIService(client: try client(server, center: center), configuration: configuration)
+        return ServiceCore(client: try client(server, center: center), configuration: configuration)
     }
 
     static func base(_ server: TestServer) -> BaseURL { try! BaseURL(server.baseURL.absoluteString) }
