@@ -94,7 +94,7 @@ public struct RetryPolicy: Sendable {
         afterAttempt attempt: Int, method: HTTPRequest.Method, outcome: Outcome, now: Date
     ) -> Decision {
         guard attempt >= 1, attempt <= maximumRetries else { return .doNotRetry }
-        guard retriesNonIdempotent || Self.isIdempotent(method) else { return .doNotRetry }
+        guard retriesNonIdempotent || method.isIdempotent else { return .doNotRetry }
         switch outcome {
         case .response(let response):
             guard retryableStatuses.contains(response.status.code) else { return .doNotRetry }
@@ -128,7 +128,7 @@ public struct RetryPolicy: Sendable {
 
     /// Whether `method` is idempotent (RFC 9110 §9.2.2).
     public static func isIdempotent(_ method: HTTPRequest.Method) -> Bool {
-        [.get, .head, .options, .trace, .put, .delete].contains(method)
+        method.isIdempotent
     }
 
     /// Parses a `Retry-After` value: delta-seconds or an HTTP date (IMF-fixdate, RFC 850
