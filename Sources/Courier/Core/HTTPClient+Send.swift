@@ -18,65 +18,31 @@ extension HTTPClient {
     public func send(
         _ request: HTTPRequest, body: RequestBody? = nil, options: RequestOptions = .init()
     ) async throws -> Response {
-        guard configuration.cache == nil, let curl = curlTransport else {
-            return try await sendThroughCacheOrTransport(request, body: body, options: options)
-        }
-        // Courier's own transport without a cache, the common case, kept lean: this async frame
-        // is allocated for as long as the request is in flight, and holds the `Exchange` and
-        // the transfer. The transfer object carries the request in and the response out, and
-        // the per-hop work is synchronous, so its temporaries stay on the thread's stack.
-        // The loop repeats `sendToNetwork`'s on purpose: calling that (or a shared helper) would
-        // add an async frame per request in flight, which the memory benchmark counts.
+        guard configuration.cache == nil else { return try await sendCached(request, body: body, options: options) }
+        // The common case inline: this async frame is allocated for as long as the request is
+        // in flight and holds the `Exchange`; going through `sendToNetwork` would add a frame.
         var exchange = try Exchange(client: self, request: request, body: body, options: options)
-        while true {
-            let transfer = try exchange.nextTransfer()
-            do {
-                try await curl.run(transfer)
-            } catch {
-                throw exchange.logged(error)
-            }
-            if let response = try exchange.finish(transfer) { return response }
-        }
+        let final: TransportResponse = try await followRedirects(&exchange)
+        return exchange.response(final)
     }
 
-    /// `send` through the cache, or through a transport other than Courier's.
+    /// `send` through the cache, out of line so that its frame is not `send`'s.
     @inline(never)
-    private func sendThroughCacheOrTransport(
-        _ request: HTTPRequest, body: RequestBody?, options: RequestOptions
-    ) async throws -> Response {
-        if let cache = configuration.cache {
-            return try await sendThroughCache(cache, request, body: body, options: options)
+    private func sendCached(_ request: HTTPRequest, body: RequestBody?, options: RequestOptions) async throws
+        -> Response
+    {
+        guard let cache = configuration.cache else {
+            return try await sendToNetwork(request, body: body, options: options)
         }
-        return try await sendToNetwork(request, body: body, options: options)
+        return try await sendThroughCache(cache, request, body: body, options: options)
     }
 
-    /// `send` without the cache: redirects, transport.
+    /// `send` without the cache: the redirect loop over the transport, buffered.
     @inline(never)
     func sendToNetwork(_ request: HTTPRequest, body: RequestBody?, options: RequestOptions) async throws -> Response {
         var exchange = try Exchange(client: self, request: request, body: body, options: options)
-        if let curl = curlTransport {
-            while true {
-                let transfer = try exchange.nextTransfer()
-                do {
-                    try await curl.run(transfer)
-                } catch {
-                    throw exchange.logged(error)
-                }
-                if let response = try exchange.finish(transfer) { return response }
-            }
-        }
-        let transport = self.transport
-        while true {
-            let request = try exchange.nextTransportRequest()
-            let response: TransportResponse
-            do {
-                response = try await transport.execute(request)
-            } catch {
-                throw exchange.logged(error)
-            }
-            if try exchange.followsRedirect(after: response) { continue }
-            return exchange.response(response)
-        }
+        let final: TransportResponse = try await followRedirects(&exchange)
+        return exchange.response(final)
     }
 
     /// Sends a request and returns once the final response head arrived; the body streams.
@@ -90,22 +56,33 @@ extension HTTPClient {
         _ request: HTTPRequest, body: RequestBody? = nil, options: RequestOptions = .init()
     ) async throws -> StreamedResponse {
         var exchange = try Exchange(client: self, request: request, body: body, options: options)
+        let final: TransportStreamResponse = try await followRedirects(&exchange)
+        return StreamedResponse(
+            head: final.head, body: final.body, request: exchange.current, url: exchange.url,
+            redirectCount: exchange.redirectCount)
+    }
+
+    /// The one redirect loop, for `send` and `stream`: one hop over the transport per turn,
+    /// until an answer that is not a redirect to follow.
+    ///
+    /// Inlined into its two callers (and specialised for the kind of hop): an async function
+    /// keeps every value it holds across an `await` in a frame allocated for as long as the
+    /// request is in flight, so a separate function would add a frame per request. The
+    /// per-hop work is in `Exchange`'s synchronous methods, whose temporaries stay on the
+    /// thread's stack.
+    /// - Returns: the final hop's response.
+    @inline(__always)
+    private func followRedirects<Hop: ExchangeHop>(_ exchange: inout Exchange) async throws -> Hop {
+        let transport = self.transport
         while true {
-            let request = try exchange.nextTransportRequest()
-            let response: TransportStreamResponse
+            let hop: Hop
             do {
-                response = try await transport.stream(request)
+                hop = try await Hop.send(exchange.nextTransportRequest(), over: transport)
             } catch {
                 throw exchange.logged(error)
             }
-            if try exchange.followsRedirect(after: response.head, metrics: TransferMetrics()) {
-                // Read a redirect's (small) body so its connection can be reused.
-                _ = try? await response.body.collect()
-                continue
-            }
-            return StreamedResponse(
-                head: response.head, body: response.body, request: exchange.current, url: exchange.url,
-                redirectCount: exchange.redirectCount)
+            guard try exchange.followsRedirect(after: hop.head, metrics: hop.metrics) else { return hop }
+            await hop.discard()
         }
     }
 
@@ -162,4 +139,38 @@ extension HTTPClient {
         try RequestValidation.validate(prepared)
         return prepared
     }
+}
+
+/// What one hop of the redirect loop gets from the transport: a buffered response
+/// (`Transport.execute`) or a streamed one (`Transport.stream`).
+protocol ExchangeHop: Sendable {
+    /// Sends one hop.
+    static func send(_ request: TransportRequest, over transport: any Transport) async throws -> Self
+    var head: HTTPResponse { get }
+    var metrics: TransferMetrics { get }
+    /// Lets go of a redirect's answer before the next hop.
+    func discard() async
+}
+
+extension TransportResponse: ExchangeHop {
+    @inline(__always)
+    static func send(_ request: TransportRequest, over transport: any Transport) async throws -> Self {
+        try await transport.execute(request)
+    }
+
+    @inline(__always)
+    func discard() async {}
+}
+
+extension TransportStreamResponse: ExchangeHop {
+    @inline(__always)
+    static func send(_ request: TransportRequest, over transport: any Transport) async throws -> Self {
+        try await transport.stream(request)
+    }
+
+    /// A streamed hop's metrics are not known when its head arrives.
+    var metrics: TransferMetrics { TransferMetrics() }
+
+    /// Reads a redirect's (small) body so its connection can be reused.
+    func discard() async { _ = try? await body.collect() }
 }

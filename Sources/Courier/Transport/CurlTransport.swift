@@ -119,9 +119,11 @@ public final class CurlTransport: Transport {
     }
 
     /// Runs a transfer on the loop; once it returns, the response waits in
-    /// `transfer.takeResponse()`.
+    /// `transfer.takeResponse()`. Inlined into `execute` and `stream` so that a request in
+    /// flight holds one async frame here, not two.
     /// - Throws: the transfer's error, or `CancellationError` when the task is cancelled.
-    func run(_ transfer: CurlTransfer) async throws {
+    @inline(__always)
+    private func run(_ transfer: CurlTransfer) async throws {
         let loop = self.loop
         try await withTaskCancellationHandler {
             defer { ThreadSanitizer.continuationReturned() }
