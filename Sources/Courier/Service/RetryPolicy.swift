@@ -8,7 +8,8 @@ import HTTPTypes
 /// A `Retry-After` header (seconds or an HTTP date) overrides the computed delay, capped by
 /// `maximumRetryAfter`. Only idempotent methods are retried unless `retriesNonIdempotent`.
 public struct RetryPolicy: Sendable {
-    /// How many times a call may be re-sent after its first attempt.
+    /// How many times a call may be re-sent after its first attempt; within the service's
+    /// one cap, `ServiceConfiguration.maximumAttempts` (see `RetryDecision`).
     public var maximumRetries: Int
     /// The delay before the first retry.
     public var baseDelay: Duration
