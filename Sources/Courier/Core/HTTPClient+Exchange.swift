@@ -87,6 +87,28 @@ extension HTTPClient {
             return TransportRequest(head: current, body: body, options: transportOptions)
         }
 
+        /// The buffered hop of the current hop's request, made by the transport.
+        /// - Throws: `CourierError.timedOut` when the deadline has passed, `.invalidRequest`
+        ///   for a request the transport refuses.
+        @inline(never)
+        mutating func nextHop(on transport: any Transport) throws -> any TransportHop {
+            let request = try nextTransportRequest()
+            do {
+                return try transport.makeHop(request)
+            } catch {
+                throw logged(error)
+            }
+        }
+
+        /// Takes the response of a hop from `nextHop(on:)`.
+        /// - Returns: the final response, or nil when a redirect was followed.
+        /// - Throws: as `followsRedirect(after:metrics:)`.
+        @inline(never)
+        mutating func finish(_ hop: any TransportHop) throws -> Response? {
+            let response = try hop.takeResponse()
+            return try followsRedirect(after: response.head, metrics: response.metrics) ? nil : self.response(response)
+        }
+
         /// Logs a hop that failed with a `CourierError`.
         /// - Returns: the error.
         @inline(never)

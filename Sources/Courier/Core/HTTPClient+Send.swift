@@ -22,8 +22,7 @@ extension HTTPClient {
         // The common case inline: this async frame is allocated for as long as the request is
         // in flight and holds the `Exchange`; going through `sendToNetwork` would add a frame.
         var exchange = try Exchange(client: self, request: request, body: body, options: options)
-        let final: TransportResponse = try await followRedirects(&exchange)
-        return exchange.response(final)
+        return try await followRedirects(&exchange, BufferedHop.self)
     }
 
     /// `send` through the cache, out of line so that its frame is not `send`'s.
@@ -41,8 +40,7 @@ extension HTTPClient {
     @inline(never)
     func sendToNetwork(_ request: HTTPRequest, body: RequestBody?, options: RequestOptions) async throws -> Response {
         var exchange = try Exchange(client: self, request: request, body: body, options: options)
-        let final: TransportResponse = try await followRedirects(&exchange)
-        return exchange.response(final)
+        return try await followRedirects(&exchange, BufferedHop.self)
     }
 
     /// Sends a request and returns once the final response head arrived; the body streams.
@@ -56,33 +54,24 @@ extension HTTPClient {
         _ request: HTTPRequest, body: RequestBody? = nil, options: RequestOptions = .init()
     ) async throws -> StreamedResponse {
         var exchange = try Exchange(client: self, request: request, body: body, options: options)
-        let final: TransportStreamResponse = try await followRedirects(&exchange)
-        return StreamedResponse(
-            head: final.head, body: final.body, request: exchange.current, url: exchange.url,
-            redirectCount: exchange.redirectCount)
+        return try await followRedirects(&exchange, StreamedHop.self)
     }
 
     /// The one redirect loop, for `send` and `stream`: one hop over the transport per turn,
-    /// until an answer that is not a redirect to follow.
+    /// until an answer that is not a redirect to follow (`Exchange.followsRedirect`).
     ///
-    /// Inlined into its two callers (and specialised for the kind of hop): an async function
-    /// keeps every value it holds across an `await` in a frame allocated for as long as the
-    /// request is in flight, so a separate function would add a frame per request. The
-    /// per-hop work is in `Exchange`'s synchronous methods, whose temporaries stay on the
-    /// thread's stack.
-    /// - Returns: the final hop's response.
+    /// Inlined into its callers (and specialised for the kind of hop): an async function keeps
+    /// every value it holds across an `await` in a frame allocated for as long as the request
+    /// is in flight, so a separate function would add a frame per request. The per-hop work
+    /// is in `Exchange`'s synchronous methods, whose temporaries stay on the thread's stack.
+    /// - Returns: the final response.
     @inline(__always)
-    private func followRedirects<Hop: ExchangeHop>(_ exchange: inout Exchange) async throws -> Hop {
+    private func followRedirects<Hop: ExchangeHop>(_ exchange: inout Exchange, _: Hop.Type) async throws
+        -> Hop.Final
+    {
         let transport = self.transport
         while true {
-            let hop: Hop
-            do {
-                hop = try await Hop.send(exchange.nextTransportRequest(), over: transport)
-            } catch {
-                throw exchange.logged(error)
-            }
-            guard try exchange.followsRedirect(after: hop.head, metrics: hop.metrics) else { return hop }
-            await hop.discard()
+            if let final = try await Hop.next(&exchange, over: transport) { return final }
         }
     }
 
@@ -141,36 +130,51 @@ extension HTTPClient {
     }
 }
 
-/// What one hop of the redirect loop gets from the transport: a buffered response
-/// (`Transport.execute`) or a streamed one (`Transport.stream`).
-protocol ExchangeHop: Sendable {
-    /// Sends one hop.
-    static func send(_ request: TransportRequest, over transport: any Transport) async throws -> Self
-    var head: HTTPResponse { get }
-    var metrics: TransferMetrics { get }
-    /// Lets go of a redirect's answer before the next hop.
-    func discard() async
+/// One turn of the redirect loop: buffered (`Transport.makeHop` and `send`) or streamed
+/// (`Transport.stream`).
+protocol ExchangeHop {
+    associatedtype Final
+    /// Sends the exchange's current hop.
+    /// - Returns: the final response, or nil when a redirect was followed.
+    static func next(_ exchange: inout HTTPClient.Exchange, over transport: any Transport) async throws -> Final?
 }
 
-extension TransportResponse: ExchangeHop {
+/// A buffered hop: the client's frame holds the transport's hop object only; the request is
+/// made and the response read by `Exchange`'s synchronous methods.
+enum BufferedHop: ExchangeHop {
     @inline(__always)
-    static func send(_ request: TransportRequest, over transport: any Transport) async throws -> Self {
-        try await transport.execute(request)
+    static func next(_ exchange: inout HTTPClient.Exchange, over transport: any Transport) async throws
+        -> HTTPClient.Response?
+    {
+        let hop = try exchange.nextHop(on: transport)
+        do {
+            try await transport.send(hop)
+        } catch {
+            throw exchange.logged(error)
+        }
+        return try exchange.finish(hop)
     }
-
-    @inline(__always)
-    func discard() async {}
 }
 
-extension TransportStreamResponse: ExchangeHop {
+/// A streamed hop: returns once the head arrived; a redirect's (small) body is read so that
+/// its connection can be reused.
+enum StreamedHop: ExchangeHop {
     @inline(__always)
-    static func send(_ request: TransportRequest, over transport: any Transport) async throws -> Self {
-        try await transport.stream(request)
+    static func next(_ exchange: inout HTTPClient.Exchange, over transport: any Transport) async throws
+        -> HTTPClient.StreamedResponse?
+    {
+        let response: TransportStreamResponse
+        do {
+            response = try await transport.stream(exchange.nextTransportRequest())
+        } catch {
+            throw exchange.logged(error)
+        }
+        guard try exchange.followsRedirect(after: response.head, metrics: TransferMetrics()) else {
+            return HTTPClient.StreamedResponse(
+                head: response.head, body: response.body, request: exchange.current, url: exchange.url,
+                redirectCount: exchange.redirectCount)
+        }
+        _ = try? await response.body.collect()
+        return nil
     }
-
-    /// A streamed hop's metrics are not known when its head arrives.
-    var metrics: TransferMetrics { TransferMetrics() }
-
-    /// Reads a redirect's (small) body so its connection can be reused.
-    func discard() async { _ = try? await body.collect() }
 }
