@@ -89,17 +89,26 @@ extension HTTPClient {
             return TransportRequest(head: current, body: body, options: transportOptions)
         }
 
-        /// The transfer of the current hop, for Courier's own transport.
+        /// The buffered hop of the current hop's request, made by the transport.
         /// - Throws: `CourierError.timedOut` when the deadline has passed, `.invalidRequest`
         ///   for a request the transport refuses.
         @inline(never)
-        mutating func nextTransfer() throws -> CurlTransfer {
+        mutating func nextHop(on transport: any Transport) throws -> any TransportHop {
             let request = try nextTransportRequest()
             do {
-                return try CurlTransfer(request: request, delivery: .buffered)
+                return try transport.makeHop(request)
             } catch {
                 throw logged(error)
             }
+        }
+
+        /// Takes the response of a hop from `nextHop(on:)`.
+        /// - Returns: the final response, or nil when a redirect was followed.
+        /// - Throws: as `followsRedirect(after:metrics:)`.
+        @inline(never)
+        mutating func finish(_ hop: any TransportHop) throws -> Response? {
+            let response = try hop.takeResponse()
+            return try followsRedirect(after: response.head, metrics: response.metrics) ? nil : self.response(response)
         }
 
         /// Logs a hop that failed with a `CourierError`.
@@ -142,22 +151,6 @@ extension HTTPClient {
             body = next.body
             url = next.url
             return true
-        }
-
-        /// `followsRedirect(after:metrics:)` for a buffered response.
-        @inline(never)
-        mutating func followsRedirect(after response: TransportResponse) throws -> Bool {
-            try followsRedirect(after: response.head, metrics: response.metrics)
-        }
-
-        /// Takes the response of a transfer from `nextTransfer()`.
-        /// - Returns: the final response, or nil when a redirect was followed (go on with
-        ///   `nextTransfer()`).
-        /// - Throws: as `followsRedirect(after:metrics:)`.
-        @inline(never)
-        mutating func finish(_ transfer: CurlTransfer) throws -> Response? {
-            let response = transfer.takeResponse()
-            return try followsRedirect(after: response.head, metrics: response.metrics) ? nil : self.response(response)
         }
 
         /// The final response with everything known about the exchange.

@@ -18,65 +18,29 @@ extension HTTPClient {
     public func send(
         _ request: HTTPRequest, body: RequestBody? = nil, options: RequestOptions = .init()
     ) async throws -> Response {
-        guard configuration.cache == nil, let curl = curlTransport else {
-            return try await sendThroughCacheOrTransport(request, body: body, options: options)
-        }
-        // Courier's own transport without a cache, the common case, kept lean: this async frame
-        // is allocated for as long as the request is in flight, and holds the `Exchange` and
-        // the transfer. The transfer object carries the request in and the response out, and
-        // the per-hop work is synchronous, so its temporaries stay on the thread's stack.
-        // The loop repeats `sendToNetwork`'s on purpose: calling that (or a shared helper) would
-        // add an async frame per request in flight, which the memory benchmark counts.
+        guard configuration.cache == nil else { return try await sendCached(request, body: body, options: options) }
+        // The common case inline: this async frame is allocated for as long as the request is
+        // in flight and holds the `Exchange`; going through `sendToNetwork` would add a frame.
         var exchange = try Exchange(client: self, request: request, body: body, options: options)
-        while true {
-            let transfer = try exchange.nextTransfer()
-            do {
-                try await curl.run(transfer)
-            } catch {
-                throw exchange.logged(error)
-            }
-            if let response = try exchange.finish(transfer) { return response }
-        }
+        return try await followRedirects(&exchange, BufferedHop.self)
     }
 
-    /// `send` through the cache, or through a transport other than Courier's.
+    /// `send` through the cache, out of line so that its frame is not `send`'s.
     @inline(never)
-    private func sendThroughCacheOrTransport(
-        _ request: HTTPRequest, body: RequestBody?, options: RequestOptions
-    ) async throws -> Response {
-        if let cache = configuration.cache {
-            return try await sendThroughCache(cache, request, body: body, options: options)
+    private func sendCached(_ request: HTTPRequest, body: RequestBody?, options: RequestOptions) async throws
+        -> Response
+    {
+        guard let cache = configuration.cache else {
+            return try await sendToNetwork(request, body: body, options: options)
         }
-        return try await sendToNetwork(request, body: body, options: options)
+        return try await sendThroughCache(cache, request, body: body, options: options)
     }
 
-    /// `send` without the cache: redirects, transport.
+    /// `send` without the cache: the redirect loop over the transport, buffered.
     @inline(never)
     func sendToNetwork(_ request: HTTPRequest, body: RequestBody?, options: RequestOptions) async throws -> Response {
         var exchange = try Exchange(client: self, request: request, body: body, options: options)
-        if let curl = curlTransport {
-            while true {
-                let transfer = try exchange.nextTransfer()
-                do {
-                    try await curl.run(transfer)
-                } catch {
-                    throw exchange.logged(error)
-                }
-                if let response = try exchange.finish(transfer) { return response }
-            }
-        }
-        let transport = self.transport
-        while true {
-            let request = try exchange.nextTransportRequest()
-            let response: TransportResponse
-            do {
-                response = try await transport.execute(request)
-            } catch {
-                throw exchange.logged(error)
-            }
-            if try exchange.followsRedirect(after: response) { continue }
-            return exchange.response(response)
-        }
+        return try await followRedirects(&exchange, BufferedHop.self)
     }
 
     /// Sends a request and returns once the final response head arrived; the body streams.
@@ -90,22 +54,24 @@ extension HTTPClient {
         _ request: HTTPRequest, body: RequestBody? = nil, options: RequestOptions = .init()
     ) async throws -> StreamedResponse {
         var exchange = try Exchange(client: self, request: request, body: body, options: options)
+        return try await followRedirects(&exchange, StreamedHop.self)
+    }
+
+    /// The one redirect loop, for `send` and `stream`: one hop over the transport per turn,
+    /// until an answer that is not a redirect to follow (`Exchange.followsRedirect`).
+    ///
+    /// Inlined into its callers (and specialised for the kind of hop): an async function keeps
+    /// every value it holds across an `await` in a frame allocated for as long as the request
+    /// is in flight, so a separate function would add a frame per request. The per-hop work
+    /// is in `Exchange`'s synchronous methods, whose temporaries stay on the thread's stack.
+    /// - Returns: the final response.
+    @inline(__always)
+    private func followRedirects<Hop: ExchangeHop>(_ exchange: inout Exchange, _: Hop.Type) async throws
+        -> Hop.Final
+    {
+        let transport = self.transport
         while true {
-            let request = try exchange.nextTransportRequest()
-            let response: TransportStreamResponse
-            do {
-                response = try await transport.stream(request)
-            } catch {
-                throw exchange.logged(error)
-            }
-            if try exchange.followsRedirect(after: response.head, metrics: TransferMetrics()) {
-                // Read a redirect's (small) body so its connection can be reused.
-                _ = try? await response.body.collect()
-                continue
-            }
-            return StreamedResponse(
-                head: response.head, body: response.body, request: exchange.current, url: exchange.url,
-                redirectCount: exchange.redirectCount)
+            if let final = try await Hop.next(&exchange, over: transport) { return final }
         }
     }
 
@@ -161,5 +127,54 @@ extension HTTPClient {
         (cookieJar ?? self.cookieJar)?.apply(to: &prepared)
         try RequestValidation.validate(prepared)
         return prepared
+    }
+}
+
+/// One turn of the redirect loop: buffered (`Transport.makeHop` and `send`) or streamed
+/// (`Transport.stream`).
+protocol ExchangeHop {
+    associatedtype Final
+    /// Sends the exchange's current hop.
+    /// - Returns: the final response, or nil when a redirect was followed.
+    static func next(_ exchange: inout HTTPClient.Exchange, over transport: any Transport) async throws -> Final?
+}
+
+/// A buffered hop: the client's frame holds the transport's hop object only; the request is
+/// made and the response read by `Exchange`'s synchronous methods.
+enum BufferedHop: ExchangeHop {
+    @inline(__always)
+    static func next(_ exchange: inout HTTPClient.Exchange, over transport: any Transport) async throws
+        -> HTTPClient.Response?
+    {
+        let hop = try exchange.nextHop(on: transport)
+        do {
+            try await transport.send(hop)
+        } catch {
+            throw exchange.logged(error)
+        }
+        return try exchange.finish(hop)
+    }
+}
+
+/// A streamed hop: returns once the head arrived; a redirect's (small) body is read so that
+/// its connection can be reused.
+enum StreamedHop: ExchangeHop {
+    @inline(__always)
+    static func next(_ exchange: inout HTTPClient.Exchange, over transport: any Transport) async throws
+        -> HTTPClient.StreamedResponse?
+    {
+        let response: TransportStreamResponse
+        do {
+            response = try await transport.stream(exchange.nextTransportRequest())
+        } catch {
+            throw exchange.logged(error)
+        }
+        guard try exchange.followsRedirect(after: response.head, metrics: TransferMetrics()) else {
+            return HTTPClient.StreamedResponse(
+                head: response.head, body: response.body, request: exchange.current, url: exchange.url,
+                redirectCount: exchange.redirectCount)
+        }
+        _ = try? await response.body.collect()
+        return nil
     }
 }

@@ -30,8 +30,6 @@ public final class HTTPClient: Sendable {
     public let configuration: Configuration
     /// The transport requests go through.
     public let transport: any Transport
-    /// `transport` when it is Courier's own: `send` then hands it transfers directly.
-    let curlTransport: CurlTransport?
     /// The credential's fields and the origins that receive it (see `CredentialScope.swift`).
     let credentialScope: CredentialScope
     /// The client's own cookie jar (`configuration.cookieJar`, or one made for `enablesCookieEngine`).
@@ -63,11 +61,8 @@ public final class HTTPClient: Sendable {
         cookieJar = configuration.cookieJar ?? (configuration.enablesCookieEngine ? CookieJar() : nil)
         if let transport {
             self.transport = transport
-            curlTransport = transport as? CurlTransport
         } else {
-            let curl = try CurlTransport(configuration: configuration.transportConfiguration)
-            self.transport = curl
-            curlTransport = curl
+            self.transport = try CurlTransport(configuration: configuration.transportConfiguration)
         }
         observers = ObserverTokens(center: configuration.notificationCenter)
         observers.observe(self)

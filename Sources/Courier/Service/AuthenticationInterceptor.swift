@@ -11,7 +11,9 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
     public let coordinator: AuthRefreshCoordinator<Credential>
     private let apply: @Sendable (Credential, inout HTTPRequest) -> Void
     private let requiresRefresh: @Sendable (HTTPResponse) -> Bool
-    /// A call is sent at most this many times in total because of rejected credentials.
+    /// From this attempt on, a rejected credential no longer asks for a refresh-then-retry.
+    /// A limit inside the call's one cap (`ServiceConfiguration.maximumAttempts`, which wins
+    /// when smaller; see `RetryDecision`).
     public let maximumAttempts: Int
 
     /// - Parameters:

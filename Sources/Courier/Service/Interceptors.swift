@@ -62,6 +62,8 @@ public protocol RequestAdapter: Sendable {
 ///
 /// Retriers are asked in order — the call's, then the service's, then the client's; the
 /// first verdict other than `.doNotRetry` wins, and the call's `RetryPolicy` is asked last.
+/// A verdict is an opinion: `RetryDecision` ends the call after
+/// `ServiceConfiguration.maximumAttempts` sends whatever it says.
 public protocol RequestRetrier: Sendable {
     /// Judges a failed attempt.
     /// - Parameters:

@@ -8,7 +8,8 @@ import HTTPTypes
 /// A `Retry-After` header (seconds or an HTTP date) overrides the computed delay, capped by
 /// `maximumRetryAfter`. Only idempotent methods are retried unless `retriesNonIdempotent`.
 public struct RetryPolicy: Sendable {
-    /// How many times a call may be re-sent after its first attempt.
+    /// How many times a call may be re-sent after its first attempt; within the service's
+    /// one cap, `ServiceConfiguration.maximumAttempts` (see `RetryDecision`).
     public var maximumRetries: Int
     /// The delay before the first retry.
     public var baseDelay: Duration
@@ -94,7 +95,7 @@ public struct RetryPolicy: Sendable {
         afterAttempt attempt: Int, method: HTTPRequest.Method, outcome: Outcome, now: Date
     ) -> Decision {
         guard attempt >= 1, attempt <= maximumRetries else { return .doNotRetry }
-        guard retriesNonIdempotent || Self.isIdempotent(method) else { return .doNotRetry }
+        guard retriesNonIdempotent || method.isIdempotent else { return .doNotRetry }
         switch outcome {
         case .response(let response):
             guard retryableStatuses.contains(response.status.code) else { return .doNotRetry }
@@ -128,7 +129,7 @@ public struct RetryPolicy: Sendable {
 
     /// Whether `method` is idempotent (RFC 9110 §9.2.2).
     static func isIdempotent(_ method: HTTPRequest.Method) -> Bool {
-        [.get, .head, .options, .trace, .put, .delete].contains(method)
+        method.isIdempotent
     }
 
     /// Parses a `Retry-After` value: delta-seconds or an HTTP date (IMF-fixdate, RFC 850

@@ -10,20 +10,18 @@ extension CurlTransfer {
         CURLE_UNSUPPORTED_PROTOCOL.rawValue, CURLE_WEIRD_SERVER_REPLY.rawValue,
     ]
 
-    /// Methods that may be sent twice (RFC 9110 §9.2.2), so a retry cannot repeat an effect.
-    private static let idempotentMethods: Set<HTTPRequest.Method> = [.get, .head, .put, .delete, .options, .trace]
-
     /// Whether a transfer that failed on a reused connection before any response arrived
     /// should be sent once more on a new connection, as browsers and OkHttp do. Prepares the
     /// transfer for that second start when it should. Runs on the curl thread.
     ///
-    /// Only idempotent requests are retried: a server may have acted on a POST whose answer
+    /// Only idempotent requests (`HTTPRequest.Method.isIdempotent`, the retry policy's list) are
+    /// sent again: a server may have acted on a POST whose answer
     /// was lost. A failure on a new connection, a second failure, or a failure after the
     /// response head arrived is the caller's.
     func shouldRetryOnFreshConnection(after code: CURLcode, handle: EasyHandle) -> Bool {
         guard code != CURLE_OK, !retriedOnFreshConnection, callbackFailure == nil, head == nil,
             receivedBytes == 0, Self.staleConnectionFailures.contains(code.rawValue),
-            Self.idempotentMethods.contains(method), handle.infoLong(CURLINFO_NUM_CONNECTS) == 0, !isCancelled
+            method.isIdempotent, handle.infoLong(CURLINFO_NUM_CONNECTS) == 0, !isCancelled
         else { return false }
         let spent = Duration.microseconds(handle.infoOffset(CURLINFO_TOTAL_TIME_T))
         if let timeout = options.timeout, spent >= timeout { return false }

@@ -119,6 +119,18 @@ public final class CurlTransport: Transport {
         return transfer.takeResponse()
     }
 
+    /// The hop is the curl transfer itself: the client's frame holds one reference to it.
+    public func makeHop(_ request: TransportRequest) throws -> any TransportHop {
+        try CurlTransfer(request: request, delivery: .buffered)
+    }
+
+    public func send(_ hop: any TransportHop) async throws {
+        guard let transfer = hop as? CurlTransfer else {
+            throw CourierError(.invalidRequest, "the hop was made by another transport")
+        }
+        try await run(transfer)
+    }
+
     public func stream(_ request: TransportRequest) async throws -> TransportStreamResponse {
         let loop = self.loop
         let reference = TransferReference()
@@ -137,9 +149,11 @@ public final class CurlTransport: Transport {
     }
 
     /// Runs a transfer on the loop; once it returns, the response waits in
-    /// `transfer.takeResponse()`.
+    /// `transfer.takeResponse()`. Inlined into `execute`, `send` and `stream` so that a request
+    /// in flight holds one async frame here, not two.
     /// - Throws: the transfer's error, or `CancellationError` when the task is cancelled.
-    func run(_ transfer: CurlTransfer) async throws {
+    @inline(__always)
+    private func run(_ transfer: CurlTransfer) async throws {
         let loop = self.loop
         try await withTaskCancellationHandler {
             defer { ThreadSanitizer.continuationReturned() }
@@ -151,6 +165,9 @@ public final class CurlTransport: Transport {
         }
     }
 }
+
+/// A buffered transfer is the hop `HTTPClient` sends: `takeResponse()` is the transfer's.
+extension CurlTransfer: TransportHop {}
 
 /// A weak link from a body stream back to its transfer, so the two do not keep each other alive.
 private final class TransferReference: Sendable {

@@ -19,6 +19,16 @@ public protocol Transport: Sendable {
     /// - Throws: `CourierError` for failures before the head arrived, `CancellationError` when
     ///   the task is cancelled.
     func stream(_ request: TransportRequest) async throws -> TransportStreamResponse
+
+    /// Makes one buffered request ready to send, without sending it: `HTTPClient`'s entry
+    /// point, with `send(_:)`. The default wraps `execute(_:)`; see `TransportHop`.
+    /// - Throws: `CourierError.invalidRequest` for a request the transport cannot send.
+    func makeHop(_ request: TransportRequest) throws -> any TransportHop
+
+    /// Sends a hop from this transport's `makeHop(_:)`; the response is then
+    /// `hop.takeResponse()`.
+    /// - Throws: as `execute(_:)`.
+    func send(_ hop: any TransportHop) async throws
 }
 
 /// One request as a transport sees it.

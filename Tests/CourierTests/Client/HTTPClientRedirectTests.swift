@@ -22,7 +22,7 @@ import Testing
         #expect(response.metrics.bytesReceived > 0)
     }
 
-    /// A transport of the app's own takes the general path: every hop goes through it.
+    /// A transport of the app's own gets every hop: the client talks to the `Transport` protocol only.
     @Test func aTransportOfYourOwnSeesEveryHop() async throws {
         final class Recording: Transport {
             let base: CurlTransport

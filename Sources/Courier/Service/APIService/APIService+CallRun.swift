@@ -202,26 +202,55 @@ extension ServiceCore {
         }
 
         /// An attempt that ended without an answer to validate: its failover outcome.
-        /// - Returns: what retriers see of it.
-        /// - Throws: `error` when it carries a response (validation, preprocessing, decoding).
+        /// - Returns: what retriers and `RetryDecision` see of it.
         @inline(never)
-        func failed(_ error: CourierError) throws -> AttemptFailure {
-            guard error.response == nil else { throw error }
-            if error.code == .cannotConnect {
-                pool?.record(.connectionFailure, for: server)
-            } else if error.isTransient {
-                pool?.record(.failure, for: server)
+        func failed(_ error: CourierError) -> AttemptFailure {
+            // An error that carries a response (validation, preprocessing, decoding) came from
+            // an answer: the server was reached, and `RetryDecision` ends the call with it.
+            if error.response == nil {
+                if error.code == .cannotConnect {
+                    pool?.record(.connectionFailure, for: server)
+                } else if error.isTransient {
+                    pool?.record(.failure, for: server)
+                }
             }
             return AttemptFailure(error: error)
         }
 
-        /// Before waiting for the next attempt: the attempt limit, then `willRetry`.
-        /// - Throws: `error` when the call has had its last attempt.
+        /// Step 6: the retriers' verdict, then `RetryDecision`, then `willRetry`.
+        ///
+        /// Refresh is this step: the authentication interceptor refreshes the credential (once
+        /// for all the calls rejected together) before it answers `.retry`. Its own async frame,
+        /// so that the verdict does not grow `perform`'s, which lives as long as the call.
+        /// - Returns: how long to wait before the next attempt.
+        /// - Throws: the error that ends the call.
         @inline(never)
-        func willRetry(after delay: Duration, because error: CourierError) throws {
-            // Whatever retriers say, a call ends after this many sends.
-            guard attempts < service.configuration.maximumAttempts else { throw error }
-            monitor.willRetry(event, after: delay, because: error)
+        func retryDelay(after failure: AttemptFailure, sent request: PreparedRequest, context: InterceptorContext)
+            async throws -> Duration
+        {
+            let verdict: RetryVerdict =
+                RetryDecision.asksRetriers(after: failure)
+                ? await chain.retry(request, failure: failure, context: context) : .doNotRetry
+            return try decide(after: failure, sent: request, verdict: verdict)
+        }
+
+        /// `RetryDecision` on the failed attempt, then `willRetry`.
+        /// - Returns: how long to wait before the next attempt.
+        /// - Throws: the error that ends the call.
+        @inline(never)
+        private func decide(after failure: AttemptFailure, sent request: PreparedRequest, verdict: RetryVerdict) throws
+            -> Duration
+        {
+            let decision = RetryDecision(
+                afterAttempt: attempts, of: service.configuration.maximumAttempts, method: request.head.method,
+                failure: failure, verdict: verdict, policy: policy, now: service.configuration.clock.wallTime)
+            switch decision {
+            case .giveUp(let error):
+                throw error
+            case .retry(let delay):
+                monitor.willRetry(event, after: delay, because: failure.error)
+                return delay
+            }
         }
 
         /// A failover during the attempt moves the retry to the new server.

@@ -11,8 +11,9 @@ extension ServiceCore {
     ///    API's own servers —, then the service's, then the call's), cookies, de-duplication of
     ///    GETs on the identity, send (the client adds its credential for the API's own servers);
     /// 5. cookies stored, failover outcome recorded, validation;
-    /// 6. on failure: retriers (the call's, authentication, the service's), then the retry
-    ///    policy; wait on the service clock and go back to 4;
+    /// 6. on failure: retriers (the call's, authentication — which refreshes the credential —,
+    ///    the service's), then `RetryDecision`, the one place that decides (retry policy,
+    ///    the one attempt cap); wait on the service clock, fail over, and go back to 4;
     /// 7. preprocess and decode; the result veto.
     func perform<Model: Sendable>(
         _ endpoint: Endpoint<Model>, serializer: any ResponseSerializer<Model>, acceptHeader: String?, id: CallID
@@ -39,13 +40,12 @@ extension ServiceCore {
                     } catch let error as CourierError where error.code == .httpStatus {
                         failure = call.refused(answer, sent: request, error: error)
                     }
-                } catch let error as CourierError where error.code != .cancelled {
-                    failure = try call.failed(error)
+                } catch let error as CourierError {
+                    failure = call.failed(error)
                 }
-                let delay = try await retryDelay(
-                    after: failure, request: request, context: context, chain: call.chain, policy: call.policy)
-                try call.willRetry(after: delay, because: failure.error)
+                let delay = try await call.retryDelay(after: failure, sent: request, context: context)
                 try await call.clock.sleep(for: delay)
+                // Failover: a pool that moved during the attempt moves the retry to its new server.
                 try call.failOver()
             }
         } catch {
@@ -141,29 +141,6 @@ extension ServiceCore {
             }
         } catch is CancellationError {
             throw CourierError(.cancelled, "the call was cancelled in flight")
-        }
-    }
-
-    /// Step 6: how long to wait before the next attempt, or the error that ends the call.
-    @inline(never)
-    private func retryDelay(
-        after failure: AttemptFailure, request: PreparedRequest, context: InterceptorContext, chain: InterceptorChain,
-        policy: RetryPolicy
-    ) async throws -> Duration {
-        switch await chain.retry(request, failure: failure, context: context) {
-        case .fail(let error):
-            throw error
-        case .retry:
-            return .zero
-        case .retryAfter(let delay):
-            return delay
-        case .doNotRetry:
-            let outcome: RetryPolicy.Outcome = failure.response.map { .response($0) } ?? .error(failure.error)
-            let decision = policy.decision(
-                afterAttempt: context.attempt, method: request.head.method, outcome: outcome,
-                now: configuration.clock.wallTime)
-            guard case .retry(let delay) = decision else { throw failure.error }
-            return delay
         }
     }
 

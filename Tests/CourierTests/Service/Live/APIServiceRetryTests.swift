@@ -160,3 +160,63 @@ import Testing
         }
     }
 }
+
+/// The one attempt cap (`ServiceConfiguration.maximumAttempts`) holds on every path that asks
+/// for another attempt: a retrier's `.retry` or `.retryAfter`, a policy with more retries than
+/// the cap, the authentication interceptor's refresh-then-retry with a larger limit of its own,
+/// and all of them at once, for GET and for POST.
+@Suite struct APIServiceAttemptCapTests {
+    enum Path: String, CaseIterable, Sendable {
+        case retrierRetries, retrierRetriesAfter, policyWithMoreRetries, refreshWithLargerLimit, everything
+    }
+
+    @Test(arguments: Path.allCases, [HTTPRequest.Method.get, .post])
+    func aCallIsNeverSentMoreThanTheCap(_ path: Path, _ method: HTTPRequest.Method) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let refreshes = ServiceCounter()
+        let status = path == .refreshWithLargerLimit || path == .everything ? 401 : 503
+        server.route("/capped") { _ in .status(status) }
+        let coordinator = AuthRefreshCoordinator<String>(
+            credential: "token-0", stormLimit: RefreshStormLimit(maximumRefreshes: 100)
+        ) { _ in
+            "token-\(refreshes.increment())"
+        }
+        let retrySignals = ServiceCounter()
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.maximumAttempts = 3
+            switch path {
+            case .retrierRetries:
+                configuration.retriers = [.retrier { _, _, _ in .retry }]
+            case .retrierRetriesAfter:
+                configuration.retriers = [.retrier { _, _, _ in .retryAfter(.milliseconds(5)) }]
+            case .policyWithMoreRetries:
+                configuration.retryPolicy = RetryPolicy(maximumRetries: 20, jitter: 0).allowingNonIdempotent()
+            case .refreshWithLargerLimit:
+                configuration.authentication = AuthenticationInterceptor(coordinator: coordinator, maximumAttempts: 20)
+                {
+                    token, request in request.headerFields[.authorization] = "Bearer \(token)"
+                }
+            case .everything:
+                configuration.retryPolicy = RetryPolicy(
+                    maximumRetries: 20, jitter: 0, retryableStatuses: [401]
+                ).allowingNonIdempotent()
+                configuration.authentication = AuthenticationInterceptor(coordinator: coordinator, maximumAttempts: 20)
+                {
+                    token, request in request.headerFields[.authorization] = "Bearer \(token)"
+                }
+                configuration.retriers = [.retrier { _, _, _ in .retry }]
+            }
+            configuration.monitors = [ClosureEventMonitor(onRetry: { _, _, _ in _ = retrySignals.increment() })]
+        }
+        do {
+            let _: Response<ServiceUser> = try await service.send(
+                Endpoint<ServiceUser>(method, "capped", parameters: method == .post ? ["a": 1] : nil))
+            Issue.record("expected the call to fail")
+        } catch {
+            #expect(error.status?.code == status)
+        }
+        #expect(server.count("/capped") == 3)
+        #expect(retrySignals.value == 2)
+    }
+}
