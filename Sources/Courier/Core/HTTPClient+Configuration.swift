@@ -5,8 +5,8 @@ import Logging
 extension HTTPClient {
     /// Everything a client needs to know before its first request.
     ///
-    /// The default response type (which serializer a call gets when it names none) joins this
-    /// struct with the serializers; `send` returns raw bytes and needs none.
+    /// It holds the default response type (`decoding`), which services and calls may override;
+    /// `send` returns raw bytes and needs none.
     public struct Configuration: Sendable {
         /// Where requests without a scheme and authority go (`https://api.example.com/v1`).
         public var baseURL: URL?
@@ -55,6 +55,10 @@ extension HTTPClient {
         /// request, cleared on `logOut()` unless the jar says otherwise. Never shared with
         /// another client through the transport. A call's `RequestOptions.cookieJar` wins.
         public var cookieJar: CookieJar?
+        /// The default response type: how `Decodable` models are read when neither the service
+        /// (`ServiceConfiguration.decoding`) nor the call (`serializer:`) names one.
+        /// Precedence: the call's serializer, then the service's, then this.
+        public var decoding: any ModelDecoding = .json
         /// The response cache for chosen hosts (`nil`: no caching). `send` consults it; `stream` does not.
         public var cache: HostScopedCache?
 

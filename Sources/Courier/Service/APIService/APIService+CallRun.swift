@@ -147,7 +147,6 @@ extension ServiceCore {
         @inline(never)
         func requestOptions() -> RequestOptions {
             var transportOptions = options.transport
-            if let timeout = options.timeout { transportOptions.timeout = timeout }
             // The client stores every hop's cookies (a redirect's too) and sends the jar's on each.
             if transportOptions.cookieJar == nil { transportOptions.cookieJar = service.configuration.cookieJar }
             // The service knows its servers: it decides whether the client adds its credential,

@@ -186,7 +186,7 @@ public final class ServiceCore: APIService {
     {
         guard let serializer = endpoint.serializer else {
             return try await run(
-                endpoint, serializer: DecodableResponseSerializer(Model.self, anyDecoding: configuration.decoding),
+                endpoint, serializer: DecodableResponseSerializer(Model.self, anyDecoding: prepared.decoding),
                 acceptHeader: prepared.acceptHeader)
         }
         return try await run(endpoint, serializer: serializer, acceptHeader: serializer.acceptHeader)
@@ -238,7 +238,7 @@ public final class ServiceCore: APIService {
         guard let serializer = endpoint.serializer else {
             // The service's format: its Accept header is known already.
             return makeCall(
-                endpoint, serializer: DecodableResponseSerializer(Model.self, anyDecoding: configuration.decoding),
+                endpoint, serializer: DecodableResponseSerializer(Model.self, anyDecoding: prepared.decoding),
                 acceptHeader: prepared.acceptHeader)
         }
         return makeCall(endpoint, serializer: serializer, acceptHeader: serializer.acceptHeader)
@@ -292,6 +292,9 @@ public final class ServiceCore: APIService {
 struct PreparedService: Sendable {
     /// The client's base URL as a server, for services without a pool.
     let clientServer: Result<BaseURL, CourierError>
+    /// How `Decodable` models are read: the service's choice, else the client's default
+    /// response type.
+    let decoding: any ModelDecoding
     /// The `Accept` header of the service's model format.
     let acceptHeader: String?
     /// The same as a field.
@@ -318,7 +321,8 @@ struct PreparedService: Sendable {
             clientServer = .failure(
                 CourierError(.configuration, "the service has no server pool and the client has no base URL"))
         }
-        acceptHeader = DecodableResponseSerializer<Empty>(anyDecoding: configuration.decoding).acceptHeader
+        decoding = configuration.decoding ?? client.configuration.decoding
+        acceptHeader = DecodableResponseSerializer<Empty>(anyDecoding: decoding).acceptHeader
         acceptField = acceptHeader.map { HTTPField(name: .accept, value: $0) }
         chain = InterceptorChain(configuration: configuration, options: CallOptions())
         chainWithoutCredential = InterceptorChain(

@@ -7,8 +7,12 @@ public struct CallOptions: Sendable {
     public var requestSerializer: (any RequestSerializer)?
     /// Header fields for this call, on top of the service's defaults.
     public var headers: HTTPFields
-    /// The total timeout of one attempt.
-    public var timeout: Duration?
+    /// The total timeout of one attempt (redirects included). Kept in `transport`, so the
+    /// setting lives in one place: `options.timeout` and `options.transport.timeout` are one.
+    public var timeout: Duration? {
+        get { transport.timeout }
+        set { transport.timeout = newValue }
+    }
     /// When and how failed attempts are retried.
     public var retryPolicy: RetryPolicy?
     /// The shortest time between two calls to this endpoint; off by default.
@@ -55,7 +59,6 @@ public struct CallOptions: Sendable {
     ) {
         self.requestSerializer = requestSerializer
         self.headers = headers
-        self.timeout = timeout
         self.retryPolicy = retryPolicy
         self.interval = interval
         self.server = server
@@ -69,6 +72,7 @@ public struct CallOptions: Sendable {
         self.acceptsResult = acceptsResult
         self.userInfo = userInfo
         self.transport = transport
+        if let timeout { self.transport.timeout = timeout }
     }
 
     /// No overrides.

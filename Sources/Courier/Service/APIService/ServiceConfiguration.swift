@@ -18,8 +18,9 @@ public struct ServiceConfiguration: Sendable {
     public var realTimeParameters: (@Sendable () -> [(name: String, value: String)])?
     /// How parameters are encoded when a call names no serializer.
     public var requestSerializer: any RequestSerializer
-    /// How `Decodable` models are read when a call names no serializer.
-    public var decoding: any ModelDecoding
+    /// How `Decodable` models are read when a call names no serializer; nil (the default)
+    /// uses the client's default response type, `HTTPClient.Configuration.decoding`.
+    public var decoding: (any ModelDecoding)?
     /// Validation and preprocessing (an envelope, an XSSI prefix) for every call.
     public var pipeline: ResponsePipeline
     /// The retry policy of calls that name none.
@@ -56,7 +57,7 @@ public struct ServiceConfiguration: Sendable {
         servers: ServerPool? = nil, headers: HTTPFields = [:],
         generalParameters: [(name: String, value: String)] = [],
         realTimeParameters: (@Sendable () -> [(name: String, value: String)])? = nil,
-        requestSerializer: any RequestSerializer = .json, decoding: any ModelDecoding = .json,
+        requestSerializer: any RequestSerializer = .json, decoding: (any ModelDecoding)? = nil,
         pipeline: ResponsePipeline = .default, retryPolicy: RetryPolicy = .default,
         adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = [],
         authentication: AuthenticationInterceptor<String>? = nil, monitors: [any EventMonitor] = [],
