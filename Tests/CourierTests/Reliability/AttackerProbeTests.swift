@@ -170,4 +170,48 @@ import Testing
             !"\(error)".contains("b4se-S3CRET") && (error as? CourierError)?.code == .configuration
         }
     }
+
+    // MARK: - An authorization builder whose fields depend on the credential
+
+    /// Broken on main: the client asks the builder once, with a probe value, which fields carry
+    /// the credential; a builder that picks its field by the credential's kind made a field
+    /// the scope did not know, which then followed a redirect to another origin. Now `logIn`
+    /// refuses it, and the field listed in `sensitiveHeaderNames` is dropped across origins.
+    @Test func aCredentialFieldTheScopeDoesNotKnowIsRefusedAtLogin() async throws {
+        let origin = try TestServer()
+        let other = try TestServer()
+        defer {
+            origin.stop()
+            other.stop()
+        }
+        let secretKey = HTTPField.Name("X-Secret-Key")!
+        let build: @Sendable (String) -> [HTTPField] = { credential in
+            credential.hasPrefix("sk_")
+                ? [HTTPField(name: secretKey, value: credential)]
+                : [HTTPField(name: .authorization, value: "Bearer " + credential)]
+        }
+        let careless = try makeClient {
+            $0.baseURL = origin.baseURL
+            $0.authorization = .custom(build)
+        }
+        #expect {
+            try careless.logIn(credential: "sk_live_S3CRET")
+        } throws: { error in
+            (error as? CourierError)?.code == .configuration && !"\(error)".contains("sk_live_S3CRET")
+        }
+        try careless.logIn(credential: "plain-token")
+
+        let listed = try makeClient {
+            $0.baseURL = origin.baseURL
+            $0.authorization = .custom(build)
+            $0.sensitiveHeaderNames = [secretKey]
+        }
+        try listed.logIn(credential: "sk_live_S3CRET")
+        let target = other.url("/echo").absoluteString
+        let response = try await listed.send(
+            HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/redirect-to?url=\(target)"))
+        #expect(response.redirectCount == 1)
+        #expect(origin.recordedRequests.first?.header("X-Secret-Key") == "sk_live_S3CRET")
+        #expect(other.recordedRequests.first?.header("X-Secret-Key") == nil)
+    }
 }
