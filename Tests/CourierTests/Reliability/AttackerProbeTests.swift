@@ -214,4 +214,32 @@ import Testing
         #expect(origin.recordedRequests.first?.header("X-Secret-Key") == "sk_live_S3CRET")
         #expect(other.recordedRequests.first?.header("X-Secret-Key") == nil)
     }
+
+    // MARK: - Probed and holding (regression guards)
+
+    /// Held on main: `stream` applies the same scope as `send`; the same socket under another
+    /// host name, or the API's host on another port, is another origin.
+    @Test func streamSendsTheCredentialOnlyToTheAPIsOwnOrigin() async throws {
+        let api = try TestServer()
+        let other = try TestServer()
+        defer {
+            api.stop()
+            other.stop()
+        }
+        let client = try makeClient { $0.baseURL = api.baseURL }
+        try client.logIn(credential: "str3am-T0KEN")
+        let targets: [(HTTPRequest, TestServer, Bool)] = [
+            (HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/echo"), api, true),
+            (HTTPRequest(.get, other.url("/echo")), other, false),
+            (HTTPRequest(.get, URL(string: "http://localhost:\(api.port)/echo")!), api, false),
+            (HTTPRequest(.get, URL(string: "http://127.0.0.1:\(other.port)/echo")!), other, false),
+        ]
+        for (request, server, expected) in targets {
+            server.resetRecords()
+            let streamed = try await client.stream(request)
+            _ = try await streamed.body.collect()
+            let sent = try #require(server.recordedRequests.first)
+            #expect((sent.header("Authorization") == "Bearer str3am-T0KEN") == expected, "\(request)")
+        }
+    }
 }
