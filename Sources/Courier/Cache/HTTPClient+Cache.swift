@@ -35,7 +35,9 @@ extension HTTPClient {
                 response: response.head, body: response.body, mayStore: response.redirectCount == 0)
         }
         if result.source == .network, let network { return network }
-        guard let url = network?.url ?? result.url ?? prepared.absoluteURL else {
+        // The request's own URL before the entry's: the cache keeps secret query values only
+        // as digests (an entry is never stored for a redirected response, so they agree).
+        guard let url = network?.url ?? prepared.absoluteURL ?? result.url else {
             throw CourierError(.invalidRequest, "the request has no valid URL")
         }
         var response = Response(

@@ -18,7 +18,7 @@ extension HostScopedCache {
             if cacheOnly { throw notCached(request) }
             return .miss
         }
-        let url = request.normalizedURL
+        let url = storedURL(request.normalizedURL)
         if request.policy == .reloadIgnoringCache
             || (request.policy == .useProtocolCachePolicy && requestControl.noCache && !cacheOnly)
         {

@@ -41,7 +41,7 @@ extension HostScopedCache {
         if body.count > configuration.maxEntryBytes || (forced == nil && control.noStore) {
             // A newer answer of a storable kind: the older one must not outlive it. (A 5xx is
             // not one, so it never drops what stale-if-error may still serve.)
-            invalidateKey(Self.key(identity: identity(of: request), url: request.normalizedURL))
+            invalidateKey(Self.key(identity: identity(of: request), url: storedURL(request.normalizedURL)))
             return false
         }
         let varyNames = CacheEntry.varyNames(fields)
@@ -51,7 +51,7 @@ extension HostScopedCache {
         let dropped = CacheEntry.hopByHop(fields).union([.setCookie])
         head.headerFields = HTTPFields(fields.filter { !dropped.contains($0.name) })
         let identity = identity(of: request)
-        let url = request.normalizedURL
+        let url = storedURL(request.normalizedURL)
         let entry = CacheEntry(
             key: Self.key(identity: identity, url: url), url: url, identity: identity.digest,
             variant: variant(names: varyNames, request: request), response: head,
@@ -125,7 +125,7 @@ extension HostScopedCache {
     /// - Returns: How many entries (URL × identity) were dropped.
     @discardableResult
     public func invalidate(url: String) -> Int {
-        let url = Self.normalize(url)
+        let url = storedURL(Self.normalize(url))
         let suffix = " " + url
         // Disk first, then memory, under the disk lock all along (see `invalidateKey`).
         let (diskDropped, memoryDropped) = disk.withLock { tier in
@@ -217,5 +217,24 @@ extension HostScopedCache {
         var path = String(afterScheme[pathStart...])
         if path.isEmpty || path.hasPrefix("?") { path = "/" + path }
         return text[..<schemeEnd.lowerBound].lowercased() + "://" + afterScheme[..<pathStart].lowercased() + path
+    }
+
+    /// A normalized URL as this cache keys and stores it: the values of query parameters whose
+    /// names say they hold a secret (`Redaction.defaultQueryNames`: `access_token`, `api_key`,
+    /// …) replaced by a keyed digest, so the same URL still finds its entry but a token in a
+    /// query never reaches the disk in clear text.
+    func storedURL(_ url: String) -> String {
+        guard let mark = url.firstIndex(of: "?") else { return url }
+        var changed = false
+        let pairs = url[url.index(after: mark)...].split(separator: "&", omittingEmptySubsequences: false).map {
+            pair -> Substring in
+            guard let equals = pair.firstIndex(of: "="),
+                Redaction.defaultQueryNames.contains(RelativePath.percentDecoded(pair[..<equals]).lowercased())
+            else { return pair }
+            changed = true
+            let value = pair[pair.index(after: equals)...]
+            return pair[...equals] + "hmac:" + secret.hex("q\u{0}" + value)
+        }
+        return changed ? url[...mark] + pairs.joined(separator: "&") : url
     }
 }

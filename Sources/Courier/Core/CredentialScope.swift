@@ -4,7 +4,8 @@ import HTTPTypes
 /// Which header fields carry the client's credential, and which origins may receive it.
 ///
 /// The credential is whatever the `authorization` builder makes (Authorization, or fields of
-/// the user's own such as `X-Api-Key`), plus Cookie, Proxy-Authorization and the configured
+/// the user's own such as `X-Api-Key`), plus Cookie, Proxy-Authorization, the secret names
+/// every log redacts (`Redaction.commonSecretHeaderNames`) and the configured
 /// `sensitiveHeaderNames`. It goes only to the API's own origins: the base URL's and the
 /// configured `credentialOrigins` (a service adds its failover servers). Every credential
 /// field is dropped when a redirect changes the origin, and redacted in every log through
@@ -24,7 +25,11 @@ struct CredentialScope: Sendable {
     /// - Throws: `CourierError.configuration` for a credential origin that is not an absolute
     ///   http or https URL.
     init(configuration: HTTPClient.Configuration) throws(CourierError) {
-        var names = RedirectHandler.credentialHeaders.union(configuration.sensitiveHeaderNames)
+        // The names every log redacts as secrets (X-Api-Key, X-Auth-Token) are credentials too,
+        // set per call or by the builder: redacted, dropped across origins, and the cache's and
+        // the de-duplication's identity, or two users' keys would share one cached answer.
+        var names = RedirectHandler.credentialHeaders.union(Redaction.commonSecretHeaderNames)
+            .union(configuration.sensitiveHeaderNames)
         // Which fields does the builder make? Ask it once, with a value that means nothing.
         for field in configuration.authorization.build(Self.probe) { names.insert(field.name) }
         fieldNames = names
@@ -56,7 +61,8 @@ struct CredentialScope: Sendable {
 
 extension HTTPClient {
     /// The header fields that carry a credential: Authorization, Cookie, Proxy-Authorization,
-    /// `sensitiveHeaderNames` and the fields the `authorization` builder makes. Computed once.
+    /// `Redaction.commonSecretHeaderNames`, `sensitiveHeaderNames` and the fields the
+    /// `authorization` builder makes. Computed once.
     var credentialFieldNames: Set<HTTPField.Name> { credentialScope.fieldNames }
 }
 

@@ -78,10 +78,22 @@ public final class HTTPClient: Sendable {
     ///
     /// Replacing another credential without `logOut()` keeps that user's cached responses;
     /// the next `logOut()` purges those of the new one.
-    /// - Throws: `CourierError.invalidRequest` when the credential contains CR, LF or NUL.
+    /// - Throws: `CourierError.invalidRequest` when the credential contains CR, LF or NUL;
+    ///   `CourierError.configuration` when the `authorization` builder makes, for this
+    ///   credential, a field it did not make when the client asked it which fields carry the
+    ///   credential (list that field in `sensitiveHeaderNames`).
     public func logIn(credential: String) throws(CourierError) {
         guard !credential.utf8.contains(where: { $0 == 0 || $0 == 10 || $0 == 13 }) else {
             throw CourierError(.invalidRequest, "the credential contains CR, LF or NUL")
+        }
+        // A field the scope does not know would follow a redirect to another origin and miss
+        // the cache identity: refuse it loudly rather than leak it quietly.
+        let scope = credentialScope.fieldNames
+        if let unknown = configuration.authorization.build(credential).first(where: { !scope.contains($0.name) }) {
+            throw CourierError(
+                .configuration,
+                "the authorization builder made \(unknown.name) for this credential but not for the probe; "
+                    + "list it in sensitiveHeaderNames")
         }
         state.withLock { state in
             // Another user replaces the current one without a logout: what the session stored

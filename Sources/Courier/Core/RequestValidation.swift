@@ -80,7 +80,8 @@ extension HTTPRequest {
         guard let components = URLComponents(url: url, resolvingAgainstBaseURL: true),
             let scheme = components.scheme, let host = components.percentEncodedHost, !host.isEmpty
         else {
-            throw CourierError(.invalidRequest, "cannot send a request to \(url.absoluteString)")
+            // Not quoted: a URL a caller got wrong may still carry a token or a password.
+            throw CourierError(.invalidRequest, "cannot send a request to a URL without an http(s) scheme and a host")
         }
         if components.percentEncodedUser != nil || components.percentEncodedPassword != nil {
             throw CourierError(.invalidRequest, "credentials in the URL are not supported; use a header")

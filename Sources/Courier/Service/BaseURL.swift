@@ -20,7 +20,8 @@ public struct BaseURL: Sendable, Hashable, CustomStringConvertible {
     /// - Throws: `CourierError.configuration` when it is not a usable base URL.
     public init(_ string: String) throws {
         guard let separator = string.range(of: "://") else {
-            throw CourierError(.configuration, "the base URL '\(string)' has no scheme")
+            // Not quoted: it may carry a key in its query.
+            throw CourierError(.configuration, "the base URL has no scheme (such as https://)")
         }
         let scheme = string[..<separator.lowerBound].lowercased()
         guard scheme == "http" || scheme == "https" else {

@@ -213,11 +213,15 @@ import Testing
             }
             $0.sensitiveHeaderNames = [.init("X-Session")!]
         }
+        // The names every log redacts as secrets are credentials too (X-Api-Key, X-Auth-Token).
+        let common = Redaction.commonSecretHeaderNames
         #expect(
-            custom.credentialFieldNames == [
-                .authorization, .cookie, .proxyAuthorization, Self.apiKey, .init("X-Api-Secret")!, .init("X-Session")!,
-            ])
-        #expect(try makeClient().credentialFieldNames == [.authorization, .cookie, .proxyAuthorization])
+            custom.credentialFieldNames
+                == common.union([
+                    .authorization, .cookie, .proxyAuthorization, Self.apiKey, .init("X-Api-Secret")!,
+                    .init("X-Session")!,
+                ]))
+        #expect(try makeClient().credentialFieldNames == common.union([.authorization, .cookie, .proxyAuthorization]))
     }
 
     // MARK: - The client alone
