@@ -17,7 +17,9 @@ import HTTPTypes
 /// - every other header field of the call (Accept, Accept-Language, Accept-Encoding, …);
 /// - a digest of the body;
 /// - the call's options that change the answer: the response serializer and model type, and
-///   the cache policy.
+///   the cache policy;
+/// - the client that sends it: two clients may share one `ServiceConfiguration` (and so its
+///   gates) but not their answers, whatever their settings.
 ///
 /// Kept in memory only. The cache keeps its own keyed identity.
 struct RequestIdentity: Hashable, Sendable {
@@ -30,9 +32,10 @@ struct RequestIdentity: Hashable, Sendable {
     ///   - credentialFieldNames: the fields whose values are digested instead of kept.
     ///   - responseType: the response serializer's type (its model type included).
     ///   - cachePolicy: the call's cache policy.
+    ///   - client: the client that sends the call.
     init(
         request: PreparedRequest, credentialFieldNames: Set<HTTPField.Name>, responseType: ObjectIdentifier,
-        cachePolicy: CachePolicy
+        cachePolicy: CachePolicy, client: ObjectIdentifier? = nil
     ) {
         let head = request.head
         var key = head.method.rawValue
@@ -68,6 +71,7 @@ struct RequestIdentity: Hashable, Sendable {
         }
         key += "\nas: " + String(UInt(bitPattern: responseType), radix: 16)
         if cachePolicy != .useProtocolCachePolicy { key += "\ncache: \(cachePolicy)" }
+        if let client { key += "\nclient: " + String(UInt(bitPattern: client), radix: 16) }
         self.key = key
     }
 

@@ -103,8 +103,19 @@ extension ServiceCore {
         @inline(never)
         private func makeIdentity() -> RequestIdentity {
             var request = base
+            let client = service.client
+            // What the client adds to every hop belongs to the identity too: its default
+            // headers (one client's Accept-Language is not another's) and its jar's cookies
+            // (one user's session is not the next one's).
+            for field in client.configuration.defaultHeaders where request.head.headerFields[field.name] == nil {
+                request.head.headerFields.append(field)
+            }
+            let jar = options.transport.cookieJar ?? service.configuration.cookieJar ?? client.cookieJar
+            if request.head.headerFields[.cookie] == nil, let cookies = jar?.cookieHeader(for: request.head) {
+                request.head.headerFields[.cookie] = cookies
+            }
             if sendsCredential {
-                for field in service.client.authorizationFields() where request.head.headerFields[field.name] == nil {
+                for field in client.authorizationFields() where request.head.headerFields[field.name] == nil {
                     request.head.headerFields.append(field)
                 }
                 if let authentication = service.configuration.authentication {
@@ -116,7 +127,7 @@ extension ServiceCore {
             }
             return RequestIdentity(
                 request: request, credentialFieldNames: service.prepared.credentialFieldNames,
-                responseType: responseType, cachePolicy: options.cachePolicy)
+                responseType: responseType, cachePolicy: options.cachePolicy, client: ObjectIdentifier(client))
         }
 
         /// The request of the next attempt: the base request on the current server, with

@@ -46,6 +46,37 @@ import Testing
         #expect(server.count("/me") == 2)
     }
 
+    /// Two clients (an `Accept-Language` each) share one `ServiceConfiguration`, and so its
+    /// de-duplicator: an identical GET from the second client must not join the first's.
+    /// (Found by the red-team review: the `de` client received the `fr` client's answer.)
+    @Test func getsOfTwoClientsSharingOneConfigurationAreNotShared() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = HeldRoute()
+        server.route("/hello") { request in
+            held.hold()
+            return .json(["id": 1, "name": "lang " + (request.header("Accept-Language") ?? "none")])
+        }
+        func client(_ language: String) throws -> HTTPClient {
+            try HTTPClient(
+                configuration: HTTPClient.Configuration(
+                    baseURL: server.baseURL, defaultHeaders: [.acceptLanguage: language], notificationCenter: .init()))
+        }
+        let shared = ServiceConfiguration()
+        let french = ServiceCore(client: try client("fr"), configuration: shared)
+        let german = ServiceCore(client: try client("de"), configuration: shared)
+        async let fr: ServiceUser = french.get("hello")
+        while held.arrived.value < 1 { await Task.yield() }
+        async let de: ServiceUser = german.get("hello")
+        // Either the second request reaches the server, or (the bug) it waits on the first.
+        while held.arrived.value < 2 && shared.deduplicator.waiterCount < 2 { await Task.yield() }
+        held.release(2)
+        let (a, b) = try await (fr, de)
+        #expect(a.name == "lang fr")
+        #expect(b.name == "lang de")
+        #expect(server.count("/hello") == 2)
+    }
+
     @Test func getsOfTwoLoggedInUsersAreNotShared() async throws {
         let server = try TestServer()
         defer { server.stop() }
