@@ -18,6 +18,7 @@ Usage: pip install protobuf; scripts/make-protobuf-fixtures.py
 import base64
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -27,6 +28,9 @@ from google.protobuf.descriptor import FieldDescriptor
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "Fixtures", "protobuf")
 DESC = os.path.join(OUT, "courier.desc")
+# protoc, or protoc-c (Debian protobuf-c-compiler, which the build needs anyway): both are
+# libprotoc and write the same descriptor set.
+PROTOC = shutil.which("protoc") or shutil.which("protoc-c") or "protoc"
 
 # proto2 fields with presence that the Swift test model declares non-optional (to read defaults).
 NON_OPTIONAL = {
@@ -42,7 +46,7 @@ def build_descriptor_set():
                 protos.append(os.path.relpath(os.path.join(base, name), os.path.join(ROOT, "Protos")))
     protos.sort()
     subprocess.run(
-        ["protoc", "--include_imports", "--descriptor_set_out=" + DESC, "-I", os.path.join(ROOT, "Protos")] + protos,
+        [PROTOC, "--include_imports", "--descriptor_set_out=" + DESC, "-I", os.path.join(ROOT, "Protos")] + protos,
         check=True,
     )
     fds = descriptor_pb2.FileDescriptorSet.FromString(open(DESC, "rb").read())
@@ -157,6 +161,25 @@ def cases(pool):
              tags=["engine", "notes"])
         for i in range(3)
     ]
+    # Recursive messages: a category with its ancestors, children, grandchildren and a map of them.
+    root = {"name": "root"}
+    books = {"name": "books", "parent": root}
+    yield "category_tree", new(
+        "courier.test.Category",
+        name="fiction", parent=books,
+        children=[
+            {"name": "fantasy", "children": [{"name": "epic"}, {"name": "urban", "parent": {"name": "fantasy"}}]},
+            {"name": "crime"},
+            {},
+        ],
+        related={"see also": {"name": "poetry", "parent": books}, "archive": {"name": "old"}},
+    )
+    literal = lambda n: {"literal": n}
+    yield "expr_nested", new(
+        "courier.test.Expr",
+        binary={"op": "+", "left": literal(1), "right": {"binary": {
+            "op": "*", "left": literal(-2), "right": {"binary": {"op": "-", "left": literal(0), "right": {}}}}}},
+    )
     yield "demo_feed", new(
         "courier.demo.Feed", posts=posts, next_cursor="c2Vjb25kLXBhZ2U=",
         viewer=dict(user_id=7, display_name="Viewer", email="viewer@example.com", tier=1),

@@ -21,8 +21,24 @@ const ProtobufCMessageDescriptor *courier_descriptor_courier_demo_UserProfile_St
     return &courier__demo__user_profile__stats_entry__descriptor;
 }
 
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Binary(void) {
+    return &courier__test__binary__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Category(void) {
+    return &courier__test__category__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Category_RelatedEntry(void) {
+    return &courier__test__category__related_entry__descriptor;
+}
+
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Choice(void) {
     return &courier__test__choice__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Expr(void) {
+    return &courier__test__expr__descriptor;
 }
 
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Legacy(void) {

@@ -11,6 +11,8 @@ struct SwiftGenerator {
     let cModule: String
     /// `public` or `internal`.
     let access: String
+    /// Fields generated as `@Indirect` Optionals (`Schema.indirectFields()`).
+    var indirectFields: Set<String> = []
 
     /// The Swift source for `file`.
     func source(for file: FileDescriptor) throws -> String {
@@ -70,7 +72,8 @@ struct SwiftGenerator {
         out.open("\(access) struct \(escapedType(message.name)): Sendable, Hashable, Codable")
         for field in fields {
             if let comment = field.comment { out.line("/// \(comment)") }
-            out.line("\(access) var \(field.name): \(field.type)")
+            let wrapper = field.isIndirect ? "@\(qualified("Indirect", in: "CourierProtobuf")) " : ""
+            out.line("\(wrapper)\(access) var \(field.name): \(field.type)")
         }
         if !fields.isEmpty { out.line() }
         out.line("/// A message with the given fields; the others are unset (their proto defaults).")
@@ -152,6 +155,8 @@ struct SwiftField {
     let read: String
     let write: String
     let comment: String?
+    /// Held out of line (`@Indirect`): the field leads back to its own message.
+    var isIndirect = false
 
     init(
         _ field: FieldDescriptor, in message: MessageDescriptor, owner: String, proto3: Bool,
@@ -216,6 +221,7 @@ struct SwiftField {
             initialValue = "nil"
             read = "try message.message(\(number))"
             write = "try message.setMessage(\(number), self.\(name))"
+            isIndirect = names.indirectFields.contains(owner + "." + field.name)
         } else if hasPresence {
             type = access.swiftType + "?"
             initialValue = "nil"

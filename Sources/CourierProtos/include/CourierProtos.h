@@ -7,6 +7,7 @@
 #include "courier/demo/profile.pb-c.h"
 #include "courier/test/kinds.pb-c.h"
 #include "courier/test/legacy.pb-c.h"
+#include "courier/test/recursive.pb-c.h"
 
 // The address of each message descriptor (never take &descriptor from Swift).
 const ProtobufCMessageDescriptor *courier_descriptor_courier_demo_Address(void); // courier.demo.Address
@@ -14,7 +15,11 @@ const ProtobufCMessageDescriptor *courier_descriptor_courier_demo_Feed(void); //
 const ProtobufCMessageDescriptor *courier_descriptor_courier_demo_Post(void); // courier.demo.Post
 const ProtobufCMessageDescriptor *courier_descriptor_courier_demo_UserProfile(void); // courier.demo.UserProfile
 const ProtobufCMessageDescriptor *courier_descriptor_courier_demo_UserProfile_StatsEntry(void); // courier.demo.UserProfile.StatsEntry
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Binary(void); // courier.test.Binary
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Category(void); // courier.test.Category
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Category_RelatedEntry(void); // courier.test.Category.RelatedEntry
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Choice(void); // courier.test.Choice
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Expr(void); // courier.test.Expr
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Legacy(void); // courier.test.Legacy
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Legacy_Child(void); // courier.test.Legacy.Child
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Maps(void); // courier.test.Maps
