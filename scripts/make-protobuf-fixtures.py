@@ -186,8 +186,44 @@ def cases(pool):
     )
 
 
+def evolution_cases(v1_pool):
+    """Unknown fields: v2 bytes (Fixtures/protobuf/v2) and what Google's runtime writes after
+    reading them with the v1 schema of Protos/ (known fields, then the unknown ones)."""
+    v2_dir = os.path.join(OUT, "v2")
+    v2_desc = os.path.join(OUT, "v2", "evolution.desc")
+    subprocess.run([PROTOC, "--descriptor_set_out=" + v2_desc, "-I", v2_dir, "courier/test/evolution.proto"],
+                   check=True)
+    v2_pool = descriptor_pool.DescriptorPool()
+    for f in descriptor_pb2.FileDescriptorSet.FromString(open(v2_desc, "rb").read()).file:
+        v2_pool.Add(f)
+    os.remove(v2_desc)
+    v2 = message_factory.GetMessageClass(v2_pool.FindMessageTypeByName("courier.test.Record"))
+    v1 = message_factory.GetMessageClass(v1_pool.FindMessageTypeByName("courier.test.Record"))
+    inner = {"note": "n", "score": -3, "labels": ["x", "y"]}
+    yield "evolution_interleaved", v2(
+        id=42, rank=-7, title="every kind", stamp=0x0102030405060708, inner=inner, mask=0xDEADBEEF,
+        tags=["a", "b"], history=[inner, {"note": "old"}, {"score": 9}], blob=b"\x00\xff",
+        details=[{"key": "k", "weight": 0.5}], deltas=[-1, 1, -300], ratio=1.25, big=18446744073709551615,
+    ), v1
+    yield "evolution_appended", v2(
+        id=1, title="t", tags=["only"], blob=b"zz", details=[{"key": "d"}], deltas=[5], ratio=-2.5, big=7,
+    ), v1
+
+
 def main():
     pool = build_descriptor_set()
+    evolution = {}
+    for name, message, v1 in evolution_cases(pool):
+        data = message.SerializeToString(deterministic=True)
+        reread = v1.FromString(data)
+        again = reread.SerializeToString(deterministic=True)
+        for suffix, payload in (("v2", data), ("v1", again)):
+            with open(os.path.join(OUT, "%s.%s.bin" % (name, suffix)), "wb") as f:
+                f.write(payload)
+        evolution[name] = {"v1_value": swift_json(reread), "same_bytes": data == again}
+    with open(os.path.join(OUT, "evolution.json"), "w") as f:
+        json.dump(evolution, f, indent=2, sort_keys=True, ensure_ascii=False)
+        f.write("\n")
     expected = {}
     for name, message in cases(pool):
         data = message.SerializeToString(deterministic=True)
@@ -197,7 +233,8 @@ def main():
     with open(os.path.join(OUT, "expected.json"), "w") as f:
         json.dump(expected, f, indent=2, sort_keys=True, ensure_ascii=False)
         f.write("\n")
-    print("wrote %d fixtures to %s" % (len(expected), os.path.relpath(OUT, ROOT)))
+    print("wrote %d fixtures and %d unknown-field cases to %s" % (len(expected), len(evolution),
+                                                                 os.path.relpath(OUT, ROOT)))
 
 
 if __name__ == "__main__":

@@ -10,18 +10,22 @@ public struct Category: Sendable, Hashable, Codable {
     @Indirect public var parent: Category?
     public var children: [Category]
     public var related: [String: Category]
+    /// Fields the schema does not know (from a newer sender), sent again unchanged.
+    public var unknownFields: ProtobufUnknownFields
 
     /// A message with the given fields; the others are unset (their proto defaults).
     public init(
         name: String = "",
         parent: Category? = nil,
         children: [Category] = [],
-        related: [String: Category] = [:]
+        related: [String: Category] = [:],
+        unknownFields: ProtobufUnknownFields = ProtobufUnknownFields()
     ) {
         self.name = name
         self.parent = parent
         self.children = children
         self.related = related
+        self.unknownFields = unknownFields
     }
 }
 
@@ -31,14 +35,18 @@ public struct Expr: Sendable, Hashable, Codable {
     public var literal: Int64?
     /// Member of oneof `kind`: set at most one.
     @Indirect public var binary: Binary?
+    /// Fields the schema does not know (from a newer sender), sent again unchanged.
+    public var unknownFields: ProtobufUnknownFields
 
     /// A message with the given fields; the others are unset (their proto defaults).
     public init(
         literal: Int64? = nil,
-        binary: Binary? = nil
+        binary: Binary? = nil,
+        unknownFields: ProtobufUnknownFields = ProtobufUnknownFields()
     ) {
         self.literal = literal
         self.binary = binary
+        self.unknownFields = unknownFields
     }
 }
 
@@ -47,16 +55,20 @@ public struct Binary: Sendable, Hashable, Codable {
     public var op: String
     @Indirect public var left: Expr?
     @Indirect public var right: Expr?
+    /// Fields the schema does not know (from a newer sender), sent again unchanged.
+    public var unknownFields: ProtobufUnknownFields
 
     /// A message with the given fields; the others are unset (their proto defaults).
     public init(
         op: String = "",
         left: Expr? = nil,
-        right: Expr? = nil
+        right: Expr? = nil,
+        unknownFields: ProtobufUnknownFields = ProtobufUnknownFields()
     ) {
         self.op = op
         self.left = left
         self.right = right
+        self.unknownFields = unknownFields
     }
 }
 
@@ -70,7 +82,8 @@ extension Category: ProtobufMessage, ProtobufDirectCodable {
             name: try message.string(1),
             parent: try message.message(2),
             children: try message.messages(3),
-            related: try message.map(4, key: { try $0.string(1) }, value: { try $0.message(2) ?? Category() })
+            related: try message.map(4, key: { try $0.string(1) }, value: { try $0.message(2) ?? Category() }),
+            unknownFields: message.unknownFields()
         )
     }
 
@@ -81,6 +94,7 @@ extension Category: ProtobufMessage, ProtobufDirectCodable {
         try message.setMap(4, self.related) { entry, key, value in
             try entry.setString(1, key); try entry.setMessage(2, value)
         }
+        try message.setUnknownFields(self.unknownFields)
     }
 }
 
@@ -92,13 +106,15 @@ extension Expr: ProtobufMessage, ProtobufDirectCodable {
     public init(protobuf message: ProtobufMessageReader) throws {
         self.init(
             literal: try message.has(1) ? message.int64(1) : nil,
-            binary: try message.message(2)
+            binary: try message.message(2),
+            unknownFields: message.unknownFields()
         )
     }
 
     public func write(protobuf message: inout ProtobufMessageWriter) throws {
         if let value = self.literal { try message.setInt64(1, value) }
         try message.setMessage(2, self.binary)
+        try message.setUnknownFields(self.unknownFields)
     }
 }
 
@@ -111,7 +127,8 @@ extension Binary: ProtobufMessage, ProtobufDirectCodable {
         self.init(
             op: try message.string(1),
             left: try message.message(2),
-            right: try message.message(3)
+            right: try message.message(3),
+            unknownFields: message.unknownFields()
         )
     }
 
@@ -119,5 +136,6 @@ extension Binary: ProtobufMessage, ProtobufDirectCodable {
         try message.setString(1, self.op)
         try message.setMessage(2, self.left)
         try message.setMessage(3, self.right)
+        try message.setUnknownFields(self.unknownFields)
     }
 }

@@ -73,6 +73,14 @@ const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Point(void) {
     return &courier__test__point__descriptor;
 }
 
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Record(void) {
+    return &courier__test__record__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Record_Inner(void) {
+    return &courier__test__record__inner__descriptor;
+}
+
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Repeated(void) {
     return &courier__test__repeated__descriptor;
 }

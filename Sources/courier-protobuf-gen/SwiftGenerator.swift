@@ -75,17 +75,23 @@ struct SwiftGenerator {
             let wrapper = field.isIndirect ? "@\(qualified("Indirect", in: "CourierProtobuf")) " : ""
             out.line("\(wrapper)\(access) var \(field.name): \(field.type)")
         }
-        if !fields.isEmpty { out.line() }
-        out.line("/// A message with the given fields; the others are unset (their proto defaults).")
-        if fields.isEmpty {
-            out.line("\(access) init() {}")
-        } else {
-            out.line("\(access) init(")
-            out.arguments(fields.map { "\($0.name): \($0.type) = \($0.initialValue)" })
-            out.open(")")
-            for field in fields { out.line("self.\(field.name) = \(field.name)") }
-            out.close()
+        if fields.contains(where: { $0.name == "unknownFields" }) {
+            throw DescriptorError(
+                description: "\(fullName): a field named unknown_fields clashes with the generated "
+                    + "unknownFields property")
         }
+        let unknown = qualified("ProtobufUnknownFields", in: "CourierProtobuf")
+        out.line("/// Fields the schema does not know (from a newer sender), sent again unchanged.")
+        out.line("\(access) var unknownFields: \(unknown)")
+        out.line()
+        out.line("/// A message with the given fields; the others are unset (their proto defaults).")
+        out.line("\(access) init(")
+        out.arguments(
+            fields.map { "\($0.name): \($0.type) = \($0.initialValue)" } + ["unknownFields: \(unknown) = \(unknown)()"])
+        out.open(")")
+        for field in fields { out.line("self.\(field.name) = \(field.name)") }
+        out.line("self.unknownFields = unknownFields")
+        out.close()
         for nested in message.enums {
             out.line()
             try emitEnum(nested, fullName: fullName + "." + nested.name, into: &out)
@@ -117,17 +123,15 @@ struct SwiftGenerator {
         // Through the memberwise init: assigning fields one by one in a throwing init makes the
         // compiler build the value in a temporary and copy it out (a retain per reference).
         out.open("\(access) init(protobuf message: \(reader)) throws")
-        if fields.isEmpty {
-            out.line("self.init()")
-        } else {
-            out.line("self.init(")
-            out.arguments(fields.map { "\(argumentLabel($0.name)): \($0.read)" })
-            out.line(")")
-        }
+        out.line("self.init(")
+        out.arguments(
+            fields.map { "\(argumentLabel($0.name)): \($0.read)" } + ["unknownFields: message.unknownFields()"])
+        out.line(")")
         out.close()
         out.line()
         out.open("\(access) func write(protobuf message: inout \(writer)) throws")
         for field in fields { out.line(field.write) }
+        out.line("try message.setUnknownFields(self.unknownFields)")
         out.close()
         out.close()
         for nested in message.nested where !nested.isMapEntry {

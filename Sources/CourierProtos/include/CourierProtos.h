@@ -5,6 +5,7 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "courier/demo/profile.pb-c.h"
+#include "courier/test/evolution.pb-c.h"
 #include "courier/test/kinds.pb-c.h"
 #include "courier/test/legacy.pb-c.h"
 #include "courier/test/recursive.pb-c.h"
@@ -28,6 +29,8 @@ const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Maps_CountsEnt
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Maps_NamesEntry(void); // courier.test.Maps.NamesEntry
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Maps_PointsByIdEntry(void); // courier.test.Maps.PointsByIdEntry
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Point(void); // courier.test.Point
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Record(void); // courier.test.Record
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Record_Inner(void); // courier.test.Record.Inner
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Repeated(void); // courier.test.Repeated
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Scalars(void); // courier.test.Scalars
 
