@@ -204,6 +204,7 @@ def evolution_cases(v1_pool):
         id=42, rank=-7, title="every kind", stamp=0x0102030405060708, inner=inner, mask=0xDEADBEEF,
         tags=["a", "b"], history=[inner, {"note": "old"}, {"score": 9}], blob=b"\x00\xff",
         details=[{"key": "k", "weight": 0.5}], deltas=[-1, 1, -300], ratio=1.25, big=18446744073709551615,
+        status=2, statuses=[1, 2, 0, 2],
     ), v1
     yield "evolution_appended", v2(
         id=1, title="t", tags=["only"], blob=b"zz", details=[{"key": "d"}], deltas=[5], ratio=-2.5, big=7,

@@ -5,10 +5,33 @@ import CourierProtos
 import Foundation
 
 /// `courier.demo.Tier`.
-public enum Tier: Int32, ProtobufEnum, Sendable, Hashable, CaseIterable {
-    case free = 0
-    case plus = 1
-    case pro = 2
+public enum Tier: ProtobufEnum, Sendable, Hashable, CaseIterable {
+    case free
+    case plus
+    case pro
+    /// A number this version of the schema has no case for (kept, and sent again unchanged).
+    case unrecognized(Int32)
+
+    public init(rawValue: Int32) {
+        switch rawValue {
+        case 0: self = .free
+        case 1: self = .plus
+        case 2: self = .pro
+        default: self = .unrecognized(rawValue)
+        }
+    }
+
+    public var rawValue: Int32 {
+        switch self {
+        case .free: 0
+        case .plus: 1
+        case .pro: 2
+        case .unrecognized(let number): number
+        }
+    }
+
+    /// The cases of the schema (not `unrecognized`).
+    public static let allCases: [Tier] = [.free, .plus, .pro]
 }
 
 /// `courier.demo.Address`.

@@ -4,6 +4,33 @@ import CourierProtobuf
 import CourierProtos
 import Foundation
 
+/// `courier.test.Status`.
+public enum Status: ProtobufEnum, Sendable, Hashable, CaseIterable {
+    case unspecified
+    case active
+    /// A number this version of the schema has no case for (kept, and sent again unchanged).
+    case unrecognized(Int32)
+
+    public init(rawValue: Int32) {
+        switch rawValue {
+        case 0: self = .unspecified
+        case 1: self = .active
+        default: self = .unrecognized(rawValue)
+        }
+    }
+
+    public var rawValue: Int32 {
+        switch self {
+        case .unspecified: 0
+        case .active: 1
+        case .unrecognized(let number): number
+        }
+    }
+
+    /// The cases of the schema (not `unrecognized`).
+    public static let allCases: [Status] = [.unspecified, .active]
+}
+
 /// `courier.test.Record`.
 public struct Record: Sendable, Hashable, Codable {
     public var id: Int64
@@ -11,6 +38,8 @@ public struct Record: Sendable, Hashable, Codable {
     public var inner: Record.Inner?
     public var tags: [String]
     public var history: [Record.Inner]
+    public var status: Status
+    public var statuses: [Status]
     /// Fields the schema does not know (from a newer sender), sent again unchanged.
     public var unknownFields: ProtobufUnknownFields
 
@@ -21,6 +50,8 @@ public struct Record: Sendable, Hashable, Codable {
         inner: Record.Inner? = nil,
         tags: [String] = [],
         history: [Record.Inner] = [],
+        status: Status = .unspecified,
+        statuses: [Status] = [],
         unknownFields: ProtobufUnknownFields = ProtobufUnknownFields()
     ) {
         self.id = id
@@ -28,6 +59,8 @@ public struct Record: Sendable, Hashable, Codable {
         self.inner = inner
         self.tags = tags
         self.history = history
+        self.status = status
+        self.statuses = statuses
         self.unknownFields = unknownFields
     }
 
@@ -60,6 +93,8 @@ extension Record: ProtobufMessage, ProtobufDirectCodable {
             inner: try message.message(5),
             tags: try message.strings(7),
             history: try message.messages(8),
+            status: try message.enumeration(13),
+            statuses: try message.enumerations(14),
             unknownFields: message.unknownFields()
         )
     }
@@ -70,6 +105,8 @@ extension Record: ProtobufMessage, ProtobufDirectCodable {
         try message.setMessage(5, self.inner)
         try message.setStrings(7, self.tags)
         try message.setMessages(8, self.history)
+        try message.setEnumeration(13, self.status)
+        try message.setEnumerations(14, self.statuses)
         try message.setUnknownFields(self.unknownFields)
     }
 }

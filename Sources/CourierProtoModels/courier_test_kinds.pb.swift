@@ -5,11 +5,36 @@ import CourierProtos
 import Foundation
 
 /// `courier.test.Color`.
-public enum Color: Int32, ProtobufEnum, Sendable, Hashable, CaseIterable {
-    case unspecified = 0
-    case red = 1
-    case green = 2
-    case blue = 3
+public enum Color: ProtobufEnum, Sendable, Hashable, CaseIterable {
+    case unspecified
+    case red
+    case green
+    case blue
+    /// A number this version of the schema has no case for (kept, and sent again unchanged).
+    case unrecognized(Int32)
+
+    public init(rawValue: Int32) {
+        switch rawValue {
+        case 0: self = .unspecified
+        case 1: self = .red
+        case 2: self = .green
+        case 3: self = .blue
+        default: self = .unrecognized(rawValue)
+        }
+    }
+
+    public var rawValue: Int32 {
+        switch self {
+        case .unspecified: 0
+        case .red: 1
+        case .green: 2
+        case .blue: 3
+        case .unrecognized(let number): number
+        }
+    }
+
+    /// The cases of the schema (not `unrecognized`).
+    public static let allCases: [Color] = [.unspecified, .red, .green, .blue]
 }
 
 /// `courier.test.Point`.

@@ -21,11 +21,11 @@ struct SwiftGenerator {
         out.line("// Do not edit: change the .proto file and run the script again.")
         for module in [cModule, "CourierProtobuf", "Foundation"].sorted() { out.line("import \(module)") }
         let prefix = file.package.isEmpty ? "" : file.package + "."
+        let proto3 = file.syntax == "proto3"
         for enumeration in file.enums {
             out.line()
-            try emitEnum(enumeration, fullName: prefix + enumeration.name, into: &out)
+            try emitEnum(enumeration, fullName: prefix + enumeration.name, open: proto3, into: &out)
         }
-        let proto3 = file.syntax == "proto3"
         for message in file.messages {
             out.line()
             try emitStruct(message, fullName: prefix + message.name, proto3: proto3, into: &out)
@@ -38,26 +38,61 @@ struct SwiftGenerator {
 
     // MARK: - Types
 
-    private func emitEnum(_ enumeration: EnumDescriptor, fullName: String, into out: inout SourceWriter) throws {
+    /// An enum; `open` (proto3) enums get `case unrecognized(Int32)` for numbers the schema does
+    /// not know, so that a newer sender's value is kept and sent again.
+    private func emitEnum(_ enumeration: EnumDescriptor, fullName: String, open: Bool, into out: inout SourceWriter)
+        throws
+    {
         guard !enumeration.values.isEmpty else {
             throw DescriptorError(description: "\(fullName) has no values")
         }
         let names = try enumCaseNames(enumeration, fullName: fullName)
-        out.line("/// `\(fullName)`.")
-        out.open(
-            "\(access) enum \(escapedType(enumeration.name)): Int32, ProtobufEnum, Sendable, Hashable, CaseIterable")
+        let type = escapedType(enumeration.name)
         var seen: [Int32: String] = [:]
         var aliases: [(String, String)] = []
+        var cases: [(String, Int32)] = []
         for (index, value) in enumeration.values.enumerated() {
             if let canonical = seen[value.number] {
                 aliases.append((names[index], canonical))
                 continue
             }
             seen[value.number] = names[index]
-            out.line("case \(names[index]) = \(value.number)")
+            cases.append((names[index], value.number))
+        }
+        out.line("/// `\(fullName)`.")
+        if !open {
+            out.open("\(access) enum \(type): Int32, ProtobufEnum, Sendable, Hashable, CaseIterable")
+            for (name, number) in cases { out.line("case \(name) = \(number)") }
+        } else {
+            if names.contains("unrecognized") {
+                throw DescriptorError(
+                    description: "\(fullName): a value named like `unrecognized` clashes with the "
+                        + "generated case for unknown numbers")
+            }
+            out.open("\(access) enum \(type): ProtobufEnum, Sendable, Hashable, CaseIterable")
+            for (name, _) in cases { out.line("case \(name)") }
+            out.line("/// A number this version of the schema has no case for (kept, and sent again unchanged).")
+            out.line("case unrecognized(Int32)")
+            out.line()
+            out.open("\(access) init(rawValue: Int32)")
+            out.open("switch rawValue")
+            for (name, number) in cases { out.line("case \(number): self = .\(name)") }
+            out.line("default: self = .unrecognized(rawValue)")
+            out.close()
+            out.close()
+            out.line()
+            out.open("\(access) var rawValue: Int32")
+            out.open("switch self")
+            for (name, number) in cases { out.line("case .\(name): \(number)") }
+            out.line("case .unrecognized(let number): number")
+            out.close()
+            out.close()
+            out.line()
+            out.line("/// The cases of the schema (not `unrecognized`).")
+            out.line("\(access) static let allCases: [\(type)] = [\(cases.map { "." + $0.0 }.joined(separator: ", "))]")
         }
         for (alias, canonical) in aliases {
-            out.line("\(access) static let \(alias) = \(escapedType(enumeration.name)).\(canonical)")
+            out.line("\(access) static let \(alias) = \(type).\(canonical)")
         }
         out.close()
     }
@@ -94,7 +129,7 @@ struct SwiftGenerator {
         out.close()
         for nested in message.enums {
             out.line()
-            try emitEnum(nested, fullName: fullName + "." + nested.name, into: &out)
+            try emitEnum(nested, fullName: fullName + "." + nested.name, open: proto3, into: &out)
         }
         for nested in message.nested where !nested.isMapEntry {
             out.line()

@@ -42,6 +42,11 @@ import Testing
 
         let decoded = try ProtobufDecoder().decode(Record.self, from: v2)
         #expect(!decoded.unknownFields.isEmpty)
+        if name == "evolution_interleaved" {
+            // STATUS_ARCHIVED = 2 is v2's: kept as the number, in place.
+            #expect(decoded.status == .unrecognized(2))
+            #expect(decoded.statuses == [.active, .unrecognized(2), .unspecified, .unrecognized(2)])
+        }
         var known = decoded
         known.unknownFields = ProtobufUnknownFields()
         known.inner?.unknownFields = ProtobufUnknownFields()
@@ -88,6 +93,22 @@ import Testing
 }
 
 extension UnknownFieldsTests {
+    /// proto3 enums are open: a number the generated enum has no case for is
+    /// `.unrecognized(number)`, which encodes as that number (in protobuf and JSON); `allCases`
+    /// lists the schema's cases. Before issue 19 such a number failed the whole decode.
+    @Test func openEnumsKeepUnknownNumbers() throws {
+        typealias Status = CourierProtoModels.Status
+        #expect(Status(rawValue: 7) == .unrecognized(7) && Status.unrecognized(7).rawValue == 7)
+        #expect(Status(rawValue: 1) == .active && Status.allCases == [.unspecified, .active])
+        let record = Record(status: .unrecognized(-3), statuses: [.unrecognized(99), .active])
+        let bytes = try ProtobufEncoder().encode(record)
+        #expect(try ProtobufDecoder().decode(Record.self, from: bytes) == record)
+        #expect(try JSONDecoder().decode(Record.self, from: JSONEncoder().encode(record)) == record)
+        let color = try ProtobufDecoder().decode(CourierProtoModels.Scalars.self, from: Data([0x80, 0x01, 99]))
+        #expect(color.color == .unrecognized(99))
+        #expect(try ProtobufEncoder().encode(color) == Data([0x80, 0x01, 99]))
+    }
+
     /// The inlined reader loads `n_unknown_fields` at a fixed offset.
     @Test func unknownFieldCountFollowsTheDescriptorPointer() {
         #expect(MemoryLayout<ProtobufCMessage>.offset(of: \.n_unknown_fields) == MemoryLayout<UnsafeRawPointer>.size)

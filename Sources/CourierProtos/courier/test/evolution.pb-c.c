@@ -96,7 +96,7 @@ const ProtobufCMessageDescriptor courier__test__record__inner__descriptor =
   (ProtobufCMessageInit) courier__test__record__inner__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor courier__test__record__field_descriptors[5] =
+static const ProtobufCFieldDescriptor courier__test__record__field_descriptors[7] =
 {
   {
     "id",
@@ -158,21 +158,48 @@ static const ProtobufCFieldDescriptor courier__test__record__field_descriptors[5
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "status",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Courier__Test__Record, status),
+    &courier__test__status__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "statuses",
+    14,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_ENUM,
+    offsetof(Courier__Test__Record, n_statuses),
+    offsetof(Courier__Test__Record, statuses),
+    &courier__test__status__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned courier__test__record__field_indices_by_name[] = {
   4,   /* field[4] = history */
   0,   /* field[0] = id */
   2,   /* field[2] = inner */
+  5,   /* field[5] = status */
+  6,   /* field[6] = statuses */
   3,   /* field[3] = tags */
   1,   /* field[1] = title */
 };
-static const ProtobufCIntRange courier__test__record__number_ranges[4 + 1] =
+static const ProtobufCIntRange courier__test__record__number_ranges[5 + 1] =
 {
   { 1, 0 },
   { 3, 1 },
   { 5, 2 },
   { 7, 3 },
-  { 0, 5 }
+  { 13, 5 },
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor courier__test__record__descriptor =
 {
@@ -182,10 +209,38 @@ const ProtobufCMessageDescriptor courier__test__record__descriptor =
   "Courier__Test__Record",
   "courier.test",
   sizeof(Courier__Test__Record),
-  5,
+  7,
   courier__test__record__field_descriptors,
   courier__test__record__field_indices_by_name,
-  4,  courier__test__record__number_ranges,
+  5,  courier__test__record__number_ranges,
   (ProtobufCMessageInit) courier__test__record__init,
   NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCEnumValue courier__test__status__enum_values_by_number[2] =
+{
+  { "STATUS_UNSPECIFIED", "COURIER__TEST__STATUS__STATUS_UNSPECIFIED", 0 },
+  { "STATUS_ACTIVE", "COURIER__TEST__STATUS__STATUS_ACTIVE", 1 },
+};
+static const ProtobufCIntRange courier__test__status__value_ranges[] = {
+{0, 0},{0, 2}
+};
+static const ProtobufCEnumValueIndex courier__test__status__enum_values_by_name[2] =
+{
+  { "STATUS_ACTIVE", 1 },
+  { "STATUS_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor courier__test__status__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "courier.test.Status",
+  "Status",
+  "Courier__Test__Status",
+  "courier.test",
+  2,
+  courier__test__status__enum_values_by_number,
+  2,
+  courier__test__status__enum_values_by_name,
+  1,
+  courier__test__status__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
 };

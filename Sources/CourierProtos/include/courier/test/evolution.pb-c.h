@@ -21,6 +21,11 @@ typedef struct Courier__Test__Record__Inner Courier__Test__Record__Inner;
 
 /* --- enums --- */
 
+typedef enum _Courier__Test__Status {
+  COURIER__TEST__STATUS__STATUS_UNSPECIFIED = 0,
+  COURIER__TEST__STATUS__STATUS_ACTIVE = 1
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(COURIER__TEST__STATUS)
+} Courier__Test__Status;
 
 /* --- messages --- */
 
@@ -44,10 +49,13 @@ struct  Courier__Test__Record
   char **tags;
   size_t n_history;
   Courier__Test__Record__Inner **history;
+  Courier__Test__Status status;
+  size_t n_statuses;
+  Courier__Test__Status *statuses;
 };
 #define COURIER__TEST__RECORD__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&courier__test__record__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, NULL, 0,NULL, 0,NULL }
+    , 0, (char *)protobuf_c_empty_string, NULL, 0,NULL, 0,NULL, COURIER__TEST__STATUS__STATUS_UNSPECIFIED, 0,NULL }
 
 
 /* Courier__Test__Record__Inner methods */
@@ -86,6 +94,7 @@ typedef void (*Courier__Test__Record_Closure)
 
 /* --- descriptors --- */
 
+extern const ProtobufCEnumDescriptor    courier__test__status__descriptor;
 extern const ProtobufCMessageDescriptor courier__test__record__descriptor;
 extern const ProtobufCMessageDescriptor courier__test__record__inner__descriptor;
 
