@@ -18,6 +18,7 @@ Usage: pip install protobuf; scripts/make-protobuf-fixtures.py
 import base64
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -27,6 +28,9 @@ from google.protobuf.descriptor import FieldDescriptor
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "Fixtures", "protobuf")
 DESC = os.path.join(OUT, "courier.desc")
+# protoc, or protoc-c (Debian protobuf-c-compiler, which the build needs anyway): both are
+# libprotoc and write the same descriptor set.
+PROTOC = shutil.which("protoc") or shutil.which("protoc-c") or "protoc"
 
 # proto2 fields with presence that the Swift test model declares non-optional (to read defaults).
 NON_OPTIONAL = {
@@ -42,7 +46,7 @@ def build_descriptor_set():
                 protos.append(os.path.relpath(os.path.join(base, name), os.path.join(ROOT, "Protos")))
     protos.sort()
     subprocess.run(
-        ["protoc", "--include_imports", "--descriptor_set_out=" + DESC, "-I", os.path.join(ROOT, "Protos")] + protos,
+        [PROTOC, "--include_imports", "--descriptor_set_out=" + DESC, "-I", os.path.join(ROOT, "Protos")] + protos,
         check=True,
     )
     fds = descriptor_pb2.FileDescriptorSet.FromString(open(DESC, "rb").read())
@@ -157,14 +161,70 @@ def cases(pool):
              tags=["engine", "notes"])
         for i in range(3)
     ]
+    # Recursive messages: a category with its ancestors, children, grandchildren and a map of them.
+    root = {"name": "root"}
+    books = {"name": "books", "parent": root}
+    yield "category_tree", new(
+        "courier.test.Category",
+        name="fiction", parent=books,
+        children=[
+            {"name": "fantasy", "children": [{"name": "epic"}, {"name": "urban", "parent": {"name": "fantasy"}}]},
+            {"name": "crime"},
+            {},
+        ],
+        related={"see also": {"name": "poetry", "parent": books}, "archive": {"name": "old"}},
+    )
+    literal = lambda n: {"literal": n}
+    yield "expr_nested", new(
+        "courier.test.Expr",
+        binary={"op": "+", "left": literal(1), "right": {"binary": {
+            "op": "*", "left": literal(-2), "right": {"binary": {"op": "-", "left": literal(0), "right": {}}}}}},
+    )
     yield "demo_feed", new(
         "courier.demo.Feed", posts=posts, next_cursor="c2Vjb25kLXBhZ2U=",
         viewer=dict(user_id=7, display_name="Viewer", email="viewer@example.com", tier=1),
     )
 
 
+def evolution_cases(v1_pool):
+    """Unknown fields: v2 bytes (Fixtures/protobuf/v2) and what Google's runtime writes after
+    reading them with the v1 schema of Protos/ (known fields, then the unknown ones)."""
+    v2_dir = os.path.join(OUT, "v2")
+    v2_desc = os.path.join(OUT, "v2", "evolution.desc")
+    subprocess.run([PROTOC, "--descriptor_set_out=" + v2_desc, "-I", v2_dir, "courier/test/evolution.proto"],
+                   check=True)
+    v2_pool = descriptor_pool.DescriptorPool()
+    for f in descriptor_pb2.FileDescriptorSet.FromString(open(v2_desc, "rb").read()).file:
+        v2_pool.Add(f)
+    os.remove(v2_desc)
+    v2 = message_factory.GetMessageClass(v2_pool.FindMessageTypeByName("courier.test.Record"))
+    v1 = message_factory.GetMessageClass(v1_pool.FindMessageTypeByName("courier.test.Record"))
+    inner = {"note": "n", "score": -3, "labels": ["x", "y"]}
+    yield "evolution_interleaved", v2(
+        id=42, rank=-7, title="every kind", stamp=0x0102030405060708, inner=inner, mask=0xDEADBEEF,
+        tags=["a", "b"], history=[inner, {"note": "old"}, {"score": 9}], blob=b"\x00\xff",
+        details=[{"key": "k", "weight": 0.5}], deltas=[-1, 1, -300], ratio=1.25, big=18446744073709551615,
+        status=2, statuses=[1, 2, 0, 2],
+    ), v1
+    yield "evolution_appended", v2(
+        id=1, title="t", tags=["only"], blob=b"zz", details=[{"key": "d"}], deltas=[5], ratio=-2.5, big=7,
+    ), v1
+
+
 def main():
     pool = build_descriptor_set()
+    evolution = {}
+    for name, message, v1 in evolution_cases(pool):
+        data = message.SerializeToString(deterministic=True)
+        reread = v1.FromString(data)
+        again = reread.SerializeToString(deterministic=True)
+        for suffix, payload in (("v2", data), ("v1", again)):
+            with open(os.path.join(OUT, "%s.%s.bin" % (name, suffix)), "wb") as f:
+                f.write(payload)
+        evolution[name] = {"v1_value": swift_json(reread), "same_bytes": data == again}
+    with open(os.path.join(OUT, "evolution.json"), "w") as f:
+        json.dump(evolution, f, indent=2, sort_keys=True, ensure_ascii=False)
+        f.write("\n")
     expected = {}
     for name, message in cases(pool):
         data = message.SerializeToString(deterministic=True)
@@ -174,7 +234,8 @@ def main():
     with open(os.path.join(OUT, "expected.json"), "w") as f:
         json.dump(expected, f, indent=2, sort_keys=True, ensure_ascii=False)
         f.write("\n")
-    print("wrote %d fixtures to %s" % (len(expected), os.path.relpath(OUT, ROOT)))
+    print("wrote %d fixtures and %d unknown-field cases to %s" % (len(expected), len(evolution),
+                                                                 os.path.relpath(OUT, ROOT)))
 
 
 if __name__ == "__main__":

@@ -5,10 +5,33 @@ import CourierProtos
 import Foundation
 
 /// `courier.demo.Tier`.
-public enum Tier: Int32, ProtobufEnum, Sendable, Hashable, CaseIterable {
-    case free = 0
-    case plus = 1
-    case pro = 2
+public enum Tier: ProtobufEnum, Sendable, Hashable, CaseIterable {
+    case free
+    case plus
+    case pro
+    /// A number this version of the schema has no case for (kept, and sent again unchanged).
+    case unrecognized(Int32)
+
+    public init(rawValue: Int32) {
+        switch rawValue {
+        case 0: self = .free
+        case 1: self = .plus
+        case 2: self = .pro
+        default: self = .unrecognized(rawValue)
+        }
+    }
+
+    public var rawValue: Int32 {
+        switch self {
+        case .free: 0
+        case .plus: 1
+        case .pro: 2
+        case .unrecognized(let number): number
+        }
+    }
+
+    /// The cases of the schema (not `unrecognized`).
+    public static let allCases: [Tier] = [.free, .plus, .pro]
 }
 
 /// `courier.demo.Address`.
@@ -17,18 +40,22 @@ public struct Address: Sendable, Hashable, Codable {
     public var city: String
     public var countryCode: String
     public var postalCode: String
+    /// Fields the schema does not know (from a newer sender), sent again unchanged.
+    public var unknownFields: ProtobufUnknownFields
 
     /// A message with the given fields; the others are unset (their proto defaults).
     public init(
         street: String = "",
         city: String = "",
         countryCode: String = "",
-        postalCode: String = ""
+        postalCode: String = "",
+        unknownFields: ProtobufUnknownFields = ProtobufUnknownFields()
     ) {
         self.street = street
         self.city = city
         self.countryCode = countryCode
         self.postalCode = postalCode
+        self.unknownFields = unknownFields
     }
 }
 
@@ -46,6 +73,8 @@ public struct UserProfile: Sendable, Hashable, Codable {
     public var badgeIds: [Int32]
     public var stats: [String: Int32]
     public var bio: String?
+    /// Fields the schema does not know (from a newer sender), sent again unchanged.
+    public var unknownFields: ProtobufUnknownFields
 
     /// A message with the given fields; the others are unset (their proto defaults).
     public init(
@@ -60,7 +89,8 @@ public struct UserProfile: Sendable, Hashable, Codable {
         interests: [String] = [],
         badgeIds: [Int32] = [],
         stats: [String: Int32] = [:],
-        bio: String? = nil
+        bio: String? = nil,
+        unknownFields: ProtobufUnknownFields = ProtobufUnknownFields()
     ) {
         self.userId = userId
         self.displayName = displayName
@@ -74,6 +104,7 @@ public struct UserProfile: Sendable, Hashable, Codable {
         self.badgeIds = badgeIds
         self.stats = stats
         self.bio = bio
+        self.unknownFields = unknownFields
     }
 }
 
@@ -86,6 +117,8 @@ public struct Post: Sendable, Hashable, Codable {
     public var publishedAt: Int64
     public var likes: UInt32
     public var tags: [String]
+    /// Fields the schema does not know (from a newer sender), sent again unchanged.
+    public var unknownFields: ProtobufUnknownFields
 
     /// A message with the given fields; the others are unset (their proto defaults).
     public init(
@@ -95,7 +128,8 @@ public struct Post: Sendable, Hashable, Codable {
         body: String = "",
         publishedAt: Int64 = 0,
         likes: UInt32 = 0,
-        tags: [String] = []
+        tags: [String] = [],
+        unknownFields: ProtobufUnknownFields = ProtobufUnknownFields()
     ) {
         self.postId = postId
         self.authorId = authorId
@@ -104,6 +138,7 @@ public struct Post: Sendable, Hashable, Codable {
         self.publishedAt = publishedAt
         self.likes = likes
         self.tags = tags
+        self.unknownFields = unknownFields
     }
 }
 
@@ -112,16 +147,20 @@ public struct Feed: Sendable, Hashable, Codable {
     public var posts: [Post]
     public var nextCursor: String
     public var viewer: UserProfile?
+    /// Fields the schema does not know (from a newer sender), sent again unchanged.
+    public var unknownFields: ProtobufUnknownFields
 
     /// A message with the given fields; the others are unset (their proto defaults).
     public init(
         posts: [Post] = [],
         nextCursor: String = "",
-        viewer: UserProfile? = nil
+        viewer: UserProfile? = nil,
+        unknownFields: ProtobufUnknownFields = ProtobufUnknownFields()
     ) {
         self.posts = posts
         self.nextCursor = nextCursor
         self.viewer = viewer
+        self.unknownFields = unknownFields
     }
 }
 
@@ -135,7 +174,8 @@ extension Address: ProtobufMessage, ProtobufDirectCodable {
             street: try message.string(1),
             city: try message.string(2),
             countryCode: try message.string(3),
-            postalCode: try message.string(4)
+            postalCode: try message.string(4),
+            unknownFields: message.unknownFields()
         )
     }
 
@@ -144,6 +184,7 @@ extension Address: ProtobufMessage, ProtobufDirectCodable {
         try message.setString(2, self.city)
         try message.setString(3, self.countryCode)
         try message.setString(4, self.postalCode)
+        try message.setUnknownFields(self.unknownFields)
     }
 }
 
@@ -165,7 +206,8 @@ extension UserProfile: ProtobufMessage, ProtobufDirectCodable {
             interests: try message.strings(9),
             badgeIds: try message.int32s(10),
             stats: try message.stringInt32Map(11),
-            bio: try message.has(12) ? message.string(12) : nil
+            bio: try message.has(12) ? message.string(12) : nil,
+            unknownFields: message.unknownFields()
         )
     }
 
@@ -182,6 +224,7 @@ extension UserProfile: ProtobufMessage, ProtobufDirectCodable {
         try message.setInt32s(10, self.badgeIds)
         try message.setStringInt32Map(11, self.stats)
         if let value = self.bio { try message.setString(12, value) }
+        try message.setUnknownFields(self.unknownFields)
     }
 }
 
@@ -198,7 +241,8 @@ extension Post: ProtobufMessage, ProtobufDirectCodable {
             body: try message.string(4),
             publishedAt: try message.int64(5),
             likes: try message.uint32(6),
-            tags: try message.strings(7)
+            tags: try message.strings(7),
+            unknownFields: message.unknownFields()
         )
     }
 
@@ -210,6 +254,7 @@ extension Post: ProtobufMessage, ProtobufDirectCodable {
         try message.setInt64(5, self.publishedAt)
         try message.setUInt32(6, self.likes)
         try message.setStrings(7, self.tags)
+        try message.setUnknownFields(self.unknownFields)
     }
 }
 
@@ -222,7 +267,8 @@ extension Feed: ProtobufMessage, ProtobufDirectCodable {
         self.init(
             posts: try message.messages(1),
             nextCursor: try message.string(2),
-            viewer: try message.message(3)
+            viewer: try message.message(3),
+            unknownFields: message.unknownFields()
         )
     }
 
@@ -230,5 +276,6 @@ extension Feed: ProtobufMessage, ProtobufDirectCodable {
         try message.setMessages(1, self.posts)
         try message.setString(2, self.nextCursor)
         try message.setMessage(3, self.viewer)
+        try message.setUnknownFields(self.unknownFields)
     }
 }

@@ -5,11 +5,36 @@ import CourierProtos
 import Foundation
 
 /// `courier.test.Color`.
-public enum Color: Int32, ProtobufEnum, Sendable, Hashable, CaseIterable {
-    case unspecified = 0
-    case red = 1
-    case green = 2
-    case blue = 3
+public enum Color: ProtobufEnum, Sendable, Hashable, CaseIterable {
+    case unspecified
+    case red
+    case green
+    case blue
+    /// A number this version of the schema has no case for (kept, and sent again unchanged).
+    case unrecognized(Int32)
+
+    public init(rawValue: Int32) {
+        switch rawValue {
+        case 0: self = .unspecified
+        case 1: self = .red
+        case 2: self = .green
+        case 3: self = .blue
+        default: self = .unrecognized(rawValue)
+        }
+    }
+
+    public var rawValue: Int32 {
+        switch self {
+        case .unspecified: 0
+        case .red: 1
+        case .green: 2
+        case .blue: 3
+        case .unrecognized(let number): number
+        }
+    }
+
+    /// The cases of the schema (not `unrecognized`).
+    public static let allCases: [Color] = [.unspecified, .red, .green, .blue]
 }
 
 /// `courier.test.Point`.
@@ -17,16 +42,20 @@ public struct Point: Sendable, Hashable, Codable {
     public var x: Int32
     public var y: Int32
     public var label: String
+    /// Fields the schema does not know (from a newer sender), sent again unchanged.
+    public var unknownFields: ProtobufUnknownFields
 
     /// A message with the given fields; the others are unset (their proto defaults).
     public init(
         x: Int32 = 0,
         y: Int32 = 0,
-        label: String = ""
+        label: String = "",
+        unknownFields: ProtobufUnknownFields = ProtobufUnknownFields()
     ) {
         self.x = x
         self.y = y
         self.label = label
+        self.unknownFields = unknownFields
     }
 }
 
@@ -48,6 +77,8 @@ public struct Scalars: Sendable, Hashable, Codable {
     public var stringValue: String
     public var bytesValue: Data
     public var color: Color
+    /// Fields the schema does not know (from a newer sender), sent again unchanged.
+    public var unknownFields: ProtobufUnknownFields
 
     /// A message with the given fields; the others are unset (their proto defaults).
     public init(
@@ -66,7 +97,8 @@ public struct Scalars: Sendable, Hashable, Codable {
         boolValue: Bool = false,
         stringValue: String = "",
         bytesValue: Data = Data(),
-        color: Color = .unspecified
+        color: Color = .unspecified,
+        unknownFields: ProtobufUnknownFields = ProtobufUnknownFields()
     ) {
         self.int32Value = int32Value
         self.int64Value = int64Value
@@ -84,6 +116,7 @@ public struct Scalars: Sendable, Hashable, Codable {
         self.stringValue = stringValue
         self.bytesValue = bytesValue
         self.color = color
+        self.unknownFields = unknownFields
     }
 }
 
@@ -101,6 +134,8 @@ public struct Repeated: Sendable, Hashable, Codable {
     public var strings: [String]
     public var blobs: [Data]
     public var points: [Point]
+    /// Fields the schema does not know (from a newer sender), sent again unchanged.
+    public var unknownFields: ProtobufUnknownFields
 
     /// A message with the given fields; the others are unset (their proto defaults).
     public init(
@@ -115,7 +150,8 @@ public struct Repeated: Sendable, Hashable, Codable {
         unpackedUint64: [UInt64] = [],
         strings: [String] = [],
         blobs: [Data] = [],
-        points: [Point] = []
+        points: [Point] = [],
+        unknownFields: ProtobufUnknownFields = ProtobufUnknownFields()
     ) {
         self.packedInt32 = packedInt32
         self.packedSint64 = packedSint64
@@ -129,6 +165,7 @@ public struct Repeated: Sendable, Hashable, Codable {
         self.strings = strings
         self.blobs = blobs
         self.points = points
+        self.unknownFields = unknownFields
     }
 }
 
@@ -138,18 +175,22 @@ public struct Maps: Sendable, Hashable, Codable {
     public var pointsById: [Int64: Point]
     public var names: [UInt32: String]
     public var colors: [String: Color]
+    /// Fields the schema does not know (from a newer sender), sent again unchanged.
+    public var unknownFields: ProtobufUnknownFields
 
     /// A message with the given fields; the others are unset (their proto defaults).
     public init(
         counts: [String: Int32] = [:],
         pointsById: [Int64: Point] = [:],
         names: [UInt32: String] = [:],
-        colors: [String: Color] = [:]
+        colors: [String: Color] = [:],
+        unknownFields: ProtobufUnknownFields = ProtobufUnknownFields()
     ) {
         self.counts = counts
         self.pointsById = pointsById
         self.names = names
         self.colors = colors
+        self.unknownFields = unknownFields
     }
 }
 
@@ -169,6 +210,8 @@ public struct Choice: Sendable, Hashable, Codable {
     public var maybeRatio: Double?
     public var maybeColor: Color?
     public var tail: Int64
+    /// Fields the schema does not know (from a newer sender), sent again unchanged.
+    public var unknownFields: ProtobufUnknownFields
 
     /// A message with the given fields; the others are unset (their proto defaults).
     public init(
@@ -181,7 +224,8 @@ public struct Choice: Sendable, Hashable, Codable {
         maybeName: String? = nil,
         maybeRatio: Double? = nil,
         maybeColor: Color? = nil,
-        tail: Int64 = 0
+        tail: Int64 = 0,
+        unknownFields: ProtobufUnknownFields = ProtobufUnknownFields()
     ) {
         self.number = number
         self.text = text
@@ -193,6 +237,7 @@ public struct Choice: Sendable, Hashable, Codable {
         self.maybeRatio = maybeRatio
         self.maybeColor = maybeColor
         self.tail = tail
+        self.unknownFields = unknownFields
     }
 }
 
@@ -205,7 +250,8 @@ extension Point: ProtobufMessage, ProtobufDirectCodable {
         self.init(
             x: try message.int32(1),
             y: try message.int32(2),
-            label: try message.string(3)
+            label: try message.string(3),
+            unknownFields: message.unknownFields()
         )
     }
 
@@ -213,6 +259,7 @@ extension Point: ProtobufMessage, ProtobufDirectCodable {
         try message.setInt32(1, self.x)
         try message.setInt32(2, self.y)
         try message.setString(3, self.label)
+        try message.setUnknownFields(self.unknownFields)
     }
 }
 
@@ -238,7 +285,8 @@ extension Scalars: ProtobufMessage, ProtobufDirectCodable {
             boolValue: try message.bool(13),
             stringValue: try message.string(14),
             bytesValue: try message.bytes(15),
-            color: try message.enumeration(16)
+            color: try message.enumeration(16),
+            unknownFields: message.unknownFields()
         )
     }
 
@@ -259,6 +307,7 @@ extension Scalars: ProtobufMessage, ProtobufDirectCodable {
         try message.setString(14, self.stringValue)
         try message.setBytes(15, self.bytesValue)
         try message.setEnumeration(16, self.color)
+        try message.setUnknownFields(self.unknownFields)
     }
 }
 
@@ -280,7 +329,8 @@ extension Repeated: ProtobufMessage, ProtobufDirectCodable {
             unpackedUint64: try message.uint64s(9),
             strings: try message.strings(10),
             blobs: try message.bytesList(11),
-            points: try message.messages(12)
+            points: try message.messages(12),
+            unknownFields: message.unknownFields()
         )
     }
 
@@ -297,6 +347,7 @@ extension Repeated: ProtobufMessage, ProtobufDirectCodable {
         try message.setStrings(10, self.strings)
         try message.setBytesList(11, self.blobs)
         try message.setMessages(12, self.points)
+        try message.setUnknownFields(self.unknownFields)
     }
 }
 
@@ -310,7 +361,8 @@ extension Maps: ProtobufMessage, ProtobufDirectCodable {
             counts: try message.stringInt32Map(1),
             pointsById: try message.map(2, key: { try $0.int64(1) }, value: { try $0.message(2) ?? Point() }),
             names: try message.map(3, key: { try $0.uint32(1) }, value: { try $0.string(2) }),
-            colors: try message.map(4, key: { try $0.string(1) }, value: { try $0.enumeration(2) })
+            colors: try message.map(4, key: { try $0.string(1) }, value: { try $0.enumeration(2) }),
+            unknownFields: message.unknownFields()
         )
     }
 
@@ -325,6 +377,7 @@ extension Maps: ProtobufMessage, ProtobufDirectCodable {
         try message.setMap(4, self.colors) { entry, key, value in
             try entry.setString(1, key); try entry.setEnumeration(2, value)
         }
+        try message.setUnknownFields(self.unknownFields)
     }
 }
 
@@ -344,7 +397,8 @@ extension Choice: ProtobufMessage, ProtobufDirectCodable {
             maybeName: try message.has(7) ? message.string(7) : nil,
             maybeRatio: try message.has(8) ? message.double(8) : nil,
             maybeColor: try message.has(9) ? message.enumeration(9) : nil,
-            tail: try message.int64(10)
+            tail: try message.int64(10),
+            unknownFields: message.unknownFields()
         )
     }
 
@@ -359,5 +413,6 @@ extension Choice: ProtobufMessage, ProtobufDirectCodable {
         if let value = self.maybeRatio { try message.setDouble(8, value) }
         if let value = self.maybeColor { try message.setEnumeration(9, value) }
         try message.setInt64(10, self.tail)
+        try message.setUnknownFields(self.unknownFields)
     }
 }

@@ -25,6 +25,8 @@ public struct Legacy: Sendable, Hashable, Codable {
     public var big: UInt64?
     public var values: [Int32]
     public var child: Legacy.Child?
+    /// Fields the schema does not know (from a newer sender), sent again unchanged.
+    public var unknownFields: ProtobufUnknownFields
 
     /// A message with the given fields; the others are unset (their proto defaults).
     public init(
@@ -38,7 +40,8 @@ public struct Legacy: Sendable, Hashable, Codable {
         token: Data? = nil,
         big: UInt64? = nil,
         values: [Int32] = [],
-        child: Legacy.Child? = nil
+        child: Legacy.Child? = nil,
+        unknownFields: ProtobufUnknownFields = ProtobufUnknownFields()
     ) {
         self.id = id
         self.name = name
@@ -51,6 +54,7 @@ public struct Legacy: Sendable, Hashable, Codable {
         self.big = big
         self.values = values
         self.child = child
+        self.unknownFields = unknownFields
     }
 
     /// `courier.test.Legacy.Level`.
@@ -65,14 +69,18 @@ public struct Legacy: Sendable, Hashable, Codable {
         /// Required.
         public var serial: Int64
         public var note: String?
+        /// Fields the schema does not know (from a newer sender), sent again unchanged.
+        public var unknownFields: ProtobufUnknownFields
 
         /// A message with the given fields; the others are unset (their proto defaults).
         public init(
             serial: Int64 = 0,
-            note: String? = nil
+            note: String? = nil,
+            unknownFields: ProtobufUnknownFields = ProtobufUnknownFields()
         ) {
             self.serial = serial
             self.note = note
+            self.unknownFields = unknownFields
         }
     }
 }
@@ -94,7 +102,8 @@ extension Legacy: ProtobufMessage, ProtobufDirectCodable {
             token: try message.has(8) ? message.bytes(8) : nil,
             big: try message.has(9) ? message.uint64(9) : nil,
             values: try message.int32s(10),
-            child: try message.message(11)
+            child: try message.message(11),
+            unknownFields: message.unknownFields()
         )
     }
 
@@ -110,6 +119,7 @@ extension Legacy: ProtobufMessage, ProtobufDirectCodable {
         if let value = self.big { try message.setUInt64(9, value) }
         try message.setInt32s(10, self.values)
         try message.setMessage(11, self.child)
+        try message.setUnknownFields(self.unknownFields)
     }
 }
 
@@ -121,12 +131,14 @@ extension Legacy.Child: ProtobufMessage, ProtobufDirectCodable {
     public init(protobuf message: ProtobufMessageReader) throws {
         self.init(
             serial: try message.int64(1),
-            note: try message.has(2) ? message.string(2) : nil
+            note: try message.has(2) ? message.string(2) : nil,
+            unknownFields: message.unknownFields()
         )
     }
 
     public func write(protobuf message: inout ProtobufMessageWriter) throws {
         try message.setInt64(1, self.serial)
         if let value = self.note { try message.setString(2, value) }
+        try message.setUnknownFields(self.unknownFields)
     }
 }

@@ -21,8 +21,24 @@ const ProtobufCMessageDescriptor *courier_descriptor_courier_demo_UserProfile_St
     return &courier__demo__user_profile__stats_entry__descriptor;
 }
 
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Binary(void) {
+    return &courier__test__binary__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Category(void) {
+    return &courier__test__category__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Category_RelatedEntry(void) {
+    return &courier__test__category__related_entry__descriptor;
+}
+
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Choice(void) {
     return &courier__test__choice__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Expr(void) {
+    return &courier__test__expr__descriptor;
 }
 
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Legacy(void) {
@@ -55,6 +71,14 @@ const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Maps_PointsByI
 
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Point(void) {
     return &courier__test__point__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Record(void) {
+    return &courier__test__record__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Record_Inner(void) {
+    return &courier__test__record__inner__descriptor;
 }
 
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Repeated(void) {

@@ -83,28 +83,33 @@ struct Schema {
         return type
     }
 
-    /// Fails when a message holds itself through singular message fields: a Swift struct cannot
-    /// contain itself (arrays and dictionaries of itself are fine).
-    func checkNoRecursion() throws {
+    /// The singular message fields that lead back to their own message (`Category parent = 2;`,
+    /// or `Expr` → `Binary` → `Expr`), as `<message full name>.<field name>`: a Swift struct cannot
+    /// contain itself, so these are generated as `@Indirect` (boxed) Optionals. Every cycle of
+    /// singular fields passes only through such fields, so boxing them is enough; repeated and
+    /// map fields are arrays and dictionaries, which are boxed already.
+    func indirectFields() -> Set<String> {
+        var result: Set<String> = []
         for (name, type) in types {
-            guard case .message = type.kind else { continue }
-            var visiting: [String] = []
-            try visit(name, &visiting)
+            guard case .message(let message) = type.kind else { continue }
+            for field in message.fields where field.kind == .message && field.label != .repeated {
+                var seen: Set<String> = []
+                if reaches(String(field.typeName.drop { $0 == "." }), name, &seen) {
+                    result.insert(name + "." + field.name)
+                }
+            }
         }
+        return result
     }
 
-    private func visit(_ name: String, _ path: inout [String]) throws {
-        if let start = path.firstIndex(of: name) {
-            throw DescriptorError(
-                description: "\(path[start...].joined(separator: " → ")) → \(name): a message that contains itself "
-                    + "through singular fields cannot be a Swift struct; write this model by hand")
-        }
-        guard case .message(let message)? = types[name]?.kind else { return }
-        path.append(name)
+    /// Whether `target` is `name` or reachable from it through singular message fields.
+    private func reaches(_ name: String, _ target: String, _ seen: inout Set<String>) -> Bool {
+        if name == target { return true }
+        guard seen.insert(name).inserted, case .message(let message)? = types[name]?.kind else { return false }
         for field in message.fields where field.kind == .message && field.label != .repeated {
-            try visit(String(field.typeName.drop { $0 == "." }), &path)
+            if reaches(String(field.typeName.drop { $0 == "." }), target, &seen) { return true }
         }
-        path.removeLast()
+        return false
     }
 }
 

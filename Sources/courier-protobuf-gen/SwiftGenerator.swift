@@ -11,6 +11,8 @@ struct SwiftGenerator {
     let cModule: String
     /// `public` or `internal`.
     let access: String
+    /// Fields generated as `@Indirect` Optionals (`Schema.indirectFields()`).
+    var indirectFields: Set<String> = []
 
     /// The Swift source for `file`.
     func source(for file: FileDescriptor) throws -> String {
@@ -19,11 +21,11 @@ struct SwiftGenerator {
         out.line("// Do not edit: change the .proto file and run the script again.")
         for module in [cModule, "CourierProtobuf", "Foundation"].sorted() { out.line("import \(module)") }
         let prefix = file.package.isEmpty ? "" : file.package + "."
+        let proto3 = file.syntax == "proto3"
         for enumeration in file.enums {
             out.line()
-            try emitEnum(enumeration, fullName: prefix + enumeration.name, into: &out)
+            try emitEnum(enumeration, fullName: prefix + enumeration.name, open: proto3, into: &out)
         }
-        let proto3 = file.syntax == "proto3"
         for message in file.messages {
             out.line()
             try emitStruct(message, fullName: prefix + message.name, proto3: proto3, into: &out)
@@ -36,26 +38,61 @@ struct SwiftGenerator {
 
     // MARK: - Types
 
-    private func emitEnum(_ enumeration: EnumDescriptor, fullName: String, into out: inout SourceWriter) throws {
+    /// An enum; `open` (proto3) enums get `case unrecognized(Int32)` for numbers the schema does
+    /// not know, so that a newer sender's value is kept and sent again.
+    private func emitEnum(_ enumeration: EnumDescriptor, fullName: String, open: Bool, into out: inout SourceWriter)
+        throws
+    {
         guard !enumeration.values.isEmpty else {
             throw DescriptorError(description: "\(fullName) has no values")
         }
         let names = try enumCaseNames(enumeration, fullName: fullName)
-        out.line("/// `\(fullName)`.")
-        out.open(
-            "\(access) enum \(escapedType(enumeration.name)): Int32, ProtobufEnum, Sendable, Hashable, CaseIterable")
+        let type = escapedType(enumeration.name)
         var seen: [Int32: String] = [:]
         var aliases: [(String, String)] = []
+        var cases: [(String, Int32)] = []
         for (index, value) in enumeration.values.enumerated() {
             if let canonical = seen[value.number] {
                 aliases.append((names[index], canonical))
                 continue
             }
             seen[value.number] = names[index]
-            out.line("case \(names[index]) = \(value.number)")
+            cases.append((names[index], value.number))
+        }
+        out.line("/// `\(fullName)`.")
+        if !open {
+            out.open("\(access) enum \(type): Int32, ProtobufEnum, Sendable, Hashable, CaseIterable")
+            for (name, number) in cases { out.line("case \(name) = \(number)") }
+        } else {
+            if names.contains("unrecognized") {
+                throw DescriptorError(
+                    description: "\(fullName): a value named like `unrecognized` clashes with the "
+                        + "generated case for unknown numbers")
+            }
+            out.open("\(access) enum \(type): ProtobufEnum, Sendable, Hashable, CaseIterable")
+            for (name, _) in cases { out.line("case \(name)") }
+            out.line("/// A number this version of the schema has no case for (kept, and sent again unchanged).")
+            out.line("case unrecognized(Int32)")
+            out.line()
+            out.open("\(access) init(rawValue: Int32)")
+            out.open("switch rawValue")
+            for (name, number) in cases { out.line("case \(number): self = .\(name)") }
+            out.line("default: self = .unrecognized(rawValue)")
+            out.close()
+            out.close()
+            out.line()
+            out.open("\(access) var rawValue: Int32")
+            out.open("switch self")
+            for (name, number) in cases { out.line("case .\(name): \(number)") }
+            out.line("case .unrecognized(let number): number")
+            out.close()
+            out.close()
+            out.line()
+            out.line("/// The cases of the schema (not `unrecognized`).")
+            out.line("\(access) static let allCases: [\(type)] = [\(cases.map { "." + $0.0 }.joined(separator: ", "))]")
         }
         for (alias, canonical) in aliases {
-            out.line("\(access) static let \(alias) = \(escapedType(enumeration.name)).\(canonical)")
+            out.line("\(access) static let \(alias) = \(type).\(canonical)")
         }
         out.close()
     }
@@ -70,22 +107,29 @@ struct SwiftGenerator {
         out.open("\(access) struct \(escapedType(message.name)): Sendable, Hashable, Codable")
         for field in fields {
             if let comment = field.comment { out.line("/// \(comment)") }
-            out.line("\(access) var \(field.name): \(field.type)")
+            let wrapper = field.isIndirect ? "@\(qualified("Indirect", in: "CourierProtobuf")) " : ""
+            out.line("\(wrapper)\(access) var \(field.name): \(field.type)")
         }
-        if !fields.isEmpty { out.line() }
+        if fields.contains(where: { $0.name == "unknownFields" }) {
+            throw DescriptorError(
+                description: "\(fullName): a field named unknown_fields clashes with the generated "
+                    + "unknownFields property")
+        }
+        let unknown = qualified("ProtobufUnknownFields", in: "CourierProtobuf")
+        out.line("/// Fields the schema does not know (from a newer sender), sent again unchanged.")
+        out.line("\(access) var unknownFields: \(unknown)")
+        out.line()
         out.line("/// A message with the given fields; the others are unset (their proto defaults).")
-        if fields.isEmpty {
-            out.line("\(access) init() {}")
-        } else {
-            out.line("\(access) init(")
-            out.arguments(fields.map { "\($0.name): \($0.type) = \($0.initialValue)" })
-            out.open(")")
-            for field in fields { out.line("self.\(field.name) = \(field.name)") }
-            out.close()
-        }
+        out.line("\(access) init(")
+        out.arguments(
+            fields.map { "\($0.name): \($0.type) = \($0.initialValue)" } + ["unknownFields: \(unknown) = \(unknown)()"])
+        out.open(")")
+        for field in fields { out.line("self.\(field.name) = \(field.name)") }
+        out.line("self.unknownFields = unknownFields")
+        out.close()
         for nested in message.enums {
             out.line()
-            try emitEnum(nested, fullName: fullName + "." + nested.name, into: &out)
+            try emitEnum(nested, fullName: fullName + "." + nested.name, open: proto3, into: &out)
         }
         for nested in message.nested where !nested.isMapEntry {
             out.line()
@@ -114,17 +158,15 @@ struct SwiftGenerator {
         // Through the memberwise init: assigning fields one by one in a throwing init makes the
         // compiler build the value in a temporary and copy it out (a retain per reference).
         out.open("\(access) init(protobuf message: \(reader)) throws")
-        if fields.isEmpty {
-            out.line("self.init()")
-        } else {
-            out.line("self.init(")
-            out.arguments(fields.map { "\(argumentLabel($0.name)): \($0.read)" })
-            out.line(")")
-        }
+        out.line("self.init(")
+        out.arguments(
+            fields.map { "\(argumentLabel($0.name)): \($0.read)" } + ["unknownFields: message.unknownFields()"])
+        out.line(")")
         out.close()
         out.line()
         out.open("\(access) func write(protobuf message: inout \(writer)) throws")
         for field in fields { out.line(field.write) }
+        out.line("try message.setUnknownFields(self.unknownFields)")
         out.close()
         out.close()
         for nested in message.nested where !nested.isMapEntry {
@@ -152,6 +194,8 @@ struct SwiftField {
     let read: String
     let write: String
     let comment: String?
+    /// Held out of line (`@Indirect`): the field leads back to its own message.
+    var isIndirect = false
 
     init(
         _ field: FieldDescriptor, in message: MessageDescriptor, owner: String, proto3: Bool,
@@ -216,6 +260,7 @@ struct SwiftField {
             initialValue = "nil"
             read = "try message.message(\(number))"
             write = "try message.setMessage(\(number), self.\(name))"
+            isIndirect = names.indirectFields.contains(owner + "." + field.name)
         } else if hasPresence {
             type = access.swiftType + "?"
             initialValue = "nil"

@@ -73,8 +73,8 @@ do {
     guard let cModule else { fail("--c-module is required") }
     let files = try readDescriptorSet([UInt8](data))
     let schema = try Schema(files: files)
-    try schema.checkNoRecursion()
-    let generator = SwiftGenerator(schema: schema, cModule: cModule, access: access)
+    let generator = SwiftGenerator(
+        schema: schema, cModule: cModule, access: access, indirectFields: schema.indirectFields())
     try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
     for file in files where !file.messages.isEmpty || !file.enums.isEmpty {
         let base = file.name.hasSuffix(".proto") ? String(file.name.dropLast(6)) : file.name

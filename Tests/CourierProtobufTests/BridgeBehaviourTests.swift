@@ -34,11 +34,13 @@ import Testing
         #expect(error.message.contains("string_value") && error.message.contains("NUL"))
     }
 
-    @Test func embeddedNulInWireStringIsTruncatedByProtobufC() throws {
-        // Documented limit: protobuf-c stores C strings, so it cuts a decoded string at its
-        // first NUL. Courier cannot see the rest; the test pins the behaviour.
+    @Test func embeddedNulInWireStringIsADecodingError() throws {
+        // protobuf-c stores C strings, so it would cut a decoded string at its first NUL ("a"
+        // here, before issue 19); Courier sees the cut and refuses the message instead.
         let bytes = Data([0x72, 3, UInt8(ascii: "a"), 0, UInt8(ascii: "b")])
-        #expect(try decoder.decode(Scalars.self, from: bytes).stringValue == "a")
+        let error = try #require(throws: CourierError.self) { try decoder.decode(Scalars.self, from: bytes) }
+        #expect(error.code == .decoding)
+        #expect(error.message.contains("string_value") && error.message.contains("NUL"))
     }
 
     @Test func negativeZeroInImplicitFieldIsAnEncodingError() throws {

@@ -29,6 +29,8 @@ import Testing
             ("legacy_full", Pair<CourierProtoModels.Legacy, Legacy>.self),
             ("demo_profile", Pair<CourierProtoModels.UserProfile, UserProfile>.self),
             ("demo_feed", Pair<CourierProtoModels.Feed, Feed>.self),
+            ("category_tree", Pair<CourierProtoModels.Category, Category>.self),
+            ("expr_nested", Pair<CourierProtoModels.Expr, Expr>.self),
         ]
     }
 

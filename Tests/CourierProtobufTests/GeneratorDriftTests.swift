@@ -63,11 +63,11 @@ import Testing
         // An edited generated file.
         let kinds = models.appendingPathComponent("courier_test_kinds.pb.swift")
         let original = try String(contentsOf: kinds, encoding: .utf8)
-        try original.replacingOccurrences(of: "case red = 1", with: "case red = 5")
+        try original.replacingOccurrences(of: "case 1: self = .red", with: "case 5: self = .red")
             .write(to: kinds, atomically: true, encoding: .utf8)
         (status, output) = try check(copy, generator: generator)
         #expect(status == 1)
-        #expect(output.contains("case red = 5") && output.contains("Sources/CourierProtoModels is out of date"))
+        #expect(output.contains("case 5: self = .red") && output.contains("Sources/CourierProtoModels is out of date"))
 
         // A generated file no .proto makes any more.
         try original.write(to: kinds, atomically: true, encoding: .utf8)

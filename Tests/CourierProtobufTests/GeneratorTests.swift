@@ -96,10 +96,12 @@ import Testing
         #expect(source.contains("public var `default`: String"))
         #expect(source.contains("public var `class`: Int32"))
         #expect(source.contains("public var raw: Foundation.Data"), "a message named Data shadows Foundation's")
-        #expect(source.contains("case flatWhite = 1") && source.contains("case longBlack = 2"))
+        #expect(source.contains("case 1: self = .flatWhite") && source.contains("case 2: self = .longBlack"))
         #expect(source.contains("public static let americano = Coffee.longBlack"))
-        #expect(source.contains("case mode1 = 0"), "prefix kept when stripping leaves no valid name")
-        #expect(source.contains("public enum Kind: Int32") && source.contains("public var kind: Holder.Inner.Kind"))
+        #expect(source.contains("case 0: self = .mode1"), "prefix kept when stripping leaves no valid name")
+        #expect(
+            source.contains("public enum Kind: ProtobufEnum") && source.contains("public var kind: Holder.Inner.Kind"))
+        #expect(source.contains("case unrecognized(Int32)"), "proto3 enums are open")
         #expect(source.contains("public var byId: [Int64: Holder.Inner]"))
         #expect(source.contains("/// Member of oneof `choice`: set at most one.\n    public var text: String?"))
         #expect(source.contains("public var ratio: Double?"))
@@ -128,18 +130,30 @@ import Testing
         #expect(source.contains("Unset (nil) means the proto default, `.high`.\n    public var level: Old.Level?"))
     }
 
-    @Test func aMessageThatContainsItselfFails() throws {
+    /// A message that contains itself through singular fields (directly or through another
+    /// message) is generated with those fields boxed (`@Indirect`); fields off the cycle, arrays
+    /// and maps stay plain. (Before issue 19 the generator refused such a schema.)
+    @Test func aMessageThatContainsItselfIsBoxed() throws {
         let result = try generate([
             "tree.proto": """
             syntax = "proto3";
             package tree;
-            message Node { Leaf leaf = 1; repeated Node children = 2; }
-            message Leaf { Node parent = 1; }
+            message Node { Leaf leaf = 1; repeated Node children = 2; Node loop = 3; map<string, Node> named = 4; }
+            message Leaf { Node parent = 1; Other other = 2; }
+            message Other { Leaf leaf = 1; }
+            message Holder { Node node = 1; }
             """
         ])
-        #expect(result.status == 1)
-        #expect(result.output.contains("contains itself through singular fields"))
-        #expect(result.output.contains("tree.Leaf") && result.output.contains("tree.Node"))
+        #expect(result.status == 0, "\(result.output)")
+        let source = try #require(result.files["tree.pb.swift"])
+        #expect(source.contains("@Indirect public var leaf: Leaf?\n"))
+        #expect(source.contains("@Indirect public var loop: Node?\n"))
+        #expect(source.contains("@Indirect public var parent: Node?\n"))
+        #expect(source.contains("@Indirect public var other: Other?\n"))
+        #expect(source.contains("    public var children: [Node]\n"))
+        #expect(source.contains("    public var named: [String: Node]\n"))
+        #expect(source.contains("    public var node: Node?\n"), "Holder.node is not on a cycle")
+        #expect(!source.contains("@Indirect public var node"))
     }
 
     @Test func sameNameInTwoPackagesFails() throws {

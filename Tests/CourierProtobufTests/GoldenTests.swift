@@ -15,6 +15,7 @@ import Testing
             ("choice_number", Choice.self), ("choice_text", Choice.self), ("choice_point", Choice.self),
             ("choice_color", Choice.self), ("choice_none", Choice.self), ("legacy_minimal", Legacy.self),
             ("legacy_full", Legacy.self), ("demo_profile", UserProfile.self), ("demo_feed", Feed.self),
+            ("category_tree", Category.self), ("expr_nested", Expr.self),
         ]
     }
 

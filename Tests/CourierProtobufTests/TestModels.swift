@@ -163,3 +163,28 @@ struct Feed: ProtobufMessage, Equatable {
     var nextCursor = ""
     var viewer: UserProfile?
 }
+
+/// A message that contains itself, on the Codable path: `@Indirect` boxes the singular field.
+struct Category: ProtobufMessage, Equatable, Sendable {
+    static var protobufDescriptor: UnsafePointer<ProtobufCMessageDescriptor> {
+        courier_descriptor_courier_test_Category()
+    }
+    var name = ""
+    @Indirect var parent: Category?
+    var children: [Category] = []
+    var related: [String: Category] = [:]
+}
+
+/// Recursion through another message and a oneof.
+struct Expr: ProtobufMessage, Equatable, Sendable {
+    static var protobufDescriptor: UnsafePointer<ProtobufCMessageDescriptor> {
+        courier_descriptor_courier_test_Expr()
+    }
+    struct Binary: Codable, Equatable, Sendable {
+        var op = ""
+        @Indirect var left: Expr?
+        @Indirect var right: Expr?
+    }
+    var literal: Int64?
+    var binary: Binary?
+}

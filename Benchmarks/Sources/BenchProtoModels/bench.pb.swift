@@ -11,6 +11,8 @@ public struct Item: Sendable, Hashable, Codable {
     public var price: Double
     public var tags: [String]
     public var inStock: Bool
+    /// Fields the schema does not know (from a newer sender), sent again unchanged.
+    public var unknownFields: ProtobufUnknownFields
 
     /// A message with the given fields; the others are unset (their proto defaults).
     public init(
@@ -18,13 +20,15 @@ public struct Item: Sendable, Hashable, Codable {
         name: String = "",
         price: Double = 0,
         tags: [String] = [],
-        inStock: Bool = false
+        inStock: Bool = false,
+        unknownFields: ProtobufUnknownFields = ProtobufUnknownFields()
     ) {
         self.id = id
         self.name = name
         self.price = price
         self.tags = tags
         self.inStock = inStock
+        self.unknownFields = unknownFields
     }
 }
 
@@ -33,16 +37,20 @@ public struct Catalog: Sendable, Hashable, Codable {
     public var status: String
     public var count: Int32
     public var items: [Item]
+    /// Fields the schema does not know (from a newer sender), sent again unchanged.
+    public var unknownFields: ProtobufUnknownFields
 
     /// A message with the given fields; the others are unset (their proto defaults).
     public init(
         status: String = "",
         count: Int32 = 0,
-        items: [Item] = []
+        items: [Item] = [],
+        unknownFields: ProtobufUnknownFields = ProtobufUnknownFields()
     ) {
         self.status = status
         self.count = count
         self.items = items
+        self.unknownFields = unknownFields
     }
 }
 
@@ -57,7 +65,8 @@ extension Item: ProtobufMessage, ProtobufDirectCodable {
             name: try message.string(2),
             price: try message.double(3),
             tags: try message.strings(4),
-            inStock: try message.bool(5)
+            inStock: try message.bool(5),
+            unknownFields: message.unknownFields()
         )
     }
 
@@ -67,6 +76,7 @@ extension Item: ProtobufMessage, ProtobufDirectCodable {
         try message.setDouble(3, self.price)
         try message.setStrings(4, self.tags)
         try message.setBool(5, self.inStock)
+        try message.setUnknownFields(self.unknownFields)
     }
 }
 
@@ -79,7 +89,8 @@ extension Catalog: ProtobufMessage, ProtobufDirectCodable {
         self.init(
             status: try message.string(1),
             count: try message.int32(2),
-            items: try message.messages(3)
+            items: try message.messages(3),
+            unknownFields: message.unknownFields()
         )
     }
 
@@ -87,5 +98,6 @@ extension Catalog: ProtobufMessage, ProtobufDirectCodable {
         try message.setString(1, self.status)
         try message.setInt32(2, self.count)
         try message.setMessages(3, self.items)
+        try message.setUnknownFields(self.unknownFields)
     }
 }

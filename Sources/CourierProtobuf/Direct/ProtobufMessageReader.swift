@@ -132,6 +132,8 @@ public struct ProtobufMessageReader {
     /// A Swift string from protobuf-c's C string, or an error naming the field.
     @usableFromInline func makeString(_ pointer: UnsafePointer<UInt8>, number: Int) throws -> String {
         guard let string = validString(pointer) else { throw invalidUTF8(try field(number)) }
+        // The fast path reads proto3 implicit-presence strings only: no proto2 default.
+        if isCut(pointer, string, defaultValue: nil) { throw embeddedNUL(try field(number)) }
         return string
     }
 
@@ -232,6 +234,7 @@ public struct ProtobufMessageReader {
                 continue
             }
             guard let string = validString(pointer) else { throw invalidUTF8(field) }
+            if isCut(pointer, string, defaultValue: nil) { throw embeddedNUL(field) }
             strings.append(string)
         }
         return strings

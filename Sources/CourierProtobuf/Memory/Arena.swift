@@ -33,6 +33,8 @@ struct Arena {
         var limit: Int
         /// Whether an allocation was refused for going past `limit`.
         var refused: Bool
+        /// The size words stored before protobuf-c's allocations (not counted in ``used``).
+        var bookkeeping: Int
     }
 
     static let chunkSize = 8192
@@ -51,7 +53,7 @@ struct Arena {
                 cursor: chunk + Self.headerSize, end: chunk + Self.chunkSize, start: chunk + Self.headerSize,
                 retired: 0, extra: nil, maps: nil,
                 allocator: ProtobufCAllocator(alloc: arenaAlloc, free: arenaFree, allocator_data: chunk),
-                limit: .max, refused: false))
+                limit: .max, refused: false, bookkeeping: 0))
     }
 
     fileprivate init(header: UnsafeMutableRawPointer) {
@@ -81,6 +83,17 @@ struct Arena {
     /// Whether protobuf-c asked for more than the limit.
     var refusedAllocation: Bool { header.pointee.refused }
 
+    /// `size` bytes for protobuf-c, after a word holding `size` (``unpackedSize(_:)``), or nil
+    /// past the limit.
+    @inline(__always)
+    fileprivate func allocateForProtobufC(_ size: Int) -> UnsafeMutableRawPointer? {
+        guard admits(size) else { return nil }
+        let block = allocate(size &+ 8)
+        block.storeBytes(of: size, as: Int.self)
+        header.pointee.bookkeeping &+= 8
+        return block + 8
+    }
+
     /// Whether `size` more bytes stay within the limit; records a refusal when not.
     fileprivate func admits(_ size: Int) -> Bool {
         let (total, overflow) = used.addingReportingOverflow(size)
@@ -90,7 +103,9 @@ struct Arena {
     }
 
     /// The bytes handed out so far (sizes rounded up to 8).
-    var used: Int { header.pointee.retired + (header.pointee.cursor - header.pointee.start) }
+    var used: Int {
+        header.pointee.retired + (header.pointee.cursor - header.pointee.start) - header.pointee.bookkeeping
+    }
 
     /// `size` uninitialised bytes aligned to 8.
     @inline(__always)
@@ -174,10 +189,20 @@ struct Arena {
     }
 }
 
-/// protobuf-c's allocation callback: bump-allocates in the arena whose header is `data`.
+/// protobuf-c's allocation callback: bump-allocates in the arena whose header is `data`, with
+/// the size asked for in the word before the allocation (``unpackedSize(_:)``).
 private let arenaAlloc: @convention(c) (UnsafeMutableRawPointer?, Int) -> UnsafeMutableRawPointer? = { data, size in
-    let arena = Arena(header: data!)
-    return arena.admits(size) ? arena.allocate(size) : nil
+    Arena(header: data!).allocateForProtobufC(size)
+}
+
+extension Arena {
+    /// The size protobuf-c asked for when it allocated `pointer` while unpacking (a string's is
+    /// its wire length + 1: protobuf-c copies the bytes and adds a NUL). Only for pointers
+    /// protobuf-c allocated through a decode arena.
+    @inline(__always)
+    static func unpackedSize(_ pointer: UnsafeRawPointer) -> Int {
+        pointer.load(fromByteOffset: -8, as: Int.self)
+    }
 }
 
 /// protobuf-c's free callback: a no-op, the arena frees everything at once.

@@ -136,7 +136,26 @@ func makeString(_ pointer: UnsafePointer<UInt8>, field: FieldPlan) throws(Protob
     -> String
 {
     guard let string = validString(pointer) else { throw invalidUTF8(field) }
+    if isCut(pointer, string, defaultValue: field.defaultValue) { throw embeddedNUL(field) }
     return string
+}
+
+/// Whether protobuf-c cut the string at `pointer` short: the wire string had a NUL in it, and
+/// the C string ends there. `string` is what the C string holds; a string protobuf-c unpacked
+/// was allocated with its wire length + 1 (``Arena/unpackedSize(_:)``). protobuf-c's shared
+/// empty string and a proto2 default (`defaultValue`) are static, not unpacked.
+@inline(__always)
+func isCut(_ pointer: UnsafePointer<UInt8>, _ string: String, defaultValue: UnsafeRawPointer?) -> Bool {
+    let raw = UnsafeRawPointer(pointer)
+    if raw == UnsafeRawPointer(courier_protobuf_c_empty_string()) || raw == defaultValue { return false }
+    return Arena.unpackedSize(raw) != string.utf8.count &+ 1
+}
+
+/// The error for a string that protobuf-c cut at a NUL byte.
+func embeddedNUL(_ field: FieldPlan) -> ProtobufBridgeError {
+    ProtobufBridgeError(
+        message: "\(field.owner.fullName).\(field.protoName): the string on the wire contains a NUL byte, which "
+            + "protobuf-c cannot carry (its C strings would end there)")
 }
 
 /// A Swift string from a C string, or nil when it is not valid UTF-8.

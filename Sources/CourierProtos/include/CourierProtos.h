@@ -5,8 +5,10 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "courier/demo/profile.pb-c.h"
+#include "courier/test/evolution.pb-c.h"
 #include "courier/test/kinds.pb-c.h"
 #include "courier/test/legacy.pb-c.h"
+#include "courier/test/recursive.pb-c.h"
 
 // The address of each message descriptor (never take &descriptor from Swift).
 const ProtobufCMessageDescriptor *courier_descriptor_courier_demo_Address(void); // courier.demo.Address
@@ -14,7 +16,11 @@ const ProtobufCMessageDescriptor *courier_descriptor_courier_demo_Feed(void); //
 const ProtobufCMessageDescriptor *courier_descriptor_courier_demo_Post(void); // courier.demo.Post
 const ProtobufCMessageDescriptor *courier_descriptor_courier_demo_UserProfile(void); // courier.demo.UserProfile
 const ProtobufCMessageDescriptor *courier_descriptor_courier_demo_UserProfile_StatsEntry(void); // courier.demo.UserProfile.StatsEntry
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Binary(void); // courier.test.Binary
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Category(void); // courier.test.Category
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Category_RelatedEntry(void); // courier.test.Category.RelatedEntry
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Choice(void); // courier.test.Choice
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Expr(void); // courier.test.Expr
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Legacy(void); // courier.test.Legacy
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Legacy_Child(void); // courier.test.Legacy.Child
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Maps(void); // courier.test.Maps
@@ -23,6 +29,8 @@ const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Maps_CountsEnt
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Maps_NamesEntry(void); // courier.test.Maps.NamesEntry
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Maps_PointsByIdEntry(void); // courier.test.Maps.PointsByIdEntry
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Point(void); // courier.test.Point
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Record(void); // courier.test.Record
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Record_Inner(void); // courier.test.Record.Inner
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Repeated(void); // courier.test.Repeated
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Scalars(void); // courier.test.Scalars
 
