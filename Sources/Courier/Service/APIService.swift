@@ -52,9 +52,7 @@ extension APIService {
         _ path: String, parameters: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
         serializer: (any ResponseSerializer<Model>)? = nil, options: CallOptions = .default
     ) async throws(CourierError) -> Model {
-        var endpoint = Endpoint<Model>(.get, path, parameters: parameters, options: options)
-        endpoint.serializer = serializer
-        return try await core.send(endpoint).value
+        try await value(.get, path, parameters, serializer, options)
     }
 
     /// POSTs `body` (encoded by the request serializer) to `path` and decodes the answer.
@@ -62,9 +60,7 @@ extension APIService {
         _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
         serializer: (any ResponseSerializer<Model>)? = nil, options: CallOptions = .default
     ) async throws(CourierError) -> Model {
-        var endpoint = Endpoint<Model>(.post, path, parameters: body, options: options)
-        endpoint.serializer = serializer
-        return try await core.send(endpoint).value
+        try await value(.post, path, body, serializer, options)
     }
 
     /// PUTs `body` to `path` and decodes the answer.
@@ -72,9 +68,7 @@ extension APIService {
         _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
         serializer: (any ResponseSerializer<Model>)? = nil, options: CallOptions = .default
     ) async throws(CourierError) -> Model {
-        var endpoint = Endpoint<Model>(.put, path, parameters: body, options: options)
-        endpoint.serializer = serializer
-        return try await core.send(endpoint).value
+        try await value(.put, path, body, serializer, options)
     }
 
     /// PATCHes `path` with `body` and decodes the answer.
@@ -82,9 +76,7 @@ extension APIService {
         _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
         serializer: (any ResponseSerializer<Model>)? = nil, options: CallOptions = .default
     ) async throws(CourierError) -> Model {
-        var endpoint = Endpoint<Model>(.patch, path, parameters: body, options: options)
-        endpoint.serializer = serializer
-        return try await core.send(endpoint).value
+        try await value(.patch, path, body, serializer, options)
     }
 
     /// DELETEs `path` (parameters in the query string) and decodes the answer (`Empty` for none).
@@ -92,7 +84,15 @@ extension APIService {
         _ path: String, parameters: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
         serializer: (any ResponseSerializer<Model>)? = nil, options: CallOptions = .default
     ) async throws(CourierError) -> Model {
-        var endpoint = Endpoint<Model>(.delete, path, parameters: parameters, options: options)
+        try await value(.delete, path, parameters, serializer, options)
+    }
+
+    /// The verbs' one body: the endpoint with the call's serializer, sent, its value.
+    private func value<Model: Decodable & Sendable>(
+        _ method: HTTPRequest.Method, _ path: String, _ parameters: (any Encodable & Sendable)?,
+        _ serializer: (any ResponseSerializer<Model>)?, _ options: CallOptions
+    ) async throws(CourierError) -> Model {
+        var endpoint = Endpoint<Model>(method, path, parameters: parameters, options: options)
         endpoint.serializer = serializer
         return try await core.send(endpoint).value
     }
