@@ -15,6 +15,10 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
     /// A limit inside the call's one cap (`ServiceConfiguration.maximumAttempts`, which wins
     /// when smaller; see `RetryDecision`).
     public let maximumAttempts: Int
+    /// The header fields `apply` writes, probed once with a placeholder credential (for
+    /// `String` credentials): what the service treats as credential fields. A field `apply`
+    /// writes outside this set would escape the credential scope, so `adapt` refuses it.
+    let probedFieldNames: Set<HTTPField.Name>?
 
     /// - Parameters:
     ///   - coordinator: refreshes the credential.
@@ -30,12 +34,32 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
         self.maximumAttempts = max(1, maximumAttempts)
         self.requiresRefresh = requiresRefresh
         self.apply = apply
+        if let probe = CredentialScope.probe as? Credential {
+            var request = HTTPRequest(method: .get, scheme: "https", authority: "probe.invalid", path: "/")
+            apply(probe, &request)
+            probedFieldNames = Set(request.headerFields.map(\.name))
+        } else {
+            probedFieldNames = nil
+        }
     }
 
     public func adapt(_ request: PreparedRequest, context: InterceptorContext) async throws -> PreparedRequest {
         guard let credential = coordinator.current else { return request }
         var request = request
+        let before = request.head.headerFields
         apply(credential, &request.head)
+        if let probed = probedFieldNames {
+            // A field chosen by the credential's value (`sk_…` → X-Secret-Key) is not one the
+            // probe saw: it would go to other origins and stay out of the identities.
+            for field in request.head.headerFields where !probed.contains(field.name) {
+                guard before[values: field.name] == request.head.headerFields[values: field.name] else {
+                    throw CourierError(
+                        .configuration,
+                        "the authentication interceptor wrote \(field.name.rawName), a field it does not write for "
+                            + "every credential; write the credential into the same fields whatever its value")
+                }
+            }
+        }
         return request
     }
 
@@ -79,11 +103,7 @@ extension AuthenticationInterceptor {
 
 extension AuthenticationInterceptor where Credential == String {
     /// The header fields the interceptor writes, found by applying a probe credential once.
-    var credentialFieldNames: Set<HTTPField.Name> {
-        var probe = HTTPRequest(method: .get, scheme: "https", authority: "probe.invalid", path: "/")
-        apply(CredentialScope.probe, &probe)
-        return Set(probe.headerFields.map(\.name))
-    }
+    var credentialFieldNames: Set<HTTPField.Name> { probedFieldNames ?? [] }
 
     /// Sends the token as `Authorization: Bearer <token>`.
     /// - Parameter coordinator: refreshes the token.

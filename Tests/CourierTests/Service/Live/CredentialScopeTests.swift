@@ -206,6 +206,32 @@ import Testing
         #expect(other.recordedRequests.first?.header("X-Partner-Token") == nil)
     }
 
+    /// An interceptor that picks its header by the credential's value (`sk_…` → X-Secret-Key)
+    /// writes a field its one probe never saw: the field would escape the scope (sent across
+    /// origins, left out of the identities). The call is refused before anything is sent.
+    /// (Red-team finding 6; on the old code the call went out carrying X-Secret-Key.)
+    @Test func anInterceptorFieldChosenByTheCredentialIsRefused() async throws {
+        let api = try TestServer()
+        defer { api.stop() }
+        let secret = HTTPField.Name("X-Secret-Key")!
+        let coordinator = AuthRefreshCoordinator<String>(credential: "sk_live_123") { _ in "sk_live_456" }
+        let interceptor = AuthenticationInterceptor(coordinator: coordinator) { token, request in
+            request.headerFields[token.hasPrefix("sk_") ? secret : .authorization] = token
+        }
+        let service = try ServiceFixture.service(api) { $0.authentication = interceptor }
+        let error = await courierError { let _: EchoModel = try await service.get("echo") }
+        #expect(error?.code == .configuration, "got \(String(describing: error))")
+        #expect(error.map { !"\($0)".contains("sk_live_123") } == true)
+        #expect(api.recordedRequests.isEmpty)
+        // An interceptor that writes the same field whatever the value works as before.
+        let steady = AuthenticationInterceptor(coordinator: coordinator) { token, request in
+            request.headerFields[secret] = token
+        }
+        let steadyService = try ServiceFixture.service(api) { $0.authentication = steady }
+        let _: EchoModel = try await steadyService.get("echo")
+        #expect(api.recordedRequests.last?.header("X-Secret-Key") == "sk_live_123")
+    }
+
     @Test func credentialFieldNamesIncludeWhatTheAuthorizationBuilds() throws {
         let custom = try makeClient {
             $0.authorization = .custom {
