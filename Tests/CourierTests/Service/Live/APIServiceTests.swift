@@ -267,21 +267,11 @@ import Testing
             return .json(["id": 7, "name": "liked"])
         }
         let service = try ServiceFixture.service(server)
-        let guarded = CallOptions.default.with(\.skipsWhileInFlight, true)
-        let first = Task { () async throws -> ServiceUser in try await service.post("posts/7/like", options: guarded) }
-        while held.arrived.value == 0 { await Task.yield() }
-        do {
-            let _: ServiceUser = try await service.post("posts/7/like", options: guarded)
-            Issue.record("expected the second tap to be skipped")
-        } catch {
-            #expect(error.code == .skipped)
-        }
-        held.release(1)
-        #expect(try await first.value.id == 7)
-        #expect(server.count("/posts/7/like") == 1)
+        try await ServiceFixture.expectSecondTapSkipped(service, held: held, server: server)
         #expect(service.configuration.inFlightGuard.count == 0)
         // After the first finished, the endpoint is free again.
         held.release(1)
+        let guarded = CallOptions.default.with(\.skipsWhileInFlight, true)
         let _: ServiceUser = try await service.post("posts/7/like", options: guarded)
         #expect(server.count("/posts/7/like") == 2)
     }

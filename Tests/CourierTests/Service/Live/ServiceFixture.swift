@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import HTTPTypes
 import Synchronization
+import Testing
 
 @testable import Courier
 
@@ -14,6 +15,26 @@ struct ServiceUser: Codable, Sendable, Equatable {
 
 /// Builds services pointed at a loopback `TestServer`.
 enum ServiceFixture {
+    /// The double-tap check on `POST /posts/7/like` (a route that holds each request on
+    /// `held` and answers id 7): a second guarded call while the first is in flight is skipped
+    /// unsent, and the first goes through alone.
+    static func expectSecondTapSkipped(
+        _ service: ServiceCore, held: HeldRoute, server: TestServer, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let guarded = CallOptions.default.with(\.skipsWhileInFlight, true)
+        let first = Task { () async throws -> ServiceUser in try await service.post("posts/7/like", options: guarded) }
+        while held.arrived.value == 0 { await Task.yield() }
+        do {
+            let _: ServiceUser = try await service.post("posts/7/like", options: guarded)
+            Issue.record("expected the second tap to be skipped", sourceLocation: sourceLocation)
+        } catch {
+            #expect(error.code == .skipped, sourceLocation: sourceLocation)
+        }
+        held.release(1)
+        #expect(try await first.value.id == 7, sourceLocation: sourceLocation)
+        #expect(server.count("/posts/7/like") == 1, sourceLocation: sourceLocation)
+    }
+
     static func client(_ server: TestServer, center: NotificationCenter = NotificationCenter()) throws -> HTTPClient {
         try HTTPClient(configuration: HTTPClient.Configuration(baseURL: server.baseURL, notificationCenter: center))
     }
