@@ -79,6 +79,37 @@ import Testing
         #expect(seen.withLock { $0 } == [503])
     }
 
+    /// A 401 refreshes the credential and is retried; the 401 after the refresh is what the
+    /// mapper sees, once.
+    @Test func mappingRunsOnceAfterTheCredentialRefresh() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("GET", "/me") { _ in .status(401) }
+        let coordinator = AuthRefreshCoordinator<String>(credential: "stale") { _ in "still-refused" }
+        let mapped = LockedValue<[Int]>([])
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.authentication = .bearer(coordinator)
+            configuration.errorMapper = { error in
+                mapped.withLock { $0.append(error.status?.code ?? 0) }
+                return Self.appMapper(error)
+            }
+        }
+        do {
+            let _: ServiceUser = try await service.get("me")
+            Issue.record("expected a failure")
+        } catch {
+            #expect(error.domain(as: AuthError.self) == .sessionExpired)
+        }
+        #expect(coordinator.refreshCount == 1)
+        let sent = server.recordedRequests(path: "/me").map { $0.header("Authorization") }
+        // Sent with the stale token, then (after the one refresh) with the new one until the
+        // interceptor gives up; the mapper sees the last 401 only.
+        #expect(sent.first == "Bearer stale")
+        #expect(sent.count >= 2)
+        #expect(sent.dropFirst().allSatisfy { $0 == "Bearer still-refused" })
+        #expect(mapped.withLock { $0 } == [401])
+    }
+
     @Test func aCallsMapperIsAskedFirstAndTheServicesWhenItHasNoOpinion() async throws {
         let server = try TestServer()
         defer { server.stop() }
