@@ -210,10 +210,22 @@ extension ServiceCore {
         {
             var failure = AttemptFailure(response: answer.head, body: answer.body, error: error)
             failure.isRetryableRefusal = error.refusalIsRetryable == true
+            if error.refusalIsRetryable != nil { forgetCached(answer, sent: request) }
             if answer.redirectCount > 0, let scheme = request.head.scheme, let authority = request.head.authority {
                 failure.isFromAnotherOrigin = Origin(answer.url) != Origin(scheme: scheme, authority: authority)
             }
             return failure
+        }
+
+        /// Drops an answer a response check refused from the client's cache, which stored it
+        /// before validation: the retry, and the next call, ask the server again.
+        @inline(never)
+        private func forgetCached(_ answer: HTTPClient.Response, sent request: PreparedRequest) {
+            guard let cache = service.client.configuration.cache, request.head.method == .get else { return }
+            if let scheme = request.head.scheme, let authority = request.head.authority, let path = request.head.path {
+                cache.invalidate(url: scheme + "://" + authority + path)
+            }
+            cache.invalidate(url: answer.url.absoluteString)
         }
 
         /// An attempt that ended without an answer to validate: its failover outcome.

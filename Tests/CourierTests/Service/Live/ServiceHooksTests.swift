@@ -257,6 +257,35 @@ import Testing
         #expect(mapped.value == 1)
     }
 
+    /// The cache stores an answer before it is validated: a refused one is dropped, so that the
+    /// retry (and the next call) asks the server instead of getting the same answer again.
+    @Test func aRefusedAnswerIsNotServedFromTheCache() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let answers = ServiceCounter()
+        server.route("GET", "/feed") { _ in
+            answers.increment()
+            let body: [String: Any] =
+                answers.value == 1 ? ["status": "busy"] : ["status": "ok", "id": 5, "name": "fresh"]
+            return ScriptedResponse.json(body).with(.cacheControl, "max-age=600")
+        }
+        let cache = try HostScopedCache(
+            configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly))
+        let client = try HTTPClient(configuration: HTTPClient.Configuration(baseURL: server.baseURL, cache: cache))
+        var configuration = ServiceConfiguration(
+            retryPolicy: RetryPolicy(jitter: 0), clock: ManualServiceClock(autoAdvance: true))
+        configuration.pipeline.validator = Self.statusCheck
+        let service = ServiceCore(client: client, configuration: configuration)
+        let response = try await service.send(Endpoint<ServiceUser>.get("feed"))
+        #expect(response.value.name == "fresh")
+        #expect(response.attempts == 2)
+        #expect(server.requestCount == 2)
+        // The accepted answer is cached as usual.
+        let again = try await service.send(Endpoint<ServiceUser>.get("feed"))
+        #expect(again.isFromCache)
+        #expect(server.requestCount == 2)
+    }
+
     @Test func aFinalRefusalEndsTheCallWithTheChecksError() async throws {
         let server = try TestServer()
         defer { server.stop() }
