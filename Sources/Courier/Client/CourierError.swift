@@ -77,7 +77,7 @@ public struct CourierError: Error, Sendable, CustomStringConvertible {
     public var errorModel: (any Sendable)?
     /// For `.decoding`: the coding path, as dotted keys (`items.3.price`).
     public var codingPath: String?
-    /// The app's own error for this failure (see `CourierError+Domain.swift`), read typed with
+    /// The app's own error for this failure (see `Service/ErrorMapping.swift`), read typed with
     /// ``domain(as:)``.
     var domainError: (any Error & Sendable)?
     /// For a response check's refusal: whether it may be retried (nil for any other failure).

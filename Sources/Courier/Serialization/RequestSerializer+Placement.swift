@@ -9,17 +9,15 @@ enum ParameterPlacement {
 }
 
 /// A serializer that writes query strings as well as bodies (JSON, form): a service call
-/// tells it where the value goes.
+/// tells it where the value goes by setting its destination for the call.
 protocol PlacingRequestSerializer: RequestSerializer {
+    var destination: ParameterDestination { get set }
+}
+
+extension PlacingRequestSerializer {
     /// Encodes `value` into the query string or the body of `request`.
     func serialize<Value: Encodable>(
-        _ value: Value, into request: inout PreparedRequest, at placement: ParameterPlacement)
-        throws
-}
-
-extension JSONRequestSerializer: PlacingRequestSerializer {
-    func serialize<Value: Encodable>(
-        _ value: Value, into request: inout PreparedRequest, at placement: ParameterPlacement
+        _ value: Value, at placement: ParameterPlacement, into request: inout PreparedRequest
     )
         throws
     {
@@ -32,20 +30,8 @@ extension JSONRequestSerializer: PlacingRequestSerializer {
     }
 }
 
-extension FormRequestSerializer: PlacingRequestSerializer {
-    func serialize<Value: Encodable>(
-        _ value: Value, into request: inout PreparedRequest, at placement: ParameterPlacement
-    )
-        throws
-    {
-        guard destination.usesQueryString(for: request.head.method) != (placement == .query) else {
-            return try serialize(value, into: &request)
-        }
-        var placed = self
-        placed.destination = placement == .query ? .queryString : .body
-        try placed.serialize(value, into: &request)
-    }
-}
+extension JSONRequestSerializer: PlacingRequestSerializer {}
+extension FormRequestSerializer: PlacingRequestSerializer {}
 
 extension ServiceCore {
     /// The query encoder for serializers that only write bodies (multipart, protobuf, raw, yours).
@@ -59,7 +45,7 @@ extension ServiceCore {
         into request: inout PreparedRequest
     ) throws {
         if let placing = serializer as? any PlacingRequestSerializer {
-            try placing.serialize(value, into: &request, at: placement)
+            try placing.serialize(value, at: placement, into: &request)
         } else if placement == .query {
             request.appendQuery(try queryEncoder.encodeQuery(value))
         } else {

@@ -46,7 +46,7 @@ extension ResponseValidator {
             }
             guard case .refuse(let reason, let retryable) = verdict else { continue }
             var error = CourierError(
-                .apiError, "a response check refused the answer: \(reason)", response: context.response,
+                .apiError, "a response check refused the answer", response: context.response,
                 body: context.body)
             error.domainError = reason
             error.refusalIsRetryable = retryable
