@@ -135,6 +135,28 @@ import Testing
         }
     }
 
+    /// Deferred calls and the callback API end through the same loop: mapped the same way.
+    @Test func deferredAndCallbackCallsAreMappedToo() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("GET", "/me") { _ in .status(401) }
+        let service = try ServiceFixture.service(server) { $0.errorMapper = Self.appMapper }
+        let call = service.call(Endpoint<ServiceUser>.get("me"))
+        call.start()
+        do {
+            _ = try await call.value()
+            Issue.record("expected a failure")
+        } catch {
+            #expect(error.domain(as: AuthError.self) == .sessionExpired)
+        }
+        let reported = await withCheckedContinuation { (continuation: CheckedContinuation<AuthError?, Never>) in
+            service.start(
+                Endpoint<ServiceUser>.get("me"), onSuccess: { _ in continuation.resume(returning: nil) },
+                onFailure: { error in continuation.resume(returning: error.domain(as: AuthError.self)) })
+        }
+        #expect(reported == .sessionExpired)
+    }
+
     @Test func aFailureBeforeSendingIsMappedToo() async throws {
         let server = try TestServer()
         defer { server.stop() }
