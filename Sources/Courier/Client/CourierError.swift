@@ -77,6 +77,11 @@ public struct CourierError: Error, Sendable, CustomStringConvertible {
     public var errorModel: (any Sendable)?
     /// For `.decoding`: the coding path, as dotted keys (`items.3.price`).
     public var codingPath: String?
+    /// The app's own error for this failure (see `Service/ErrorMapping.swift`), read typed with
+    /// ``domain(as:)``.
+    var domainError: (any Error & Sendable)?
+    /// For a response check's refusal: whether it may be retried (nil for any other failure).
+    var refusalIsRetryable: Bool?
 
     public init(
         _ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil,
@@ -100,6 +105,7 @@ public struct CourierError: Error, Sendable, CustomStringConvertible {
         if let status = response?.status { text += " (HTTP \(status.code))" }
         if let codingPath, !codingPath.isEmpty { text += " at \(codingPath)" }
         if let underlying { text += " — underlying: \(String(describing: underlying))" }
+        if let domainError { text += " — domain: \(String(describing: domainError))" }
         return text
     }
 }

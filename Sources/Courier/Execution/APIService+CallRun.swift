@@ -29,6 +29,7 @@ extension ServiceCore {
         private let method: HTTPRequest.Method
         private let path: String
         private let parameters: (any Encodable & Sendable)?
+        private let body: (any Encodable & Sendable)?
         private let acceptHeader: String?
         /// Whether the call's server gets the credential: the API's own servers do, a per-call
         /// server on another origin only when the call opts in.
@@ -42,7 +43,8 @@ extension ServiceCore {
         @inline(never)
         init(
             _ service: ServiceCore, method: HTTPRequest.Method, path: String, parameters: (any Encodable & Sendable)?,
-            options: CallOptions, acceptHeader: String?, responseType: Any.Type, id: CallID
+            body: (any Encodable & Sendable)?, options: CallOptions, acceptHeader: String?, responseType: Any.Type,
+            id: CallID
         ) throws {
             let configuration = service.configuration
             self.service = service
@@ -51,6 +53,7 @@ extension ServiceCore {
             self.method = method
             self.path = path
             self.parameters = parameters
+            self.body = body
             self.acceptHeader = acceptHeader
             self.responseType = ObjectIdentifier(responseType)
             clock = configuration.clock
@@ -60,7 +63,7 @@ extension ServiceCore {
             server = try options.server ?? pool?.current ?? service.prepared.clientServer.get()
             sendsCredential = options.server.map { options.sendsCredentialToServer || service.isOwn($0) } ?? true
             base = try service.prepare(
-                method: method, path: path, parameters: parameters, options: options, on: server,
+                method: method, path: path, parameters: parameters, body: body, options: options, on: server,
                 acceptHeader: acceptHeader, sendsCredential: sendsCredential)
             event = CallEvent(id: id, request: base.head, attempt: 0, userInfo: options.userInfo)
             event.credentialFieldNames = service.prepared.credentialFieldNames
@@ -199,16 +202,30 @@ extension ServiceCore {
                 isFromCache: answer.isFromCache, transferMetrics: answer.metrics, metrics: metrics, callID: id)
         }
 
-        /// An answer whose status the call refuses, as retriers see it.
+        /// An answer whose status the call refuses, or that a response check refused, as
+        /// retriers see it.
         @inline(never)
         func refused(_ answer: HTTPClient.Response, sent request: PreparedRequest, error: CourierError)
             -> AttemptFailure
         {
             var failure = AttemptFailure(response: answer.head, body: answer.body, error: error)
+            failure.isRetryableRefusal = error.refusalIsRetryable == true
+            if error.refusalIsRetryable != nil { forgetCached(answer, sent: request) }
             if answer.redirectCount > 0, let scheme = request.head.scheme, let authority = request.head.authority {
                 failure.isFromAnotherOrigin = Origin(answer.url) != Origin(scheme: scheme, authority: authority)
             }
             return failure
+        }
+
+        /// Drops an answer a response check refused from the client's cache, which stored it
+        /// before validation: the retry, and the next call, ask the server again.
+        @inline(never)
+        private func forgetCached(_ answer: HTTPClient.Response, sent request: PreparedRequest) {
+            guard let cache = service.client.configuration.cache, request.head.method == .get else { return }
+            if let scheme = request.head.scheme, let authority = request.head.authority, let path = request.head.path {
+                cache.invalidate(url: scheme + "://" + authority + path)
+            }
+            cache.invalidate(url: answer.url.absoluteString)
         }
 
         /// An attempt that ended without an answer to validate: its failover outcome.
@@ -269,14 +286,14 @@ extension ServiceCore {
             guard let pool, pool.current != server else { return }
             server = pool.current
             base = try service.prepare(
-                method: method, path: path, parameters: parameters, options: options, on: server,
+                method: method, path: path, parameters: parameters, body: body, options: options, on: server,
                 acceptHeader: acceptHeader, sendsCredential: sendsCredential)
         }
 
-        /// The call's error, after telling the monitors.
+        /// The call's error, mapped (`ErrorMapping.swift`), after telling the monitors.
         @inline(never)
         func end(_ error: any Error) -> CourierError {
-            let courier = CourierError.fromCall(error)
+            let courier = service.mapped(CourierError.fromCall(error), options: options)
             let metrics = CallMetrics(attempts: attempts, duration: clock.now - started)
             monitor.didFinish(event, result: .failure(courier), metrics: metrics)
             return courier

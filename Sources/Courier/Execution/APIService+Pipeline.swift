@@ -10,19 +10,28 @@ extension ServiceCore {
     /// 4. per attempt: real-time parameters, adapters (authentication first — only for the
     ///    API's own servers —, then the service's, then the call's), cookies, de-duplication of
     ///    GETs on the identity, send (the client adds its credential for the API's own servers);
-    /// 5. cookies stored, failover outcome recorded, validation;
+    /// 5. cookies stored, failover outcome recorded, validation (statuses, content types, the
+    ///    validator's checks — a refusal is an attempt to retry, like a refused status);
     /// 6. on failure: retriers (the call's, authentication — which refreshes the credential —,
     ///    the service's), then `RetryDecision`, the one place that decides (retry policy,
     ///    the one attempt cap); wait on the service clock, fail over, and go back to 4;
-    /// 7. preprocess and decode; the result veto.
+    /// 7. preprocess and decode; the result veto. A call that fails for good goes through the
+    ///    error mappers once (`ErrorMapping.swift`).
     func perform<Model: Sendable>(
         _ endpoint: Endpoint<Model>, serializer: any ResponseSerializer<Model>, acceptHeader: String?, id: CallID
     ) async throws -> Response<Model> {
         // The call's state lives in one object: this async frame, allocated while the call is
         // in flight, holds the reference and the values of the attempt under way only.
-        let call = try CallRun(
-            self, method: endpoint.method, path: endpoint.path, parameters: endpoint.parameters,
-            options: endpoint.options, acceptHeader: acceptHeader, responseType: type(of: serializer), id: id)
+        let call: CallRun
+        do {
+            call = try CallRun(
+                self, method: endpoint.method, path: endpoint.path, parameters: endpoint.parameters,
+                body: endpoint.body, options: endpoint.options, acceptHeader: acceptHeader,
+                responseType: type(of: serializer), id: id)
+        } catch {
+            // A call that fails before its first attempt is mapped too (an encoding error).
+            throw mapped(CourierError.fromCall(error), options: endpoint.options)
+        }
         do {
             try call.checkVetoAndEnter()
             defer { call.leave() }
@@ -37,7 +46,8 @@ extension ServiceCore {
                     let answer = try await transfer(request, for: call)
                     do {
                         return try call.finish(answer, request: request, serializer: serializer)
-                    } catch let error as CourierError where error.code == .httpStatus {
+                    } catch let error as CourierError where error.code == .httpStatus || error.refusalIsRetryable != nil
+                    {
                         failure = call.refused(answer, sent: request, error: error)
                     }
                 } catch let error as CourierError {
@@ -66,7 +76,8 @@ extension ServiceCore {
     /// - Parameter sendsCredential: false for a server that gets no credential: the service's
     ///   own credential fields are left out (a call's own headers stay).
     func prepare(
-        method: HTTPRequest.Method, path: String, parameters: (any Encodable & Sendable)?, options: CallOptions,
+        method: HTTPRequest.Method, path: String, parameters: (any Encodable & Sendable)?,
+        body: (any Encodable & Sendable)?, options: CallOptions,
         on server: BaseURL, acceptHeader: String?, sendsCredential: Bool = true
     ) throws -> PreparedRequest {
         let path = try RelativePath(path)
@@ -88,9 +99,11 @@ extension ServiceCore {
         if options.includesGeneralParameters, !configuration.generalParameters.isEmpty {
             request.appendQuery(Self.encodeQuery(configuration.generalParameters))
         }
-        if let parameters {
+        if parameters != nil || body != nil {
+            // The label decides where a value goes (`RequestSerializer+Placement.swift`).
             let requestSerializer = options.requestSerializer ?? configuration.requestSerializer
-            try requestSerializer.serialize(parameters, into: &request)
+            if let parameters { try Self.encode(parameters, at: .query, with: requestSerializer, into: &request) }
+            if let body { try Self.encode(body, at: .body, with: requestSerializer, into: &request) }
         }
         return request
     }

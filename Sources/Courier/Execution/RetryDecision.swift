@@ -19,7 +19,8 @@ import HTTPTypes
 /// 4. a retrier's `.retry` / `.retryAfter(d)` sends again (now / after `d`) — for any method:
 ///    a retrier that asks knows why (a 401 was not acted on);
 /// 5. otherwise the policy decides: its statuses, transient errors, `Retry-After`, idempotent
-///    methods only unless it opts in, and at most `maximumRetries` retries.
+///    methods only unless it opts in, and at most `maximumRetries` retries; an answer a
+///    response check refused as retryable counts as a retryable status.
 ///
 /// How the limits relate: `ServiceConfiguration.maximumAttempts` is the one cap — no path sends
 /// a call more often. `RetryPolicy.maximumRetries` and `AuthenticationInterceptor.maximumAttempts`
@@ -67,6 +68,10 @@ enum RetryDecision {
         case .retryAfter(let delay):
             self = .retry(after: max(.zero, delay))
         case .doNotRetry, .fail:
+            guard !failure.isRetryableRefusal else {
+                self = Self(policy.decision(afterRetryableRefusal: attempt, method: method), failure: failure)
+                return
+            }
             let outcome: RetryPolicy.Outcome = failure.response.map { .response($0) } ?? .error(failure.error)
             switch policy.decision(afterAttempt: attempt, method: method, outcome: outcome, now: now) {
             case .retry(let delay): self = .retry(after: delay)
@@ -94,5 +99,29 @@ extension HTTPRequest.Method {
         case .get, .head, .options, .trace, .put, .delete: true
         default: false
         }
+    }
+}
+
+extension RetryDecision {
+    /// The policy's decision as the call's.
+    fileprivate init(_ decision: RetryPolicy.Decision, failure: AttemptFailure) {
+        switch decision {
+        case .retry(let delay): self = .retry(after: delay)
+        case .doNotRetry: self = .giveUp(failure.error)
+        }
+    }
+}
+
+extension RetryPolicy {
+    /// The policy on an answer a response check refused as retryable: as on a retryable
+    /// status (retry count, idempotent methods, back-off).
+    /// - Parameters:
+    ///   - attempt: the attempts made so far.
+    ///   - method: the request's method.
+    /// - Returns: retry after the back-off, or not.
+    func decision(afterRetryableRefusal attempt: Int, method: HTTPRequest.Method) -> Decision {
+        guard attempt >= 1, attempt <= maximumRetries else { return .doNotRetry }
+        guard retriesNonIdempotent || method.isIdempotent else { return .doNotRetry }
+        return .retry(after: delay(forRetry: attempt))
     }
 }

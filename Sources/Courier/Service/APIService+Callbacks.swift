@@ -29,14 +29,14 @@ extension Endpoint where Model: Decodable {
         _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
         options: CallOptions = .default
     ) -> Endpoint {
-        Endpoint(.put, path, parameters: body, options: options)
+        Endpoint(.put, path, body: body, options: options)
     }
 
     public static func patch(
         _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
         options: CallOptions = .default
     ) -> Endpoint {
-        Endpoint(.patch, path, parameters: body, options: options)
+        Endpoint(.patch, path, body: body, options: options)
     }
 
     public static func delete(

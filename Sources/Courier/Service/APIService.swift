@@ -38,7 +38,8 @@ extension APIService {
     ///
     /// Every verb infers the model from the context (`let user: User = try await get(…)`;
     /// `let _: Empty = try await delete(…)` for an answer without a body) and takes the same
-    /// labels: `parameters:` for the query string (GET, HEAD, DELETE), `body:` for the body.
+    /// labels everywhere (verbs and `Endpoint`): `parameters:` for the query string, `body:` for
+    /// the body, whatever the method and the request serializer.
     /// - Parameters:
     ///   - path: relative to the server (`users/42`).
     ///   - parameters: encoded into the query string.
@@ -52,7 +53,7 @@ extension APIService {
         _ path: String, parameters: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
         serializer: (any ResponseSerializer<Model>)? = nil, options: CallOptions = .default
     ) async throws(CourierError) -> Model {
-        try await value(.get, path, parameters, serializer, options)
+        try await value(.get, path, query: parameters, serializer, options)
     }
 
     /// POSTs `body` (encoded by the request serializer) to `path` and decodes the answer.
@@ -60,7 +61,7 @@ extension APIService {
         _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
         serializer: (any ResponseSerializer<Model>)? = nil, options: CallOptions = .default
     ) async throws(CourierError) -> Model {
-        try await value(.post, path, body, serializer, options)
+        try await value(.post, path, body: body, serializer, options)
     }
 
     /// PUTs `body` to `path` and decodes the answer.
@@ -68,7 +69,7 @@ extension APIService {
         _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
         serializer: (any ResponseSerializer<Model>)? = nil, options: CallOptions = .default
     ) async throws(CourierError) -> Model {
-        try await value(.put, path, body, serializer, options)
+        try await value(.put, path, body: body, serializer, options)
     }
 
     /// PATCHes `path` with `body` and decodes the answer.
@@ -76,7 +77,7 @@ extension APIService {
         _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
         serializer: (any ResponseSerializer<Model>)? = nil, options: CallOptions = .default
     ) async throws(CourierError) -> Model {
-        try await value(.patch, path, body, serializer, options)
+        try await value(.patch, path, body: body, serializer, options)
     }
 
     /// DELETEs `path` (parameters in the query string) and decodes the answer (`Empty` for none).
@@ -84,15 +85,16 @@ extension APIService {
         _ path: String, parameters: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
         serializer: (any ResponseSerializer<Model>)? = nil, options: CallOptions = .default
     ) async throws(CourierError) -> Model {
-        try await value(.delete, path, parameters, serializer, options)
+        try await value(.delete, path, query: parameters, serializer, options)
     }
 
     /// The verbs' one body: the endpoint with the call's serializer, sent, its value.
     private func value<Model: Decodable & Sendable>(
-        _ method: HTTPRequest.Method, _ path: String, _ parameters: (any Encodable & Sendable)?,
-        _ serializer: (any ResponseSerializer<Model>)?, _ options: CallOptions
+        _ method: HTTPRequest.Method, _ path: String, query: (any Encodable & Sendable)? = nil,
+        body: (any Encodable & Sendable)? = nil, _ serializer: (any ResponseSerializer<Model>)?,
+        _ options: CallOptions
     ) async throws(CourierError) -> Model {
-        var endpoint = Endpoint<Model>(method, path, parameters: parameters, options: options)
+        var endpoint = Endpoint<Model>(method, path, parameters: query, body: body, options: options)
         endpoint.serializer = serializer
         return try await core.send(endpoint).value
     }

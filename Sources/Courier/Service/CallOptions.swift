@@ -45,6 +45,9 @@ public struct CallOptions: Sendable {
     public var acceptsResult: (@Sendable (ResponseContext) -> Bool)?
     /// Free-form values for monitors, adapters and retriers.
     public var userInfo: UserInfo
+    /// Maps this call's final failure to the app's own error, asked before the service's
+    /// `ServiceConfiguration.errorMapper` (whose answer counts when this one returns nil).
+    public var errorMapper: (@Sendable (CourierError) -> (any Error & Sendable)?)? = nil
     /// Transport-level settings (connect and stall timeouts, progress, size cap).
     public var transport: RequestOptions
 

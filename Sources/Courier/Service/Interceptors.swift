@@ -28,6 +28,8 @@ public struct AttemptFailure: Sendable {
     /// Whether the response came from another origin than the request was sent to (after a
     /// redirect): it never rejected the call's credential, which was not sent there.
     var isFromAnotherOrigin = false
+    /// Whether a response check refused the answer and marked the refusal retryable.
+    var isRetryableRefusal = false
 
     public init(response: HTTPResponse? = nil, body: Data? = nil, error: CourierError) {
         self.response = response

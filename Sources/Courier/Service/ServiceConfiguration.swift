@@ -52,6 +52,11 @@ public struct ServiceConfiguration: Sendable {
     public static let defaultCallbackQueue = DispatchQueue(label: "courier.callbacks")
     /// The most times one call is sent, whatever retriers and the retry policy say.
     public var maximumAttempts: Int
+    /// Turns a call's final failure into the app's own error (`401` → `AuthError.sessionExpired`),
+    /// carried by the `CourierError` and read with `error.domain(as:)`; nil keeps the failure
+    /// as it is. Runs once per call, after retries, refresh and failover. A call's own
+    /// `CallOptions.errorMapper` is asked first.
+    public var errorMapper: (@Sendable (CourierError) -> (any Error & Sendable)?)? = nil
 
     public init(
         servers: ServerPool? = nil, headers: HTTPFields = [:],

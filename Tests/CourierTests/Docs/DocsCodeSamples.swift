@@ -82,6 +82,55 @@ enum DocSamples {
         print(raw.status.code, raw.body.count)
     }
 
+    // MARK: GettingStarted.md, service hooks
+
+    enum AuthError: Error { case sessionExpired }
+    struct APIError: Error, Decodable {
+        var code: Int
+        var message: String
+    }
+    struct Status: Decodable { var status: String }
+    enum FeedError: Error { case busy, closed }
+
+    static func serviceHooks(users: UserService) async throws {
+        var configuration = ServiceConfiguration()
+        configuration.adapters = [
+            .adapter { request, context in
+                var request = request
+                request.head.headerFields[HTTPField.Name("X-Request-ID")!] = UUID().uuidString
+                request.head.headerFields[HTTPField.Name("X-Attempt")!] = "\(context.attempt)"
+                return request
+            }
+        ]
+
+        configuration.pipeline.validator = .default.checking { context in
+            switch try JSONDecoder().decode(Status.self, from: context.body).status {
+            case "busy": .refuse(FeedError.busy, retryable: true)
+            case "closed": .refuse(FeedError.closed)
+            default: .accept
+            }
+        }
+
+        configuration.errorMapper = { error in
+            if error.status == .unauthorized { return AuthError.sessionExpired }
+            if let body = error.body, let api = try? JSONDecoder().decode(APIError.self, from: body) { return api }
+            return nil  // leave it as it is
+        }
+        _ = configuration
+
+        do {
+            let me: User = try await users.get("me")
+            _ = me
+        } catch {
+            if error.domain(as: AuthError.self) == .sessionExpired { /* show the login screen */  }
+        }
+
+        let search = try await users.send(
+            Endpoint<[User]>(.post, "search", parameters: ["page": "2"], body: ["q": "ada"]))
+        let removed = try await users.send(Endpoint<Empty>(.delete, "posts/7", body: ["reason": "spam"]))
+        _ = (search, removed)
+    }
+
     // MARK: Serializers.md
 
     struct CSVRequestSerializer: RequestSerializer {
@@ -298,6 +347,33 @@ enum DocSamples {
             case .cannotConnect, .timedOut: .offline
             default: .unexpected(error.description)
             }
+        }
+    }
+
+    enum AppError: Error, Equatable {
+        case sessionExpired
+        case rejected(code: Int, message: String)
+    }
+
+    static func errorMapping(users: UserService) async {
+        var configuration = ServiceConfiguration(
+            pipeline: ResponsePipeline(validator: .default.decodingErrors(as: ServerError.self)))
+        configuration.errorMapper = { error in
+            if error.status == .unauthorized { return AppError.sessionExpired }
+            if let server = error.errorModel(as: ServerError.self) {
+                return AppError.rejected(code: server.code, message: server.message)
+            }
+            return nil
+        }
+        _ = configuration
+
+        do {
+            let me: User = try await users.get("me")
+            _ = me
+        } catch  where error.domain(as: AppError.self) == .sessionExpired {
+            // sign in again
+        } catch {
+            print(error)  // CourierError.httpStatus: … — domain: rejected(…)
         }
     }
 

@@ -46,6 +46,15 @@ import Testing
             error: CourierError(.httpStatus, "status \(code)", response: response))
     }
 
+    /// A 200 answer a response check refused.
+    static func refusal(retryable: Bool) -> AttemptFailure {
+        let response = HTTPResponse(status: .ok)
+        var failure = AttemptFailure(
+            response: response, body: Data(), error: CourierError(.apiError, "refused", response: response))
+        failure.isRetryableRefusal = retryable
+        return failure
+    }
+
     static func error(_ code: CourierError.Code) -> AttemptFailure {
         AttemptFailure(error: CourierError(code, "attempt failed"))
     }
@@ -81,6 +90,24 @@ import Testing
             failure: AttemptFailure(
                 error: CourierError(.decoding, "bad body", response: HTTPResponse(status: .ok))),
             verdict: .retry, expected: .giveUp(.decoding)),
+        // An answer a response check refused: retryable ones as a retryable status.
+        Row(name: "retryable refusal", failure: refusal(retryable: true), expected: .retry(.seconds(1))),
+        Row(
+            name: "retryable refusal, third attempt", attempt: 3, failure: refusal(retryable: true),
+            expected: .retry(.seconds(4))),
+        Row(
+            name: "retryable refusal, policy's retries used up", attempt: 4, failure: refusal(retryable: true),
+            expected: .giveUp(.apiError)),
+        Row(
+            name: "retryable refusal at the cap", attempt: 2, cap: 2, failure: refusal(retryable: true),
+            expected: .giveUp(.apiError)),
+        Row(
+            name: "retryable refusal of a POST", method: .post, failure: refusal(retryable: true),
+            expected: .giveUp(.apiError)),
+        Row(name: "final refusal", failure: refusal(retryable: false), expected: .giveUp(.apiError)),
+        Row(
+            name: "final refusal, a retrier says retry", failure: refusal(retryable: false), verdict: .retry,
+            expected: .retry(.zero)),
         // Non-idempotent methods: only with the policy's opt-in, or when a retrier asks.
         Row(name: "POST 503", method: .post, failure: status(503), expected: .giveUp(.httpStatus)),
         Row(name: "PATCH timeout", method: .patch, failure: error(.timedOut), expected: .giveUp(.timedOut)),

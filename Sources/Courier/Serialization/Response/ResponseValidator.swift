@@ -13,6 +13,8 @@ public struct ResponseValidator: Sendable {
     public var acceptableContentTypes: [String]?
     /// Decodes a refused response's body into the call's error model, if it names one.
     public var errorModel: ErrorModelDecoder?
+    /// Checks of an accepted answer, in order (see `ResponseValidator+Checks.swift`).
+    var checks: [@Sendable (ResponseContext) throws -> ResponseVerdict] = []
 
     /// - Parameters:
     ///   - acceptableStatusCodes: the status codes that pass.
@@ -59,13 +61,14 @@ public struct ResponseValidator: Sendable {
         return copy
     }
 
-    /// Checks the status, then the content type.
+    /// Checks the status, then the content type, then runs the checks added with `checking(_:)`.
     /// - Parameters:
     ///   - context: the response.
     ///   - serializerContentTypes: what the response serializer reads, used when
     ///     ``acceptableContentTypes`` is nil.
     /// - Throws: `CourierError.httpStatus` or `.unacceptableContentType`, carrying the response
-    ///   head and body (and the decoded error model for `.httpStatus`).
+    ///   head and body (and the decoded error model for `.httpStatus`); `.apiError` for an
+    ///   answer a check refused.
     public func validate(_ context: ResponseContext, serializerContentTypes: [String] = []) throws {
         let code = context.statusCode
         guard acceptableStatusCodes.contains(where: { $0.contains(code) }) else {
@@ -79,8 +82,10 @@ public struct ResponseValidator: Sendable {
             throw error
         }
         let patterns = acceptableContentTypes ?? serializerContentTypes
-        // Nothing to decode, or anything goes: nothing to check.
-        guard !patterns.isEmpty, !context.hasNoContent, !patterns.contains(where: MediaType.isAnyType) else { return }
+        // Nothing to decode, or anything goes: no content type to check.
+        guard !patterns.isEmpty, !context.hasNoContent, !patterns.contains(where: MediaType.isAnyType) else {
+            return try runChecks(context)
+        }
         guard let header = context.contentTypeField else {
             throw CourierError(
                 .unacceptableContentType,
@@ -93,6 +98,7 @@ public struct ResponseValidator: Sendable {
                 "the response is \(header); the call accepts \(patterns.joined(separator: ", "))",
                 response: context.response, body: context.body)
         }
+        try runChecks(context)
     }
 }
 

@@ -211,7 +211,7 @@ import Testing
         }
         do {
             let _: Response<ServiceUser> = try await service.send(
-                Endpoint<ServiceUser>(method, "capped", parameters: method == .post ? ["a": 1] : nil))
+                Endpoint<ServiceUser>(method, "capped", body: method == .post ? ["a": 1] : nil))
             Issue.record("expected the call to fail")
         } catch {
             #expect(error.status?.code == status)
