@@ -31,13 +31,17 @@ extension ServiceCore {
                 let context = try call.beginAttempt()
                 var request = call.attemptRequest()
                 if !call.chain.adapters.isEmpty { request = try await call.chain.adapt(request, context: context) }
+                // Signed last, per attempt, as sent: a retry carries a fresh signature.
+                if call.sendsCredential, let signer = configuration.signer {
+                    try signer.sign(&request, endpointPath: endpoint.path)
+                }
                 call.willSend(&request)
                 let failure: AttemptFailure
                 do {
                     let answer = try await transfer(request, for: call)
                     do {
                         return try call.finish(answer, request: request, serializer: serializer)
-                    } catch let error as CourierError where error.code == .httpStatus {
+                    } catch let error as CourierError where error.code == .httpStatus || error.isEnvelopeRetry {
                         failure = call.refused(answer, sent: request, error: error)
                     }
                 } catch let error as CourierError {
@@ -154,6 +158,7 @@ extension ServiceCore {
                 current = try preprocessor.preprocess(current)
             }
         }
+        if !options.noData.isEmpty, let none: Model = try options.noData.value(for: current) { return none }
         let value = try serializer.serialize(current)
         if let accepts = options.acceptsResult, !accepts(context) {
             throw CourierError(.skipped, "the result was vetoed", response: context.response, body: context.body)

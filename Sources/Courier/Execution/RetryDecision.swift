@@ -18,8 +18,9 @@ import HTTPTypes
 ///    retriers and the policy say;
 /// 4. a retrier's `.retry` / `.retryAfter(d)` sends again (now / after `d`) — for any method:
 ///    a retrier that asks knows why (a 401 was not acted on);
-/// 5. otherwise the policy decides: its statuses, transient errors, `Retry-After`, idempotent
-///    methods only unless it opts in, and at most `maximumRetries` retries.
+/// 5. otherwise the policy decides: its statuses (and an `EnvelopeRule`'s retry codes, as a
+///    retryable status), transient errors, `Retry-After`, idempotent methods only unless it
+///    opts in, and at most `maximumRetries` retries.
 ///
 /// How the limits relate: `ServiceConfiguration.maximumAttempts` is the one cap — no path sends
 /// a call more often. `RetryPolicy.maximumRetries` and `AuthenticationInterceptor.maximumAttempts`
@@ -68,7 +69,11 @@ enum RetryDecision {
             self = .retry(after: max(.zero, delay))
         case .doNotRetry, .fail:
             let outcome: RetryPolicy.Outcome = failure.response.map { .response($0) } ?? .error(failure.error)
-            switch policy.decision(afterAttempt: attempt, method: method, outcome: outcome, now: now) {
+            let decision =
+                failure.envelopeMeaning == .retry
+                ? policy.decisionOnEnvelopeRetry(afterAttempt: attempt, method: method)
+                : policy.decision(afterAttempt: attempt, method: method, outcome: outcome, now: now)
+            switch decision {
             case .retry(let delay): self = .retry(after: delay)
             case .doNotRetry: self = .giveUp(failure.error)
             }

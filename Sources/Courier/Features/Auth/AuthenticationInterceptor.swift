@@ -19,6 +19,8 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
     /// `String` credentials): what the service treats as credential fields. A field `apply`
     /// writes outside this set would escape the credential scope, so `adapt` refuses it.
     let probedFieldNames: Set<HTTPField.Name>?
+    /// The query items `apply` writes (a multi-part credential's, see `CredentialPart`).
+    let credentialQueryNames: Set<String>
 
     /// - Parameters:
     ///   - coordinator: refreshes the credential.
@@ -30,17 +32,29 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
         requiresRefresh: @escaping @Sendable (HTTPResponse) -> Bool = { $0.status == .unauthorized },
         apply: @escaping @Sendable (Credential, inout HTTPRequest) -> Void
     ) {
+        var names: Set<HTTPField.Name>?
+        if let probe = CredentialScope.probe as? Credential {
+            var request = HTTPRequest(method: .get, scheme: "https", authority: "probe.invalid", path: "/")
+            apply(probe, &request)
+            names = Set(request.headerFields.map(\.name))
+        }
+        self.init(
+            coordinator: coordinator, maximumAttempts: maximumAttempts, requiresRefresh: requiresRefresh,
+            fieldNames: names, queryNames: [], apply: apply)
+    }
+
+    /// An interceptor whose fields are known without probing (a multi-part credential's).
+    init(
+        coordinator: AuthRefreshCoordinator<Credential>, maximumAttempts: Int,
+        requiresRefresh: @escaping @Sendable (HTTPResponse) -> Bool, fieldNames: Set<HTTPField.Name>?,
+        queryNames: Set<String>, apply: @escaping @Sendable (Credential, inout HTTPRequest) -> Void
+    ) {
         self.coordinator = coordinator
         self.maximumAttempts = max(1, maximumAttempts)
         self.requiresRefresh = requiresRefresh
         self.apply = apply
-        if let probe = CredentialScope.probe as? Credential {
-            var request = HTTPRequest(method: .get, scheme: "https", authority: "probe.invalid", path: "/")
-            apply(probe, &request)
-            probedFieldNames = Set(request.headerFields.map(\.name))
-        } else {
-            probedFieldNames = nil
-        }
+        probedFieldNames = fieldNames
+        credentialQueryNames = queryNames
     }
 
     public func adapt(_ request: PreparedRequest, context: InterceptorContext) async throws -> PreparedRequest {
@@ -66,7 +80,10 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
     public func retry(_ request: PreparedRequest, failure: AttemptFailure, context: InterceptorContext) async
         -> RetryVerdict
     {
-        guard let response = failure.response, requiresRefresh(response) else { return .doNotRetry }
+        // A rejected credential: the status says so, or the service's envelope rule does.
+        guard let response = failure.response,
+            requiresRefresh(response) || failure.envelopeMeaning == .refreshCredential
+        else { return .doNotRetry }
         // Another origin's 401 (after a redirect) says nothing about the credential.
         guard !failure.isFromAnotherOrigin else { return .doNotRetry }
         guard context.attempt < maximumAttempts else { return .doNotRetry }
@@ -102,12 +119,13 @@ extension AuthenticationInterceptor {
 }
 
 extension AuthenticationInterceptor where Credential == String {
-    /// The header fields the interceptor writes, found by applying a probe credential once.
-    var credentialFieldNames: Set<HTTPField.Name> { probedFieldNames ?? [] }
-
     /// Sends the token as `Authorization: Bearer <token>`.
     /// - Parameter coordinator: refreshes the token.
     public static func bearer(_ coordinator: AuthRefreshCoordinator<String>) -> AuthenticationInterceptor<String> {
+        makeBearer(coordinator)
+    }
+
+    static func makeBearer(_ coordinator: AuthRefreshCoordinator<String>) -> AuthenticationInterceptor<String> {
         AuthenticationInterceptor(coordinator: coordinator) { token, request in
             request.headerFields[.authorization] = "Bearer \(token)"
         }
