@@ -169,6 +169,9 @@ extension ServiceCore {
             transportOptions.sendsCredential = sendsCredential
             let extra = service.prepared.extraCredentialNames
             if !extra.isEmpty { transportOptions.sensitiveHeaderNames.formUnion(extra) }
+            if sendsCredential, let names = service.configuration.credentials?.credentialQueryNames, !names.isEmpty {
+                transportOptions.credentialQueryNames = names
+            }
             return transportOptions
         }
 
