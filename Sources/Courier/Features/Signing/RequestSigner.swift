@@ -104,6 +104,26 @@ public struct RequestSigner: Sendable {
         request.head.headerFields[Self.signatureField] = CacheSecret.hexString(signature)
     }
 
+    /// Whether a request as a server received it carries a valid signature under `key`: for
+    /// servers written in Swift (the demo's fixture API).
+    /// - Parameters:
+    ///   - method: the method.
+    ///   - target: the path with its query, as received.
+    ///   - body: the body as received.
+    ///   - field: the request's header field of a name.
+    ///   - key: the key the server expects.
+    package static func isValid(
+        method: String, target: String, body: Data, field: (HTTPField.Name) -> String?, key: Key
+    ) -> Bool {
+        guard field(keyIDField) == key.id, let timestamp = field(timestampField), let nonce = field(nonceField),
+            let signature = field(signatureField), let digest = try? bodyDigest(body.isEmpty ? nil : .data(body))
+        else { return false }
+        let text = canonicalText(
+            method: method, target: target, bodyDigest: digest, timestamp: timestamp, nonce: nonce)
+        let expected = HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: SymmetricKey(data: key.secret))
+        return CacheSecret.hexString(expected) == signature
+    }
+
     /// The text that is signed.
     /// - Parameters:
     ///   - method: the method.

@@ -149,4 +149,35 @@ import Testing
         let sent = try #require(other.recordedRequests(path: "/items").first)
         #expect(sent.header("X-Signature") == nil && sent.header("X-Key-Id") == nil)
     }
+
+    @Test func refreshThenRetryIsSignedAfreshOverTheNewCredential() async throws {
+        struct Session: Sendable, Equatable {
+            var token: String
+            var device: String
+        }
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/me") { request in
+            guard Self.verifies(request, key: Self.app) else { return .json(["code": 1, "msg": "bad signature"]) }
+            return request.queryValue("token") == "new"
+                ? .json(["code": 0, "data": ["id": 5, "name": "fresh"]]) : .json(["code": 40101, "msg": "expired"])
+        }
+        let coordinator = AuthRefreshCoordinator<Session>(credential: Session(token: "old", device: "d1")) { _ in
+            Session(token: "new", device: "d2")
+        }
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.envelope = .json(refreshCodes: ["40101"])
+            configuration.authentication = AuthenticationInterceptor(
+                coordinator: coordinator,
+                parts: [.query("token") { $0.token }, .header(HTTPField.Name("X-Device")!) { $0.device }])
+            configuration.signer = RequestSigner(key: Self.app)
+        }
+        let response = try await service.send(Endpoint<ServiceUser>.get("me"))
+        #expect(response.value.name == "fresh" && response.attempts == 2)
+        let sent = server.recordedRequests(path: "/me")
+        #expect(sent.map { $0.queryValue("token") } == ["old", "new"])
+        #expect(sent.allSatisfy { Self.verifies($0, key: Self.app) })
+        #expect(sent[0].header("X-Nonce") != sent[1].header("X-Nonce"))
+        #expect(sent[0].header("X-Signature") != sent[1].header("X-Signature"))
+    }
 }
