@@ -23,11 +23,15 @@ public struct EnvelopeRule: Sendable {
     /// What one envelope says: its code, message and payload.
     public struct Reading: Sendable {
         /// The code, as text (`0`, `"0"` and `0` read the same).
-        public var code: String
+        var code: String
         /// The message, if there is one.
-        public var message: String?
+        var message: String?
         /// The payload's bytes; nil when missing or null.
-        public var payload: Data?
+        var payload: Data?
+        /// - Parameters:
+        ///   - code: the code, as text (`0`, `"0"` and `0` read the same).
+        ///   - message: the message, if there is one.
+        ///   - payload: the payload's bytes; nil when missing or null.
         public init(code: String, message: String? = nil, payload: Data? = nil) {
             self.code = code
             self.message = message
@@ -39,11 +43,11 @@ public struct EnvelopeRule: Sendable {
     enum Meaning: Sendable, Hashable { case success, retry, refreshCredential, failure }
 
     /// The codes meaning success.
-    public var successCodes: Set<String>
+    let successCodes: Set<String>
     /// The codes meaning "send again" (server busy, …).
-    public var retryCodes: Set<String>
+    let retryCodes: Set<String>
     /// The codes meaning "the credential expired: refresh it, then send again".
-    public var refreshCodes: Set<String>
+    let refreshCodes: Set<String>
     /// Reads an envelope from a body; throws when the body is not one.
     let read: @Sendable (Data) throws -> Reading
 

@@ -26,7 +26,7 @@ public struct RequestSigner: Sendable {
     /// A signing key: its public id and its secret.
     public struct Key: Sendable {
         /// Sent in `X-Key-Id`, so the server knows which secret to check with.
-        public var id: String
+        let id: String
         /// The bytes (`SymmetricKey` is not `Sendable`; one is made per signature).
         let secret: Data
         /// - Parameters:
@@ -47,9 +47,9 @@ public struct RequestSigner: Sendable {
     }
 
     /// The key of every endpoint no rule names.
-    public var key: Key
+    let key: Key
     /// Endpoint path prefix (as the service writes paths, `"public/"`) → rule.
-    public var rules: [String: Rule]
+    let rules: [String: Rule]
     /// Unix seconds now; injectable for tests.
     var now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     /// A fresh nonce; injectable for tests.
