@@ -64,7 +64,7 @@ extension ServiceCore {
                 acceptHeader: acceptHeader, sendsCredential: sendsCredential)
             event = CallEvent(id: id, request: base.head, attempt: 0, userInfo: options.userInfo)
             event.credentialFieldNames = service.prepared.credentialFieldNames
-            event.credentialQueryNames = configuration.credentials?.credentialQueryNames ?? []
+            event.credentialQueryNames = service.prepared.credentialQueryNames
             chain = service.interceptors(for: options, sendsCredential: sendsCredential)
             policy = options.retryPolicy ?? configuration.retryPolicy
             validator = options.validator ?? configuration.pipeline.validator
@@ -169,9 +169,8 @@ extension ServiceCore {
             transportOptions.sendsCredential = sendsCredential
             let extra = service.prepared.extraCredentialNames
             if !extra.isEmpty { transportOptions.sensitiveHeaderNames.formUnion(extra) }
-            if sendsCredential, let names = service.configuration.credentials?.credentialQueryNames, !names.isEmpty {
-                transportOptions.credentialQueryNames = names
-            }
+            let queryNames = service.prepared.credentialQueryNames
+            if sendsCredential, !queryNames.isEmpty { transportOptions.credentialQueryNames = queryNames }
             return transportOptions
         }
 

@@ -308,6 +308,9 @@ struct PreparedService: Sendable {
     let credentialFieldNames: Set<HTTPField.Name>
     /// Those the client does not know of (the interceptor's), handed to it with each request.
     let extraCredentialNames: Set<HTTPField.Name>
+    /// The query items the authentication writes (a multi-part credential's): redacted in the
+    /// monitors' logs, digested in the identities and in what the cache stores.
+    let credentialQueryNames: Set<String>
 
     init(client: HTTPClient, configuration: ServiceConfiguration) {
         if let url = client.configuration.baseURL {
@@ -330,6 +333,7 @@ struct PreparedService: Sendable {
         extraCredentialNames =
             configuration.credentials?.credentialFieldNames.subtracting(client.credentialFieldNames) ?? []
         credentialFieldNames = client.credentialFieldNames.union(extraCredentialNames)
+        credentialQueryNames = configuration.credentials?.credentialQueryNames ?? []
     }
 }
 
