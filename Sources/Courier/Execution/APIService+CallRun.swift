@@ -36,6 +36,9 @@ extension ServiceCore {
         /// The response serializer's type, part of the identity.
         private let responseType: ObjectIdentifier
         private var computedIdentity: RequestIdentity?
+        /// Set after an envelope asked for another attempt: the answer may have been cached
+        /// (its headers allowed it), and the next attempt must not get it again.
+        private var bypassesCache = false
 
         /// Steps 1 and 2, and the monitors' `didStart`.
         /// - Throws: a bad server or path, or a request serializer's error (before `didStart`).
@@ -169,6 +172,9 @@ extension ServiceCore {
             transportOptions.sendsCredential = sendsCredential
             let extra = service.prepared.extraCredentialNames
             if !extra.isEmpty { transportOptions.sensitiveHeaderNames.formUnion(extra) }
+            if bypassesCache, transportOptions.cachePolicy != .returnCacheDataDontLoad {
+                transportOptions.cachePolicy = .reloadIgnoringCache
+            }
             let queryNames = service.prepared.credentialQueryNames
             if sendsCredential, !queryNames.isEmpty { transportOptions.credentialQueryNames = queryNames }
             return transportOptions
@@ -214,6 +220,7 @@ extension ServiceCore {
             -> AttemptFailure
         {
             var failure = AttemptFailure(response: answer.head, body: answer.body, error: error)
+            if error.isEnvelopeRetry { bypassesCache = true }
             if answer.redirectCount > 0, let scheme = request.head.scheme, let authority = request.head.authority {
                 failure.isFromAnotherOrigin = Origin(answer.url) != Origin(scheme: scheme, authority: authority)
             }

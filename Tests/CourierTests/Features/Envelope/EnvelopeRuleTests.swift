@@ -89,6 +89,31 @@ import Testing
         #expect(sent.filter { $0 == "Bearer fresh" }.count == 10)
     }
 
+    @Test func aCachedRetryEnvelopeIsNotServedToTheRetry() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let hits = ServiceCounter()
+        server.route("/feed") { _ in
+            let answer =
+                hits.increment() == 1 ? Self.envelope(50301, "busy") : Self.envelope(0, data: ["id": 2, "name": "B"])
+            return answer.with(.cacheControl, "max-age=600")
+        }
+        let cache = try HostScopedCache(
+            configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly))
+        let client = try HTTPClient(configuration: .init(baseURL: server.baseURL, cache: cache))
+        var configuration = ServiceConfiguration(
+            retryPolicy: RetryPolicy(jitter: 0), clock: ManualServiceClock(autoAdvance: true))
+        configuration.envelope = Self.rule
+        let service = ServiceCore(client: client, configuration: configuration)
+        let response = try await service.send(Endpoint<ServiceUser>.get("feed"))
+        #expect(response.value.id == 2 && response.attempts == 2 && !response.isFromCache)
+        #expect(server.count("/feed") == 2)
+        // The success replaced the cached retry envelope.
+        let again = try await service.send(Endpoint<ServiceUser>.get("feed"))
+        #expect(again.value.id == 2 && again.isFromCache)
+        #expect(server.count("/feed") == 2)
+    }
+
     @Test func refreshCodeWithoutAuthenticationEndsTheCall() async throws {
         let server = try TestServer()
         defer { server.stop() }
