@@ -61,7 +61,7 @@ enum AppFeatureSamples {
         }
         var configuration = ServiceConfiguration()
         configuration.authentication = AuthenticationInterceptor(
-            coordinator: sessions,
+            coordinator: sessions, isExpired: { $0.expiry <= Date() },
             parts: [
                 .header(.authorization) { "Bearer \($0.token)" },
                 .header(HTTPField.Name("X-User-Id")!) { $0.userID },

@@ -21,6 +21,9 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
     let probedFieldNames: Set<HTTPField.Name>?
     /// The query items `apply` writes (a multi-part credential's, see `CredentialPart`).
     let credentialQueryNames: Set<String>
+    /// Whether a credential must be refreshed before it is sent (a token pair past its
+    /// expiry); nil: only when the server rejects it.
+    let isExpired: (@Sendable (Credential) -> Bool)?
 
     /// - Parameters:
     ///   - coordinator: refreshes the credential.
@@ -47,7 +50,8 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
     init(
         coordinator: AuthRefreshCoordinator<Credential>, maximumAttempts: Int,
         requiresRefresh: @escaping @Sendable (HTTPResponse) -> Bool, fieldNames: Set<HTTPField.Name>?,
-        queryNames: Set<String>, apply: @escaping @Sendable (Credential, inout HTTPRequest) -> Void
+        queryNames: Set<String>, isExpired: (@Sendable (Credential) -> Bool)? = nil,
+        apply: @escaping @Sendable (Credential, inout HTTPRequest) -> Void
     ) {
         self.coordinator = coordinator
         self.maximumAttempts = max(1, maximumAttempts)
@@ -55,10 +59,14 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
         self.apply = apply
         probedFieldNames = fieldNames
         credentialQueryNames = queryNames
+        self.isExpired = isExpired
     }
 
     public func adapt(_ request: PreparedRequest, context: InterceptorContext) async throws -> PreparedRequest {
-        guard let credential = coordinator.current else { return request }
+        guard var credential = coordinator.current else { return request }
+        // Known to be expired: refresh first (once for every call that finds it so), rather than
+        // send it to be rejected.
+        if let isExpired, isExpired(credential) { credential = try await coordinator.credential(replacing: credential) }
         var request = request
         let before = request.head.headerFields
         apply(credential, &request.head)

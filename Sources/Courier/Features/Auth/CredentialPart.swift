@@ -60,11 +60,13 @@ extension AuthenticationInterceptor {
     ///   - maximumAttempts: the most attempts a call gets (the first one included).
     ///   - requiresRefresh: which responses mean "credential rejected"; 401 by default (and an
     ///     `EnvelopeRule`'s refresh codes).
+    ///   - isExpired: whether a credential must be refreshed before it is sent (a token pair
+    ///     past its expiry: `{ $0.expiry <= Date() }`); nil refreshes only when it is rejected.
     ///   - parts: the credential's values and where each goes.
     public init(
         coordinator: AuthRefreshCoordinator<Credential>, maximumAttempts: Int = 3,
         requiresRefresh: @escaping @Sendable (HTTPResponse) -> Bool = { $0.status == .unauthorized },
-        parts: [CredentialPart<Credential>]
+        isExpired: (@Sendable (Credential) -> Bool)? = nil, parts: [CredentialPart<Credential>]
     ) {
         var headers: Set<HTTPField.Name> = []
         var queries: Set<String> = []
@@ -76,7 +78,7 @@ extension AuthenticationInterceptor {
         }
         self.init(
             coordinator: coordinator, maximumAttempts: maximumAttempts, requiresRefresh: requiresRefresh,
-            fieldNames: headers, queryNames: queries
+            fieldNames: headers, queryNames: queries, isExpired: isExpired
         ) { credential, request in
             for part in parts {
                 let value = part.value(credential)

@@ -71,6 +71,44 @@ import Testing
         #expect(server.recordedRequests(path: "/me").allSatisfy { $0.queryItems.count == 1 })
     }
 
+    @Test func aTokenPairPastItsExpiryIsRefreshedOnceBeforeItIsSent() async throws {
+        struct TokenPair: Sendable, Equatable {
+            var access: String
+            var refresh: String
+            var expiry: Date
+        }
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/me") { request in
+            request.header("Authorization") == "Bearer a2" ? .json(["id": 2, "name": "two"]) : .status(401)
+        }
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let refreshes = ServiceCounter()
+        let coordinator = AuthRefreshCoordinator<TokenPair>(
+            credential: TokenPair(access: "a1", refresh: "r1", expiry: now - 1)
+        ) { expired in
+            refreshes.increment()
+            #expect(expired.refresh == "r1")
+            return TokenPair(access: "a2", refresh: "r2", expiry: now + 3600)
+        }
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.authentication = AuthenticationInterceptor(
+                coordinator: coordinator, isExpired: { $0.expiry <= now },
+                parts: [.header(.authorization) { "Bearer \($0.access)" }])
+        }
+        let options = CallOptions.default.with(\.deduplicates, false)
+        let attempts = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<5 {
+                group.addTask { try await service.send(Endpoint<ServiceUser>.get("me", options: options)).attempts }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(attempts == Array(repeating: 1, count: 5))
+        #expect(refreshes.value == 1)
+        #expect(server.recordedRequests(path: "/me").allSatisfy { $0.header("Authorization") == "Bearer a2" })
+        #expect(coordinator.current?.refresh == "r2")
+    }
+
     @Test func partsStayOffOtherOriginsAndOutOfLogs() async throws {
         let server = try TestServer()
         let other = try TestServer()
