@@ -8,13 +8,15 @@ extension ServiceCore {
     /// 3. the call's `RequestIdentity`; veto (`skipIf`, in-flight guard), then the request
     ///    interval, both on the identity;
     /// 4. per attempt: real-time parameters, adapters (authentication first — only for the
-    ///    API's own servers —, then the service's, then the call's), cookies, de-duplication of
-    ///    GETs on the identity, send (the client adds its credential for the API's own servers);
-    /// 5. cookies stored, failover outcome recorded, validation;
+    ///    API's own servers —, then the service's, then the call's), the `RequestSigner` (API's
+    ///    own servers), cookies, de-duplication of GETs on the identity, send (the client adds
+    ///    its credential for the API's own servers);
+    /// 5. cookies stored, failover outcome recorded, validation, the `EnvelopeRule` (a retry or
+    ///    refresh code fails the attempt as a refused status does);
     /// 6. on failure: retriers (the call's, authentication — which refreshes the credential —,
     ///    the service's), then `RetryDecision`, the one place that decides (retry policy,
     ///    the one attempt cap); wait on the service clock, fail over, and go back to 4;
-    /// 7. preprocess and decode; the result veto.
+    /// 7. preprocess, "no data" (`CallOptions.noData`), decode; the result veto.
     func perform<Model: Sendable>(
         _ endpoint: Endpoint<Model>, serializer: any ResponseSerializer<Model>, acceptHeader: String?, id: CallID
     ) async throws -> Response<Model> {
