@@ -37,6 +37,10 @@ const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Choice(void) {
     return &courier__test__choice__descriptor;
 }
 
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Envelope(void) {
+    return &courier__test__envelope__descriptor;
+}
+
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Expr(void) {
     return &courier__test__expr__descriptor;
 }

@@ -32,6 +32,9 @@ struct DemoTour {
         let feed = FeedService(core: ServiceCore(client: client, configuration: shared))
         let media = MediaService(
             core: ServiceCore(client: client, configuration: shared), cdn: try BaseURL(fixture.cdnURL))
+        let wallet = WalletService(
+            core: ServiceCore(
+                client: client, configuration: WalletService.configuration(authentication: .bearer(coordinator))))
         let fixture = self.fixture
 
         var token = ""
@@ -156,6 +159,25 @@ struct DemoTour {
             )
             let now = fixture.lastAuthorization("/users/me") ?? nil
             return "4 concurrent calls got 401 → 1 refresh → 4 retries succeeded; now \(TourRunner.mask(now))"
+        }
+
+        await runner.step("envelope + signed requests") {
+            let before = fixture.count("/wallet/balance")
+            let refreshesBefore = fixture.count("/auth/refresh")
+            let busy = try await wallet.balance()
+            fixture.expireTokens()
+            let expired = try await wallet.balance()
+            let refreshes = fixture.count("/auth/refresh") - refreshesBefore
+            let sent = fixture.server.recordedRequests(path: "/wallet/balance").dropFirst(before)
+            let nonces = Set(sent.compactMap { $0.header("X-Nonce") })
+            try expect(busy.attempts == 2 && expired.attempts == 2, "attempts \(busy.attempts), \(expired.attempts)")
+            try expect(refreshes == 1, "the server saw \(refreshes) refreshes")
+            try expect(sent.count == 4 && nonces.count == 4, "\(sent.count) requests with \(nonces.count) nonces")
+            try expect(fixture.verifiedSignatures == 4, "\(fixture.verifiedSignatures) of 4 signatures verified")
+            try expect(expired.value.cents == 12_345, "decoded \(expired.value)")
+            return "HTTP 200 {code: 50301} → retried; {code: 40101} → 1 refresh → retried with the new token\n"
+                + "4 requests, 4 fresh nonces, every X-Signature (HMAC-SHA256) verified by the server; "
+                + "balance \(expired.value.cents) \(expired.value.currency) from the envelope's data"
         }
 
         await runner.step("multipart avatar upload") {

@@ -23,6 +23,8 @@ final class FixtureAPI: Sendable {
         var validTokens: Set<String> = []
         var issued = 0
         var flakyCalls = 0
+        var walletCalls = 0
+        var verifiedSignatures = 0
     }
     private let state = LockedValue(State())
 
@@ -34,6 +36,7 @@ final class FixtureAPI: Sendable {
         installUserRoutes()
         installFeedRoutes()
         installMediaRoutes()
+        installWalletRoutes()
     }
 
     /// Stops the server.
@@ -55,6 +58,9 @@ final class FixtureAPI: Sendable {
     func lastAuthorization(_ path: String) -> String?? {
         server.recordedRequests(path: path).last.map { $0.header("Authorization") }
     }
+
+    /// How many wallet requests carried a valid signature.
+    var verifiedSignatures: Int { state.withLock { $0.verifiedSignatures } }
 
     /// Makes every token issued so far invalid, as if they had expired.
     func expireTokens() { state.withLock { $0.validTokens.removeAll() } }
@@ -170,6 +176,27 @@ final class FixtureAPI: Sendable {
             authorized(request) {
                 .json(["bytes": request.bodyByteCount, "url": "\(cdnURL)/avatars/42.png"])
             }
+        }
+    }
+
+    private func installWalletRoutes() {
+        // An envelope API: HTTP 200 always, the outcome in `code`; unsigned requests refused.
+        server.route("GET", "/wallet/balance") { [self] request in
+            func envelope(_ code: Int, _ message: String, _ data: Any = NSNull()) -> ScriptedResponse {
+                .json(["code": code, "msg": message, "data": data])
+            }
+            let signed = RequestSigner.isValid(
+                method: request.method, target: request.target, body: request.body,
+                field: { request.header($0.rawName) }, key: WalletService.key)
+            guard signed else { return envelope(40003, "bad signature") }
+            let call = state.withLock { state in
+                state.verifiedSignatures += 1
+                state.walletCalls += 1
+                return state.walletCalls
+            }
+            if call == 1 { return envelope(50301, "busy, try again") }
+            guard isAuthorized(request) else { return envelope(40101, "token expired") }
+            return envelope(0, "ok", ["cents": 12_345, "currency": "EUR"])
         }
     }
 }

@@ -112,6 +112,8 @@ public struct CacheRequest: Sendable {
     /// The fields whose values are credentials (the identity, and digested in `Vary` variants):
     /// the standard three, plus what the client adds (its auth header, its sensitive names).
     var credentialNames: Set<HTTPField.Name> = CacheIdentity.standardNames
+    /// Query items whose values are credentials (a multi-part credential's): stored as digests.
+    var secretQueryNames: Set<String> = []
     /// Asked at store time, under the cache's lock: false when the session that sent the
     /// request has ended since (the user logged out), and the response must not be stored.
     var isCurrent: (@Sendable () -> Bool)?

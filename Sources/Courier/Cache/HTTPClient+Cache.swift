@@ -20,6 +20,7 @@ extension HTTPClient {
         } else {
             call.credentialNames = credentialFieldNames
         }
+        call.secretQueryNames = options.credentialQueryNames
         // The identity is also what the session's logout purges; the cache checks `isCurrent`
         // before it stores, so an answer that arrives after logout stores nothing.
         let identity = cache.identity(of: call)

@@ -18,7 +18,7 @@ extension HostScopedCache {
             if cacheOnly { throw notCached(request) }
             return .miss
         }
-        let url = storedURL(request.normalizedURL)
+        let url = storedURL(request.normalizedURL, secretNames: request.secretQueryNames)
         if request.policy == .reloadIgnoringCache
             || (request.policy == .useProtocolCachePolicy && requestControl.noCache && !cacheOnly)
         {

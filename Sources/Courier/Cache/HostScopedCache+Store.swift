@@ -41,7 +41,10 @@ extension HostScopedCache {
         if body.count > configuration.maxEntryBytes || (forced == nil && control.noStore) {
             // A newer answer of a storable kind: the older one must not outlive it. (A 5xx is
             // not one, so it never drops what stale-if-error may still serve.)
-            invalidateKey(Self.key(identity: identity(of: request), url: storedURL(request.normalizedURL)))
+            invalidateKey(
+                Self.key(
+                    identity: identity(of: request),
+                    url: storedURL(request.normalizedURL, secretNames: request.secretQueryNames)))
             return false
         }
         let varyNames = CacheEntry.varyNames(fields)
@@ -51,7 +54,7 @@ extension HostScopedCache {
         let dropped = CacheEntry.hopByHop(fields).union([.setCookie])
         head.headerFields = HTTPFields(fields.filter { !dropped.contains($0.name) })
         let identity = identity(of: request)
-        let url = storedURL(request.normalizedURL)
+        let url = storedURL(request.normalizedURL, secretNames: request.secretQueryNames)
         let entry = CacheEntry(
             key: Self.key(identity: identity, url: url), url: url, identity: identity.digest,
             variant: variant(names: varyNames, request: request), response: head,
@@ -222,15 +225,18 @@ extension HostScopedCache {
     /// A normalized URL as this cache keys and stores it: the values of query parameters whose
     /// names say they hold a secret (`Redaction.defaultQueryNames`: `access_token`, `api_key`,
     /// …) replaced by a keyed digest, so the same URL still finds its entry but a token in a
-    /// query never reaches the disk in clear text.
-    func storedURL(_ url: String) -> String {
+    /// query never reaches the disk in clear text; `secretNames` adds a credential's own query
+    /// items (a multi-part credential's, see `CredentialPart`).
+    func storedURL(_ url: String, secretNames: Set<String> = []) -> String {
         guard let mark = url.firstIndex(of: "?") else { return url }
         var changed = false
         let pairs = url[url.index(after: mark)...].split(separator: "&", omittingEmptySubsequences: false).map {
             pair -> Substring in
-            guard let equals = pair.firstIndex(of: "="),
-                Redaction.defaultQueryNames.contains(RelativePath.percentDecoded(pair[..<equals]).lowercased())
-            else { return pair }
+            guard let equals = pair.firstIndex(of: "=") else { return pair }
+            let name = RelativePath.percentDecoded(pair[..<equals])
+            guard Redaction.defaultQueryNames.contains(name.lowercased()) || secretNames.contains(name) else {
+                return pair
+            }
             changed = true
             let value = pair[pair.index(after: equals)...]
             return pair[...equals] + "hmac:" + secret.hex("q\u{0}" + value)

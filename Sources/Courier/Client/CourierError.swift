@@ -14,6 +14,7 @@ public struct CourierError: Error, Sendable, CustomStringConvertible {
             case httpStatus, decoding, encoding, invalidRequest, invalidResponse
             case responseTooLarge, tls, redirect, notCached, emptyBody
             case unacceptableContentType, transport, authentication, configuration, apiError
+            case noData
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -59,6 +60,10 @@ public struct CourierError: Error, Sendable, CustomStringConvertible {
         /// The server answered with success at the HTTP level but reported a failure in the
         /// body (an envelope such as `{"code": 4012, "msg": "…"}` whose code is not success).
         public static let apiError = Code(.apiError)
+        /// The call succeeded but its payload is "no usable data" by the call's
+        /// `CallOptions.noData` (empty, `null`, an empty list): show the empty state. A call
+        /// whose model is optional gets `nil` instead.
+        public static let noData = Code(.noData)
 
         public var description: String { base.rawValue }
     }

@@ -15,6 +15,9 @@ public struct RequestOptions: Sendable {
     public var redirects: HTTPClient.RedirectConfiguration?
     /// More header names to redact in logs and drop on cross-origin redirects.
     public var sensitiveHeaderNames: Set<HTTPField.Name>
+    /// Query items that carry a credential (a service's multi-part credential): digested in
+    /// what the cache stores.
+    var credentialQueryNames: Set<String> = []
     /// Called on the transport's thread as the body goes out; keep it cheap.
     public var uploadProgress: (@Sendable (TransferProgress) -> Void)?
     /// Called on the transport's thread as the body comes in; keep it cheap.

@@ -37,6 +37,9 @@ extension ServiceCore {
         /// The response serializer's type, part of the identity.
         private let responseType: ObjectIdentifier
         private var computedIdentity: RequestIdentity?
+        /// Set after an envelope asked for another attempt: the answer may have been cached
+        /// (its headers allowed it), and the next attempt must not get it again.
+        private var bypassesCache = false
 
         /// Steps 1 and 2, and the monitors' `didStart`.
         /// - Throws: a bad server or path, or a request serializer's error (before `didStart`).
@@ -67,6 +70,7 @@ extension ServiceCore {
                 acceptHeader: acceptHeader, sendsCredential: sendsCredential)
             event = CallEvent(id: id, request: base.head, attempt: 0, userInfo: options.userInfo)
             event.credentialFieldNames = service.prepared.credentialFieldNames
+            event.credentialQueryNames = service.prepared.credentialQueryNames
             chain = service.interceptors(for: options, sendsCredential: sendsCredential)
             policy = options.retryPolicy ?? configuration.retryPolicy
             validator = options.validator ?? configuration.pipeline.validator
@@ -106,6 +110,7 @@ extension ServiceCore {
         @inline(never)
         private func makeIdentity() -> RequestIdentity {
             var request = base
+            var credentialQuery: [(name: String, value: String)] = []
             let client = service.client
             // What the client adds to every hop belongs to the identity too: its default
             // headers (one client's Accept-Language is not another's) and its jar's cookies
@@ -121,15 +126,17 @@ extension ServiceCore {
                 for field in client.authorizationFields() where request.head.headerFields[field.name] == nil {
                     request.head.headerFields.append(field)
                 }
-                if let authentication = service.configuration.authentication {
-                    // Its fields only: a credential it writes into the query stays out of the key.
+                if let authentication = service.configuration.credentials {
+                    // Its fields, and its query items as credential values (digested, never kept).
                     var applied = request.head
                     authentication.applyCurrent(to: &applied)
                     request.head.headerFields = applied.headerFields
+                    credentialQuery = applied.queryItems(named: authentication.credentialQueryNames)
                 }
             }
             return RequestIdentity(
-                request: request, credentialFieldNames: service.prepared.credentialFieldNames,
+                request: request, credentialQuery: credentialQuery,
+                credentialFieldNames: service.prepared.credentialFieldNames,
                 responseType: responseType, cachePolicy: options.cachePolicy, client: ObjectIdentifier(client))
         }
 
@@ -168,6 +175,11 @@ extension ServiceCore {
             transportOptions.sendsCredential = sendsCredential
             let extra = service.prepared.extraCredentialNames
             if !extra.isEmpty { transportOptions.sensitiveHeaderNames.formUnion(extra) }
+            if bypassesCache, transportOptions.cachePolicy != .returnCacheDataDontLoad {
+                transportOptions.cachePolicy = .reloadIgnoringCache
+            }
+            let queryNames = service.prepared.credentialQueryNames
+            if sendsCredential, !queryNames.isEmpty { transportOptions.credentialQueryNames = queryNames }
             return transportOptions
         }
 
@@ -182,16 +194,19 @@ extension ServiceCore {
 
         /// Steps 5 and 7 for an answer: failover outcome, `didReceive`, validation, decoding,
         /// `didFinish`.
-        /// - Throws: `CourierError.httpStatus` for a refused status (an attempt to retry), or
-        ///   what validation, preprocessing or decoding threw.
+        /// - Throws: `CourierError.httpStatus` for a refused status, `.apiError` for an envelope
+        ///   asking for a retry or a refresh (attempts to retry), or what validation, the
+        ///   envelope, preprocessing or decoding threw.
         @inline(never)
         func finish<Model>(
             _ answer: HTTPClient.Response, request: PreparedRequest, serializer: any ResponseSerializer<Model>
         ) throws -> Response<Model> {
             pool?.record(answer.head.status.code >= 500 ? .failure : .success, for: server)
             monitor.didReceive(event, response: answer.head)
-            let context = ResponseContext(request: request.head, response: answer.head, body: answer.body)
+            var context = ResponseContext(request: request.head, response: answer.head, body: answer.body)
             try validator.validate(context, serializerContentTypes: serializer.acceptableContentTypes)
+            // The body-level outcome: a retry or refresh code fails the attempt as a status would.
+            if let envelope = service.configuration.envelope { context = try envelope.unwrap(context) }
             let value = try service.decode(context, serializer: serializer, options: options)
             let metrics = CallMetrics(
                 attempts: attempts, duration: clock.now - started, isFromCache: answer.isFromCache,
@@ -210,7 +225,12 @@ extension ServiceCore {
         {
             var failure = AttemptFailure(response: answer.head, body: answer.body, error: error)
             failure.isRetryableRefusal = error.refusalIsRetryable == true
-            if error.refusalIsRetryable != nil { forgetCached(answer, sent: request) }
+            // The cache stored this answer before it was refused (a check, or an envelope asking
+            // for a retry or a refresh): neither the retry nor the next call may be served it.
+            if error.refusalIsRetryable != nil || error.isEnvelopeRetry {
+                forgetCached(answer, sent: request)
+                bypassesCache = true
+            }
             if answer.redirectCount > 0, let scheme = request.head.scheme, let authority = request.head.authority {
                 failure.isFromAnotherOrigin = Origin(answer.url) != Origin(scheme: scheme, authority: authority)
             }

@@ -8,15 +8,17 @@ extension ServiceCore {
     /// 3. the call's `RequestIdentity`; veto (`skipIf`, in-flight guard), then the request
     ///    interval, both on the identity;
     /// 4. per attempt: real-time parameters, adapters (authentication first — only for the
-    ///    API's own servers —, then the service's, then the call's), cookies, de-duplication of
-    ///    GETs on the identity, send (the client adds its credential for the API's own servers);
+    ///    API's own servers —, then the service's, then the call's), the `RequestSigner` (API's
+    ///    own servers), cookies, de-duplication of GETs on the identity, send (the client adds
+    ///    its credential for the API's own servers);
     /// 5. cookies stored, failover outcome recorded, validation (statuses, content types, the
-    ///    validator's checks — a refusal is an attempt to retry, like a refused status);
+    ///    validator's checks — a refusal is an attempt to retry, like a refused status), the
+    ///    `EnvelopeRule` (a retry or refresh code fails the attempt as a refused status does);
     /// 6. on failure: retriers (the call's, authentication — which refreshes the credential —,
     ///    the service's), then `RetryDecision`, the one place that decides (retry policy,
     ///    the one attempt cap); wait on the service clock, fail over, and go back to 4;
-    /// 7. preprocess and decode; the result veto. A call that fails for good goes through the
-    ///    error mappers once (`ErrorMapping.swift`).
+    /// 7. preprocess, "no data" (`CallOptions.noData`), decode; the result veto. A call that
+    ///    fails for good goes through the error mappers once (`ErrorMapping.swift`).
     func perform<Model: Sendable>(
         _ endpoint: Endpoint<Model>, serializer: any ResponseSerializer<Model>, acceptHeader: String?, id: CallID
     ) async throws -> Response<Model> {
@@ -40,13 +42,18 @@ extension ServiceCore {
                 let context = try call.beginAttempt()
                 var request = call.attemptRequest()
                 if !call.chain.adapters.isEmpty { request = try await call.chain.adapt(request, context: context) }
+                // Signed last, per attempt, as sent: a retry carries a fresh signature.
+                if call.sendsCredential, let signer = configuration.signer {
+                    try signer.sign(&request, endpointPath: endpoint.path)
+                }
                 call.willSend(&request)
                 let failure: AttemptFailure
                 do {
                     let answer = try await transfer(request, for: call)
                     do {
                         return try call.finish(answer, request: request, serializer: serializer)
-                    } catch let error as CourierError where error.code == .httpStatus || error.refusalIsRetryable != nil
+                    } catch let error as CourierError
+                        where error.code == .httpStatus || error.refusalIsRetryable != nil || error.isEnvelopeRetry
                     {
                         failure = call.refused(answer, sent: request, error: error)
                     }
@@ -167,6 +174,7 @@ extension ServiceCore {
                 current = try preprocessor.preprocess(current)
             }
         }
+        if !options.noData.isEmpty, let none: Model = try options.noData.value(for: current) { return none }
         let value = try serializer.serialize(current)
         if let accepts = options.acceptsResult, !accepts(context) {
             throw CourierError(.skipped, "the result was vetoed", response: context.response, body: context.body)

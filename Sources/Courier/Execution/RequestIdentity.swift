@@ -29,12 +29,15 @@ struct RequestIdentity: Hashable, Sendable {
     /// - Parameters:
     ///   - request: the call's request without real-time parameters, with the credential
     ///     fields the attempt will send.
+    ///   - credentialQuery: the query items of the credential the attempts will carry (a
+    ///     multi-part credential's), digested with the credential fields.
     ///   - credentialFieldNames: the fields whose values are digested instead of kept.
     ///   - responseType: the response serializer's type (its model type included).
     ///   - cachePolicy: the call's cache policy.
     ///   - client: the client that sends the call.
     init(
-        request: PreparedRequest, credentialFieldNames: Set<HTTPField.Name>, responseType: ObjectIdentifier,
+        request: PreparedRequest, credentialQuery: [(name: String, value: String)] = [],
+        credentialFieldNames: Set<HTTPField.Name>, responseType: ObjectIdentifier,
         cachePolicy: CachePolicy, client: ObjectIdentifier? = nil
     ) {
         let head = request.head
@@ -56,6 +59,7 @@ struct RequestIdentity: Hashable, Sendable {
         for field in fields.sorted(by: Self.order) {
             key += "\n\(field.name): \(field.value)"
         }
+        for item in credentialQuery { credential.append(("?" + item.name, item.value)) }
         if !credential.isEmpty {
             let text = credential.sorted(by: Self.order).map { "\($0.name): \($0.value)\n" }.joined()
             key += "\ncredential: " + Self.digest(text.utf8)

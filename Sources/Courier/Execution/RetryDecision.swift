@@ -20,7 +20,8 @@ import HTTPTypes
 ///    a retrier that asks knows why (a 401 was not acted on);
 /// 5. otherwise the policy decides: its statuses, transient errors, `Retry-After`, idempotent
 ///    methods only unless it opts in, and at most `maximumRetries` retries; an answer a
-///    response check refused as retryable counts as a retryable status.
+///    response check refused as retryable, and an `EnvelopeRule`'s retry code, count as a
+///    retryable status.
 ///
 /// How the limits relate: `ServiceConfiguration.maximumAttempts` is the one cap — no path sends
 /// a call more often. `RetryPolicy.maximumRetries` and `AuthenticationInterceptor.maximumAttempts`
@@ -68,8 +69,8 @@ enum RetryDecision {
         case .retryAfter(let delay):
             self = .retry(after: max(.zero, delay))
         case .doNotRetry, .fail:
-            guard !failure.isRetryableRefusal else {
-                self = Self(policy.decision(afterRetryableRefusal: attempt, method: method), failure: failure)
+            guard !failure.isRetryableRefusal, failure.envelopeMeaning != .retry else {
+                self = Self(policy.decision(afterRetryableAnswer: attempt, method: method), failure: failure)
                 return
             }
             let outcome: RetryPolicy.Outcome = failure.response.map { .response($0) } ?? .error(failure.error)
@@ -113,13 +114,14 @@ extension RetryDecision {
 }
 
 extension RetryPolicy {
-    /// The policy on an answer a response check refused as retryable: as on a retryable
-    /// status (retry count, idempotent methods, back-off).
+    /// The policy on an answer a response check refused as retryable, or an envelope whose code
+    /// asks for a retry: as on a retryable status without `Retry-After` (retry count,
+    /// idempotent methods, back-off).
     /// - Parameters:
     ///   - attempt: the attempts made so far.
     ///   - method: the request's method.
     /// - Returns: retry after the back-off, or not.
-    func decision(afterRetryableRefusal attempt: Int, method: HTTPRequest.Method) -> Decision {
+    func decision(afterRetryableAnswer attempt: Int, method: HTTPRequest.Method) -> Decision {
         guard attempt >= 1, attempt <= maximumRetries else { return .doNotRetry }
         guard retriesNonIdempotent || method.isIdempotent else { return .doNotRetry }
         return .retry(after: delay(forRetry: attempt))

@@ -166,7 +166,7 @@ public final class ServiceCore: APIService {
         self.prepared = PreparedService(client: client, configuration: configuration)
         self.session = SessionObserver(
             center: client.configuration.notificationCenter, scope: client.configuration.sessionScope,
-            authentication: configuration.authentication, cookieJar: configuration.cookieJar,
+            authentication: configuration.credentials, cookieJar: configuration.cookieJar,
             cache: client.configuration.cache)
         let monitors = configuration.monitors
         self.cacheObservation =
@@ -275,7 +275,7 @@ public final class ServiceCore: APIService {
     /// - Throws: `CourierError.invalidRequest` when the credential contains CR, LF or NUL.
     public func logIn(credential: String) throws(CourierError) {
         try client.logIn(credential: credential)
-        configuration.authentication?.coordinator.login(credential)
+        configuration.credentials?.logIn(with: credential)
     }
 
     /// Logs out: no credential is sent or refreshed, cookies are cleared, and the user's cached
@@ -310,6 +310,9 @@ struct PreparedService: Sendable {
     let credentialFieldNames: Set<HTTPField.Name>
     /// Those the client does not know of (the interceptor's), handed to it with each request.
     let extraCredentialNames: Set<HTTPField.Name>
+    /// The query items the authentication writes (a multi-part credential's): redacted in the
+    /// monitors' logs, digested in the identities and in what the cache stores.
+    let credentialQueryNames: Set<String>
 
     init(client: HTTPClient, configuration: ServiceConfiguration) {
         if let url = client.configuration.baseURL {
@@ -330,8 +333,9 @@ struct PreparedService: Sendable {
         chainWithoutCredential = InterceptorChain(
             configuration: configuration, options: CallOptions(), authentication: false)
         extraCredentialNames =
-            configuration.authentication?.credentialFieldNames.subtracting(client.credentialFieldNames) ?? []
+            configuration.credentials?.credentialFieldNames.subtracting(client.credentialFieldNames) ?? []
         credentialFieldNames = client.credentialFieldNames.union(extraCredentialNames)
+        credentialQueryNames = configuration.credentials?.credentialQueryNames ?? []
     }
 }
 
@@ -343,12 +347,12 @@ final class SessionObserver: Sendable {
     private struct Token: @unchecked Sendable { let value: any NSObjectProtocol }
     private let center: NotificationCenter
     private let tokens: [Token]
-    private let authentication: AuthenticationInterceptor<String>?
+    private let authentication: (any CredentialCarrying)?
     private let cookieJar: CookieJar?
     private let cache: HostScopedCache?
 
     init(
-        center: NotificationCenter, scope: SessionScope?, authentication: AuthenticationInterceptor<String>?,
+        center: NotificationCenter, scope: SessionScope?, authentication: (any CredentialCarrying)?,
         cookieJar: CookieJar?, cache: HostScopedCache?
     ) {
         self.center = center
@@ -363,8 +367,9 @@ final class SessionObserver: Sendable {
         // scope name is a `String`, boxed anew for each notification.
         let login = center.addObserver(forName: .courierUserDidLogIn, object: nil, queue: nil) { notification in
             guard scope.follows(notification.object) else { return }
-            guard let credential = notification.userInfo?[CourierNotificationKey.credential] as? String else { return }
-            authentication?.coordinator.login(credential)
+            // A token, or a multi-part credential of the interceptor's type.
+            guard let credential = notification.userInfo?[CourierNotificationKey.credential] else { return }
+            authentication?.logIn(with: credential)
         }
         // The observer holds the parts, not `self`: `stop()` runs from the service's deinit.
         let logout = center.addObserver(forName: .courierUserDidLogOut, object: nil, queue: nil) { notification in
@@ -382,10 +387,10 @@ final class SessionObserver: Sendable {
     }
 
     private static func endSession(
-        authentication: AuthenticationInterceptor<String>?, cookieJar: CookieJar?, cache: HostScopedCache?
+        authentication: (any CredentialCarrying)?, cookieJar: CookieJar?, cache: HostScopedCache?
     ) {
         guard authentication != nil || cookieJar != nil else { return }
-        authentication?.coordinator.logout()
+        authentication?.logOut()
         cookieJar?.logOut()
         cache?.purgeAllIdentities()
     }

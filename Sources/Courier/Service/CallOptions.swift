@@ -41,6 +41,9 @@ public struct CallOptions: Sendable {
     /// without real-time parameters, credential, headers, body, response type) with this
     /// option is in flight — the second tap on "like".
     public var skipsWhileInFlight: Bool = false
+    /// Which successful payloads mean "no usable data" (none by default): an optional model
+    /// gets `nil`, any other `CourierError.noData`, instead of a decoding error.
+    public var noData: NoDataRule = []
     /// A veto on the result: `false` drops a decoded response with `.skipped`.
     public var acceptsResult: (@Sendable (ResponseContext) -> Bool)?
     /// Free-form values for monitors, adapters and retriers.

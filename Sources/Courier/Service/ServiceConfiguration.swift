@@ -29,8 +29,13 @@ public struct ServiceConfiguration: Sendable {
     public var adapters: [any RequestAdapter]
     /// Retriers of every call, asked after the call's own.
     public var retriers: [any RequestRetrier]
-    /// Attaches and refreshes the credential; follows the client's login/logout notifications.
-    public var authentication: AuthenticationInterceptor<String>?
+    /// Attaches and refreshes the credential (a token, or several parts); follows the client's
+    /// login/logout notifications.
+    public var authentication: (any CredentialAuthentication)?
+    /// The body-level outcome rule (an envelope's code): success, retry, refresh, failure.
+    public var envelope: EnvelopeRule? = nil
+    /// Signs every attempt sent to the API's own servers.
+    public var signer: RequestSigner? = nil
     /// Sees every step of every call.
     public var monitors: [any EventMonitor]
     /// Cookies of this API, cleared on logout; nil sends none.
@@ -65,7 +70,7 @@ public struct ServiceConfiguration: Sendable {
         requestSerializer: any RequestSerializer = .json, decoding: (any ModelDecoding)? = nil,
         pipeline: ResponsePipeline = .default, retryPolicy: RetryPolicy = .default,
         adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = [],
-        authentication: AuthenticationInterceptor<String>? = nil, monitors: [any EventMonitor] = [],
+        authentication: (any CredentialAuthentication)? = nil, monitors: [any EventMonitor] = [],
         cookieJar: CookieJar? = nil, intervalGate: RequestIntervalGate? = nil,
         deduplicator: InFlightDeduplicator<HTTPClient.Response> = InFlightDeduplicator(),
         clock: any ServiceClock = .system, callbackQueue: DispatchQueue = ServiceConfiguration.defaultCallbackQueue,

@@ -5,6 +5,7 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "courier/demo/profile.pb-c.h"
+#include "courier/test/envelope.pb-c.h"
 #include "courier/test/evolution.pb-c.h"
 #include "courier/test/kinds.pb-c.h"
 #include "courier/test/legacy.pb-c.h"
@@ -20,6 +21,7 @@ const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Binary(void); 
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Category(void); // courier.test.Category
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Category_RelatedEntry(void); // courier.test.Category.RelatedEntry
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Choice(void); // courier.test.Choice
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Envelope(void); // courier.test.Envelope
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Expr(void); // courier.test.Expr
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Legacy(void); // courier.test.Legacy
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Legacy_Child(void); // courier.test.Legacy.Child

@@ -19,6 +19,11 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
     /// `String` credentials): what the service treats as credential fields. A field `apply`
     /// writes outside this set would escape the credential scope, so `adapt` refuses it.
     let probedFieldNames: Set<HTTPField.Name>?
+    /// The query items `apply` writes (a multi-part credential's, see `CredentialPart`).
+    let credentialQueryNames: Set<String>
+    /// Whether a credential must be refreshed before it is sent (a token pair past its
+    /// expiry); nil: only when the server rejects it.
+    let isExpired: (@Sendable (Credential) -> Bool)?
 
     /// - Parameters:
     ///   - coordinator: refreshes the credential.
@@ -30,21 +35,38 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
         requiresRefresh: @escaping @Sendable (HTTPResponse) -> Bool = { $0.status == .unauthorized },
         apply: @escaping @Sendable (Credential, inout HTTPRequest) -> Void
     ) {
+        var names: Set<HTTPField.Name>?
+        if let probe = CredentialScope.probe as? Credential {
+            var request = HTTPRequest(method: .get, scheme: "https", authority: "probe.invalid", path: "/")
+            apply(probe, &request)
+            names = Set(request.headerFields.map(\.name))
+        }
+        self.init(
+            coordinator: coordinator, maximumAttempts: maximumAttempts, requiresRefresh: requiresRefresh,
+            fieldNames: names, queryNames: [], apply: apply)
+    }
+
+    /// An interceptor whose fields are known without probing (a multi-part credential's).
+    init(
+        coordinator: AuthRefreshCoordinator<Credential>, maximumAttempts: Int,
+        requiresRefresh: @escaping @Sendable (HTTPResponse) -> Bool, fieldNames: Set<HTTPField.Name>?,
+        queryNames: Set<String>, isExpired: (@Sendable (Credential) -> Bool)? = nil,
+        apply: @escaping @Sendable (Credential, inout HTTPRequest) -> Void
+    ) {
         self.coordinator = coordinator
         self.maximumAttempts = max(1, maximumAttempts)
         self.requiresRefresh = requiresRefresh
         self.apply = apply
-        if let probe = CredentialScope.probe as? Credential {
-            var request = HTTPRequest(method: .get, scheme: "https", authority: "probe.invalid", path: "/")
-            apply(probe, &request)
-            probedFieldNames = Set(request.headerFields.map(\.name))
-        } else {
-            probedFieldNames = nil
-        }
+        probedFieldNames = fieldNames
+        credentialQueryNames = queryNames
+        self.isExpired = isExpired
     }
 
     public func adapt(_ request: PreparedRequest, context: InterceptorContext) async throws -> PreparedRequest {
-        guard let credential = coordinator.current else { return request }
+        guard var credential = coordinator.current else { return request }
+        // Known to be expired: refresh first (once for every call that finds it so), rather than
+        // send it to be rejected.
+        if let isExpired, isExpired(credential) { credential = try await coordinator.credential(replacing: credential) }
         var request = request
         let before = request.head.headerFields
         apply(credential, &request.head)
@@ -66,7 +88,10 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
     public func retry(_ request: PreparedRequest, failure: AttemptFailure, context: InterceptorContext) async
         -> RetryVerdict
     {
-        guard let response = failure.response, requiresRefresh(response) else { return .doNotRetry }
+        // A rejected credential: the status says so, or the service's envelope rule does.
+        guard let response = failure.response,
+            requiresRefresh(response) || failure.envelopeMeaning == .refreshCredential
+        else { return .doNotRetry }
         // Another origin's 401 (after a redirect) says nothing about the credential.
         guard !failure.isFromAnotherOrigin else { return .doNotRetry }
         guard context.attempt < maximumAttempts else { return .doNotRetry }
@@ -102,12 +127,13 @@ extension AuthenticationInterceptor {
 }
 
 extension AuthenticationInterceptor where Credential == String {
-    /// The header fields the interceptor writes, found by applying a probe credential once.
-    var credentialFieldNames: Set<HTTPField.Name> { probedFieldNames ?? [] }
-
     /// Sends the token as `Authorization: Bearer <token>`.
     /// - Parameter coordinator: refreshes the token.
     public static func bearer(_ coordinator: AuthRefreshCoordinator<String>) -> AuthenticationInterceptor<String> {
+        makeBearer(coordinator)
+    }
+
+    static func makeBearer(_ coordinator: AuthRefreshCoordinator<String>) -> AuthenticationInterceptor<String> {
         AuthenticationInterceptor(coordinator: coordinator) { token, request in
             request.headerFields[.authorization] = "Bearer \(token)"
         }

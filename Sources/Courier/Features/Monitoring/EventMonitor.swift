@@ -13,6 +13,8 @@ public struct CallEvent: Sendable {
     /// The header fields of the call's service that carry a credential (its client's and its
     /// authentication interceptor's), for monitors that log headers.
     var credentialFieldNames: Set<HTTPField.Name> = []
+    /// The query items of the call's service that carry a credential (a multi-part credential's).
+    var credentialQueryNames: Set<String> = []
 
     public init(id: CallID, request: HTTPRequest, attempt: Int = 1, userInfo: UserInfo = UserInfo()) {
         self.id = id

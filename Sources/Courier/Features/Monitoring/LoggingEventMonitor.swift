@@ -22,7 +22,9 @@ public struct LoggingEventMonitor: EventMonitor {
     }
 
     private func line(_ event: CallEvent) -> String {
-        "\(event.id) \(event.request.method.rawValue) \(redaction.redactedURL(of: event.request))"
+        var redaction = redaction
+        redaction.queryNames.formUnion(event.credentialQueryNames.map { $0.lowercased() })
+        return "\(event.id) \(event.request.method.rawValue) \(redaction.redactedURL(of: event.request))"
     }
 
     public func willSend(_ event: CallEvent) {

@@ -34,43 +34,10 @@ public struct EnvelopePreprocessor: ResponsePreprocessor {
     /// Replaces the body with the envelope's payload.
     /// - Throws: `CourierError.apiError` for a failure code; `.decoding` when the body is not an envelope.
     public func preprocess(_ context: ResponseContext) throws -> ResponseContext {
-        let members: [String: Range<Int>]
-        do {
-            members = try JSONObjectScanner.topLevelMembers(of: context.body)
-        } catch {
-            throw CourierError(
-                .decoding, "the body is not a JSON envelope object", underlying: error, response: context.response,
-                body: context.body)
-        }
-        let body = context.body
-        func text(_ key: String) -> String? {
-            guard let range = members[key] else { return nil }
-            let raw = body[(body.startIndex + range.lowerBound)..<(body.startIndex + range.upperBound)]
-            if raw.first == UInt8(ascii: "\"") {
-                return try? JSONDecoder.envelopeStrings.decode(String.self, from: raw)
-            }
-            return raw == Data("null".utf8) ? nil : String(decoding: raw, as: UTF8.self)
-        }
-        guard let code = text(codeKey) else {
-            throw CourierError(
-                .decoding, "the envelope has no '\(codeKey)'", response: context.response, body: context.body)
-        }
-        guard successCodes.contains(code) else {
-            let message = text(messageKey)
-            var failure = CourierError(
-                .apiError, "the server reported code \(code)" + (message.map { ": \($0)" } ?? ""),
-                response: context.response, body: context.body)
-            failure.errorModel = EnvelopeFailure(code: code, message: message)
-            throw failure
-        }
-        var result = context
-        if let range = members[dataKey] {
-            let slice = body[(body.startIndex + range.lowerBound)..<(body.startIndex + range.upperBound)]
-            result.body = slice == Data("null".utf8) ? Data() : slice
-        } else {
-            result.body = Data()
-        }
-        return result
+        // The same reading as a service's `EnvelopeRule`, with every other code a failure.
+        try EnvelopeRule.json(
+            codeKey: codeKey, messageKey: messageKey, payloadKey: dataKey, successCodes: successCodes
+        ).unwrap(context)
     }
 }
 
@@ -80,9 +47,6 @@ public struct EnvelopeFailure: Sendable, Hashable, Error {
     public var code: String
     /// The message, if there was one.
     public var message: String?
-}
-
-extension JSONDecoder {
-    /// Decodes the envelope's string members (rare path: only code and message).
-    fileprivate static let envelopeStrings = JSONDecoder()
+    /// What the service's `EnvelopeRule` made of the code (a failure for a preprocessor's).
+    var meaning: EnvelopeRule.Meaning = .failure
 }

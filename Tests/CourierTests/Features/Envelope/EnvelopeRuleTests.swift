@@ -1,0 +1,197 @@
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+@testable import Courier
+
+/// Issue 18 item 1: a body-level code decides as a status would — retry, refresh then retry,
+/// fail with a domain error — through the one `RetryDecision` and the refresh coordinator.
+@Suite struct EnvelopeRuleTests {
+    static let rule = EnvelopeRule.json(retryCodes: ["50301"], refreshCodes: ["40101"])
+
+    static func envelope(_ code: Int, _ message: String = "", data: Any = NSNull()) -> ScriptedResponse {
+        .json(["code": code, "msg": message, "data": data])
+    }
+
+    @Test func retryCodeIsRetriedLikeARetryableStatus() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let hits = ServiceCounter()
+        server.route("/feed") { _ in
+            hits.increment() < 3 ? Self.envelope(50301, "busy") : Self.envelope(0, data: ["id": 1, "name": "Ada"])
+        }
+        let service = try ServiceFixture.service(server) { $0.envelope = Self.rule }
+        let response = try await service.send(Endpoint<ServiceUser>.get("feed"))
+        #expect(response.value == ServiceUser(id: 1, name: "Ada"))
+        #expect(response.attempts == 3)
+        #expect(server.count("/feed") == 3)
+    }
+
+    @Test func retryCodeKeepsTheOneAttemptCapAndTheIdempotentSet() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/feed") { _ in Self.envelope(50301, "busy") }
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.envelope = Self.rule
+            configuration.retryPolicy = RetryPolicy(maximumRetries: 9, jitter: 0)
+            configuration.maximumAttempts = 4
+        }
+        do {
+            let _: ServiceUser = try await service.get("feed")
+            Issue.record("expected the retry code to end the call at the cap")
+        } catch {
+            #expect(error.code == .apiError)
+            #expect(error.errorModel(as: EnvelopeFailure.self)?.code == "50301")
+            #expect(error.status == .ok)
+        }
+        #expect(server.count("/feed") == 4)
+        // A POST is not retried unless the policy opts in, as after a 503.
+        do {
+            let _: ServiceUser = try await service.post("feed")
+            Issue.record("expected the POST to fail")
+        } catch {
+            #expect(error.code == .apiError)
+        }
+        #expect(server.count("/feed") == 5)
+    }
+
+    @Test func refreshCodeRefreshesOnceForConcurrentCallsThenRetriesWithTheNewToken() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/me") { request in
+            request.header("Authorization") == "Bearer fresh"
+                ? Self.envelope(0, data: ["id": 7, "name": "Ada"]) : Self.envelope(40101, "token expired")
+        }
+        let refreshes = ServiceCounter()
+        let coordinator = AuthRefreshCoordinator<String>(credential: "stale") { _ in
+            refreshes.increment()
+            // Hold the refresh until all ten calls were rejected: one refresh serves them all.
+            while server.count("/me") < 10 { await Task.yield() }
+            return "fresh"
+        }
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.envelope = Self.rule
+            configuration.authentication = .bearer(coordinator)
+        }
+        let options = CallOptions.default.with(\.deduplicates, false)
+        let attempts = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<10 {
+                group.addTask { try await service.send(Endpoint<ServiceUser>.get("me", options: options)).attempts }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(attempts == Array(repeating: 2, count: 10))
+        #expect(refreshes.value == 1)
+        #expect(coordinator.refreshCount == 1)
+        let sent = server.recordedRequests(path: "/me").map { $0.header("Authorization") ?? "" }
+        #expect(sent.filter { $0 == "Bearer stale" }.count == 10)
+        #expect(sent.filter { $0 == "Bearer fresh" }.count == 10)
+    }
+
+    @Test func aCachedRetryEnvelopeIsNotServedToTheRetry() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let hits = ServiceCounter()
+        server.route("/feed") { _ in
+            let answer =
+                hits.increment() == 1 ? Self.envelope(50301, "busy") : Self.envelope(0, data: ["id": 2, "name": "B"])
+            return answer.with(.cacheControl, "max-age=600")
+        }
+        let cache = try HostScopedCache(
+            configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly))
+        let client = try HTTPClient(configuration: .init(baseURL: server.baseURL, cache: cache))
+        var configuration = ServiceConfiguration(
+            retryPolicy: RetryPolicy(jitter: 0), clock: ManualServiceClock(autoAdvance: true))
+        configuration.envelope = Self.rule
+        let service = ServiceCore(client: client, configuration: configuration)
+        let response = try await service.send(Endpoint<ServiceUser>.get("feed"))
+        #expect(response.value.id == 2 && response.attempts == 2 && !response.isFromCache)
+        #expect(server.count("/feed") == 2)
+        // The success replaced the cached retry envelope.
+        let again = try await service.send(Endpoint<ServiceUser>.get("feed"))
+        #expect(again.value.id == 2 && again.isFromCache)
+        #expect(server.count("/feed") == 2)
+    }
+
+    @Test func refreshCodeWithoutAuthenticationEndsTheCall() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/me") { _ in Self.envelope(40101, "token expired") }
+        let service = try ServiceFixture.service(server) { $0.envelope = Self.rule }
+        do {
+            let _: ServiceUser = try await service.get("me")
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.code == .apiError)
+            #expect(error.message.contains("token expired"))
+        }
+        #expect(server.count("/me") == 1)
+    }
+
+    @Test func otherCodeIsADomainErrorWithoutRetry() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/user") { _ in .json(text: #"{"code":"40400","msg":"no such user","data":null}"#) }
+        let service = try ServiceFixture.service(server) { $0.envelope = Self.rule }
+        do {
+            let _: ServiceUser = try await service.get("user")
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.code == .apiError)
+            let failure = error.errorModel(as: EnvelopeFailure.self)
+            #expect(failure?.code == "40400")
+            #expect(failure?.message == "no such user")
+        }
+        #expect(server.count("/user") == 1)
+    }
+
+    @Test func bodyThatIsNotAnEnvelopeIsADecodingError() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/user") { _ in .json(["id": 1, "name": "Ada"]) }
+        server.route("/list") { _ in .json(text: "[1, 2]") }
+        let service = try ServiceFixture.service(server) { $0.envelope = Self.rule }
+        for path in ["user", "list"] {
+            do {
+                let _: ServiceUser = try await service.get(path)
+                Issue.record("expected an error for \(path)")
+            } catch {
+                #expect(error.code == .decoding)
+                #expect(error.status == .ok)
+            }
+        }
+        #expect(server.requestCount == 2)
+    }
+
+    @Test func meaningOfCodes() {
+        let rule = EnvelopeRule.json(successCodes: ["0", "200"], retryCodes: ["1"], refreshCodes: ["2", "1"])
+        #expect(rule.meaning(of: "0") == .success)
+        #expect(rule.meaning(of: "200") == .success)
+        #expect(rule.meaning(of: "1") == .refreshCredential)
+        #expect(rule.meaning(of: "2") == .refreshCredential)
+        #expect(rule.meaning(of: "3") == .failure)
+    }
+
+    @Test func retryDecisionTreatsAnEnvelopeRetryAsARetryableStatus() throws {
+        let context = ResponseContext(
+            request: HTTPRequest(method: .get, scheme: "https", authority: "a.test", path: "/"),
+            response: HTTPResponse(status: .ok), body: Data(#"{"code":50301}"#.utf8))
+        var error: CourierError?
+        do { _ = try Self.rule.unwrap(context) } catch let thrown { error = thrown }
+        let failure = AttemptFailure(response: context.response, body: context.body, error: try #require(error))
+        let policy = RetryPolicy(maximumRetries: 2, baseDelay: .milliseconds(100), jitter: 0)
+        func decide(_ attempt: Int, _ method: HTTPRequest.Method) -> RetryDecision {
+            RetryDecision(
+                afterAttempt: attempt, of: 10, method: method, failure: failure, verdict: .doNotRetry, policy: policy,
+                now: Date())
+        }
+        guard case .retry(let first) = decide(1, .get) else { return #expect(Bool(false), "no retry after 1") }
+        #expect(first == .milliseconds(100))
+        guard case .retry(let second) = decide(2, .get) else { return #expect(Bool(false), "no retry after 2") }
+        #expect(second == .milliseconds(200))
+        guard case .giveUp(let capped) = decide(3, .get) else { return #expect(Bool(false), "retried past the policy") }
+        #expect(capped.code == .apiError)
+        guard case .giveUp = decide(1, .post) else { return #expect(Bool(false), "retried a POST") }
+    }
+}

@@ -1,0 +1,183 @@
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+@testable import Courier
+
+/// Issue 18 item 5: HMAC-SHA256 over the final method, path, sorted query, body digest,
+/// timestamp and nonce, per attempt and per endpoint, pinned by vectors from Python's `hmac`.
+@Suite struct RequestSignerTests {
+    static let app = RequestSigner.Key(id: "app", secret: Data("app-secret".utf8))
+    static let admin = RequestSigner.Key(id: "admin", secret: Data("admin-secret".utf8))
+
+    struct Vector: Decodable {
+        var name, method, target, bodyBase64, keyID, secretHex, timestamp, nonce, canonical, signature: String
+    }
+    struct VectorFile: Decodable { var vectors: [Vector] }
+
+    static let fixtures = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/signing")
+
+    static func bytes(hex: String) -> Data {
+        var data = Data()
+        var index = hex.startIndex
+        while index < hex.endIndex {
+            let next = hex.index(index, offsetBy: 2)
+            data.append(UInt8(hex[index..<next], radix: 16)!)
+            index = next
+        }
+        return data
+    }
+
+    /// What the server checks: the signature recomputed over the request as it arrived.
+    static func verifies(_ recorded: RecordedRequest, key: RequestSigner.Key) -> Bool {
+        guard recorded.header("X-Key-Id") == key.id, let timestamp = recorded.header("X-Timestamp"),
+            let nonce = recorded.header("X-Nonce"), let signature = recorded.header("X-Signature"),
+            let method = HTTPRequest.Method(recorded.method)
+        else { return false }
+        var signer = RequestSigner(key: key)
+        signer.now = { Int64(timestamp) ?? -1 }
+        signer.nonce = { nonce }
+        var request = PreparedRequest(
+            head: HTTPRequest(method: method, scheme: "http", authority: "server.test", path: recorded.target),
+            body: recorded.body.isEmpty ? nil : .data(recorded.body))
+        guard (try? signer.sign(&request, endpointPath: "")) != nil else { return false }
+        return request.head.headerFields[RequestSigner.signatureField] == signature
+    }
+
+    @Test func signaturesEqualPythonsHMACVectors() throws {
+        let file = try JSONDecoder().decode(
+            VectorFile.self, from: Data(contentsOf: Self.fixtures.appendingPathComponent("vectors.json")))
+        #expect(file.vectors.count == 5)
+        for vector in file.vectors {
+            let body = try #require(Data(base64Encoded: vector.bodyBase64))
+            let digest = try RequestSigner.bodyDigest(body.isEmpty ? nil : .data(body))
+            let text = RequestSigner.canonicalText(
+                method: vector.method, target: vector.target, bodyDigest: digest, timestamp: vector.timestamp,
+                nonce: vector.nonce)
+            #expect(text == vector.canonical, "\(vector.name)")
+            var signer = RequestSigner(
+                key: RequestSigner.Key(id: vector.keyID, secret: Self.bytes(hex: vector.secretHex)))
+            signer.now = { Int64(vector.timestamp)! }
+            signer.nonce = { vector.nonce }
+            var request = PreparedRequest(
+                head: HTTPRequest(
+                    method: HTTPRequest.Method(vector.method)!, scheme: "https", authority: "api.test",
+                    path: vector.target),
+                body: body.isEmpty ? nil : .data(body))
+            try signer.sign(&request, endpointPath: "v1/x")
+            let fields = request.head.headerFields
+            #expect(fields[RequestSigner.signatureField] == vector.signature, "\(vector.name)")
+            #expect(fields[RequestSigner.keyIDField] == vector.keyID)
+            #expect(fields[RequestSigner.timestampField] == vector.timestamp)
+            #expect(fields[RequestSigner.nonceField] == vector.nonce)
+            // A body streamed from a file is digested the same way.
+            if !body.isEmpty {
+                let path = FileManager.default.temporaryDirectory.appendingPathComponent("courier-sign-\(UUID())").path
+                try body.write(to: URL(fileURLWithPath: path))
+                defer { try? FileManager.default.removeItem(atPath: path) }
+                var fromFile = request
+                fromFile.body = RequestBody(segments: [.file(path: path)])
+                try signer.sign(&fromFile, endpointPath: "v1/x")
+                #expect(fromFile.head.headerFields[RequestSigner.signatureField] == vector.signature)
+            }
+        }
+    }
+
+    @Test func everyAttemptCarriesAFreshSignatureOverTheFinalRequest() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let seen = ServiceCounter()
+        server.route("/items") { request in
+            guard Self.verifies(request, key: Self.app) else { return .json(["error": "bad signature"], status: 401) }
+            return seen.increment() == 1 ? .status(503) : .json(["id": 1, "name": "signed"])
+        }
+        let clock = ServiceCounter()
+        var signer = RequestSigner(key: Self.app)
+        signer.now = { Int64(1_700_000_000 + clock.increment()) }
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.signer = signer
+            // Real-time parameters are part of the final query the signature covers.
+            configuration.realTimeParameters = { [("rt", String(clock.value))] }
+        }
+        let response = try await service.send(
+            Endpoint<ServiceUser>.get("items", parameters: ["b": "2", "a": "1 2"]))
+        #expect(response.value.name == "signed")
+        #expect(response.attempts == 2)
+        let sent = server.recordedRequests(path: "/items")
+        #expect(sent.count == 2)
+        #expect(sent.allSatisfy { Self.verifies($0, key: Self.app) })
+        #expect(Set(sent.compactMap { $0.header("X-Nonce") }).count == 2)
+        #expect(Set(sent.compactMap { $0.header("X-Timestamp") }).count == 2)
+        #expect(sent[0].header("X-Nonce")?.count == 32)
+    }
+
+    @Test func perEndpointRulesLeaveSomeUnsignedAndSignOthersWithAnotherKey() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        for path in ["/public/info", "/admin/stats", "/items"] {
+            server.route(path) { _ in .json(["id": 1, "name": "x"]) }
+        }
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.signer = RequestSigner(
+                key: Self.app, rules: ["public/": .unsigned, "/admin": .key(Self.admin), "admin/other": .unsigned])
+        }
+        for path in ["public/info", "admin/stats", "items"] {
+            let _: ServiceUser = try await service.get(path)
+        }
+        let unsigned = try #require(server.recordedRequests(path: "/public/info").first)
+        #expect(unsigned.header("X-Signature") == nil && unsigned.header("X-Nonce") == nil)
+        let admin = try #require(server.recordedRequests(path: "/admin/stats").first)
+        #expect(Self.verifies(admin, key: Self.admin))
+        #expect(!Self.verifies(admin, key: Self.app))
+        #expect(Self.verifies(try #require(server.recordedRequests(path: "/items").first), key: Self.app))
+    }
+
+    @Test func aServerThatGetsNoCredentialGetsNoSignature() async throws {
+        let server = try TestServer()
+        let other = try TestServer()
+        defer {
+            server.stop()
+            other.stop()
+        }
+        other.route("/items") { _ in .json(["id": 1, "name": "x"]) }
+        let service = try ServiceFixture.service(server) { $0.signer = RequestSigner(key: Self.app) }
+        let _: ServiceUser = try await service.get(
+            "items", options: .default.with(\.server, try BaseURL(other.baseURL.absoluteString)))
+        let sent = try #require(other.recordedRequests(path: "/items").first)
+        #expect(sent.header("X-Signature") == nil && sent.header("X-Key-Id") == nil)
+    }
+
+    @Test func refreshThenRetryIsSignedAfreshOverTheNewCredential() async throws {
+        struct Session: Sendable, Equatable {
+            var token: String
+            var device: String
+        }
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/me") { request in
+            guard Self.verifies(request, key: Self.app) else { return .json(["code": 1, "msg": "bad signature"]) }
+            return request.queryValue("token") == "new"
+                ? .json(["code": 0, "data": ["id": 5, "name": "fresh"]]) : .json(["code": 40101, "msg": "expired"])
+        }
+        let coordinator = AuthRefreshCoordinator<Session>(credential: Session(token: "old", device: "d1")) { _ in
+            Session(token: "new", device: "d2")
+        }
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.envelope = .json(refreshCodes: ["40101"])
+            configuration.authentication = AuthenticationInterceptor(
+                coordinator: coordinator,
+                parts: [.query("token") { $0.token }, .header(HTTPField.Name("X-Device")!) { $0.device }])
+            configuration.signer = RequestSigner(key: Self.app)
+        }
+        let response = try await service.send(Endpoint<ServiceUser>.get("me"))
+        #expect(response.value.name == "fresh" && response.attempts == 2)
+        let sent = server.recordedRequests(path: "/me")
+        #expect(sent.map { $0.queryValue("token") } == ["old", "new"])
+        #expect(sent.allSatisfy { Self.verifies($0, key: Self.app) })
+        #expect(sent[0].header("X-Nonce") != sent[1].header("X-Nonce"))
+        #expect(sent[0].header("X-Signature") != sent[1].header("X-Signature"))
+    }
+}
