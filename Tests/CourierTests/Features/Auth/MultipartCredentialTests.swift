@@ -155,7 +155,7 @@ import Testing
         let service = try ServiceFixture.service(server) { $0.authentication = Self.interceptor(coordinator) }
         func key() throws -> String {
             try ServiceCore.CallRun(
-                service, method: .get, path: "me", parameters: nil, options: .default, acceptHeader: nil,
+                service, method: .get, path: "me", parameters: nil, body: nil, options: .default, acceptHeader: nil,
                 responseType: ServiceUser.self, id: CallID.next()
             ).identity.key
         }
