@@ -13,7 +13,7 @@ public struct CourierError: Error, Sendable, CustomStringConvertible {
             case timedOut, cannotConnect, cancelled, skipped, throttled
             case httpStatus, decoding, encoding, invalidRequest, invalidResponse
             case responseTooLarge, tls, redirect, notCached, emptyBody
-            case unacceptableContentType, transport, authentication, configuration, apiError
+            case unacceptableContentType, transport, authentication, configuration, apiError, offline
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -59,6 +59,8 @@ public struct CourierError: Error, Sendable, CustomStringConvertible {
         /// The server answered with success at the HTTP level but reported a failure in the
         /// body (an envelope such as `{"code": 4012, "msg": "…"}` whose code is not success).
         public static let apiError = Code(.apiError)
+        /// The network status source reported no usable network: the call was not sent.
+        public static let offline = Code(.offline)
 
         public var description: String { base.rawValue }
     }

@@ -52,6 +52,12 @@ public struct ServiceConfiguration: Sendable {
     public static let defaultCallbackQueue = DispatchQueue(label: "courier.callbacks")
     /// The most times one call is sent, whatever retriers and the retry policy say.
     public var maximumAttempts: Int
+    /// Where calls learn whether the device is online (a `NetworkMonitor`, or a source of your
+    /// own); nil: calls never ask. Monitors see its status in `CallEvent.networkStatus`.
+    public var networkStatus: (any NetworkStatusSource)?
+    /// What a call does before each attempt while `networkStatus` says offline; a call's
+    /// `CallOptions.whenOffline` wins.
+    public var whenOffline: OfflineBehavior = .proceed
 
     public init(
         servers: ServerPool? = nil, headers: HTTPFields = [:],
