@@ -65,6 +65,32 @@ import Testing
         #expect(second.count("/who") == 2)
     }
 
+    @Test func environmentSwitchDoesNotMoveACallInFlight() async throws {
+        let staging = try TestServer()
+        let production = try TestServer()
+        defer {
+            staging.stop()
+            production.stop()
+        }
+        let held = HeldRoute()
+        Self.whoRoute(staging, held: held)
+        Self.whoRoute(production)
+        let pool = try ServerPool(
+            environments: [.staging: [ServiceFixture.base(staging)], .production: [ServiceFixture.base(production)]],
+            current: .staging)
+        let service = try ServiceFixture.service(staging) { $0.servers = pool }
+        let parked = Task { () async throws -> ServiceUser in try await service.get("who") }
+        while held.arrived.value == 0 { await Task.yield() }
+        try pool.switchEnvironment(to: .production)
+        let fresh: ServiceUser = try await service.get("who")
+        #expect(fresh.id == 1)
+        held.release(1)
+        // The parked call's retry after its 503 stays in the environment it started in.
+        #expect(try await parked.value.id == 2)
+        #expect(staging.count("/who") == 2)
+        #expect(production.count("/who") == 1)
+    }
+
     @Test func clientTimeoutChangesForNewCallsOnly() async throws {
         let server = try TestServer()
         defer { server.stop() }
