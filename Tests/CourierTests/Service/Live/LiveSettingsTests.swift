@@ -157,6 +157,25 @@ import Testing
         held.release(1)
     }
 
+    @Test func theCredentialFollowsTheNewBaseURL() async throws {
+        let first = try TestServer()
+        let second = try TestServer()
+        let elsewhere = try TestServer()
+        defer {
+            first.stop()
+            second.stop()
+            elsewhere.stop()
+        }
+        let client = try HTTPClient(
+            configuration: HTTPClient.Configuration(baseURL: first.baseURL, notificationCenter: NotificationCenter()))
+        try client.logIn(credential: "token")
+        try client.updateSettings { $0.baseURL = second.baseURL }
+        _ = try await client.send(method: .get, url: second.url("/echo"))
+        _ = try await client.send(method: .get, url: elsewhere.url("/echo"))
+        #expect(second.recordedRequests(path: "/echo").first?.header("Authorization") == "Bearer token")
+        #expect(elsewhere.recordedRequests(path: "/echo").first?.header("Authorization") == nil)
+    }
+
     @Test func aRefusedChangeLeavesEverySettingAsItWas() throws {
         let client = try HTTPClient(
             configuration: HTTPClient.Configuration(
