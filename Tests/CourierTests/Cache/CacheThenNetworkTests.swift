@@ -145,6 +145,33 @@ import Testing
         #expect(delivered.withLock { $0 } == ["first cached=true", "second cached=false"])
     }
 
+    @Test func cancellingTheConsumerCancelsTheNetworkCall() async throws {
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let _: ServiceUser = try await fixture.service.get("feed")
+        let held = HeldRoute()
+        fixture.server.route("/feed") { _ in
+            held.hold()
+            return .json(["id": 1, "name": "late"])
+        }
+        let firstValue = LockedValue<String?>(nil)
+        let consumer = Task {
+            for try await value in fixture.service.cacheThenNetwork(Endpoint<ServiceUser>.get("feed")) {
+                firstValue.withLock { $0 = $0 ?? value.value.name }
+            }
+        }
+        while held.arrived.value == 0 || firstValue.withLock({ $0 }) == nil { await Task.yield() }
+        #expect(firstValue.withLock { $0 } == "first")
+        consumer.cancel()
+        _ = await consumer.result
+        // The network call parked on the server is cancelled, not left running (the limit
+        // only turns a regression into a failure instead of a hang).
+        let limit = ContinuousClock.now + .seconds(10)
+        while fixture.service.calls.count > 0, ContinuousClock.now < limit { await Task.yield() }
+        #expect(fixture.service.calls.count == 0)
+        held.release(1)
+    }
+
     @Test func otherMethodsSkipTheCache() async throws {
         let fixture = try Fixture()
         defer { fixture.server.stop() }
