@@ -1,3 +1,4 @@
+import CourierTesting
 import Foundation
 import Testing
 
@@ -50,18 +51,14 @@ struct NetworkNamespace: Sendable {
         var description: String
     }
 
+    /// Runs `ip` through CourierTesting's `ChildProcess` (posix_spawn and waitpid), like every
+    /// other child of the test binary: Foundation's `Process` there has left its child unreaped
+    /// and `waitUntilExit()` hanging when other suites spawn children at the same time.
     private static func ip(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(
-            fileURLWithPath: FileManager.default.fileExists(atPath: "/usr/sbin/ip") ? "/usr/sbin/ip" : "/sbin/ip")
-        process.arguments = arguments
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        guard let ip = ChildProcess.find("ip") else { throw Failure(description: "iproute2's ip is not installed") }
+        let result = try ChildProcess.run(ip, arguments, capture: .capture, stderr: true)
+        guard result.status == 0 else {
+            let text = String(decoding: result.output, as: UTF8.self)
             throw Failure(description: "ip \(arguments.joined(separator: " ")): \(text)")
         }
     }
