@@ -217,6 +217,7 @@ struct DemoTour {
             return "courierUserDidLogOut; next request had no Authorization → UserService.Failure.signedOut\n"
                 + "the CDN's avatar, fetched without the credential, stays cached"
         }
+        await NetworkTour(fixture: fixture).run(runner)
         return runner.failures
     }
 }

@@ -12,7 +12,12 @@ extension HTTPClient {
     ) async throws -> Response {
         // Read before `prepare` reads the credential: a logout in between must count.
         let generation = state.withLock { $0.sessionGeneration }
-        let prepared = try prepare(request, cookieJar: options.cookieJar, sendsCredential: options.sendsCredential)
+        // One snapshot of the live settings for the lookup and the network alike.
+        var options = options
+        if options.clientSettings == nil { options.clientSettings = liveSettings }
+        let prepared = try prepare(
+            request, cookieJar: options.cookieJar, sendsCredential: options.sendsCredential,
+            settings: options.clientSettings ?? liveSettings)
         var call = CacheRequest(
             prepared, policy: options.cachePolicy, lifetime: options.cacheLifetime, staleIfError: options.staleIfError)
         if !options.sensitiveHeaderNames.isEmpty {

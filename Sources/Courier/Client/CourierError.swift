@@ -14,7 +14,7 @@ public struct CourierError: Error, Sendable, CustomStringConvertible {
             case httpStatus, decoding, encoding, invalidRequest, invalidResponse
             case responseTooLarge, tls, redirect, notCached, emptyBody
             case unacceptableContentType, transport, authentication, configuration, apiError
-            case noData
+            case noData, offline
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -64,6 +64,8 @@ public struct CourierError: Error, Sendable, CustomStringConvertible {
         /// `CallOptions.noData` (empty, `null`, an empty list): show the empty state. A call
         /// whose model is optional gets `nil` instead.
         public static let noData = Code(.noData)
+        /// The network status source reported no usable network: the call was not sent.
+        public static let offline = Code(.offline)
 
         public var description: String { base.rawValue }
     }

@@ -101,11 +101,11 @@ extension HTTPClient {
     /// Base URL, default headers, auth header (to the API's own origins), the jar's cookies,
     /// then validation.
     func prepare(
-        _ request: HTTPRequest, cookieJar: CookieJar? = nil, sendsCredential: Bool? = nil
+        _ request: HTTPRequest, cookieJar: CookieJar? = nil, sendsCredential: Bool? = nil, settings: LiveSettings
     ) throws(CourierError) -> HTTPRequest {
         var prepared = request
         if prepared.scheme == nil || prepared.authority == nil {
-            guard let baseURL = configuration.baseURL else {
+            guard let baseURL = settings.settings.baseURL else {
                 throw CourierError(.invalidRequest, "the request has no host and the client no base URL")
             }
             try prepared.setURL(baseURL)
@@ -115,11 +115,11 @@ extension HTTPClient {
             let relative = request.path ?? "/"
             prepared.path = basePath + (relative.hasPrefix("/") ? relative : "/" + relative)
         }
-        for field in configuration.defaultHeaders where prepared.headerFields[field.name] == nil {
+        for field in settings.settings.defaultHeaders where prepared.headerFields[field.name] == nil {
             prepared.headerFields.append(field)
         }
         let auth = authorizationFields()
-        if !auth.isEmpty, credentialScope.admits(request, decision: sendsCredential) {
+        if !auth.isEmpty, credentialScope.admits(request, decision: sendsCredential, baseOrigin: settings.origin) {
             for field in auth where prepared.headerFields[field.name] == nil {
                 prepared.headerFields.append(field)
             }

@@ -46,6 +46,8 @@ public final class HTTPClient: Sendable {
         var sessionIdentitiesOverflowed = false
     }
     let state = LockedValue(State())
+    /// The settings that can change at run time (see `HTTPClient+Settings.swift`).
+    let live: LockedValue<LiveSettings>
     private let observers: ObserverTokens
 
     /// Makes a client.
@@ -57,6 +59,7 @@ public final class HTTPClient: Sendable {
         let configuration = try configuration.validated()
         for field in configuration.defaultHeaders { try RequestValidation.validate(field) }
         self.configuration = configuration
+        live = LockedValue(LiveSettings(Settings(configuration)))
         credentialScope = try CredentialScope(configuration: configuration)
         cookieJar = configuration.cookieJar ?? (configuration.enablesCookieEngine ? CookieJar() : nil)
         if let transport {

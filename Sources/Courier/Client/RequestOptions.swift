@@ -35,6 +35,9 @@ public struct RequestOptions: Sendable {
     /// Whether the client adds its credential: a service decides for its calls (its servers
     /// are the API's); `nil` lets the client decide by its own origins.
     var sendsCredential: Bool?
+    /// The client's settings as the call found them when it started (a service's call keeps
+    /// one snapshot for all its attempts); nil: the client's settings when the request starts.
+    var clientSettings: HTTPClient.LiveSettings?
 
     public init(
         timeout: Duration? = nil, connectTimeout: Duration? = nil, stallTimeout: Duration? = nil,

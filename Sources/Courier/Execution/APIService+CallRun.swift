@@ -40,6 +40,12 @@ extension ServiceCore {
         /// Set after an envelope asked for another attempt: the answer may have been cached
         /// (its headers allowed it), and the next attempt must not get it again.
         private var bypassesCache = false
+        /// The client's and the service's live settings as the call found them at its start:
+        /// every attempt uses these (`HTTPClient+Settings.swift`, `ServiceCore+Settings.swift`).
+        private let clientSettings: HTTPClient.LiveSettings
+        private let serviceHeaders: HTTPFields
+        /// The pool's environment at the start: a switch during the call does not move it.
+        private let environment: ServerEnvironment?
 
         /// Steps 1 and 2, and the monitors' `didStart`.
         /// - Throws: a bad server or path, or a request serializer's error (before `didStart`).
@@ -50,8 +56,14 @@ extension ServiceCore {
             id: CallID
         ) throws {
             let configuration = service.configuration
+            let clientSettings = service.client.liveSettings
+            let settings = service.settings
+            var options = options
+            if options.timeout == nil, let timeout = settings.timeout { options.timeout = timeout }
             self.service = service
             self.options = options
+            self.clientSettings = clientSettings
+            serviceHeaders = settings.headers
             self.id = id
             self.method = method
             self.path = path
@@ -63,16 +75,20 @@ extension ServiceCore {
             started = clock.now
             monitor = CompositeEventMonitor(configuration.monitors)
             pool = options.server == nil ? configuration.servers : nil
-            server = try options.server ?? pool?.current ?? service.prepared.clientServer.get()
-            sendsCredential = options.server.map { options.sendsCredentialToServer || service.isOwn($0) } ?? true
+            environment = pool?.environment
+            server = try options.server ?? pool?.current ?? clientSettings.server.get()
+            sendsCredential =
+                options.server.map {
+                    options.sendsCredentialToServer || service.isOwn($0, clientOrigin: clientSettings.origin)
+                } ?? true
             base = try service.prepare(
                 method: method, path: path, parameters: parameters, body: body, options: options, on: server,
-                acceptHeader: acceptHeader, sendsCredential: sendsCredential)
+                acceptHeader: acceptHeader, sendsCredential: sendsCredential, headers: settings.headers)
             event = CallEvent(id: id, request: base.head, attempt: 0, userInfo: options.userInfo)
             event.credentialFieldNames = service.prepared.credentialFieldNames
             event.credentialQueryNames = service.prepared.credentialQueryNames
             chain = service.interceptors(for: options, sendsCredential: sendsCredential)
-            policy = options.retryPolicy ?? configuration.retryPolicy
+            policy = options.retryPolicy ?? settings.retryPolicy
             validator = options.validator ?? configuration.pipeline.validator
             monitor.didStart(event)
         }
@@ -115,7 +131,7 @@ extension ServiceCore {
             // What the client adds to every hop belongs to the identity too: its default
             // headers (one client's Accept-Language is not another's) and its jar's cookies
             // (one user's session is not the next one's).
-            for field in client.configuration.defaultHeaders where request.head.headerFields[field.name] == nil {
+            for field in clientSettings.settings.defaultHeaders where request.head.headerFields[field.name] == nil {
                 request.head.headerFields.append(field)
             }
             let jar = options.transport.cookieJar ?? service.configuration.cookieJar ?? client.cookieJar
@@ -173,6 +189,7 @@ extension ServiceCore {
             // The service knows its servers: it decides whether the client adds its credential,
             // and which fields besides the client's carry one (dropped across origins).
             transportOptions.sendsCredential = sendsCredential
+            transportOptions.clientSettings = clientSettings
             let extra = service.prepared.extraCredentialNames
             if !extra.isEmpty { transportOptions.sensitiveHeaderNames.formUnion(extra) }
             if bypassesCache, transportOptions.cachePolicy != .returnCacheDataDontLoad {
@@ -189,6 +206,7 @@ extension ServiceCore {
             service.configuration.cookieJar?.apply(to: &request.head)
             event.request = request.head
             event.attempt = attempts
+            event.networkStatus = service.configuration.networkStatus?.current
             monitor.willSend(event)
         }
 
@@ -212,9 +230,11 @@ extension ServiceCore {
                 attempts: attempts, duration: clock.now - started, isFromCache: answer.isFromCache,
                 responseBytes: answer.body.count, transfer: answer.metrics)
             monitor.didFinish(event, result: .success(answer.head), metrics: metrics)
-            return Response(
+            var response = Response(
                 value: value, response: answer.head, body: answer.body, request: request.head,
                 isFromCache: answer.isFromCache, transferMetrics: answer.metrics, metrics: metrics, callID: id)
+            response.isStale = answer.isStale
+            return response
         }
 
         /// An answer whose status the call refuses, or that a response check refused, as
@@ -303,11 +323,11 @@ extension ServiceCore {
         /// A failover during the attempt moves the retry to the new server.
         @inline(never)
         func failOver() throws {
-            guard let pool, pool.current != server else { return }
+            guard let pool, pool.current != server, pool.environment == environment else { return }
             server = pool.current
             base = try service.prepare(
                 method: method, path: path, parameters: parameters, body: body, options: options, on: server,
-                acceptHeader: acceptHeader, sendsCredential: sendsCredential)
+                acceptHeader: acceptHeader, sendsCredential: sendsCredential, headers: serviceHeaders)
         }
 
         /// The call's error, mapped (`ErrorMapping.swift`), after telling the monitors.

@@ -7,7 +7,7 @@ extension ServiceCore {
     /// 2. headers, general and real-time parameters, request serializer;
     /// 3. the call's `RequestIdentity`; veto (`skipIf`, in-flight guard), then the request
     ///    interval, both on the identity;
-    /// 4. per attempt: real-time parameters, adapters (authentication first — only for the
+    /// 4. per attempt: the network status (fail or wait while offline), real-time parameters, adapters (authentication first — only for the
     ///    API's own servers —, then the service's, then the call's), the `RequestSigner` (API's
     ///    own servers), cookies, de-duplication of GETs on the identity, send (the client adds
     ///    its credential for the API's own servers);
@@ -40,6 +40,7 @@ extension ServiceCore {
             if call.options.interval != nil { try await admitInterval(for: call) }
             while true {
                 let context = try call.beginAttempt()
+                if configuration.networkStatus != nil { try await awaitNetwork(for: call) }
                 var request = call.attemptRequest()
                 if !call.chain.adapters.isEmpty { request = try await call.chain.adapt(request, context: context) }
                 // Signed last, per attempt, as sent: a retry carries a fresh signature.
@@ -80,15 +81,17 @@ extension ServiceCore {
 
     /// Steps 1 and 2: the request as the serializer leaves it, before real-time parameters
     /// and adapters.
-    /// - Parameter sendsCredential: false for a server that gets no credential: the service's
-    ///   own credential fields are left out (a call's own headers stay).
+    /// - Parameters:
+    ///   - sendsCredential: false for a server that gets no credential: the service's
+    ///     own credential fields are left out (a call's own headers stay).
+    ///   - headers: the service's headers as the call found them (nil: the current ones).
     func prepare(
         method: HTTPRequest.Method, path: String, parameters: (any Encodable & Sendable)?,
         body: (any Encodable & Sendable)?, options: CallOptions,
-        on server: BaseURL, acceptHeader: String?, sendsCredential: Bool = true
+        on server: BaseURL, acceptHeader: String?, sendsCredential: Bool = true, headers: HTTPFields? = nil
     ) throws -> PreparedRequest {
         let path = try RelativePath(path)
-        var fields = configuration.headers
+        var fields = headers ?? settings.headers
         if !sendsCredential {
             for name in prepared.credentialFieldNames { fields[name] = nil }
         }
@@ -126,9 +129,9 @@ extension ServiceCore {
 
     /// Whether `server` is one of the API's own origins: the client's (base URL, credential
     /// origins) or one of the service's servers.
-    func isOwn(_ server: BaseURL) -> Bool {
+    func isOwn(_ server: BaseURL, clientOrigin: Origin? = nil) -> Bool {
         guard let origin = Origin(server) else { return false }
-        return client.credentialScope.origins.contains(origin)
+        return client.credentialScope.origins.contains(origin) || origin == clientOrigin
             || configuration.servers?.origins.contains(origin) == true
     }
 

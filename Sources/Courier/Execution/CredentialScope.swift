@@ -49,13 +49,14 @@ struct CredentialScope: Sendable {
     /// - Parameters:
     ///   - request: the request as the caller gave it.
     ///   - decision: the caller's (a service's) decision, when it made one.
-    func admits(_ request: HTTPRequest, decision: Bool?) -> Bool {
+    ///   - baseOrigin: the origin of the client's base URL now (it may have changed since `init`).
+    func admits(_ request: HTTPRequest, decision: Bool?, baseOrigin: Origin? = nil) -> Bool {
         if let decision { return decision }
         // Relative to the base URL: the API's own.
         guard let scheme = request.scheme, let authority = request.authority else { return true }
         guard !origins.isEmpty else { return true }
         guard let origin = Origin(scheme: scheme, authority: authority) else { return false }
-        return origins.contains(origin)
+        return origins.contains(origin) || origin == baseOrigin
     }
 }
 

@@ -36,9 +36,11 @@ extension HTTPClient {
             let configuration = client.configuration
             // Checked here, the one place every send and stream passes (ConfigurationBounds).
             let options = try options.validated()
+            // One snapshot of the live settings for every hop of the request.
+            let settings = options.clientSettings ?? client.liveSettings
             self.client = client
             current = try client.prepare(
-                request, cookieJar: options.cookieJar, sendsCredential: options.sendsCredential)
+                request, cookieJar: options.cookieJar, sendsCredential: options.sendsCredential, settings: settings)
             guard let url = current.absoluteURL else {
                 throw CourierError(.invalidRequest, "the request has no valid URL")
             }
@@ -50,10 +52,10 @@ extension HTTPClient {
             sensitive =
                 extraSensitive.isEmpty
                 ? client.credentialFieldNames : client.credentialFieldNames.union(extraSensitive)
-            deadline = (options.timeout ?? configuration.timeout).map { ContinuousClock.now + $0 }
+            deadline = (options.timeout ?? settings.settings.timeout).map { ContinuousClock.now + $0 }
             transportOptions = TransportOptions(
-                timeout: nil, connectTimeout: options.connectTimeout ?? configuration.connectTimeout,
-                stallTimeout: options.stallTimeout ?? configuration.stallTimeout,
+                timeout: nil, connectTimeout: options.connectTimeout ?? settings.settings.connectTimeout,
+                stallTimeout: options.stallTimeout ?? settings.settings.stallTimeout,
                 maxResponseSize: options.maxResponseSize ?? configuration.maxResponseSize,
                 uploadProgress: options.uploadProgress, downloadProgress: options.downloadProgress)
         }

@@ -156,6 +156,8 @@ public final class ServiceCore: APIService {
     /// Work every call would repeat, done once: neither the client's configuration nor the
     /// service's changes after `init`.
     let prepared: PreparedService
+    /// The defaults that can change at run time (see `ServiceCore+Settings.swift`).
+    let live: LockedValue<LiveServiceSettings>
 
     /// - Parameters:
     ///   - client: the client to send through (shared by every service of an app).
@@ -164,6 +166,7 @@ public final class ServiceCore: APIService {
         self.client = client
         self.configuration = configuration
         self.prepared = PreparedService(client: client, configuration: configuration)
+        self.live = LockedValue(LiveServiceSettings(settings: Settings(configuration)))
         self.session = SessionObserver(
             center: client.configuration.notificationCenter, scope: client.configuration.sessionScope,
             authentication: configuration.credentials, cookieJar: configuration.cookieJar,
@@ -292,8 +295,6 @@ public final class ServiceCore: APIService {
 
 /// What a service computes once instead of on every call.
 struct PreparedService: Sendable {
-    /// The client's base URL as a server, for services without a pool.
-    let clientServer: Result<BaseURL, CourierError>
     /// How `Decodable` models are read: the service's choice, else the client's default
     /// response type.
     let decoding: any ModelDecoding
@@ -315,17 +316,6 @@ struct PreparedService: Sendable {
     let credentialQueryNames: Set<String>
 
     init(client: HTTPClient, configuration: ServiceConfiguration) {
-        if let url = client.configuration.baseURL {
-            do {
-                clientServer = .success(try BaseURL(url.absoluteString))
-            } catch {
-                clientServer = .failure(
-                    error as? CourierError ?? CourierError(.configuration, "invalid base URL: \(error)"))
-            }
-        } else {
-            clientServer = .failure(
-                CourierError(.configuration, "the service has no server pool and the client has no base URL"))
-        }
         decoding = configuration.decoding ?? client.configuration.decoding
         acceptHeader = DecodableResponseSerializer<Empty>(anyDecoding: decoding).acceptHeader
         acceptField = acceptHeader.map { HTTPField(name: .accept, value: $0) }

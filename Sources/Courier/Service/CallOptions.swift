@@ -53,6 +53,9 @@ public struct CallOptions: Sendable {
     public var errorMapper: (@Sendable (CourierError) -> (any Error & Sendable)?)? = nil
     /// Transport-level settings (connect and stall timeouts, progress, size cap).
     public var transport: RequestOptions
+    /// What this call does while the service's `networkStatus` says offline (nil: the service's
+    /// `whenOffline`).
+    public var whenOffline: OfflineBehavior?
 
     public init(
         requestSerializer: (any RequestSerializer)? = nil, headers: HTTPFields = [:], timeout: Duration? = nil,
@@ -118,6 +121,8 @@ public struct Response<Model: Sendable>: Sendable {
     public var request: HTTPRequest
     /// Whether the response came from the cache.
     public var isFromCache: Bool
+    /// Whether a cached response was served past its freshness.
+    public var isStale = false
     /// Timings and sizes of the final transfer.
     public var transferMetrics: TransferMetrics
     /// Figures for the whole call.

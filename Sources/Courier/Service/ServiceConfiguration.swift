@@ -62,6 +62,12 @@ public struct ServiceConfiguration: Sendable {
     /// as it is. Runs once per call, after retries, refresh and failover. A call's own
     /// `CallOptions.errorMapper` is asked first.
     public var errorMapper: (@Sendable (CourierError) -> (any Error & Sendable)?)? = nil
+    /// Where calls learn whether the device is online (a `NetworkMonitor`, or a source of your
+    /// own); nil: calls never ask. Monitors see its status in `CallEvent.networkStatus`.
+    public var networkStatus: (any NetworkStatusSource)?
+    /// What a call does before each attempt while `networkStatus` says offline; a call's
+    /// `CallOptions.whenOffline` wins.
+    public var whenOffline: OfflineBehavior = .proceed
 
     public init(
         servers: ServerPool? = nil, headers: HTTPFields = [:],

@@ -10,6 +10,8 @@ public struct CallEvent: Sendable {
     public var attempt: Int
     /// The call's free-form values.
     public var userInfo: UserInfo
+    /// The service's network status when the attempt was sent (nil without a status source).
+    public var networkStatus: NetworkStatus?
     /// The header fields of the call's service that carry a credential (its client's and its
     /// authentication interceptor's), for monitors that log headers.
     var credentialFieldNames: Set<HTTPField.Name> = []

@@ -1,0 +1,94 @@
+import Dispatch
+
+extension APIService {
+    /// The cached answer at once, then the server's: for a screen that shows what it had
+    /// while it asks for what is new.
+    ///
+    /// The sequence has at most two values. First, when the client's cache holds an entry for
+    /// the request (its host has a rule, the entry belongs to this user), that entry, decoded,
+    /// with `isFromCache` set, stale or not (`isStale` tells; pass `allowingStale: false` to
+    /// skip a stale one); it is read without the network, so it comes even while offline.
+    /// Then the network's answer (revalidated when the entry has validators: a 304 gives the
+    /// entry again, with `isFromCache` set), which the cache stores as usual. When the network
+    /// fails, the sequence throws that `CourierError` after the cached value, which the caller
+    /// keeps; stale-if-error does not apply to the second value (the first one is the stale
+    /// answer).
+    ///
+    /// ```swift
+    /// for try await feed in service.cacheThenNetwork(.get("feed", as: Feed.self)) {
+    ///     show(feed.value, cached: feed.isFromCache)
+    /// }
+    /// ```
+    /// Only GET reads the cache; another method yields the network's answer alone. Gates
+    /// (interval, veto, in-flight guard) and the offline rule apply to the network call only.
+    /// Cancelling the consuming task cancels both calls.
+    /// - Parameters:
+    ///   - endpoint: the request; its cache policy is replaced for each of the two calls.
+    ///   - allowingStale: whether a cached entry past its freshness is yielded.
+    /// - Returns: the cached response (if any), then the network's.
+    public func cacheThenNetwork<Model: Decodable & Sendable>(
+        _ endpoint: Endpoint<Model>, allowingStale: Bool = true
+    ) -> AsyncThrowingStream<Response<Model>, any Error> {
+        let core = self.core
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: Response<Model>.self)
+        let task = Task {
+            if let cached = await core.cachedAnswer(endpoint), allowingStale || !cached.isStale {
+                continuation.yield(cached)
+            }
+            var fresh = endpoint
+            fresh.options.cachePolicy = .reloadRevalidatingCache
+            fresh.options.transport.staleIfError = false
+            do {
+                continuation.yield(try await core.send(fresh))
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    /// `cacheThenNetwork(_:allowingStale:)` for code that is not async: `handler` runs once
+    /// with the cached response (if any), then once with the network's response or error.
+    /// - Parameters:
+    ///   - endpoint: the request.
+    ///   - allowingStale: whether a cached entry past its freshness is delivered.
+    ///   - queue: where `handler` runs (nil: the service's `callbackQueue`).
+    ///   - handler: gets each result in order.
+    /// - Returns: the task running both calls; cancel it to stop them.
+    @discardableResult
+    public func cacheThenNetwork<Model: Decodable & Sendable>(
+        _ endpoint: Endpoint<Model>, allowingStale: Bool = true, deliveringOn queue: DispatchQueue? = nil,
+        _ handler: @escaping @Sendable (Result<Response<Model>, CourierError>) -> Void
+    ) -> Task<Void, Never> {
+        let queue = queue ?? core.configuration.callbackQueue
+        let updates = cacheThenNetwork(endpoint, allowingStale: allowingStale)
+        return Task {
+            do {
+                for try await update in updates { queue.async { handler(.success(update)) } }
+            } catch {
+                let failure = CourierError.fromCall(error)
+                queue.async { handler(.failure(failure)) }
+            }
+        }
+    }
+}
+
+extension ServiceCore {
+    /// The cache's entry for `endpoint`, decoded, read without the network; nil when there is
+    /// none (or it cannot be decoded).
+    func cachedAnswer<Model: Decodable & Sendable>(_ endpoint: Endpoint<Model>) async -> Response<Model>? {
+        guard endpoint.method == .get, client.configuration.cache != nil else { return nil }
+        var cached = endpoint
+        cached.options.cachePolicy = .returnCacheDataDontLoad
+        // Reading the cache sends nothing: no gate, no retry, and no wait for the network.
+        cached.options.interval = nil
+        cached.options.skipIf = nil
+        cached.options.skipsWhileInFlight = false
+        cached.options.retryPolicy = RetryPolicy.none
+        cached.options.whenOffline = .proceed
+        guard let response = try? await send(cached), response.isFromCache else { return nil }
+        return response
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import HTTPTypes
+
+extension HTTPClient {
+    /// The part of the configuration that can change while the client is in use: where
+    /// requests go, what they carry, how long they may take.
+    ///
+    /// A request takes one snapshot when it starts and keeps it for every hop, retry and
+    /// redirect; requests that start after `updateSettings(_:)` see the new values. The
+    /// starting values are the configuration's.
+    public struct Settings: Sendable {
+        /// Where requests without a scheme and authority go (switch environments here). Its
+        /// origin receives the credential from the change on.
+        public var baseURL: URL?
+        /// Fields added to every request that does not set them itself.
+        public var defaultHeaders: HTTPFields
+        /// The longest a request may take, redirects included (`nil`: no limit).
+        public var timeout: Duration?
+        /// The longest a connection may take to set up.
+        public var connectTimeout: Duration
+        /// Fail a transfer when no byte moved for this long (`nil`: never).
+        public var stallTimeout: Duration?
+
+        init(_ configuration: Configuration) {
+            baseURL = configuration.baseURL
+            defaultHeaders = configuration.defaultHeaders
+            timeout = configuration.timeout
+            connectTimeout = configuration.connectTimeout
+            stallTimeout = configuration.stallTimeout
+        }
+    }
+
+    /// The settings with what is derived from them, computed once per change.
+    struct LiveSettings: Sendable {
+        var settings: Settings
+        /// Moves on at every change: `updateSettings` commits only over the values it read.
+        var version: UInt64 = 0
+        /// The base URL as a server, for services without a pool.
+        var server: Result<BaseURL, CourierError>
+        /// The base URL's origin: the API's own, it gets the credential.
+        var origin: Origin?
+
+        init(_ settings: Settings) {
+            self.settings = settings
+            origin = settings.baseURL.flatMap(Origin.init)
+            if let url = settings.baseURL {
+                do {
+                    server = .success(try BaseURL(url.absoluteString))
+                } catch {
+                    server = .failure(
+                        error as? CourierError ?? CourierError(.configuration, "invalid base URL: \(error)"))
+                }
+            } else {
+                server = .failure(
+                    CourierError(.configuration, "the service has no server pool and the client has no base URL"))
+            }
+        }
+    }
+
+    /// The settings new requests start with.
+    public var settings: Settings { live.withLock { $0.settings } }
+
+    /// The settings and what is derived from them, as one snapshot.
+    var liveSettings: LiveSettings { live.withLock { $0 } }
+
+    /// Changes settings for the requests that start from now on; requests in flight keep the
+    /// values they started with. Every change made by `change` lands at once, or none does.
+    ///
+    /// ```swift
+    /// try client.updateSettings {
+    ///     $0.baseURL = URL(string: "https://staging.example.com/v1")
+    ///     $0.defaultHeaders[.acceptLanguage] = "fr"
+    /// }
+    /// ```
+    /// - Parameter change: edits a copy of the current settings; it may run more than once
+    ///   when another thread changes the settings at the same time, so keep it free of side
+    ///   effects.
+    /// - Throws: `CourierError.configuration` for a timeout of zero or less, or a base URL
+    ///   that is not an absolute http or https URL; `.invalidRequest` for a header with CR, LF
+    ///   or NUL; whatever `change` throws. The settings are then unchanged.
+    public func updateSettings(_ change: (inout Settings) throws(CourierError) -> Void) throws(CourierError) {
+        while true {
+            let (read, version) = live.withLock { ($0.settings, $0.version) }
+            var changed = read
+            try change(&changed)
+            changed.timeout = try ConfigurationBounds.timeout(changed.timeout, "timeout")
+            changed.connectTimeout =
+                try ConfigurationBounds.timeout(changed.connectTimeout, "connect timeout") ?? changed.connectTimeout
+            changed.stallTimeout = try ConfigurationBounds.timeout(changed.stallTimeout, "stall timeout")
+            for field in changed.defaultHeaders { try RequestValidation.validate(field) }
+            var next = LiveSettings(changed)
+            if changed.baseURL != nil, case .failure(let error) = next.server { throw error }
+            next.version = version &+ 1
+            // Commit only over what `change` saw: a concurrent update is never lost.
+            let committed = live.withLock { live in
+                guard live.version == version else { return false }
+                live = next
+                return true
+            }
+            if committed { return }
+        }
+    }
+}

@@ -1,0 +1,54 @@
+extension ServiceCore {
+    /// Before an attempt: while the service's status source says offline, fail at once, wait
+    /// for the network (up to a limit, on the service's clock), or go on, as the call or the
+    /// service says.
+    /// - Throws: `CourierError.offline`, or `CancellationError`.
+    @inline(never)
+    func awaitNetwork(for call: CallRun) async throws {
+        guard let source = configuration.networkStatus else { return }
+        let status = source.current
+        guard !status.isOnline else { return }
+        switch call.options.whenOffline ?? configuration.whenOffline {
+        case .proceed:
+            return
+        case .fail:
+            throw CourierError(.offline, "the network is offline; the call was not sent")
+        case .wait(let limit):
+            guard try await Self.waitForOnline(source, upTo: limit, clock: call.clock) else {
+                throw CourierError(.offline, "the network stayed offline for \(limit); the call was not sent")
+            }
+        }
+    }
+
+    /// Waits until `source` reports online, or until `limit` passed on `clock`.
+    /// - Returns: whether the network came back in time.
+    /// - Throws: `CancellationError` when the caller is cancelled.
+    static func waitForOnline(_ source: any NetworkStatusSource, upTo limit: Duration, clock: any ServiceClock)
+        async throws -> Bool
+    {
+        let online = await withTaskGroup(of: Bool?.self) { group in
+            group.addTask {
+                // The sequence starts with the status now: a change since the caller looked is not lost.
+                for await status in source.statuses() where status.isOnline { return true }
+                return nil
+            }
+            group.addTask {
+                do {
+                    try await clock.sleep(for: limit)
+                    return false
+                } catch {
+                    return nil
+                }
+            }
+            // The first definite answer; a source that ends without one leaves the deadline to decide.
+            var answer: Bool?
+            while answer == nil, let next = await group.next() {
+                answer = next
+            }
+            group.cancelAll()
+            return answer ?? false
+        }
+        try Task.checkCancellation()
+        return online
+    }
+}

@@ -1,0 +1,136 @@
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+@testable import Courier
+
+/// Calls against a loopback server while an injected status source says offline or online.
+@Suite struct OfflineCallTests {
+    private static let wired = NetworkStatus(isOnline: true, interface: .ethernet, interfaceName: "eth0")
+
+    private func fixture(
+        _ network: ManualNetworkStatus, whenOffline: OfflineBehavior, clock: any ServiceClock = ManualServiceClock(),
+        monitors: [any EventMonitor] = []
+    ) throws -> (TestServer, ServiceCore) {
+        let server = try TestServer()
+        server.route("/status") { _ in .json(["id": 1, "name": "up"]) }
+        let service = try ServiceFixture.service(server) {
+            $0.networkStatus = network
+            $0.whenOffline = whenOffline
+            $0.clock = clock
+            $0.monitors = monitors
+            $0.realTimeParameters = { [("net", network.current.description)] }
+        }
+        return (server, service)
+    }
+
+    @Test func failFastWhileOfflineSendsNothing() async throws {
+        let network = ManualNetworkStatus(.offline)
+        let (server, service) = try fixture(network, whenOffline: .fail)
+        defer { server.stop() }
+        await #expect {
+            let _: ServiceUser = try await service.get("status")
+        } throws: { error in
+            (error as? CourierError)?.code == .offline
+        }
+        #expect(server.count("/status") == 0)
+        network.set(Self.wired)
+        let user: ServiceUser = try await service.get("status")
+        #expect(user.name == "up")
+        // The real-time parameter carries the status of the attempt.
+        #expect(server.recordedRequests(path: "/status").last?.queryValue("net") == "ethernet")
+    }
+
+    @Test func proceedSendsAnywayAndCallOptionsOverrideTheService() async throws {
+        let network = ManualNetworkStatus(.offline)
+        let (server, service) = try fixture(network, whenOffline: .proceed)
+        defer { server.stop() }
+        let user: ServiceUser = try await service.get("status")
+        #expect(user.id == 1)
+        #expect(server.recordedRequests(path: "/status").last?.queryValue("net") == "offline")
+        await #expect {
+            let _: ServiceUser = try await service.get(
+                "status", options: CallOptions.default.with(\.whenOffline, .fail))
+        } throws: { error in
+            (error as? CourierError)?.code == .offline
+        }
+        #expect(server.count("/status") == 1)
+    }
+
+    @Test func waitingCallGoesOutWhenTheNetworkComesBack() async throws {
+        let network = ManualNetworkStatus(.offline)
+        let clock = ManualServiceClock()
+        let (server, service) = try fixture(network, whenOffline: .wait(upTo: .seconds(30)), clock: clock)
+        defer { server.stop() }
+        let call = Task { () async throws -> ServiceUser in try await service.get("status") }
+        await network.waitForSubscribers(1)
+        await clock.waitForSleepers(1)
+        #expect(server.count("/status") == 0)
+        network.set(NetworkStatus(isOnline: true, interface: .wifi, interfaceName: "wlan0"))
+        #expect(try await call.value.name == "up")
+        #expect(server.count("/status") == 1)
+        #expect(server.recordedRequests(path: "/status").first?.queryValue("net") == "wifi")
+        // The wait ended: its subscription and its deadline are gone.
+        #expect(network.subscribers == 0)
+        #expect(clock.pendingSleepers == 0)
+    }
+
+    @Test func waitingCallFailsAtItsDeadline() async throws {
+        let network = ManualNetworkStatus(.offline)
+        let clock = ManualServiceClock()
+        let (server, service) = try fixture(network, whenOffline: .wait(upTo: .seconds(5)), clock: clock)
+        defer { server.stop() }
+        let call = Task { () async throws -> ServiceUser in try await service.get("status") }
+        await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(4))
+        #expect(server.count("/status") == 0)
+        clock.advance(by: .seconds(1))
+        await #expect {
+            _ = try await call.value
+        } throws: { error in
+            (error as? CourierError)?.code == .offline && "\(error)".contains("offline")
+        }
+        #expect(server.count("/status") == 0)
+        #expect(clock.sleeps == [.seconds(5)])
+    }
+
+    @Test func cancellingAWaitingCallEndsIt() async throws {
+        let network = ManualNetworkStatus(.offline)
+        let (server, service) = try fixture(network, whenOffline: .wait(upTo: .seconds(30)))
+        defer { server.stop() }
+        let call = Task { () async throws -> ServiceUser in try await service.get("status") }
+        await network.waitForSubscribers(1)
+        call.cancel()
+        await #expect {
+            _ = try await call.value
+        } throws: { error in
+            (error as? CourierError)?.code == .cancelled
+        }
+        #expect(server.count("/status") == 0)
+        #expect(service.calls.count == 0)
+    }
+
+    @Test func eventMonitorsSeeTheStatusOfEachAttempt() async throws {
+        let network = ManualNetworkStatus(Self.wired)
+        let seen = LockedValue<[NetworkStatus?]>([])
+        let monitor = ClosureEventMonitor(onSend: { event in seen.withLock { $0.append(event.networkStatus) } })
+        let (server, service) = try fixture(network, whenOffline: .proceed, monitors: [monitor])
+        defer { server.stop() }
+        let _: ServiceUser = try await service.get("status")
+        network.set(.offline)
+        let _: ServiceUser = try await service.get("status")
+        #expect(seen.withLock { $0 } == [Self.wired, .offline])
+    }
+
+    @Test func broadcastDeliversChangesInOrderAndSkipsRepeats() async {
+        let network = ManualNetworkStatus(.offline)
+        var iterator = network.statuses().makeAsyncIterator()
+        #expect(await iterator.next() == .offline)
+        network.set(.offline)
+        network.set(Self.wired)
+        network.set(.offline)
+        #expect(await iterator.next() == Self.wired)
+        #expect(await iterator.next() == .offline)
+    }
+}
