@@ -44,6 +44,7 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
     }
 
     public func adapt(_ request: PreparedRequest, context: InterceptorContext) async throws -> PreparedRequest {
+        if let sync = coordinator.sharedSync.withLock({ $0 }) { await sync() }
         guard let credential = coordinator.current else { return request }
         var request = request
         let before = request.head.headerFields
