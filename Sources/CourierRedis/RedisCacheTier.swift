@@ -71,26 +71,31 @@ final class RedisCacheTier: SharedCacheTier {
     }
 
     func remove(key: String) {
-        fleet.client.send([Data("DEL".utf8), Data(entryKey(key).utf8)])
+        fleet.client.send([Data("DEL".utf8), Data(entryKey(key).utf8)], replayed: true)
     }
 
     func invalidate(url: String) {
-        fleet.client.sendEval(Self.dropIndexScript, keys: [fleet.key("u", RedisFleet.digest(url))], arguments: [])
+        fleet.client.sendEval(
+            Self.dropIndexScript, keys: [fleet.key("u", RedisFleet.digest(url))], arguments: [], replayed: true)
     }
 
     func purge(owners: [[String]]) {
-        for identity in owners where !identity.isEmpty {
-            fleet.client.sendEval(Self.purgeScript, keys: identity.map { fleet.key("o", $0) }, arguments: [])
+        var seen = Set<[String]>()
+        for identity in owners where !identity.isEmpty && seen.insert(identity).inserted {
+            fleet.client.sendEval(
+                Self.purgeScript, keys: identity.map { fleet.key("o", $0) }, arguments: [], replayed: true)
         }
     }
 
     func purgeAllIdentified() {
-        fleet.client.sendEval(Self.dropIndexScript, keys: [fleet.key("owned", "entries")], arguments: [])
+        fleet.client.sendEval(
+            Self.dropIndexScript, keys: [fleet.key("owned", "entries")], arguments: [], replayed: true)
     }
 
     func removeAll() {
         fleet.client.sendEval(
-            Self.dropIndexScript, keys: [fleet.key("all", "entries"), fleet.key("owned", "entries")], arguments: [])
+            Self.dropIndexScript, keys: [fleet.key("all", "entries"), fleet.key("owned", "entries")], arguments: [],
+            replayed: true)
     }
 
     /// KEYS: entry, fill claim. Returns {claimed?, variant…}.

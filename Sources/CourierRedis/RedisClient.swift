@@ -18,12 +18,20 @@ final class RedisClient: Sendable {
         var failures = 0
         /// Commands refused at once because the breaker was open.
         var shortCircuited = 0
+        /// Removals dropped because too many were waiting for Redis to come back.
+        var removalsLost = 0
     }
 
     private struct Breaker {
         var openUntil: ContinuousClock.Instant?
         var statistics = Statistics()
+        /// Removals (invalidations, logout purges) that failed, replayed in order once Redis
+        /// answers again, so a purge made while Redis was unreachable still happens.
+        var pending: [[Data]] = []
     }
+
+    /// The most removals kept for replay.
+    static let maximumPending = 1_000
 
     private let queue: DispatchQueue
     private let connection: LockedValue<RedisConnection>
@@ -57,18 +65,47 @@ final class RedisClient: Sendable {
 
     /// Queues `arguments` without waiting for the reply; commands queued from one client run
     /// in order, so a later `run` sees the effect.
-    func send(_ arguments: [Data]) {
-        queue.async { _ = self.runNow(arguments) }
+    /// - Parameter replayed: keep the command when it fails and send it again once Redis
+    ///   answers (for removals, which must not be lost).
+    func send(_ arguments: [Data], replayed: Bool = false) {
+        queue.async {
+            if case .failure = self.runNow(arguments), replayed { self.keepForReplay(arguments) }
+        }
     }
 
-    func sendEval(_ script: String, keys: [String], arguments: [Data]) {
-        send(Self.evalArguments(script, keys: keys, arguments: arguments))
+    func sendEval(_ script: String, keys: [String], arguments: [Data], replayed: Bool = false) {
+        send(Self.evalArguments(script, keys: keys, arguments: arguments), replayed: replayed)
     }
 
-    /// Waits until every command queued so far has run.
+    /// Waits until every command queued so far has run, and replays the removals kept while
+    /// Redis was unavailable when it answers again.
     func flush() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            queue.async { continuation.resume() }
+            queue.async {
+                self.replayPending()
+                continuation.resume()
+            }
+        }
+    }
+
+    /// Number of removals waiting for Redis.
+    var pendingRemovals: Int { breaker.withLock { $0.pending.count } }
+
+    private func keepForReplay(_ arguments: [Data]) {
+        breaker.withLock { state in
+            if state.pending.count >= Self.maximumPending {
+                state.pending.removeFirst()
+                state.statistics.removalsLost += 1
+            }
+            state.pending.append(arguments)
+        }
+    }
+
+    /// On the queue only: sends the kept removals, oldest first, until one fails.
+    private func replayPending() {
+        while let next = breaker.withLock({ $0.pending.first }) {
+            guard case .success = execute(next) else { return }
+            breaker.withLock { state in if !state.pending.isEmpty { state.pending.removeFirst() } }
         }
     }
 
@@ -81,8 +118,14 @@ final class RedisClient: Sendable {
         [Data("EVAL".utf8), Data(script.utf8), Data(String(keys.count).utf8)] + keys.map { Data($0.utf8) } + arguments
     }
 
-    /// On the queue only.
+    /// On the queue only: replays kept removals first, so they land before newer commands.
     private func runNow(_ arguments: [Data]) -> Result<RedisReply, RedisFailure> {
+        if breaker.withLock({ !$0.pending.isEmpty }) { replayPending() }
+        return execute(arguments)
+    }
+
+    /// On the queue only.
+    private func execute(_ arguments: [Data]) -> Result<RedisReply, RedisFailure> {
         let refused = breaker.withLock { state -> Bool in
             guard let until = state.openUntil, ContinuousClock.now < until else { return false }
             state.statistics.shortCircuited += 1

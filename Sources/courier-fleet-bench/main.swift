@@ -47,9 +47,10 @@ func runChild() async throws {
             HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/token"))
         return String(decoding: response.body, as: UTF8.self)
     }
-    for _ in 0..<expiries {
-        // Every process sees its token rejected and asks for a new one.
-        _ = try await tokens.credential(replacing: tokens.current)
+    for expiry in 1...max(1, expiries) {
+        // Every process sees the token of this expiry rejected (the server numbers them
+        // t1, t2, …) and asks for a new one; a process already holding a newer one keeps it.
+        _ = try await tokens.credential(replacing: "t\(expiry - 1)")
         for index in 0..<resources {
             _ = try await client.send(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/res/\(index)"))
         }

@@ -76,6 +76,33 @@ import Testing
         #expect(server.requestCount == 3)
     }
 
+    @Test func aLogoutWhileRedisIsUnreachableIsReplayedWhenItAnswers() async throws {
+        let redis = try RedisTestServer()
+        defer { redis.stop() }
+        let server = try TestServer()
+        defer { server.stop() }
+        let fleet = try redis.fleet(commandTimeout: .milliseconds(100), retryAfter: .milliseconds(50))
+        let client = try makeClient(server, fleet)
+        try client.logIn(credential: "dave-token")
+        _ = try await client.send(get("/cache/etag?etag=d&max-age=60"))
+        // Redis keeps its data but answers nothing (a partition), so the purge cannot land.
+        redis.pause()
+        client.logOut()
+        await fleet.flush()
+        #expect(fleet.client.pendingRemovals == 1)
+        redis.resume()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while fleet.client.pendingRemovals > 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+            await fleet.flush()
+        }
+        #expect(fleet.client.pendingRemovals == 0)
+        let other = try makeClient(server, try redis.fleet())
+        try other.logIn(credential: "dave-token")
+        #expect(try await other.send(get("/cache/etag?etag=d&max-age=60")).isFromCache == false)
+        #expect(server.requestCount == 2)
+    }
+
     @Test func aStaleEntryIsRevalidatedFromAnotherClient() async throws {
         let redis = try RedisTestServer()
         defer { redis.stop() }
