@@ -170,7 +170,8 @@ extension HostScopedCache {
         let deadline = ContinuousClock.now + shared.fillLease
         var pause = Duration.milliseconds(2)
         while ContinuousClock.now < deadline {
-            try? await Task.sleep(for: pause)
+            // A cancelled call stops waiting (and is cancelled at the network step).
+            do { try await Task.sleep(for: pause) } catch { return false }
             guard let stillFilling = await pullShared(key, from: shared) else { return false }
             if hasFreshInMemory(request, key: key, plan: plan) || !stillFilling { return false }
             pause = min(pause * 2, .milliseconds(50))
