@@ -1,3 +1,4 @@
+import CourierLocking
 import CourierTesting
 import Foundation
 import HTTPTypes
@@ -193,6 +194,53 @@ import Testing
         #expect(fleetA.isAvailable)
     }
 
+    @Test func aLoadRunSurvivesRedisStoppingAndStartingUnderIt() async throws {
+        let redis = try RedisTestServer()
+        defer { redis.stop() }
+        let server = try TestServer()
+        defer { server.stop() }
+        let fleets = try (0..<3).map { _ in try redis.fleet(retryAfter: .milliseconds(50)) }
+        let clients = try fleets.map { try makeClient(server, $0) }
+        let stop = StopFlag()
+        // Three clients call without pause, each a new cacheable URL, while Redis goes away
+        // and comes back; every call must succeed.
+        let load = Task {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for (index, client) in clients.enumerated() {
+                    group.addTask {
+                        var calls = 0
+                        while !stop.isSet {
+                            calls += 1
+                            let response = try await client.send(get("/cache/etag?etag=l\(index)-\(calls)&max-age=60"))
+                            #expect(response.status.code == 200)
+                        }
+                        return calls
+                    }
+                }
+                return try await group.reduce(0, +)
+            }
+        }
+        #expect(await server.waitForRequests(atLeast: 30))
+        redis.stop()
+        #expect(await server.waitForRequests(atLeast: 90))
+        try redis.start()
+        #expect(await server.waitForRequests(atLeast: 150))
+        stop.set()
+        let calls = try await load.value
+        #expect(calls >= 150)
+        #expect(fleets.contains { $0.client.statistics.failures > 0 })
+        // Sharing works again once the breaker lets commands through.
+        let deadline = ContinuousClock.now + .seconds(10)
+        var shared = false
+        var round = 0
+        while ContinuousClock.now < deadline, !shared {
+            round += 1
+            _ = try await clients[0].send(get("/cache/etag?etag=after\(round)&max-age=60"))
+            shared = try await clients[1].send(get("/cache/etag?etag=after\(round)&max-age=60")).isFromCache
+        }
+        #expect(shared)
+    }
+
     @Test func aHungRedisCostsACallABoundedTime() async throws {
         let redis = try RedisTestServer()
         defer { redis.stop() }
@@ -259,4 +307,11 @@ import Testing
         #expect(SharedCacheCodec.decode(encoded.prefix(encoded.count - 1)) == nil)
         #expect(SharedCacheCodec.decode(Data()) == nil)
     }
+}
+
+/// Tells the load tasks of a test to finish.
+final class StopFlag: Sendable {
+    private let stopped = LockedValue(false)
+    var isSet: Bool { stopped.withLock { $0 } }
+    func set() { stopped.withLock { $0 = true } }
 }
