@@ -19,7 +19,7 @@ import Testing
     func get(_ path: String) -> HTTPRequest { HTTPRequest(method: .get, scheme: nil, authority: nil, path: path) }
 
     @Test func aSecondClientIsAnsweredFromRedisNotTheOrigin() async throws {
-        let redis = try RedisTestServer()
+        let redis = try await RedisTestServer.make()
         defer { redis.stop() }
         let server = try TestServer()
         defer { server.stop() }
@@ -34,7 +34,7 @@ import Testing
     }
 
     @Test func identitiesStaySeparateAndNoCredentialReachesRedis() async throws {
-        let redis = try RedisTestServer()
+        let redis = try await RedisTestServer.make()
         defer { redis.stop() }
         let server = try TestServer()
         defer { server.stop() }
@@ -59,7 +59,7 @@ import Testing
     }
 
     @Test func logoutPurgesTheUsersEntriesFromRedis() async throws {
-        let redis = try RedisTestServer()
+        let redis = try await RedisTestServer.make()
         defer { redis.stop() }
         let server = try TestServer()
         defer { server.stop() }
@@ -78,7 +78,7 @@ import Testing
     }
 
     @Test func aLogoutWhileRedisIsUnreachableIsReplayedWhenItAnswers() async throws {
-        let redis = try RedisTestServer()
+        let redis = try await RedisTestServer.make()
         defer { redis.stop() }
         let server = try TestServer()
         defer { server.stop() }
@@ -105,7 +105,7 @@ import Testing
     }
 
     @Test func aStaleEntryIsRevalidatedFromAnotherClient() async throws {
-        let redis = try RedisTestServer()
+        let redis = try await RedisTestServer.make()
         defer { redis.stop() }
         let server = try TestServer()
         defer { server.stop() }
@@ -120,7 +120,7 @@ import Testing
     }
 
     @Test func anUnsafeCallInOneClientInvalidatesRedisForTheOthers() async throws {
-        let redis = try RedisTestServer()
+        let redis = try await RedisTestServer.make()
         defer { redis.stop() }
         let server = try TestServer()
         defer { server.stop() }
@@ -136,7 +136,7 @@ import Testing
     }
 
     @Test func concurrentMissesInFourClientsReachTheOriginOnce() async throws {
-        let redis = try RedisTestServer()
+        let redis = try await RedisTestServer.make()
         defer { redis.stop() }
         let server = try TestServer()
         defer { server.stop() }
@@ -157,7 +157,7 @@ import Testing
     }
 
     @Test func callsGoOnWhileRedisIsDownAndShareAgainWhenItReturns() async throws {
-        let redis = try RedisTestServer()
+        let redis = try await RedisTestServer.make()
         defer { redis.stop() }
         let server = try TestServer()
         defer { server.stop() }
@@ -179,7 +179,7 @@ import Testing
         let local = try await first.send(get("/cache/etag?etag=down0&max-age=60"))
         #expect(local.isFromCache)
 
-        try redis.start()
+        try await redis.start()
         // Wait for the breaker to let a call through again (an event: a store reaching Redis).
         let deadline = ContinuousClock.now + .seconds(10)
         var shared = false
@@ -195,7 +195,7 @@ import Testing
     }
 
     @Test func aLoadRunSurvivesRedisStoppingAndStartingUnderIt() async throws {
-        let redis = try RedisTestServer()
+        let redis = try await RedisTestServer.make()
         defer { redis.stop() }
         let server = try TestServer()
         defer { server.stop() }
@@ -223,7 +223,7 @@ import Testing
         #expect(await server.waitForRequests(atLeast: 30))
         redis.stop()
         #expect(await server.waitForRequests(atLeast: 90))
-        try redis.start()
+        try await redis.start()
         #expect(await server.waitForRequests(atLeast: 150))
         stop.set()
         let calls = try await load.value
@@ -242,7 +242,7 @@ import Testing
     }
 
     @Test func aHungRedisCostsACallABoundedTime() async throws {
-        let redis = try RedisTestServer()
+        let redis = try await RedisTestServer.make()
         defer { redis.stop() }
         let server = try TestServer()
         defer { server.stop() }
@@ -264,7 +264,7 @@ import Testing
     }
 
     @Test func aWrongPasswordFallsBackToLocalAndTheRightOneShares() async throws {
-        let redis = try RedisTestServer(password: "s3cret-pass")
+        let redis = try await RedisTestServer.make(password: "s3cret-pass")
         defer { redis.stop() }
         let server = try TestServer()
         defer { server.stop() }

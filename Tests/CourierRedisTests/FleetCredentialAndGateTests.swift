@@ -15,7 +15,7 @@ import Testing
     let context = InterceptorContext(callID: .next(), attempt: 1)
 
     @Test func eightProcessesRefreshAnExpiredTokenOnce() async throws {
-        let redis = try RedisTestServer()
+        let redis = try await RedisTestServer.make()
         defer { redis.stop() }
         let refreshes = LockedValue(0)
         let coordinators = try (0..<8).map { _ in
@@ -41,7 +41,7 @@ import Testing
     }
 
     @Test func noProcessSendsTheOldTokenOnceTheNewOneIsPublished() async throws {
-        let redis = try RedisTestServer()
+        let redis = try await RedisTestServer.make()
         defer { redis.stop() }
         let refresher: @Sendable (String) async throws -> String = { _ in "fresh-token" }
         let first = try redis.fleet().coordinator(name: "api", credential: "old-token", refresh: refresher)
@@ -60,7 +60,7 @@ import Testing
     }
 
     @Test func aStaleLockHolderCannotPublishOverANewerGeneration() async throws {
-        let redis = try RedisTestServer()
+        let redis = try await RedisTestServer.make()
         defer { redis.stop() }
         let fleet = try redis.fleet()
         let store = RedisCredentialStore(fleet: fleet, name: "api", lease: .milliseconds(50))
@@ -92,7 +92,7 @@ import Testing
     }
 
     @Test func withRedisDownEachProcessRefreshesOnItsOwn() async throws {
-        let redis = try RedisTestServer()
+        let redis = try await RedisTestServer.make()
         let port = redis.port
         redis.stop()
         var configuration = RedisFleet.Configuration(port: port, identityKey: RedisTestServer.identityKey)
@@ -106,7 +106,7 @@ import Testing
     }
 
     @Test func theRequestIntervalHoldsAcrossProcesses() async throws {
-        let redis = try RedisTestServer()
+        let redis = try await RedisTestServer.make()
         defer { redis.stop() }
         let first = try redis.fleet().intervalGate()
         let second = try redis.fleet().intervalGate()
@@ -122,7 +122,7 @@ import Testing
     }
 
     @Test func aDelayedCallWaitsForTheOtherProcessesSlot() async throws {
-        let redis = try RedisTestServer()
+        let redis = try await RedisTestServer.make()
         defer { redis.stop() }
         let first = try redis.fleet().intervalGate()
         let second = try redis.fleet().intervalGate()
@@ -133,7 +133,7 @@ import Testing
     }
 
     @Test func theGateFallsBackToItsOwnTableWhenRedisIsDown() async throws {
-        let redis = try RedisTestServer()
+        let redis = try await RedisTestServer.make()
         defer { redis.stop() }
         let gate = try redis.fleet(retryAfter: .milliseconds(50)).intervalGate()
         redis.stop()

@@ -16,12 +16,18 @@ final class RedisTestServer: Sendable {
     /// A random 32-byte identity key for a fleet.
     static let identityKey: [UInt8] = (0..<32).map { _ in UInt8.random(in: 0...255) }
 
-    init(password: String? = nil) throws {
+    private init(password: String?) throws {
         directory = NSTemporaryDirectory() + "courier-redis-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         self.password = password
         port = try Self.freePort()
-        try start()
+    }
+
+    /// Starts a server and waits until it answers.
+    static func make(password: String? = nil) async throws -> RedisTestServer {
+        let server = try RedisTestServer(password: password)
+        try await server.start()
+        return server
     }
 
     deinit {
@@ -30,7 +36,7 @@ final class RedisTestServer: Sendable {
     }
 
     /// Starts (or restarts, on the same port) the server and waits until it answers PING.
-    func start() throws {
+    func start() async throws {
         var arguments = [
             "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", directory,
             "--daemonize", "no", "--loglevel", "warning", "--logfile", directory + "/redis.log",
@@ -38,12 +44,22 @@ final class RedisTestServer: Sendable {
         if let password { arguments += ["--requirepass", password] }
         let child = try ChildProcess.spawn(Self.executable, arguments)
         process.withLock { $0 = child.pid }
-        let deadline = ContinuousClock.now + .seconds(10)
-        let connection = RedisConnection(endpoint: endpoint())
-        while ContinuousClock.now < deadline {
-            if (try? connection.run([Data("PING".utf8)])) == .status("PONG") { return }
-            usleep(10_000)
+        // The blocking wait runs on a thread of its own, never on the cooperative pool (two
+        // threads on a two-core machine, shared with every other suite).
+        let endpoint = endpoint()
+        let ready = await withCheckedContinuation { continuation in
+            Thread {
+                let deadline = ContinuousClock.now + .seconds(10)
+                let connection = RedisConnection(endpoint: endpoint)
+                var answered = false
+                while !answered, ContinuousClock.now < deadline {
+                    answered = (try? connection.run([Data("PING".utf8)])) == .status("PONG")
+                    if !answered { usleep(10_000) }
+                }
+                continuation.resume(returning: answered)
+            }.start()
         }
+        if ready { return }
         throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "redis-server did not start"])
     }
 
