@@ -220,14 +220,14 @@ import Testing
                 return try await group.reduce(0, +)
             }
         }
-        #expect(await server.waitForRequests(atLeast: 30))
+        #expect(await server.waitForRequests(atLeast: 15))
         redis.stop()
-        #expect(await server.waitForRequests(atLeast: 90))
+        #expect(await server.waitForRequests(atLeast: 45))
         try await redis.start()
-        #expect(await server.waitForRequests(atLeast: 150))
+        #expect(await server.waitForRequests(atLeast: 75))
         stop.set()
         let calls = try await load.value
-        #expect(calls >= 150)
+        #expect(calls >= 75)
         #expect(fleets.contains { $0.client.statistics.failures > 0 })
         // Sharing works again once the breaker lets commands through.
         let deadline = ContinuousClock.now + .seconds(10)
