@@ -13,6 +13,9 @@ let package = Package(
         .library(name: "Courier", targets: ["Courier"]),
         .library(name: "CourierProtobuf", targets: ["CourierProtobuf"]),
         .library(name: "CourierTesting", targets: ["CourierTesting"]),
+        // Fleet mode: cache, credential and request interval shared through Redis (hiredis).
+        // Its own product, so an app that does not use it does not link hiredis.
+        .library(name: "CourierRedis", targets: ["CourierRedis"]),
         // The generated test/demo descriptors, for the protobuf fuzz target in Fuzz/.
         .library(name: "CourierProtos", targets: ["CourierProtos"]),
         .executable(name: "courier-demo", targets: ["courier-demo"]),
@@ -42,6 +45,12 @@ let package = Package(
         .systemLibrary(
             name: "CPsl", pkgConfig: "libpsl",
             providers: [.apt(["libpsl-dev"])]),
+        // hiredis, for fleet mode (CourierRedis only). No pkgConfig: Debian's hiredis.pc adds
+        // -D_FILE_OFFSET_BITS=64, which SwiftPM refuses with a warning; the header is
+        // <hiredis/hiredis.h> in the default include path and the library is linked by name.
+        .systemLibrary(
+            name: "CHiredis",
+            providers: [.apt(["libhiredis-dev"])]),
         .systemLibrary(
             name: "CProtobufC", pkgConfig: "libprotobuf-c",
             providers: [.apt(["libprotobuf-c-dev"])]),
@@ -76,6 +85,22 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: strict),
+        .target(
+            name: "CourierRedis",
+            dependencies: [
+                "Courier", "CHiredis", "CourierLocking",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict),
+        // The fleet-mode benchmark: N processes sharing one Redis against a loopback server.
+        .executableTarget(
+            name: "courier-fleet-bench",
+            dependencies: [
+                "Courier", "CourierRedis", "CourierTesting",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strict),
         .executableTarget(
             name: "courier-demo",
             dependencies: ["Courier", "CourierProtobuf", "CourierProtos", "CourierTesting"],
@@ -99,6 +124,13 @@ let package = Package(
             dependencies: [
                 "Courier", "CourierTesting",
                 .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
+            swiftSettings: strict),
+        .testTarget(
+            name: "CourierRedisTests",
+            dependencies: [
+                "Courier", "CourierRedis", "CourierTesting", "CourierLocking",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: strict),
         .testTarget(

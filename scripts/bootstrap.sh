@@ -27,6 +27,8 @@ if [ "${1:-}" != "--demo" ]; then
         "nginx (TLS and HTTP/2 tests)|nginx|command -v nginx || [ -x /usr/sbin/nginx ]"
         "openssl (the tests' self-signed CA)|openssl|command -v openssl"
         "CA certificates|ca-certificates|[ -s /etc/ssl/certs/ca-certificates.crt ]"
+        "hiredis (fleet mode: the CourierRedis target)|libhiredis-dev|[ -f /usr/include/hiredis/hiredis.h ]"
+        "redis-server (fleet-mode tests start their own)|redis-server|command -v redis-server || [ -x /usr/bin/redis-server ]"
     )
 fi
 

@@ -90,13 +90,17 @@ extension HostScopedCache {
             invalidate(after: request.request, response: result.response)
             return CacheLoadResult(response: result.response, body: result.body, source: .network, isStale: false)
         }
+        let shared = configuration.sharedTier
+        // Fleet mode: the shared tier's copy into memory first (or this process fetches it).
+        let claimed = if let shared { await prepareShared(request, shared) } else { false }
+        defer { if claimed { shared?.releaseFill(key: sharedKey(request)) } }
         switch try lookup(request) {
         case .fresh(let cached):
             return CacheLoadResult(
                 response: cached.response, body: cached.body, source: .cache, isStale: cached.isStale)
         case .miss:
             let result = try await timed(send, request.request)
-            offer(request, result)
+            await offer(request, result)
             return CacheLoadResult(response: result.response, body: result.body, source: .network, isStale: false)
         case .stale(let cached, let conditionalHeaders):
             var conditional = request.request
@@ -112,6 +116,9 @@ extension HostScopedCache {
                         requestTime: result.requestTime ?? clock.now(),
                         responseTime: result.responseTime ?? clock.now())
                     {
+                        if let shared, merged.entry.key == sharedKey(request), isStored(merged.entry) {
+                            await pushShared(merged.entry, request: request, shared)
+                        }
                         return CacheLoadResult(
                             response: merged.response, body: merged.body, source: .revalidated, isStale: false)
                     }
@@ -132,7 +139,7 @@ extension HostScopedCache {
                 return CacheLoadResult(
                     response: stale.response, body: stale.body, source: .staleOnError, isStale: true, url: stale.url)
             }
-            offer(request, result)
+            await offer(request, result)
             return CacheLoadResult(response: result.response, body: result.body, source: .network, isStale: false)
         }
     }
@@ -158,11 +165,18 @@ extension HostScopedCache {
         return result
     }
 
-    private func offer(_ request: CacheRequest, _ result: CacheTransportResponse) {
+    private func offer(_ request: CacheRequest, _ result: CacheTransportResponse) async {
         guard result.mayStore else { return }
-        store(
+        let entry = storeEntry(
             request, response: result.response, body: result.body, receivedWhole: result.receivedWhole,
             requestTime: result.requestTime ?? configuration.clock.now(),
             responseTime: result.responseTime ?? configuration.clock.now())
+        if let entry, let shared = configuration.sharedTier { await pushShared(entry, request: request, shared) }
+    }
+
+    /// Whether `entry` is the one memory holds for its variant (a 304 merge that was not
+    /// stored, after a logout, is not shared either).
+    private func isStored(_ entry: CacheEntry) -> Bool {
+        memory.withLock { state in state.tier.variants(for: entry.key)?.contains { $0 === entry } ?? false }
     }
 }

@@ -26,8 +26,18 @@ extension HostScopedCache {
         _ request: CacheRequest, response: HTTPResponse, body: Data, receivedWhole: Bool, requestTime: Date,
         responseTime: Date
     ) -> Bool {
-        guard let plan = plan(for: request), receivedWhole else { return false }
-        guard !CacheControl(request.request.headerFields).noStore else { return false }
+        storeEntry(
+            request, response: response, body: body, receivedWhole: receivedWhole, requestTime: requestTime,
+            responseTime: responseTime) != nil
+    }
+
+    /// `store`, returning the entry it stored.
+    func storeEntry(
+        _ request: CacheRequest, response: HTTPResponse, body: Data, receivedWhole: Bool, requestTime: Date,
+        responseTime: Date
+    ) -> CacheEntry? {
+        guard let plan = plan(for: request), receivedWhole else { return nil }
+        guard !CacheControl(request.request.headerFields).noStore else { return nil }
         let fields = response.headerFields
         let control = CacheControl(fields)
         let forced = plan.forcedLifetime
@@ -36,7 +46,7 @@ extension HostScopedCache {
             let explicit =
                 forced != nil || control.maxAge != nil || fields[.expires] != nil || control.isPublic
                 || control.isPrivate
-            guard code == 302 || code == 307, explicit else { return false }
+            guard code == 302 || code == 307, explicit else { return nil }
         }
         if body.count > configuration.maxEntryBytes || (forced == nil && control.noStore) {
             // A newer answer of a storable kind: the older one must not outlive it. (A 5xx is
@@ -45,10 +55,10 @@ extension HostScopedCache {
                 Self.key(
                     identity: identity(of: request),
                     url: storedURL(request.normalizedURL, secretNames: request.secretQueryNames)))
-            return false
+            return nil
         }
         let varyNames = CacheEntry.varyNames(fields)
-        if fields[values: .vary].contains(where: { $0.contains("*") }) { return false }
+        if fields[values: .vary].contains(where: { $0.contains("*") }) { return nil }
 
         var head = response
         let dropped = CacheEntry.hopByHop(fields).union([.setCookie])
@@ -60,10 +70,10 @@ extension HostScopedCache {
             variant: variant(names: varyNames, request: request), response: head,
             body: body, requestTime: requestTime, responseTime: responseTime, forcedLifetime: forced,
             hasQuery: request.hasQuery)
-        guard write(entry, if: request.isCurrent) else { return false }
+        guard write(entry, if: request.isCurrent) else { return nil }
         memory.withLock { $0.statistics.stores += 1 }
         emit([.stored(url: url, bytes: body.count)])
-        return true
+        return entry
     }
 
     /// Refreshes a stored entry with a 304 response and returns the response to serve.
@@ -140,6 +150,7 @@ extension HostScopedCache {
             }
             return (onDisk, inMemory)
         }
+        configuration.sharedTier?.invalidate(url: url)
         let dropped = max(memoryDropped, diskDropped)
         if dropped > 0 { emit([.invalidated(url: url)]) }
         return dropped
@@ -171,6 +182,7 @@ extension HostScopedCache {
             }
             return (onDisk, inMemory)
         }
+        configuration.sharedTier?.purge(owners: identities.map { $0.digest.split(separator: ";").map(String.init) })
         let dropped = max(memoryDropped, diskDropped)
         emit([.purged(count: dropped)])
         return dropped
@@ -184,6 +196,7 @@ extension HostScopedCache {
             let onDisk = (try? tier?.deleteAllIdentified()) ?? 0
             return (onDisk, memory.withLock { state in state.tier.removeAll { !$0.hasPrefix(" ") } })
         }
+        configuration.sharedTier?.purgeAllIdentified()
         let dropped = max(memoryDropped, diskDropped)
         emit([.purged(count: dropped)])
         return dropped
@@ -195,6 +208,7 @@ extension HostScopedCache {
             try? tier?.deleteEverything()
             memory.withLock { $0.tier.removeAll() }
         }
+        configuration.sharedTier?.removeAll()
     }
 
     /// Drops the entries of one primary key.
@@ -208,6 +222,7 @@ extension HostScopedCache {
             _ = try? tier?.deleteAll(where: "key", equals: key)
             memory.withLock { $0.tier.remove(key) }
         }
+        configuration.sharedTier?.remove(key: key)
     }
 
     /// `scheme://authority/path?query` with scheme and authority lowercased, fragment dropped.

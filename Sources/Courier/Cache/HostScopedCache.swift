@@ -52,6 +52,9 @@ public final class HostScopedCache: Sendable {
         public var clock: CacheClock
         /// Receives every `CacheEvent`; called outside the cache's locks.
         public var onEvent: (@Sendable (CacheEvent) -> Void)?
+        /// A tier shared with other processes (fleet mode, CourierRedis), behind the memory
+        /// tier; memory-only storage then, keyed with the tier's fleet-wide secret.
+        package var sharedTier: (any SharedCacheTier)?
 
         /// Creates a configuration.
         /// - Parameters:
@@ -115,11 +118,22 @@ public final class HostScopedCache: Sendable {
             MemoryState(
                 tier: MemoryCacheTier(
                     maxBytes: configuration.memoryCapacityBytes, maxEntries: configuration.memoryCapacityEntries)))
+        if let shared = configuration.sharedTier {
+            // The keyed identities must be the same in every process of the fleet, and a disk
+            // tier keeps its own key: fleet mode is memory in front of the shared tier.
+            guard configuration.storage == .memoryOnly else {
+                throw CourierError(.configuration, "a cache with a shared tier keeps only a memory tier locally")
+            }
+            guard shared.identitySecret.count >= CacheSecret.byteCount else {
+                throw CourierError(
+                    .configuration, "the shared tier's identity key must have at least \(CacheSecret.byteCount) bytes")
+            }
+        }
         switch configuration.storage {
         case .memoryOnly:
             disk = LockedValue(nil)
             hasDisk = false
-            secret = .random()
+            secret = configuration.sharedTier.map { CacheSecret(bytes: $0.identitySecret) } ?? .random()
         case .disk(let directory):
             let folder = directory ?? Configuration.defaultDirectory()
             let tier = try DiskCacheTier(directory: folder, maxBytes: configuration.diskCapacityBytes)

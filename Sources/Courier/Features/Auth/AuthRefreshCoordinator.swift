@@ -50,6 +50,20 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
         self.refresher = refresh
     }
 
+    /// Fleet mode (CourierRedis): run before each attempt; adopts a credential another process
+    /// published since (`adopt`), so no process keeps sending one the fleet has replaced.
+    package nonisolated let sharedSync = LockedValue<(@Sendable () async -> Void)?>(nil)
+
+    /// Fleet mode: takes `credential`, refreshed by another process, as the current one
+    /// (only while logged in: a logout is not undone by the fleet).
+    package nonisolated func adopt(_ credential: Credential) {
+        session.withLock { session in
+            guard let current = session.credential, current != credential else { return }
+            session.credential = credential
+            session.lastFailure = nil
+        }
+    }
+
     /// The credential to attach now; nil when logged out.
     public nonisolated var current: Credential? { session.withLock { $0.credential } }
 

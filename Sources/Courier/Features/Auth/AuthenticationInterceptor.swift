@@ -63,6 +63,7 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
     }
 
     public func adapt(_ request: PreparedRequest, context: InterceptorContext) async throws -> PreparedRequest {
+        if let sync = coordinator.sharedSync.withLock({ $0 }) { await sync() }
         guard var credential = coordinator.current else { return request }
         // Known to be expired: refresh first (once for every call that finds it so), rather than
         // send it to be rejected.

@@ -90,6 +90,8 @@ struct RequestIntervalTable: Sendable {
 public final class RequestIntervalGate: Sendable {
     private let table: LockedValue<RequestIntervalTable>
     private let clock: any ServiceClock
+    /// Fleet mode: the table shared with other processes, asked first.
+    private let shared: (any SharedIntervalGate)?
 
     /// - Parameters:
     ///   - capacity: the most endpoints remembered; expired entries are purged first.
@@ -97,6 +99,14 @@ public final class RequestIntervalGate: Sendable {
     public init(capacity: Int = 1_024, clock: any ServiceClock = .system) {
         self.table = LockedValue(RequestIntervalTable(capacity: capacity))
         self.clock = clock
+        self.shared = nil
+    }
+
+    /// A gate that asks `shared` first and falls back to its own table when it cannot answer.
+    package init(capacity: Int = 1_024, clock: any ServiceClock = .system, shared: any SharedIntervalGate) {
+        self.table = LockedValue(RequestIntervalTable(capacity: capacity))
+        self.clock = clock
+        self.shared = shared
     }
 
     /// The number of endpoints currently remembered.
@@ -120,7 +130,16 @@ public final class RequestIntervalGate: Sendable {
         // `interval` is a `var`: bounded here too, as booked slots add up (ConfigurationBounds).
         var rule = rule
         rule.interval = rule.interval.clamped(to: ConfigurationBounds.maximumWait)
-        let verdict = table.withLock { $0.admit(key: key, rule: rule, now: now) }
+        var verdict = table.withLock { $0.admit(key: key, rule: rule, now: now) }
+        // Fleet mode: the shared table decides while it answers; the local one stays booked
+        // for when it does not.
+        if let shared, let fleet = await shared.admit(key: key, interval: rule.interval, delay: rule.mode == .delay) {
+            switch fleet {
+            case .proceed: verdict = .proceed
+            case .wait(let duration): verdict = .wait(duration)
+            case .drop(let remaining): verdict = .drop(remaining: remaining)
+            }
+        }
         switch verdict {
         case .proceed:
             return

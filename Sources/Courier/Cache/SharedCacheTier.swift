@@ -1,0 +1,199 @@
+import Foundation
+
+/// A cache tier shared by the processes of a fleet (CourierRedis), behind each process's
+/// memory tier.
+///
+/// The cache hands it entries already encoded and keyed: the primary key is the local one
+/// (keyed identity digest + URL), the same in every process because the identity digests are
+/// made with `identitySecret`, which every process of the fleet shares. Reads are `async`
+/// (the store may be across the network); removals are queued and return at once. Every
+/// method is best effort: when the store is slow or down the cache carries on with its local
+/// tiers, and a read answers nil.
+package protocol SharedCacheTier: Sendable {
+    /// The key of the keyed credential digests, the same in every process of the fleet.
+    var identitySecret: [UInt8] { get }
+    /// How long a process may fetch a missing entry before the others stop waiting for it.
+    var fillLease: Duration { get }
+    /// How long an entry stays in the store past its freshness, for revalidation and
+    /// stale-if-error.
+    var staleRetention: Duration { get }
+    /// The encoded variants stored under `key`, and whether another process is fetching it
+    /// now (holds the fill claim); nil when the store cannot answer.
+    func variants(forKey key: String) async -> (variants: [Data], filling: Bool)?
+    /// Stores one encoded variant; a variant with other `Vary` names replaces all the others.
+    func store(
+        _ encoded: Data, key: String, variant: String, varyNames: String, url: String, owners: [String],
+        timeToLive: Duration
+    ) async
+    /// Claims fetching `key` for the fleet; false when another process holds the claim.
+    /// True (go ahead) when the store cannot answer.
+    func claimFill(key: String) async -> Bool
+    /// Gives the claim back.
+    func releaseFill(key: String)
+    /// Drops the variants of `key`.
+    func remove(key: String)
+    /// Drops every identity's entries for `url`.
+    func invalidate(url: String)
+    /// Drops the entries owned by each identity (given as its components; an entry belongs to
+    /// an identity when it was stored with all of them).
+    func purge(owners: [[String]])
+    /// Drops every entry stored with credentials.
+    func purgeAllIdentified()
+    /// Drops every entry.
+    func removeAll()
+}
+
+/// The bytes of one entry in a shared tier: the disk tier's row (checksummed), length-prefixed.
+enum SharedCacheCodec {
+    private static let version: UInt8 = 1
+
+    static func encode(_ entry: CacheEntry) -> Data {
+        let head = CacheHeadCodec.encode(entry.response)
+        let requestTime = entry.requestTime.timeIntervalSince1970
+        let responseTime = entry.responseTime.timeIntervalSince1970
+        let checksum = DiskCacheTier.checksum(
+            key: entry.key, variant: entry.variant, head: head, body: entry.body, requestTime: requestTime,
+            responseTime: responseTime, lifetime: entry.forcedLifetime)
+        var out = Data([version])
+        for part in [Data(entry.key.utf8), Data(entry.variant.utf8), Data(entry.url.utf8), Data(entry.identity.utf8)] {
+            append(&out, part)
+        }
+        append(&out, head)
+        append(&out, entry.body)
+        for value in [requestTime, responseTime, entry.forcedLifetime ?? .nan] { append64(&out, value.bitPattern) }
+        out.append(entry.hasQuery ? 1 : 0)
+        append64(&out, checksum)
+        return out
+    }
+
+    /// The entry, or nil when the bytes are damaged or from another version.
+    static func decode(_ data: Data) -> CacheEntry? {
+        let bytes = [UInt8](data)
+        var offset = 0
+        func take(_ count: Int) -> ArraySlice<UInt8>? {
+            guard count >= 0, count <= bytes.count - offset else { return nil }
+            defer { offset += count }
+            return bytes[offset..<offset + count]
+        }
+        func u64() -> UInt64? {
+            guard let raw = take(8) else { return nil }
+            return raw.reduce(0) { $0 << 8 | UInt64($1) }
+        }
+        func part() -> Data? {
+            guard let length = u64(), length <= UInt64(Int.max), let raw = take(Int(length)) else { return nil }
+            return Data(raw)
+        }
+        guard take(1)?.first == version, let key = part(), let variant = part(), let url = part(),
+            let identity = part(), let head = part(), let body = part(), let requestTime = u64(),
+            let responseTime = u64(), let lifetime = u64(), let hasQuery = take(1)?.first, let checksum = u64(),
+            offset == bytes.count
+        else { return nil }
+        let forced = Double(bitPattern: lifetime)
+        let row = DiskCacheTier.StoredRow(
+            key: String(decoding: key, as: UTF8.self), variant: String(decoding: variant, as: UTF8.self),
+            url: String(decoding: url, as: UTF8.self), identity: String(decoding: identity, as: UTF8.self),
+            head: head, body: body, requestTime: Double(bitPattern: requestTime),
+            responseTime: Double(bitPattern: responseTime), lifetime: forced.isNaN ? nil : forced,
+            hasQuery: hasQuery == 1, checksum: checksum)
+        return row.decode()
+    }
+
+    private static func append(_ out: inout Data, _ part: Data) {
+        append64(&out, UInt64(part.count))
+        out.append(part)
+    }
+
+    private static func append64(_ out: inout Data, _ value: UInt64) {
+        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8((value >> UInt64(shift)) & 0xff)) }
+    }
+}
+
+extension HostScopedCache {
+    /// The primary key of `request` and whether memory holds a fresh variant for it.
+    func sharedKey(_ request: CacheRequest) -> String {
+        Self.key(identity: identity(of: request), url: storedURL(request.normalizedURL))
+    }
+
+    /// Whether the memory tier holds a variant for `request` fresh enough to serve now.
+    func hasFreshInMemory(_ request: CacheRequest, key: String, plan: Plan) -> Bool {
+        let now = configuration.clock.now()
+        let held = memory.withLock { $0.tier.variants(for: key) } ?? []
+        return held.contains { entry in
+            entry.variant == variant(names: entry.varyNames, request: request)
+                && entry.freshnessLifetime(override: plan.forcedLifetime) > entry.currentAge(now: now)
+        }
+    }
+
+    /// Copies the shared tier's variants of `key` into memory, keeping the newer of two copies
+    /// of a variant.
+    /// - Returns: Whether another process is fetching `key` now; nil when the store did not answer.
+    @discardableResult
+    func pullShared(_ key: String, from shared: any SharedCacheTier) async -> Bool? {
+        guard let (blobs, filling) = await shared.variants(forKey: key) else { return nil }
+        let entries = blobs.compactMap(SharedCacheCodec.decode).filter { $0.key == key }
+        guard !entries.isEmpty else { return filling }
+        var events: [CacheEvent] = []
+        memory.withLock { state in
+            var newest: [String: CacheEntry] = [:]
+            for entry in (state.tier.variants(for: key) ?? []) + entries {
+                if let known = newest[entry.variant], known.responseTime >= entry.responseTime { continue }
+                newest[entry.variant] = entry
+            }
+            guard let latest = newest.values.max(by: { $0.responseTime < $1.responseTime }) else { return }
+            let kept = newest.values.filter { Self.sameVaryNames($0, latest) }
+            let evicted = state.tier.set(Array(kept), for: key)
+            state.statistics.evictions += evicted
+            if evicted > 0 { events.append(.evicted(count: evicted, fromDisk: false)) }
+        }
+        emit(events)
+        return filling
+    }
+
+    /// Before a lookup: when memory has nothing fresh for `request`, pulls the shared tier's
+    /// copy; when nobody has it and another process is fetching it, waits (up to the fill
+    /// lease) for that answer instead of asking the origin too.
+    /// - Returns: Whether this process claimed the fill (and must release it).
+    func prepareShared(_ request: CacheRequest, _ shared: any SharedCacheTier) async -> Bool {
+        guard request.request.method == .get, request.policy != .reloadIgnoringCache,
+            let plan = plan(for: request)
+        else { return false }
+        let key = sharedKey(request)
+        if hasFreshInMemory(request, key: key, plan: plan) { return false }
+        guard let filling = await pullShared(key, from: shared) else { return false }
+        if hasFreshInMemory(request, key: key, plan: plan) { return false }
+        guard request.policy == .useProtocolCachePolicy || request.policy == .returnCacheDataElseLoad else {
+            return false
+        }
+        if !filling, await shared.claimFill(key: key) { return true }
+        // Another process is fetching it: poll with a bounded back-off until its answer lands,
+        // its claim ends, or the lease runs out.
+        let deadline = ContinuousClock.now + shared.fillLease
+        var pause = Duration.milliseconds(2)
+        while ContinuousClock.now < deadline {
+            // A cancelled call stops waiting (and is cancelled at the network step).
+            do { try await Task.sleep(for: pause) } catch { return false }
+            guard let stillFilling = await pullShared(key, from: shared) else { return false }
+            if hasFreshInMemory(request, key: key, plan: plan) || !stillFilling { return false }
+            pause = min(pause * 2, .milliseconds(50))
+        }
+        return false
+    }
+
+    /// After a store: writes `entry` to the shared tier, with a time to live of its remaining
+    /// freshness plus the retention for revalidation. Undone when the session ended meanwhile.
+    func pushShared(_ entry: CacheEntry, request: CacheRequest, _ shared: any SharedCacheTier) async {
+        let now = configuration.clock.now()
+        let remaining = max(0, entry.freshnessLifetime(override: nil) - entry.currentAge(now: now))
+        let keepsForRevalidation =
+            !entry.conditionalHeaders.isEmpty || (request.staleIfError ?? configuration.staleIfError)
+        var timeToLive = Duration.milliseconds(Int64(min(remaining, 10 * 365 * 86_400) * 1_000))
+        if keepsForRevalidation { timeToLive += shared.staleRetention }
+        guard timeToLive >= .milliseconds(1) else { return }
+        await shared.store(
+            SharedCacheCodec.encode(entry), key: entry.key, variant: entry.variant,
+            varyNames: entry.varyNames.map(\.canonicalName).joined(separator: ","), url: entry.url,
+            owners: entry.identity.split(separator: ";").map(String.init), timeToLive: timeToLive)
+        // A logout between the local store and here purged before this write landed.
+        if let isCurrent = request.isCurrent, !isCurrent() { shared.remove(key: entry.key) }
+    }
+}

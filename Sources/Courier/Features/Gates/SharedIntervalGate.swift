@@ -1,0 +1,24 @@
+/// A request-interval table shared by the processes of a fleet (CourierRedis), consulted by
+/// `RequestIntervalGate` before its own table.
+package protocol SharedIntervalGate: Sendable {
+    /// Decides for a call to `key` fleet-wide and books it (a delayed call books its future
+    /// slot); nil when the store cannot answer, and the local table decides.
+    func admit(key: String, interval: Duration, delay: Bool) async -> SharedIntervalVerdict?
+}
+
+/// What a shared interval table decided.
+package enum SharedIntervalVerdict: Sendable, Equatable {
+    case proceed
+    case wait(Duration)
+    case drop(remaining: Duration)
+}
+
+extension RequestIntervalGate {
+    /// `key` without what differs between processes for the same request: a
+    /// `RequestIdentity` names the client object and the response type by their addresses.
+    package static func fleetKey(_ key: String) -> String {
+        key.split(separator: "\n", omittingEmptySubsequences: false)
+            .filter { !$0.hasPrefix("as: ") && !$0.hasPrefix("client: ") }
+            .joined(separator: "\n")
+    }
+}

@@ -1,0 +1,174 @@
+import Courier
+import CourierLocking
+import Foundation
+
+/// The shared cache tier in Redis.
+///
+/// Layout (all keys tagged `{namespace}`, so every script's keys share one cluster slot):
+/// - `e:<sha256(primary key)>`: a hash, field `vary` (the `Vary` names) and one field per
+///   variant holding the encoded entry; expires with its longest-lived variant (`PEXPIRE`).
+/// - `u:<sha256(url)>`, `o:<identity component>`, `owned`, `all`: sorted sets of entry keys
+///   scored by expiry (pruned on every store), for invalidation by URL, logout purge by
+///   identity, and purges of everything.
+/// - `f:<sha256(primary key)>`: the fill claim of the process fetching a missing entry.
+/// The primary key holds the identity as keyed digests (HMAC with the fleet's identity key),
+/// never a credential.
+final class RedisCacheTier: SharedCacheTier {
+    let fleet: RedisFleet
+    /// Fill claims this process holds: primary key → its random owner token.
+    private let claims = LockedValue<[String: String]>([:])
+
+    init(fleet: RedisFleet) { self.fleet = fleet }
+
+    var identitySecret: [UInt8] { fleet.configuration.identityKey }
+    var fillLease: Duration { fleet.configuration.fillLease }
+    var staleRetention: Duration { fleet.configuration.staleRetention }
+
+    private func entryKey(_ key: String) -> String { fleet.key("e", RedisFleet.digest(key)) }
+    private func fillKey(_ key: String) -> String { fleet.key("f", RedisFleet.digest(key)) }
+
+    func variants(forKey key: String) async -> (variants: [Data], filling: Bool)? {
+        let reply = await fleet.client.eval(Self.readScript, keys: [entryKey(key), fillKey(key)], arguments: [])
+        guard case .success(.array(let items)) = reply, let filling = items.first?.integer else { return nil }
+        return (items.dropFirst().compactMap(\.data), filling == 1)
+    }
+
+    func store(
+        _ encoded: Data, key: String, variant: String, varyNames: String, url: String, owners: [String],
+        timeToLive: Duration
+    ) async {
+        let entry = entryKey(key)
+        var indexes = [fleet.key("u", RedisFleet.digest(url)), fleet.key("all", "entries")]
+        if !owners.isEmpty {
+            indexes.append(fleet.key("owned", "entries"))
+            indexes += owners.map { fleet.key("o", $0) }
+        }
+        let milliseconds = timeToLive.redisMilliseconds
+        _ = await fleet.client.eval(
+            Self.storeScript, keys: [entry] + indexes,
+            arguments: [Data(("v:" + variant).utf8), encoded, Data(varyNames.utf8), Data(String(milliseconds).utf8)])
+    }
+
+    func claimFill(key: String) async -> Bool {
+        let token = UUID().uuidString
+        let milliseconds = fleet.configuration.fillLease.redisMilliseconds
+        let reply = await fleet.lockClient.run([
+            Data("SET".utf8), Data(fillKey(key).utf8), Data(token.utf8), Data("NX".utf8), Data("PX".utf8),
+            Data(String(milliseconds).utf8),
+        ])
+        switch reply {
+        case .success(.status):
+            claims.withLock { $0[key] = token }
+            return true
+        case .success(.null): return false
+        default: return true  // Redis cannot answer: fetch it ourselves
+        }
+    }
+
+    func releaseFill(key: String) {
+        guard let token = claims.withLock({ $0.removeValue(forKey: key) }) else { return }
+        fleet.lockClient.sendEval(RedisScripts.compareAndDelete, keys: [fillKey(key)], arguments: [Data(token.utf8)])
+    }
+
+    func remove(key: String) {
+        fleet.client.send([Data("DEL".utf8), Data(entryKey(key).utf8)], replayed: true)
+    }
+
+    func invalidate(url: String) {
+        fleet.client.sendEval(
+            Self.dropIndexScript, keys: [fleet.key("u", RedisFleet.digest(url))], arguments: [], replayed: true)
+    }
+
+    func purge(owners: [[String]]) {
+        var seen = Set<[String]>()
+        for identity in owners where !identity.isEmpty && seen.insert(identity).inserted {
+            fleet.client.sendEval(
+                Self.purgeScript, keys: identity.map { fleet.key("o", $0) }, arguments: [], replayed: true)
+        }
+    }
+
+    func purgeAllIdentified() {
+        fleet.client.sendEval(
+            Self.dropIndexScript, keys: [fleet.key("owned", "entries")], arguments: [], replayed: true)
+    }
+
+    func removeAll() {
+        fleet.client.sendEval(
+            Self.dropIndexScript, keys: [fleet.key("all", "entries"), fleet.key("owned", "entries")], arguments: [],
+            replayed: true)
+    }
+
+    /// KEYS: entry, fill claim. Returns {claimed?, variant…}.
+    static let readScript = """
+        local out = {redis.call('EXISTS', KEYS[2])}
+        local all = redis.call('HGETALL', KEYS[1])
+        for i = 1, #all, 2 do
+          if all[i] ~= 'vary' then out[#out + 1] = all[i + 1] end
+        end
+        return out
+        """
+
+    /// KEYS: entry, then index sets. ARGV: variant field, entry bytes, Vary names, TTL in ms.
+    static let storeScript = """
+        local t = redis.call('TIME')
+        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        local ttl = tonumber(ARGV[4])
+        local expiry = now + ttl
+        local vary = redis.call('HGET', KEYS[1], 'vary')
+        if vary and vary ~= ARGV[3] then redis.call('DEL', KEYS[1]) end
+        redis.call('HSET', KEYS[1], 'vary', ARGV[3], ARGV[1], ARGV[2])
+        if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+        for i = 2, #KEYS do
+          redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
+          local score = redis.call('ZSCORE', KEYS[i], KEYS[1])
+          if (not score) or tonumber(score) < expiry then redis.call('ZADD', KEYS[i], expiry, KEYS[1]) end
+          if redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end
+        end
+        return 1
+        """
+
+    /// KEYS: index sets. Deletes every entry they list, then the sets.
+    static let dropIndexScript = """
+        local dropped = 0
+        for i = 1, #KEYS do
+          local members = redis.call('ZRANGE', KEYS[i], 0, -1)
+          for _, key in ipairs(members) do dropped = dropped + redis.call('DEL', key) end
+          redis.call('DEL', KEYS[i])
+        end
+        return dropped
+        """
+
+    /// KEYS: the owner sets of one identity's components. Deletes the entries stored with all
+    /// of them (and possibly more credentials).
+    static let purgeScript = """
+        local dropped = 0
+        local members = redis.call('ZRANGE', KEYS[1], 0, -1)
+        for _, key in ipairs(members) do
+          local all = true
+          for i = 2, #KEYS do
+            if not redis.call('ZSCORE', KEYS[i], key) then all = false break end
+          end
+          if all then
+            dropped = dropped + redis.call('DEL', key)
+            for i = 1, #KEYS do redis.call('ZREM', KEYS[i], key) end
+          end
+        end
+        return dropped
+        """
+}
+
+/// Scripts shared by the tiers.
+enum RedisScripts {
+    /// KEYS: a lock. ARGV: the owner token. Deletes the lock only if the owner still holds it.
+    static let compareAndDelete = """
+        if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+        return 0
+        """
+}
+
+extension Duration {
+    /// Whole milliseconds, at least 1.
+    var redisMilliseconds: Int64 {
+        max(1, components.seconds * 1_000 + components.attoseconds / 1_000_000_000_000_000)
+    }
+}

@@ -1,0 +1,175 @@
+import CHiredis
+import Foundation
+
+/// A reply from Redis, copied out of hiredis's reply tree.
+enum RedisReply: Sendable, Equatable {
+    case string(Data)
+    case integer(Int64)
+    case array([RedisReply])
+    case null
+    case status(String)
+    case error(String)
+
+    var data: Data? {
+        if case .string(let data) = self { return data }
+        return nil
+    }
+
+    var integer: Int64? {
+        switch self {
+        case .integer(let value): return value
+        case .string(let data): return Int64(String(decoding: data, as: UTF8.self))
+        default: return nil
+        }
+    }
+
+    var array: [RedisReply]? {
+        if case .array(let items) = self { return items }
+        return nil
+    }
+}
+
+/// Why a command got no reply.
+enum RedisFailure: Error, Equatable {
+    /// No connection could be made (refused, timed out, AUTH refused).
+    case connect(String)
+    /// The command timed out or the connection broke; the connection was dropped.
+    case io(String)
+    /// The circuit breaker is open: Redis failed recently and is not asked again yet.
+    case unavailable
+    /// Waited too long in the queue behind slower commands.
+    case expired
+}
+
+/// One blocking hiredis connection. Not thread-safe: a `RedisClient` uses it from its own
+/// serial queue only, never from the curl thread or the cooperative pool.
+///
+/// Connect and command timeouts are set on the socket (hiredis `SO_RCVTIMEO`/`SO_SNDTIMEO`),
+/// so a Redis that stops answering costs at most one command timeout; after any I/O error the
+/// context is freed (hiredis contexts are unusable after one) and the next command reconnects.
+final class RedisConnection {
+    struct Endpoint: Sendable {
+        var host: String
+        var port: Int
+        var username: String?
+        var password: String?
+        var database: Int
+        var connectTimeout: Duration
+        var commandTimeout: Duration
+    }
+
+    let endpoint: Endpoint
+    private var context: UnsafeMutablePointer<redisContext>?
+
+    init(endpoint: Endpoint) { self.endpoint = endpoint }
+
+    deinit { close() }
+
+    func close() {
+        if let context { redisFree(context) }
+        context = nil
+    }
+
+    /// Runs one command, connecting first when needed.
+    func run(_ arguments: [Data]) throws(RedisFailure) -> RedisReply {
+        if context == nil { try connect() }
+        guard let context else { throw .connect("no context") }
+        let reply = Self.command(context, arguments)
+        guard let reply else {
+            let message = Self.errorText(context)
+            close()
+            throw .io(message)
+        }
+        return reply
+    }
+
+    private func connect() throws(RedisFailure) {
+        let made = redisConnectWithTimeout(endpoint.host, Int32(endpoint.port), Self.timeval(endpoint.connectTimeout))
+        guard let made else { throw .connect("out of memory") }
+        if made.pointee.err != 0 {
+            let message = Self.errorText(made)
+            redisFree(made)
+            throw .connect(message)
+        }
+        redisSetTimeout(made, Self.timeval(endpoint.commandTimeout))
+        context = made
+        do {
+            if let password = endpoint.password {
+                var auth = [Data("AUTH".utf8)]
+                if let username = endpoint.username { auth.append(Data(username.utf8)) }
+                auth.append(Data(password.utf8))
+                // The password never goes into an error message.
+                if case .error = try run(auth) { throw RedisFailure.connect("AUTH was refused") }
+            }
+            if endpoint.database != 0 {
+                if case .error(let text) = try run([Data("SELECT".utf8), Data(String(endpoint.database).utf8)]) {
+                    throw RedisFailure.connect("SELECT failed: " + text)
+                }
+            }
+        } catch {
+            close()
+            throw error as? RedisFailure ?? .connect("setup failed")
+        }
+    }
+
+    private static func command(_ context: UnsafeMutablePointer<redisContext>, _ arguments: [Data]) -> RedisReply? {
+        var pointers: [UnsafePointer<CChar>?] = []
+        var lengths: [Int] = []
+        var buffers: [UnsafeMutablePointer<CChar>] = []
+        defer { for buffer in buffers { buffer.deallocate() } }
+        for argument in arguments {
+            let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: max(1, argument.count))
+            argument.withUnsafeBytes { raw in
+                if let base = raw.baseAddress {
+                    buffer.update(from: base.assumingMemoryBound(to: CChar.self), count: raw.count)
+                }
+            }
+            buffers.append(buffer)
+            pointers.append(UnsafePointer(buffer))
+            lengths.append(argument.count)
+        }
+        let raw = pointers.withUnsafeMutableBufferPointer { argv in
+            lengths.withUnsafeBufferPointer { argvlen in
+                redisCommandArgv(context, Int32(arguments.count), argv.baseAddress, argvlen.baseAddress)
+            }
+        }
+        guard let raw else { return nil }
+        let reply = raw.assumingMemoryBound(to: redisReply.self)
+        defer { freeReplyObject(raw) }
+        return convert(reply)
+    }
+
+    private static func convert(_ reply: UnsafeMutablePointer<redisReply>) -> RedisReply {
+        let value = reply.pointee
+        func text() -> Data {
+            guard let str = value.str else { return Data() }
+            return Data(bytes: str, count: value.len)
+        }
+        switch value.type {
+        case REDIS_REPLY_STRING: return .string(text())
+        case REDIS_REPLY_INTEGER: return .integer(value.integer)
+        case REDIS_REPLY_NIL: return .null
+        case REDIS_REPLY_STATUS: return .status(String(decoding: text(), as: UTF8.self))
+        case REDIS_REPLY_ERROR: return .error(String(decoding: text(), as: UTF8.self))
+        case REDIS_REPLY_ARRAY:
+            var items: [RedisReply] = []
+            for index in 0..<value.elements {
+                if let element = value.element[index] { items.append(convert(element)) } else { items.append(.null) }
+            }
+            return .array(items)
+        default: return .null
+        }
+    }
+
+    private static func errorText(_ context: UnsafeMutablePointer<redisContext>) -> String {
+        withUnsafeBytes(of: context.pointee.errstr) { raw in
+            let bytes = raw.prefix { $0 != 0 }
+            return bytes.isEmpty ? "error \(context.pointee.err)" : String(decoding: bytes, as: UTF8.self)
+        }
+    }
+
+    private static func timeval(_ duration: Duration) -> timeval {
+        let (seconds, attoseconds) = duration.components
+        return Glibc.timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+    }
+}

@@ -1,0 +1,214 @@
+import Courier
+import CourierLocking
+import Crypto
+import Foundation
+
+extension RedisFleet {
+    /// A refresh coordinator whose refreshes are single-flight across the fleet: when the
+    /// token expires, one process refreshes it (a Redis lock with a lease, and a fencing
+    /// generation), the others wait for it and read the new one; before every attempt each
+    /// process checks the published generation, so none keeps sending a token the fleet has
+    /// replaced. When Redis is unavailable each process refreshes on its own.
+    ///
+    /// The token is stored in Redis encrypted (ChaCha20-Poly1305 under a key derived from the
+    /// identity key), bound to `name` and its generation.
+    /// - Parameters:
+    ///   - name: the credential's name in the fleet (one per API account).
+    ///   - credential: the token to start with (nil: logged out).
+    ///   - lease: how long the refreshing process holds the lock; others wait at most twice this.
+    ///   - stormLimit: the local limit on refreshes.
+    ///   - refresh: gets a new token from the expired one; called by one process at a time.
+    public func coordinator(
+        name: String, credential: String? = nil, lease: Duration = .seconds(10),
+        stormLimit: RefreshStormLimit = .default,
+        refresh: @escaping @Sendable (_ expired: String) async throws -> String
+    ) -> AuthRefreshCoordinator<String> {
+        let store = RedisCredentialStore(fleet: self, name: name, lease: lease)
+        let coordinator = AuthRefreshCoordinator<String>(credential: credential, stormLimit: stormLimit) { expired in
+            try await store.refresh(expired: expired, using: refresh)
+        }
+        coordinator.sharedSync.withLock { sync in
+            sync = { [weak coordinator] in
+                guard let coordinator, let newer = await store.newer() else { return }
+                coordinator.adopt(newer)
+            }
+        }
+        return coordinator
+    }
+}
+
+/// One credential in Redis: `c:<name>` = "<generation>:<sealed token>", `l:<name>` = the
+/// refresh lock (owner token, with a lease), `g:<name>` = the fencing counter.
+final class RedisCredentialStore: Sendable {
+    let fleet: RedisFleet
+    let name: String
+    let lease: Duration
+    private let sealKey: [UInt8]
+    /// The newest generation this process has seen or published.
+    private let seen = LockedValue<UInt64>(0)
+
+    init(fleet: RedisFleet, name: String, lease: Duration) {
+        self.fleet = fleet
+        self.name = name
+        self.lease = lease
+        sealKey = Array(
+            HMAC<SHA256>.authenticationCode(
+                for: Data("courier-fleet-credential".utf8), using: SymmetricKey(data: fleet.configuration.identityKey)))
+    }
+
+    private var credentialKey: String { fleet.key("c", RedisFleet.digest(name)) }
+    private var lockKey: String { fleet.key("l", RedisFleet.digest(name)) }
+    private var fenceKey: String { fleet.key("g", RedisFleet.digest(name)) }
+
+    enum Read {
+        case unavailable
+        case absent
+        case value(generation: UInt64, token: String)
+    }
+
+    /// The published credential.
+    func read(client: RedisClient? = nil) async -> Read {
+        switch await (client ?? fleet.client).run([Data("GET".utf8), Data(credentialKey.utf8)]) {
+        case .success(.null): return .absent
+        case .success(.string(let data)):
+            guard let (generation, token) = open(data) else { return .absent }
+            return .value(generation: generation, token: token)
+        default: return .unavailable
+        }
+    }
+
+    /// A credential published after the newest this process has seen, if any.
+    func newer() async -> String? {
+        guard case .value(let generation, let token) = await read() else { return nil }
+        let isNewer = seen.withLock { seen -> Bool in
+            guard generation > seen else { return false }
+            seen = generation
+            return true
+        }
+        return isNewer ? token : nil
+    }
+
+    /// Single-flight refresh across the fleet.
+    func refresh(expired: String, using refresher: @Sendable (String) async throws -> String) async throws -> String {
+        let giveUp = ContinuousClock.now + lease * 2
+        var pause = Duration.milliseconds(5)
+        while true {
+            switch await read(client: fleet.lockClient) {
+            case .unavailable:
+                return try await refresher(expired)
+            case .value(let generation, let token) where token != expired:
+                note(generation)
+                return token
+            default:
+                break
+            }
+            switch await acquire() {
+            case .unavailable:
+                return try await refresher(expired)
+            case .acquired(let owner, let fence):
+                // Someone may have published between the read and the lock.
+                if case .value(let generation, let token) = await read(client: fleet.lockClient), token != expired {
+                    release(owner)
+                    note(generation)
+                    return token
+                }
+                let fresh: String
+                do {
+                    fresh = try await refresher(expired)
+                } catch {
+                    release(owner)
+                    throw error
+                }
+                if await publish(fresh, fence: fence, owner: owner) {
+                    note(fence)
+                    return fresh
+                }
+                // Our lease ran out and a newer generation was published: that one wins.
+                if case .value(let generation, let token) = await read(client: fleet.lockClient) {
+                    note(generation)
+                    return token
+                }
+                return fresh
+            case .held:
+                // The holder died or hangs past the lease twice over: refresh here.
+                if ContinuousClock.now >= giveUp { return try await refresher(expired) }
+                try await Task.sleep(for: pause)
+                pause = min(pause * 2, .milliseconds(100))
+            }
+        }
+    }
+
+    private func note(_ generation: UInt64) {
+        seen.withLock { $0 = max($0, generation) }
+    }
+
+    enum Acquired {
+        case acquired(owner: String, fence: UInt64)
+        case held
+        case unavailable
+    }
+
+    private func acquire() async -> Acquired {
+        let owner = UUID().uuidString
+        let reply = await fleet.lockClient.eval(
+            Self.acquireScript, keys: [lockKey, fenceKey],
+            arguments: [Data(owner.utf8), Data(String(lease.redisMilliseconds).utf8)])
+        guard case .success(let value) = reply, let fence = value.integer else { return .unavailable }
+        return fence > 0 ? .acquired(owner: owner, fence: UInt64(fence)) : .held
+    }
+
+    private func publish(_ token: String, fence: UInt64, owner: String) async -> Bool {
+        guard let sealed = seal(token, generation: fence) else { return false }
+        let reply = await fleet.lockClient.eval(
+            Self.publishScript, keys: [credentialKey, lockKey],
+            arguments: [Data(owner.utf8), Data(String(fence).utf8), sealed])
+        return reply == .success(.integer(1))
+    }
+
+    private func release(_ owner: String) {
+        fleet.lockClient.sendEval(RedisScripts.compareAndDelete, keys: [lockKey], arguments: [Data(owner.utf8)])
+    }
+
+    private func authenticatedData(_ generation: UInt64) -> Data { Data("\(name)\u{0}\(generation)".utf8) }
+
+    private func seal(_ token: String, generation: UInt64) -> Data? {
+        guard
+            let box = try? ChaChaPoly.seal(
+                Data(token.utf8), using: SymmetricKey(data: sealKey), authenticating: authenticatedData(generation))
+        else { return nil }
+        return Data("\(generation):".utf8) + box.combined
+    }
+
+    private func open(_ data: Data) -> (UInt64, String)? {
+        guard let colon = data.firstIndex(of: UInt8(ascii: ":")),
+            let generation = UInt64(String(decoding: data[data.startIndex..<colon], as: UTF8.self)),
+            let box = try? ChaChaPoly.SealedBox(combined: data[data.index(after: colon)...]),
+            let plain = try? ChaChaPoly.open(
+                box, using: SymmetricKey(data: sealKey), authenticating: authenticatedData(generation))
+        else { return nil }
+        return (generation, String(decoding: plain, as: UTF8.self))
+    }
+
+    /// KEYS: lock, fence counter. ARGV: owner, lease ms. Returns the new fence, or 0 when held.
+    static let acquireScript = """
+        if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+          return redis.call('INCR', KEYS[2])
+        end
+        return 0
+        """
+
+    /// KEYS: credential, lock. ARGV: owner, fence, value. Publishes only a newer generation,
+    /// and only while the lock is ours or free.
+    static let publishScript = """
+        local current = redis.call('GET', KEYS[1])
+        if current then
+          local generation = tonumber(string.match(current, '^(%d+):'))
+          if generation and generation >= tonumber(ARGV[2]) then return 0 end
+        end
+        local holder = redis.call('GET', KEYS[2])
+        if holder and holder ~= ARGV[1] then return 0 end
+        redis.call('SET', KEYS[1], ARGV[3])
+        if holder then redis.call('DEL', KEYS[2]) end
+        return 1
+        """
+}

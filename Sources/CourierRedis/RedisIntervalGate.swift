@@ -1,0 +1,42 @@
+import Courier
+import Foundation
+
+/// The fleet-wide request-interval table: one Redis key per request identity (keyed digest),
+/// holding the time of the last booked send, checked and booked by one script on Redis's own
+/// clock, so the processes' clocks do not matter.
+struct RedisIntervalGate: SharedIntervalGate {
+    let fleet: RedisFleet
+
+    func admit(key: String, interval: Duration, delay: Bool) async -> SharedIntervalVerdict? {
+        guard interval >= .milliseconds(1) else { return .proceed }
+        let name = fleet.key("i", fleet.keyedDigest(RequestIntervalGate.fleetKey(key)))
+        let reply = await fleet.client.eval(
+            Self.script, keys: [name],
+            arguments: [Data(String(interval.redisMilliseconds).utf8), Data((delay ? "delay" : "drop").utf8)])
+        guard case .success(.array(let items)) = reply, items.count == 2, let code = items[0].integer,
+            let milliseconds = items[1].integer
+        else { return nil }
+        switch code {
+        case 0: return .proceed
+        case 1: return .wait(.milliseconds(milliseconds))
+        default: return .drop(remaining: .milliseconds(milliseconds))
+        }
+    }
+
+    /// KEYS: the endpoint's slot. ARGV: interval in ms, "drop" or "delay".
+    /// Returns {0, 0} proceed, {1, ms} wait, {2, ms} drop.
+    static let script = """
+        local t = redis.call('TIME')
+        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        local interval = tonumber(ARGV[1])
+        local last = tonumber(redis.call('GET', KEYS[1]))
+        if (not last) or last + interval <= now then
+          redis.call('SET', KEYS[1], now, 'PX', interval)
+          return {0, 0}
+        end
+        local allowed = last + interval
+        if ARGV[2] == 'drop' then return {2, allowed - now} end
+        redis.call('SET', KEYS[1], allowed, 'PX', allowed - now + interval)
+        return {1, allowed - now}
+        """
+}

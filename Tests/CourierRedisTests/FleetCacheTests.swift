@@ -1,0 +1,317 @@
+import CourierLocking
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+@testable import Courier
+@testable import CourierRedis
+
+/// The shared cache tier: several clients, each with its own memory tier and its own Redis
+/// connection (as separate processes would have), sharing one real redis-server.
+@Suite(.serialized) struct FleetCacheTests {
+    func makeClient(_ server: TestServer, _ fleet: RedisFleet, staleIfError: Bool = false) throws -> HTTPClient {
+        let cache = try fleet.cache(
+            .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly, staleIfError: staleIfError))
+        return try HTTPClient(configuration: .init(baseURL: server.baseURL, cache: cache))
+    }
+
+    func get(_ path: String) -> HTTPRequest { HTTPRequest(method: .get, scheme: nil, authority: nil, path: path) }
+
+    @Test func aSecondClientIsAnsweredFromRedisNotTheOrigin() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let server = try TestServer()
+        defer { server.stop() }
+        let first = try makeClient(server, try redis.fleet())
+        let second = try makeClient(server, try redis.fleet())
+        let a = try await first.send(get("/cache/etag?etag=a&max-age=60"))
+        #expect(!a.isFromCache)
+        let b = try await second.send(get("/cache/etag?etag=a&max-age=60"))
+        #expect(b.isFromCache)
+        #expect(b.body == a.body)
+        #expect(server.requestCount == 1)
+    }
+
+    @Test func identitiesStaySeparateAndNoCredentialReachesRedis() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let server = try TestServer()
+        defer { server.stop() }
+        let alice = try makeClient(server, try redis.fleet())
+        try alice.logIn(credential: "alice-secret-token")
+        let bob = try makeClient(server, try redis.fleet())
+        try bob.logIn(credential: "bob-secret-token")
+        let aliceElsewhere = try makeClient(server, try redis.fleet())
+        try aliceElsewhere.logIn(credential: "alice-secret-token")
+
+        _ = try await alice.send(get("/cache/etag?etag=me&max-age=60&api_key=query-secret"))
+        let forBob = try await bob.send(get("/cache/etag?etag=me&max-age=60&api_key=query-secret"))
+        #expect(!forBob.isFromCache)
+        let forAlice = try await aliceElsewhere.send(get("/cache/etag?etag=me&max-age=60&api_key=query-secret"))
+        #expect(forAlice.isFromCache)
+        #expect(server.requestCount == 2)
+        let stored = try redis.dump()
+        #expect(!stored.isEmpty)
+        for secret in ["alice-secret-token", "bob-secret-token", "query-secret"] {
+            #expect(stored.range(of: Data(secret.utf8)) == nil, "\(secret) is in Redis")
+        }
+    }
+
+    @Test func logoutPurgesTheUsersEntriesFromRedis() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let server = try TestServer()
+        defer { server.stop() }
+        let fleet = try redis.fleet()
+        let client = try makeClient(server, fleet)
+        try client.logIn(credential: "carol-token")
+        _ = try await client.send(get("/cache/etag?etag=c&max-age=60"))
+        _ = try await client.send(get("/cache/etag?etag=anon&max-age=60"))
+        client.logOut()
+        await fleet.flush()
+        let other = try makeClient(server, try redis.fleet())
+        try other.logIn(credential: "carol-token")
+        let again = try await other.send(get("/cache/etag?etag=c&max-age=60"))
+        #expect(!again.isFromCache)
+        #expect(server.requestCount == 3)
+    }
+
+    @Test func aLogoutWhileRedisIsUnreachableIsReplayedWhenItAnswers() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let server = try TestServer()
+        defer { server.stop() }
+        let fleet = try redis.fleet(commandTimeout: .milliseconds(100), retryAfter: .milliseconds(50))
+        let client = try makeClient(server, fleet)
+        try client.logIn(credential: "dave-token")
+        _ = try await client.send(get("/cache/etag?etag=d&max-age=60"))
+        // Redis keeps its data but answers nothing (a partition), so the purge cannot land.
+        redis.pause()
+        client.logOut()
+        await fleet.flush()
+        #expect(fleet.client.pendingRemovals == 1)
+        redis.resume()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while fleet.client.pendingRemovals > 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+            await fleet.flush()
+        }
+        #expect(fleet.client.pendingRemovals == 0)
+        let other = try makeClient(server, try redis.fleet())
+        try other.logIn(credential: "dave-token")
+        #expect(try await other.send(get("/cache/etag?etag=d&max-age=60")).isFromCache == false)
+        #expect(server.requestCount == 2)
+    }
+
+    @Test func aStaleEntryIsRevalidatedFromAnotherClient() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let server = try TestServer()
+        defer { server.stop() }
+        let first = try makeClient(server, try redis.fleet())
+        let second = try makeClient(server, try redis.fleet())
+        let a = try await first.send(get("/cache/etag?etag=v2"))  // no-cache: revalidate every time
+        let b = try await second.send(get("/cache/etag?etag=v2"))
+        #expect(b.isFromCache)
+        #expect(b.status.code == 200)
+        #expect(b.body == a.body)
+        #expect(server.recordedRequests.last?.header("If-None-Match") == "\"v2\"")
+    }
+
+    @Test func anUnsafeCallInOneClientInvalidatesRedisForTheOthers() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let server = try TestServer()
+        defer { server.stop() }
+        let fleet = try redis.fleet()
+        let writer = try makeClient(server, fleet)
+        _ = try await writer.send(get("/cache/etag?etag=w&max-age=60"))
+        _ = try await writer.send(
+            HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/cache/etag?etag=w&max-age=60"))
+        await fleet.flush()
+        let reader = try makeClient(server, try redis.fleet())
+        let read = try await reader.send(get("/cache/etag?etag=w&max-age=60"))
+        #expect(!read.isFromCache)
+    }
+
+    @Test func concurrentMissesInFourClientsReachTheOriginOnce() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/slow") { _ in
+            var response = ScriptedResponse.json(["slow": true])
+            response.headers[.cacheControl] = "max-age=60"
+            response.delay = .milliseconds(200)
+            return response
+        }
+        let clients = try (0..<4).map { _ in try makeClient(server, try redis.fleet()) }
+        let bodies = try await withThrowingTaskGroup(of: Data.self) { group in
+            for client in clients { group.addTask { try await client.send(get("/slow")).body } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(bodies.count == 4)
+        #expect(Set(bodies).count == 1)
+        #expect(server.requestCount == 1)
+    }
+
+    @Test func callsGoOnWhileRedisIsDownAndShareAgainWhenItReturns() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let server = try TestServer()
+        defer { server.stop() }
+        let fleetA = try redis.fleet(retryAfter: .milliseconds(50))
+        let fleetB = try redis.fleet(retryAfter: .milliseconds(50))
+        let first = try makeClient(server, fleetA)
+        let second = try makeClient(server, fleetB)
+        redis.stop()
+        let started = ContinuousClock.now
+        for index in 0..<20 {
+            let response = try await first.send(get("/cache/etag?etag=down\(index)&max-age=60"))
+            #expect(response.status.code == 200)
+        }
+        // Each call pays at most one refused connect; most are short-circuited by the breaker.
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(!fleetA.isAvailable || fleetA.client.statistics.failures > 0)
+        #expect(server.requestCount == 20)
+        // The local memory tier still answers while Redis is down.
+        let local = try await first.send(get("/cache/etag?etag=down0&max-age=60"))
+        #expect(local.isFromCache)
+
+        try await redis.start()
+        // Wait for the breaker to let a call through again (an event: a store reaching Redis).
+        let deadline = ContinuousClock.now + .seconds(10)
+        var shared = false
+        var round = 0
+        while ContinuousClock.now < deadline, !shared {
+            round += 1
+            let path = "/cache/etag?etag=up\(round)&max-age=60"
+            _ = try await first.send(get(path))
+            shared = try await second.send(get(path)).isFromCache
+        }
+        #expect(shared)
+        #expect(fleetA.isAvailable)
+    }
+
+    @Test func aLoadRunSurvivesRedisStoppingAndStartingUnderIt() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let server = try TestServer()
+        defer { server.stop() }
+        let fleets = try (0..<3).map { _ in try redis.fleet(retryAfter: .milliseconds(50)) }
+        let clients = try fleets.map { try makeClient(server, $0) }
+        let stop = StopFlag()
+        // Three clients call without pause, each a new cacheable URL, while Redis goes away
+        // and comes back; every call must succeed.
+        let load = Task {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for (index, client) in clients.enumerated() {
+                    group.addTask {
+                        var calls = 0
+                        while !stop.isSet {
+                            calls += 1
+                            let response = try await client.send(get("/cache/etag?etag=l\(index)-\(calls)&max-age=60"))
+                            #expect(response.status.code == 200)
+                        }
+                        return calls
+                    }
+                }
+                return try await group.reduce(0, +)
+            }
+        }
+        #expect(await server.waitForRequests(atLeast: 15))
+        redis.stop()
+        #expect(await server.waitForRequests(atLeast: 45))
+        try await redis.start()
+        #expect(await server.waitForRequests(atLeast: 75))
+        stop.set()
+        let calls = try await load.value
+        #expect(calls >= 75)
+        #expect(fleets.contains { $0.client.statistics.failures > 0 })
+        // Sharing works again once the breaker lets commands through.
+        let deadline = ContinuousClock.now + .seconds(10)
+        var shared = false
+        var round = 0
+        while ContinuousClock.now < deadline, !shared {
+            round += 1
+            _ = try await clients[0].send(get("/cache/etag?etag=after\(round)&max-age=60"))
+            shared = try await clients[1].send(get("/cache/etag?etag=after\(round)&max-age=60")).isFromCache
+        }
+        #expect(shared)
+    }
+
+    @Test func aHungRedisCostsACallABoundedTime() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let server = try TestServer()
+        defer { server.stop() }
+        let fleet = try redis.fleet(commandTimeout: .milliseconds(100), retryAfter: .seconds(30))
+        let client = try makeClient(server, fleet)
+        _ = try await client.send(get("/cache/etag?etag=warm&max-age=60"))
+        redis.pause()
+        defer { redis.resume() }
+        let started = ContinuousClock.now
+        for index in 0..<10 {
+            let response = try await client.send(get("/cache/etag?etag=hung\(index)&max-age=60"))
+            #expect(response.status.code == 200)
+        }
+        let elapsed = ContinuousClock.now - started
+        // One command timeout opens the breaker; the other calls do not wait for Redis at all.
+        #expect(elapsed < .seconds(2), "10 calls took \(elapsed)")
+        #expect(!fleet.isAvailable)
+        #expect(fleet.client.statistics.shortCircuited > 0)
+    }
+
+    @Test func aWrongPasswordFallsBackToLocalAndTheRightOneShares() async throws {
+        let redis = try await RedisTestServer.make(password: "s3cret-pass")
+        defer { redis.stop() }
+        let server = try TestServer()
+        defer { server.stop() }
+        let refused = try makeClient(server, try redis.fleet(password: "wrong"))
+        let response = try await refused.send(get("/cache/etag?etag=p&max-age=60"))
+        #expect(response.status.code == 200)
+        let first = try makeClient(server, try redis.fleet())
+        let second = try makeClient(server, try redis.fleet())
+        _ = try await first.send(get("/cache/etag?etag=q&max-age=60"))
+        #expect(try await second.send(get("/cache/etag?etag=q&max-age=60")).isFromCache)
+    }
+
+    @Test func aShortIdentityKeyOrDiskStorageIsRefused() throws {
+        #expect(throws: CourierError.self) {
+            try RedisFleet(configuration: .init(identityKey: [1, 2, 3]))
+        }
+        let fleet = try RedisFleet(configuration: .init(identityKey: RedisTestServer.identityKey))
+        let error = #expect(throws: CourierError.self) {
+            try fleet.cache(.init(rules: [], storage: .disk(directory: NSTemporaryDirectory())))
+        }
+        #expect(error?.code == .configuration)
+    }
+
+    @Test func entriesRoundTripThroughTheCodecAndDamageIsRejected() throws {
+        let entry = CacheEntry(
+            key: "a:1 http://h/x", url: "http://h/x", identity: "a:1", variant: "Accept=json",
+            response: HTTPResponse(status: .ok, headerFields: [.cacheControl: "max-age=5", .eTag: "\"e\""]),
+            body: Data("hello".utf8), requestTime: Date(timeIntervalSince1970: 10),
+            responseTime: Date(timeIntervalSince1970: 11), forcedLifetime: 30, hasQuery: false)
+        let encoded = SharedCacheCodec.encode(entry)
+        let decoded = try #require(SharedCacheCodec.decode(encoded))
+        #expect(decoded.key == entry.key)
+        #expect(decoded.variant == entry.variant)
+        #expect(decoded.body == entry.body)
+        #expect(decoded.response == entry.response)
+        #expect(decoded.forcedLifetime == 30)
+        var damaged = encoded
+        damaged[damaged.count - 20] ^= 0xff
+        #expect(SharedCacheCodec.decode(damaged) == nil)
+        #expect(SharedCacheCodec.decode(encoded.prefix(encoded.count - 1)) == nil)
+        #expect(SharedCacheCodec.decode(Data()) == nil)
+    }
+}
+
+/// Tells the load tasks of a test to finish.
+final class StopFlag: Sendable {
+    private let stopped = LockedValue(false)
+    var isSet: Bool { stopped.withLock { $0 } }
+    func set() { stopped.withLock { $0 = true } }
+}

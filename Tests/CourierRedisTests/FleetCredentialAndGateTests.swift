@@ -1,0 +1,146 @@
+import CourierLocking
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+@testable import Courier
+@testable import CourierRedis
+
+/// Single-flight refresh across processes, and the fleet-wide request interval, on a real
+/// redis-server; each coordinator or gate has its own fleet (its own connections), as
+/// separate processes would.
+@Suite(.serialized) struct FleetCredentialAndGateTests {
+    let base = PreparedRequest(head: HTTPRequest(method: .get, scheme: "https", authority: "h.example", path: "/me"))
+    let context = InterceptorContext(callID: .next(), attempt: 1)
+
+    @Test func eightProcessesRefreshAnExpiredTokenOnce() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let refreshes = LockedValue(0)
+        let coordinators = try (0..<8).map { _ in
+            try redis.fleet().coordinator(name: "api", credential: "t1") { expired in
+                #expect(expired == "t1")
+                refreshes.withLock { $0 += 1 }
+                // Long enough that every other process asks while this one holds the lock.
+                try await Task.sleep(for: .milliseconds(200))
+                return "fleet-token-2"
+            }
+        }
+        let tokens = try await withThrowingTaskGroup(of: String.self) { group in
+            for coordinator in coordinators {
+                group.addTask { try await coordinator.credential(replacing: "t1") }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(tokens == Array(repeating: "fleet-token-2", count: 8))
+        #expect(refreshes.withLock { $0 } == 1)
+        let stored = try redis.dump()
+        #expect(!stored.isEmpty)
+        #expect(stored.range(of: Data("fleet-token-2".utf8)) == nil, "the token is stored in clear")
+    }
+
+    @Test func noProcessSendsTheOldTokenOnceTheNewOneIsPublished() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let refresher: @Sendable (String) async throws -> String = { _ in "fresh-token" }
+        let first = try redis.fleet().coordinator(name: "api", credential: "old-token", refresh: refresher)
+        let second = try redis.fleet().coordinator(name: "api", credential: "old-token", refresh: refresher)
+        let firstAuth = AuthenticationInterceptor.bearer(first)
+        let secondAuth = AuthenticationInterceptor.bearer(second)
+        #expect(
+            try await secondAuth.adapt(base, context: context).head.headerFields[.authorization] == "Bearer old-token")
+        // The first process gets a 401 and refreshes; the second got no 401 at all.
+        _ = try await first.credential(replacing: "old-token")
+        #expect(
+            try await firstAuth.adapt(base, context: context).head.headerFields[.authorization] == "Bearer fresh-token")
+        let next = try await secondAuth.adapt(base, context: context)
+        #expect(next.head.headerFields[.authorization] == "Bearer fresh-token")
+        #expect(second.current == "fresh-token")
+    }
+
+    @Test func aStaleLockHolderCannotPublishOverANewerGeneration() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let fleet = try redis.fleet()
+        let store = RedisCredentialStore(fleet: fleet, name: "api", lease: .milliseconds(50))
+        let newer = RedisCredentialStore(fleet: try redis.fleet(), name: "api", lease: .seconds(5))
+        let slowStarted = AsyncStream<Void>.makeStream()
+        let slow = Task {
+            try await store.refresh(expired: "t1") { _ in
+                slowStarted.continuation.yield()
+                // Outlives its 50 ms lease while another process refreshes.
+                try await Task.sleep(for: .milliseconds(400))
+                return "from-the-stale-holder"
+            }
+        }
+        for await _ in slowStarted.stream { break }
+        // The lease runs out (Redis expires the lock), then the other process refreshes.
+        var took = ""
+        let deadline = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < deadline {
+            took = try await newer.refresh(expired: "t1") { _ in "from-the-new-holder" }
+            if took == "from-the-new-holder" { break }
+        }
+        #expect(took == "from-the-new-holder")
+        #expect(try await slow.value == "from-the-new-holder")
+        guard case .value(_, let published) = await store.read() else {
+            Issue.record("nothing published")
+            return
+        }
+        #expect(published == "from-the-new-holder")
+    }
+
+    @Test func withRedisDownEachProcessRefreshesOnItsOwn() async throws {
+        let redis = try await RedisTestServer.make()
+        let port = redis.port
+        redis.stop()
+        var configuration = RedisFleet.Configuration(port: port, identityKey: RedisTestServer.identityKey)
+        configuration.connectTimeout = .milliseconds(100)
+        let coordinator = try RedisFleet(configuration: configuration).coordinator(name: "api", credential: "t1") { _ in
+            "local"
+        }
+        let started = ContinuousClock.now
+        #expect(try await coordinator.credential(replacing: "t1") == "local")
+        #expect(ContinuousClock.now - started < .seconds(2))
+    }
+
+    @Test func theRequestIntervalHoldsAcrossProcesses() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let first = try redis.fleet().intervalGate()
+        let second = try redis.fleet().intervalGate()
+        let key = "GET https://h.example/feed\nas: 1\nclient: a1"
+        let sameFromAnotherProcess = "GET https://h.example/feed\nas: 2\nclient: b2"
+        try await first.admit(key: key, rule: .drop(.seconds(60)))
+        let error = await #expect(throws: CourierError.self) {
+            try await second.admit(key: sameFromAnotherProcess, rule: .drop(.seconds(60)))
+        }
+        #expect(error?.code == .throttled)
+        // Another endpoint is not held back.
+        try await second.admit(key: "GET https://h.example/other", rule: .drop(.seconds(60)))
+    }
+
+    @Test func aDelayedCallWaitsForTheOtherProcessesSlot() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let first = try redis.fleet().intervalGate()
+        let second = try redis.fleet().intervalGate()
+        let started = ContinuousClock.now
+        try await first.admit(key: "GET https://h.example/slow", rule: .delay(.milliseconds(300)))
+        try await second.admit(key: "GET https://h.example/slow", rule: .delay(.milliseconds(300)))
+        #expect(ContinuousClock.now - started >= .milliseconds(250))
+    }
+
+    @Test func theGateFallsBackToItsOwnTableWhenRedisIsDown() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let gate = try redis.fleet(retryAfter: .milliseconds(50)).intervalGate()
+        redis.stop()
+        try await gate.admit(key: "GET https://h.example/x", rule: .drop(.seconds(60)))
+        let error = await #expect(throws: CourierError.self) {
+            try await gate.admit(key: "GET https://h.example/x", rule: .drop(.seconds(60)))
+        }
+        #expect(error?.code == .throttled)
+    }
+}
