@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Logging
 
 /// Per-request overrides of the client's configuration, and callbacks for one request.
 public struct RequestOptions: Sendable {
@@ -32,6 +33,8 @@ public struct RequestOptions: Sendable {
     /// Whether the client adds its credential: a service decides for its calls (its servers
     /// are the API's); `nil` lets the client decide by its own origins.
     var sendsCredential: Bool?
+    /// The logger of the call this request belongs to (its id in the metadata); nil: the client's.
+    var logger: Logger?
 
     public init(
         timeout: Duration? = nil, connectTimeout: Duration? = nil, stallTimeout: Duration? = nil,

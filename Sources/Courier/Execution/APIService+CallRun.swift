@@ -36,6 +36,8 @@ extension ServiceCore {
         /// The response serializer's type, part of the identity.
         private let responseType: ObjectIdentifier
         private var computedIdentity: RequestIdentity?
+        /// The call's logger, spans and metrics (see `CallTelemetry`).
+        private var telemetry: CallTelemetry
 
         /// Steps 1 and 2, and the monitors' `didStart`.
         /// - Throws: a bad server or path, or a request serializer's error (before `didStart`).
@@ -67,6 +69,10 @@ extension ServiceCore {
             chain = service.interceptors(for: options, sendsCredential: sendsCredential)
             policy = options.retryPolicy ?? configuration.retryPolicy
             validator = options.validator ?? configuration.pipeline.validator
+            telemetry = CallTelemetry(
+                client: service.client, service: configuration.name, server: server.authority, logger: options.logger,
+                id: id,
+                request: base.head, credentialFieldNames: service.prepared.credentialFieldNames)
             monitor.didStart(event)
         }
 
@@ -165,6 +171,7 @@ extension ServiceCore {
             transportOptions.sendsCredential = sendsCredential
             let extra = service.prepared.extraCredentialNames
             if !extra.isEmpty { transportOptions.sensitiveHeaderNames.formUnion(extra) }
+            transportOptions.logger = telemetry.logger
             return transportOptions
         }
 
@@ -172,6 +179,7 @@ extension ServiceCore {
         @inline(never)
         func willSend(_ request: inout PreparedRequest) {
             service.configuration.cookieJar?.apply(to: &request.head)
+            telemetry.willSend(&request, attempt: attempts)
             event.request = request.head
             event.attempt = attempts
             monitor.willSend(event)
@@ -194,6 +202,10 @@ extension ServiceCore {
                 attempts: attempts, duration: clock.now - started, isFromCache: answer.isFromCache,
                 responseBytes: answer.body.count, transfer: answer.metrics)
             monitor.didFinish(event, result: .success(answer.head), metrics: metrics)
+            telemetry.finished(
+                status: Int(answer.head.status.code), attempts: attempts, request: request,
+                responseBytes: answer.body.count, isFromCache: answer.isFromCache,
+                cache: service.client.configuration.cache)
             return Response(
                 value: value, response: answer.head, body: answer.body, request: request.head,
                 isFromCache: answer.isFromCache, transferMetrics: answer.metrics, metrics: metrics, callID: id)
@@ -204,6 +216,7 @@ extension ServiceCore {
         func refused(_ answer: HTTPClient.Response, sent request: PreparedRequest, error: CourierError)
             -> AttemptFailure
         {
+            telemetry.endAttempt(status: Int(answer.head.status.code), error: error)
             var failure = AttemptFailure(response: answer.head, body: answer.body, error: error)
             if answer.redirectCount > 0, let scheme = request.head.scheme, let authority = request.head.authority {
                 failure.isFromAnotherOrigin = Origin(answer.url) != Origin(scheme: scheme, authority: authority)
@@ -215,6 +228,7 @@ extension ServiceCore {
         /// - Returns: what retriers and `RetryDecision` see of it.
         @inline(never)
         func failed(_ error: CourierError) -> AttemptFailure {
+            telemetry.endAttempt(status: error.response.map { Int($0.status.code) }, error: error)
             // An error that carries a response (validation, preprocessing, decoding) came from
             // an answer: the server was reached, and `RetryDecision` ends the call with it.
             if error.response == nil {
@@ -259,6 +273,7 @@ extension ServiceCore {
                 throw error
             case .retry(let delay):
                 monitor.willRetry(event, after: delay, because: failure.error)
+                telemetry.willRetry(after: delay, because: failure.error)
                 return delay
             }
         }
@@ -279,6 +294,7 @@ extension ServiceCore {
             let courier = CourierError.fromCall(error)
             let metrics = CallMetrics(attempts: attempts, duration: clock.now - started)
             monitor.didFinish(event, result: .failure(courier), metrics: metrics)
+            telemetry.failed(courier, attempts: attempts)
             return courier
         }
     }
