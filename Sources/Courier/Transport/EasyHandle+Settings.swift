@@ -73,7 +73,9 @@ extension EasyHandle {
             try setCallbackFunctions()
             // Always set: a handle without a proxy option would read `http_proxy` & co.
             try setProxy(settings.proxy)
-            try setString(CURLOPT_NOPROXY, settings.constant.noProxy, "NOPROXY")
+            // "" rather than nil: with nil, curl would read `no_proxy` from the environment and
+            // let it bypass a proxy the configuration names.
+            try setString(CURLOPT_NOPROXY, settings.constant.noProxy ?? "", "NOPROXY")
             try setTrust(settings.constant.trust)
             if let resolve { try setResolve(resolve) }
             // What curl has after a reset.

@@ -33,14 +33,18 @@ struct CallTelemetry {
         request: HTTPRequest, credentialFieldNames: Set<HTTPField.Name>
     ) {
         var logger = logger ?? client.configuration.logger
-        redaction = client.credentialScope.redaction.adding(credentialFieldNames)
         let telemetry = client.telemetry
+        let logs = logger.logLevel <= .debug
+        // Made only when something will use them: a call pays nothing at the usual log levels
+        // without a tracer or metrics backend.
+        redaction =
+            logs || telemetry.tracer != nil
+            ? client.credentialScope.redaction.adding(credentialFieldNames) : Redaction.default
         // The service label: its name, else its server's host (bounded, unlike paths).
         let service =
-            logger.logLevel <= .debug || telemetry.tracer != nil || telemetry.metrics != nil
+            logs || telemetry.tracer != nil || telemetry.metrics != nil
             ? name ?? Self.split(server, isHTTPS: false).0 : ""
-        // Metadata only when something can be logged: a call pays nothing at the usual levels.
-        if logger.logLevel <= .debug {
+        if logs {
             logger[metadataKey: "courier.call_id"] = "\(id.rawValue)"
             logger.debug(
                 "courier: call \(request.method) \(redaction.redactedURL(of: request))",
