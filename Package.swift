@@ -29,6 +29,9 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
         // HMAC-SHA256 for the cache's keyed credential identities.
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        // Spans per call and attempt, and call metrics, for whatever backend the app bootstraps.
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
     ],
     targets: [
         // C libraries from Debian.
@@ -70,6 +73,8 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strict),
         // snake_case → camelCase, shared by the protobuf bridge and the generator.
@@ -124,6 +129,8 @@ let package = Package(
             dependencies: [
                 "Courier", "CourierTesting",
                 .product(name: "PropertyBased", package: "swift-property-based"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: strict),
         .testTarget(

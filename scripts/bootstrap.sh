@@ -29,6 +29,8 @@ if [ "${1:-}" != "--demo" ]; then
         "CA certificates|ca-certificates|[ -s /etc/ssl/certs/ca-certificates.crt ]"
         "hiredis (fleet mode: the CourierRedis target)|libhiredis-dev|[ -f /usr/include/hiredis/hiredis.h ]"
         "redis-server (fleet-mode tests start their own)|redis-server|command -v redis-server || [ -x /usr/bin/redis-server ]"
+        "tinyproxy (HTTP proxy tests)|tinyproxy|command -v tinyproxy"
+        "dante (SOCKS5 proxy tests)|dante-server|command -v danted || [ -x /usr/sbin/danted ]"
     )
 fi
 
@@ -65,4 +67,15 @@ echo "bootstrap: installing with apt-get: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update -qq
 "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The proxies' packages start system-wide daemons (tinyproxy on :8888, danted on :1080) and
+# enable them at boot; the tests start their own on free ports, so stop and disable those.
+for service in tinyproxy danted; do
+    case " ${missing[*]} " in *" tinyproxy "* | *" dante-server "*) ;; *) continue ;; esac
+    if [ -d /run/systemd/system ]; then
+        "${sudo_cmd[@]}" systemctl disable --now "$service" >/dev/null 2>&1 || true
+    else
+        "${sudo_cmd[@]}" service "$service" stop >/dev/null 2>&1 || true
+        "${sudo_cmd[@]}" update-rc.d "$service" disable >/dev/null 2>&1 || true
+    fi
+done
 echo "bootstrap: installed ${missing[*]}"

@@ -1,6 +1,8 @@
+import CoreMetrics
 import Foundation
 import HTTPTypes
 import Logging
+import Tracing
 
 extension HTTPClient {
     /// Everything a client needs to know before its first request.
@@ -28,8 +30,9 @@ extension HTTPClient {
         public var tls: TLSConfiguration
         /// Host names answered without DNS, e.g. a "CDN" host on loopback in tests and demos.
         public var resolve: [CurlTransport.ResolveOverride]
-        /// The proxy URL; `nil` means none, whatever `http_proxy` and friends say.
-        public var proxy: String?
+        /// Which proxy requests go through: `.none` (the default, whatever `http_proxy` and
+        /// friends say), `.environment`, or `.url(_:username:password:bypass:)`.
+        public var proxy: Proxy
         /// The largest response body accepted, counted after decoding.
         public var maxResponseSize: Int64
         /// Header names whose values are never logged and are dropped on cross-origin redirects,
@@ -61,12 +64,16 @@ extension HTTPClient {
         public var decoding: any ModelDecoding = .json
         /// The response cache for chosen hosts (`nil`: no caching). `send` consults it; `stream` does not.
         public var cache: HostScopedCache?
+        /// A tracer of this client's own instead of `InstrumentationSystem`'s (tests).
+        var tracer: (any Tracer)?
+        /// A metrics factory of this client's own instead of `MetricsSystem`'s (tests).
+        var metricsFactory: (any MetricsFactory)?
 
         public init(
             baseURL: URL? = nil, timeout: Duration? = .seconds(60), connectTimeout: Duration = .seconds(10),
             stallTimeout: Duration? = .seconds(30), defaultHeaders: HTTPFields = [:],
             maxConnectionsPerHost: Int = 8, maxConnections: Int = 64, redirects: RedirectConfiguration = .default,
-            tls: TLSConfiguration = .init(), resolve: [CurlTransport.ResolveOverride] = [], proxy: String? = nil,
+            tls: TLSConfiguration = .init(), resolve: [CurlTransport.ResolveOverride] = [], proxy: Proxy = .none,
             maxResponseSize: Int64 = 64 << 20, sensitiveHeaderNames: Set<HTTPField.Name> = [],
             authorization: AuthorizationHeader = .bearer, notificationCenter: NotificationCenter = .default,
             logger: Logger = Logger(label: "courier"), enablesCookieEngine: Bool = false,

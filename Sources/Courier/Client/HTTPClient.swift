@@ -34,6 +34,8 @@ public final class HTTPClient: Sendable {
     let credentialScope: CredentialScope
     /// The client's own cookie jar (`configuration.cookieJar`, or one made for `enablesCookieEngine`).
     let cookieJar: CookieJar?
+    /// The tracer and metrics calls report to (none when nothing is bootstrapped).
+    let telemetry: Telemetry
 
     struct State {
         var credential: String?
@@ -62,6 +64,7 @@ public final class HTTPClient: Sendable {
         live = LockedValue(LiveSettings(Settings(configuration)))
         credentialScope = try CredentialScope(configuration: configuration)
         cookieJar = configuration.cookieJar ?? (configuration.enablesCookieEngine ? CookieJar() : nil)
+        telemetry = Telemetry(tracer: configuration.tracer, metricsFactory: configuration.metricsFactory)
         if let transport {
             self.transport = transport
         } else {

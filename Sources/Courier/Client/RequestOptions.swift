@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Logging
 
 /// Per-request overrides of the client's configuration, and callbacks for one request.
 public struct RequestOptions: Sendable {
@@ -38,6 +39,8 @@ public struct RequestOptions: Sendable {
     /// The client's settings as the call found them when it started (a service's call keeps
     /// one snapshot for all its attempts); nil: the client's settings when the request starts.
     var clientSettings: HTTPClient.LiveSettings?
+    /// The logger of the call this request belongs to (its id in the metadata); nil: the client's.
+    var logger: Logger?
 
     public init(
         timeout: Duration? = nil, connectTimeout: Duration? = nil, stallTimeout: Duration? = nil,

@@ -46,6 +46,8 @@ extension ServiceCore {
         private let serviceHeaders: HTTPFields
         /// The pool's environment at the start: a switch during the call does not move it.
         private let environment: ServerEnvironment?
+        /// The call's logger, spans and metrics (see `CallTelemetry`).
+        private var telemetry: CallTelemetry
 
         /// Steps 1 and 2, and the monitors' `didStart`.
         /// - Throws: a bad server or path, or a request serializer's error (before `didStart`).
@@ -90,6 +92,10 @@ extension ServiceCore {
             chain = service.interceptors(for: options, sendsCredential: sendsCredential)
             policy = options.retryPolicy ?? settings.retryPolicy
             validator = options.validator ?? configuration.pipeline.validator
+            telemetry = CallTelemetry(
+                client: service.client, service: configuration.name, server: server.authority, logger: options.logger,
+                id: id,
+                request: base.head, credentialFieldNames: service.prepared.credentialFieldNames)
             monitor.didStart(event)
         }
 
@@ -197,6 +203,7 @@ extension ServiceCore {
             }
             let queryNames = service.prepared.credentialQueryNames
             if sendsCredential, !queryNames.isEmpty { transportOptions.credentialQueryNames = queryNames }
+            transportOptions.logger = telemetry.logger
             return transportOptions
         }
 
@@ -204,6 +211,7 @@ extension ServiceCore {
         @inline(never)
         func willSend(_ request: inout PreparedRequest) {
             service.configuration.cookieJar?.apply(to: &request.head)
+            telemetry.willSend(&request, attempt: attempts)
             event.request = request.head
             event.attempt = attempts
             event.networkStatus = service.configuration.networkStatus?.current
@@ -230,6 +238,10 @@ extension ServiceCore {
                 attempts: attempts, duration: clock.now - started, isFromCache: answer.isFromCache,
                 responseBytes: answer.body.count, transfer: answer.metrics)
             monitor.didFinish(event, result: .success(answer.head), metrics: metrics)
+            telemetry.finished(
+                status: Int(answer.head.status.code), attempts: attempts, request: request,
+                responseBytes: answer.body.count, isFromCache: answer.isFromCache,
+                cache: service.client.configuration.cache)
             var response = Response(
                 value: value, response: answer.head, body: answer.body, request: request.head,
                 isFromCache: answer.isFromCache, transferMetrics: answer.metrics, metrics: metrics, callID: id)
@@ -243,6 +255,7 @@ extension ServiceCore {
         func refused(_ answer: HTTPClient.Response, sent request: PreparedRequest, error: CourierError)
             -> AttemptFailure
         {
+            telemetry.endAttempt(status: Int(answer.head.status.code), error: error)
             var failure = AttemptFailure(response: answer.head, body: answer.body, error: error)
             failure.isRetryableRefusal = error.refusalIsRetryable == true
             // The cache stored this answer before it was refused (a check, or an envelope asking
@@ -272,6 +285,7 @@ extension ServiceCore {
         /// - Returns: what retriers and `RetryDecision` see of it.
         @inline(never)
         func failed(_ error: CourierError) -> AttemptFailure {
+            telemetry.endAttempt(status: error.response.map { Int($0.status.code) }, error: error)
             // An error that carries a response (validation, preprocessing, decoding) came from
             // an answer: the server was reached, and `RetryDecision` ends the call with it.
             if error.response == nil {
@@ -316,6 +330,7 @@ extension ServiceCore {
                 throw error
             case .retry(let delay):
                 monitor.willRetry(event, after: delay, because: failure.error)
+                telemetry.willRetry(after: delay, because: failure.error)
                 return delay
             }
         }
@@ -336,6 +351,7 @@ extension ServiceCore {
             let courier = service.mapped(CourierError.fromCall(error), options: options)
             let metrics = CallMetrics(attempts: attempts, duration: clock.now - started)
             monitor.didFinish(event, result: .failure(courier), metrics: metrics)
+            telemetry.failed(courier, attempts: attempts)
             return courier
         }
     }

@@ -28,6 +28,8 @@ extension HTTPClient {
         /// The request's sensitive names, redacted on top of the client's list.
         private let extraSensitive: Set<HTTPField.Name>
         private let deadline: ContinuousClock.Instant?
+        /// The call's logger (its id in the metadata), or the client's.
+        private let logger: Logger
         /// The options of every hop; the timeout is what is left of the deadline.
         private var transportOptions: TransportOptions
 
@@ -53,14 +55,13 @@ extension HTTPClient {
                 extraSensitive.isEmpty
                 ? client.credentialFieldNames : client.credentialFieldNames.union(extraSensitive)
             deadline = (options.timeout ?? settings.settings.timeout).map { ContinuousClock.now + $0 }
+            logger = options.logger ?? configuration.logger
             transportOptions = TransportOptions(
                 timeout: nil, connectTimeout: options.connectTimeout ?? settings.settings.connectTimeout,
                 stallTimeout: options.stallTimeout ?? settings.settings.stallTimeout,
                 maxResponseSize: options.maxResponseSize ?? configuration.maxResponseSize,
                 uploadProgress: options.uploadProgress, downloadProgress: options.downloadProgress)
         }
-
-        private var logger: Logger { client.configuration.logger }
 
         /// The client's one redaction list, with the request's own sensitive names.
         private var redaction: Redaction { client.credentialScope.redaction.adding(extraSensitive) }

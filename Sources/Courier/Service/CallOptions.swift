@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Logging
 
 /// Per-call settings; each one left nil falls back to the service's configuration.
 public struct CallOptions: Sendable {
@@ -56,6 +57,9 @@ public struct CallOptions: Sendable {
     /// What this call does while the service's `networkStatus` says offline (nil: the service's
     /// `whenOffline`).
     public var whenOffline: OfflineBehavior?
+    /// Where this call logs (e.g. the logger of the server request it serves); nil: the
+    /// client's. Courier adds `courier.call_id` to its metadata.
+    public var logger: Logger?
 
     public init(
         requestSerializer: (any RequestSerializer)? = nil, headers: HTTPFields = [:], timeout: Duration? = nil,

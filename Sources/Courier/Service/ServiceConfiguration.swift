@@ -8,6 +8,8 @@ import Synchronization
 /// The reference-type members (`servers`, `cookieJar`, `intervalGate`, the deduplicator,
 /// the authentication coordinator) are shared by every service holding the same value.
 public struct ServiceConfiguration: Sendable {
+    /// The service's name in metrics, spans and logs (`users`); nil: its server's host.
+    public var name: String?
     /// The servers calls go to, with failover and environments; nil uses the client's base URL.
     public var servers: ServerPool?
     /// Header fields for every call (a call's own headers win).

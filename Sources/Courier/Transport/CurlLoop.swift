@@ -51,6 +51,8 @@ final class CurlLoop: @unchecked Sendable {
     private var pool: [EasyHandle] = []
     private var receiveBufferSizes = ReceiveBufferSizes()
     private let constantSettings: EasyHandle.Settings.Constant
+    /// The proxy of each scheme, read once (`.environment` reads the variables here).
+    private let proxies: ResolvedProxy
     private let maxPooledHandles: Int
 
     init(configuration: CurlTransport.Configuration) throws(CourierError) {
@@ -63,8 +65,9 @@ final class CurlLoop: @unchecked Sendable {
         self.multi = multi
         self.configuration = configuration
         maxPooledHandles = configuration.maxConnections
+        proxies = configuration.proxy.resolved()
         constantSettings = EasyHandle.Settings.Constant(
-            proxy: configuration.proxy,
+            noProxy: proxies.noProxy,
             trust: TrustStore(
                 customBundlePath: configuration.caBundlePath, systemDefaults: configuration.systemTrustStore))
         var list: UnsafeMutablePointer<curl_slist>?
@@ -231,6 +234,7 @@ final class CurlLoop: @unchecked Sendable {
         let options = transfer.options
         var settings = EasyHandle.Settings(constant: constantSettings)
         settings.pipeWait = transfer.isHTTPS
+        settings.proxy = proxies.route(isHTTPS: transfer.isHTTPS)
         settings.freshConnect = transfer.retriedOnFreshConnection
         if transfer.sendsBody {
             settings.uploadSize = transfer.bodyLength

@@ -22,8 +22,8 @@ public final class CurlTransport: Transport {
         package var systemTrustStore: SystemTrustStore?
         /// Host names answered without DNS (`host:port` → address), like `curl --resolve`.
         public var resolve: [ResolveOverride]
-        /// The proxy URL (`http://proxy:3128`). `nil`: no proxy, whatever the environment says.
-        public var proxy: String?
+        /// Which proxy requests go through (default `.none`: none, whatever the environment says).
+        public var proxy: HTTPClient.Configuration.Proxy
         /// Ignored: libcurl's cookie engine is never turned on. It keeps cookies on the transfer
         /// handles, which the transport pools for every client and user it serves, so cookies
         /// would cross from one to the other. Cookies live in a `CookieJar` of one client
@@ -32,7 +32,7 @@ public final class CurlTransport: Transport {
 
         public init(
             maxConnectionsPerHost: Int = 8, maxConnections: Int = 64, connectTimeout: Duration = .seconds(10),
-            caBundlePath: String? = nil, resolve: [ResolveOverride] = [], proxy: String? = nil,
+            caBundlePath: String? = nil, resolve: [ResolveOverride] = [], proxy: HTTPClient.Configuration.Proxy = .none,
             enablesCookieEngine: Bool = false
         ) {
             self.maxConnectionsPerHost = maxConnectionsPerHost
@@ -65,9 +65,7 @@ public final class CurlTransport: Transport {
                     throw CourierError(.configuration, "invalid resolve override for \(entry.host)")
                 }
             }
-            if let proxy, proxy.contains(where: { $0.isNewline || $0 == "\0" }) {
-                throw CourierError(.configuration, "invalid proxy URL")
-            }
+            try proxy.validate()
         }
     }
 

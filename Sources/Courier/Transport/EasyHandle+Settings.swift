@@ -12,11 +12,14 @@ extension EasyHandle {
     struct Settings: Equatable {
         /// The options of the transport, the same for every transfer.
         struct Constant: Equatable {
-            var proxy: String?
+            /// curl's `NOPROXY` list.
+            var noProxy: String?
             var trust: TrustStore
         }
 
         var constant: Constant
+        /// The proxy of the transfer's scheme (nil: none).
+        var proxy: ProxyRoute?
         /// Wait for a connection being set up to tell (by ALPN) whether it multiplexes (HTTP/2)
         /// instead of opening another. Only for https: a plain-http connection is HTTP/1.1
         /// anyway, and curl would hold new requests until the first response came back.
@@ -68,12 +71,17 @@ extension EasyHandle {
         } else {
             try setDefaults()
             try setCallbackFunctions()
-            try setProxy(settings.constant.proxy)
+            // Always set: a handle without a proxy option would read `http_proxy` & co.
+            try setProxy(settings.proxy)
+            // "" rather than nil: with nil, curl would read `no_proxy` from the environment and
+            // let it bypass a proxy the configuration names.
+            try setString(CURLOPT_NOPROXY, settings.constant.noProxy ?? "", "NOPROXY")
             try setTrust(settings.constant.trust)
             if let resolve { try setResolve(resolve) }
             // What curl has after a reset.
             current = Settings(
-                constant: settings.constant, timeoutMilliseconds: 0, connectTimeoutMilliseconds: -1,
+                constant: settings.constant, proxy: settings.proxy, timeoutMilliseconds: 0,
+                connectTimeoutMilliseconds: -1,
                 receiveBufferSize: -1)
         }
         // Until every option below is set, the handle's settings are unknown.
@@ -81,6 +89,7 @@ extension EasyHandle {
         try setURL(url)
         try setHeaders(headers)
         try setCallbackData(context)
+        if settings.proxy != current.proxy { try setProxy(settings.proxy) }
         if settings.pipeWait != current.pipeWait {
             try setLong(CURLOPT_PIPEWAIT, settings.pipeWait ? 1 : 0, "PIPEWAIT")
         }

@@ -101,11 +101,14 @@ final class EasyHandle {
         try setLong(CURLOPT_BUFFERSIZE, bytes, "BUFFERSIZE")
     }
 
-    /// `nil` sets an empty proxy, which also makes curl ignore `http_proxy` & co.
-    func setProxy(_ proxy: String?) throws(CourierError) {
-        try setString(CURLOPT_PROXY, proxy ?? "", "PROXY")
+    /// `nil` sets an empty proxy, which also makes curl ignore `http_proxy` & co. The
+    /// credentials go apart from the URL, so curl never prints them with it.
+    func setProxy(_ proxy: ProxyRoute?) throws(CourierError) {
+        try setString(CURLOPT_PROXY, proxy?.url ?? "", "PROXY")
+        try setString(CURLOPT_PROXYUSERNAME, proxy?.username, "PROXYUSERNAME")
+        try setString(CURLOPT_PROXYPASSWORD, proxy?.password, "PROXYPASSWORD")
         // A CONNECT tunnel's "200 Connection established" head is not the response.
-        if proxy != nil { try setLong(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1, "SUPPRESS_CONNECT_HEADERS") }
+        try setLong(CURLOPT_SUPPRESS_CONNECT_HEADERS, proxy != nil ? 1 : 0, "SUPPRESS_CONNECT_HEADERS")
     }
 
     /// The certificates a TLS peer must chain to.

@@ -62,7 +62,7 @@ import Testing
     @Test func configuredProxyIsUsed() async throws {
         let proxy = try TestServer()
         defer { proxy.stop() }
-        let client = try makeClient { $0.proxy = proxy.baseURL.absoluteString }
+        let client = try makeClient { $0.proxy = .url(proxy.baseURL) }
         // The test server answers 404 to an absolute-form target; what matters is where it went.
         _ = try await client.send(method: .get, url: URL(string: "http://origin.invalid:9/echo")!)
         #expect(proxy.recordedRequests.first?.target == "http://origin.invalid:9/echo")

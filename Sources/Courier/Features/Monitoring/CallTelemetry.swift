@@ -1,0 +1,196 @@
+import Foundation
+import HTTPTypes
+import Logging
+import Tracing
+
+/// What one call reports, from its first step to its result: its logger (the call id in its
+/// metadata), its span and each attempt's (OpenTelemetry's HTTP client conventions), and its
+/// metrics. Kept by the call's `CallRun`, so used by the call's task only.
+///
+/// Spans: the call is an `.internal` span named `{method} {service}`; each attempt a `.client`
+/// span named `{method}`, child of the call's, whose context the tracer injects into the
+/// attempt's header fields (W3C `traceparent` with an OpenTelemetry tracer). Attributes:
+/// `http.request.method`, `url.full` (secret query values redacted by the one `Redaction`),
+/// `server.address`, `server.port`, `http.request.resend_count` (retries),
+/// `http.response.status_code`, `error.type` (the status code from 400 on, else the
+/// `CourierError` code); failures are recorded as errors with the error status.
+struct CallTelemetry {
+    /// The call's logger: the call's own (`CallOptions.logger`) or the client's, with
+    /// `courier.call_id` in its metadata.
+    let logger: Logger
+    private let tracer: (any Tracer)?
+    private var callSpan: (any Span)?
+    private var attemptSpan: (any Span)?
+    private let handles: MetricHandles?
+    private let metrics: MetricHandles.Set?
+    private let started: ContinuousClock.Instant?
+    private let redaction: Redaction
+
+    /// Starts the call's span, counts it in flight and logs its start.
+    @inline(never)
+    init(
+        client: HTTPClient, service name: String?, server: String, logger: Logger?, id: CallID,
+        request: HTTPRequest, credentialFieldNames: Set<HTTPField.Name>
+    ) {
+        var logger = logger ?? client.configuration.logger
+        let telemetry = client.telemetry
+        let logs = logger.logLevel <= .debug
+        // Made only when something will use them: a call pays nothing at the usual log levels
+        // without a tracer or metrics backend.
+        redaction =
+            logs || telemetry.tracer != nil
+            ? client.credentialScope.redaction.adding(credentialFieldNames) : Redaction.default
+        // The service label: its name, else its server's host (bounded, unlike paths).
+        let service =
+            logs || telemetry.tracer != nil || telemetry.metrics != nil
+            ? name ?? Self.split(server, isHTTPS: false).0 : ""
+        if logs {
+            logger[metadataKey: "courier.call_id"] = "\(id.rawValue)"
+            logger.debug(
+                "courier: call \(request.method) \(redaction.redactedURL(of: request))",
+                metadata: ["courier.service": .string(service)])
+        }
+        self.logger = logger
+        tracer = telemetry.tracer
+        if let tracer {
+            let span = tracer.startSpan(
+                "\(request.method.rawValue) \(service)", context: InstrumentationContext.current ?? .topLevel,
+                ofKind: .internal, at: DefaultTracerClock.now, function: #function, file: #fileID, line: #line)
+            Self.describe(request, on: span, redaction: redaction)
+            span.attributes["courier.call_id"] = Int(truncatingIfNeeded: id.rawValue)
+            callSpan = span
+        }
+        handles = telemetry.metrics
+        if let handles {
+            let set = handles.handles(service: service, method: request.method)
+            set.inFlight.increment()
+            metrics = set
+            started = .now
+        } else {
+            metrics = nil
+            started = nil
+        }
+    }
+
+    /// An attempt is sent: its span starts, and its context goes into the request's fields.
+    @inline(never)
+    mutating func willSend(_ request: inout PreparedRequest, attempt: Int) {
+        if attempt > 1 { metrics?.retries.increment() }
+        guard let tracer, let callSpan else { return }
+        endAttempt(status: nil, error: nil)
+        let span = tracer.startSpan(
+            request.head.method.rawValue, context: callSpan.context, ofKind: .client, at: DefaultTracerClock.now,
+            function: #function, file: #fileID, line: #line)
+        Self.describe(request.head, on: span, redaction: redaction)
+        if attempt > 1 { span.attributes["http.request.resend_count"] = attempt - 1 }
+        tracer.inject(span.context, into: &request.head.headerFields, using: HTTPFieldsInjector())
+        attemptSpan = span
+    }
+
+    /// The attempt got an answer (`status`) or failed (`error`).
+    mutating func endAttempt(status: Int?, error: CourierError?) {
+        guard let span = attemptSpan else { return }
+        attemptSpan = nil
+        Self.finish(span, status: status, error: error)
+    }
+
+    /// A retry follows.
+    func willRetry(after delay: Duration, because error: CourierError) {
+        logger.debug("courier: retry after \(delay): \(error.code)")
+    }
+
+    /// The call ended with an answer.
+    @inline(never)
+    mutating func finished(
+        status: Int, attempts: Int, request: PreparedRequest, responseBytes: Int, isFromCache: Bool,
+        cache: HostScopedCache?
+    ) {
+        endAttempt(status: isFromCache ? nil : status, error: nil)
+        logger.debug("courier: call ended \(status) after \(attempts) attempt(s)\(isFromCache ? ", from cache" : "")")
+        if let span = callSpan {
+            callSpan = nil
+            span.attributes["courier.attempts"] = attempts
+            Self.finish(span, status: status, error: nil)
+        }
+        guard let metrics, let handles, let started else { return }
+        metrics.inFlight.decrement()
+        if let body = request.body, let count = try? body.contentLength(), count > 0 {
+            metrics.requestBytes.increment(by: count)
+        }
+        if responseBytes > 0 { metrics.responseBytes.increment(by: responseBytes) }
+        if isFromCache {
+            metrics.cacheHits.increment()
+        } else if let cache, request.head.method == .get, let authority = request.head.authority {
+            // A GET to a host the cache keeps, answered by the server: a miss.
+            let host = Self.split(authority, isHTTPS: false).0.lowercased()
+            if case .never = cache.rulePolicy(forHost: host).policy {} else { metrics.cacheMisses.increment() }
+        }
+        handles.duration(metrics, status: "\(status / 100)xx").recordNanoseconds(
+            (ContinuousClock.now - started).nanoseconds)
+    }
+
+    /// The call ended with `error`.
+    @inline(never)
+    mutating func failed(_ error: CourierError, attempts: Int) {
+        endAttempt(status: error.response.map { Int($0.status.code) }, error: error)
+        logger.debug("courier: call failed after \(attempts) attempt(s): \(error.code): \(error.message)")
+        if let span = callSpan {
+            callSpan = nil
+            span.attributes["courier.attempts"] = attempts
+            Self.finish(span, status: error.response.map { Int($0.status.code) }, error: error)
+        }
+        guard let metrics, let handles, let started else { return }
+        metrics.inFlight.decrement()
+        handles.duration(metrics, status: "\(error.code)").recordNanoseconds(
+            (ContinuousClock.now - started).nanoseconds)
+    }
+
+    // MARK: Spans
+
+    private static func describe(_ request: HTTPRequest, on span: any Span, redaction: Redaction) {
+        span.attributes["http.request.method"] = MetricHandles.label(request.method)
+        span.attributes["url.full"] = redaction.redactedURL(of: request)
+        guard let authority = request.authority else { return }
+        let (host, port) = split(authority, isHTTPS: request.scheme?.lowercased() == "https")
+        span.attributes["server.address"] = host
+        if let port { span.attributes["server.port"] = port }
+    }
+
+    private static func finish(_ span: any Span, status: Int?, error: CourierError?) {
+        if let status {
+            span.attributes["http.response.status_code"] = status
+            if status >= 400 {
+                span.attributes["error.type"] = "\(status)"
+                span.setStatus(SpanStatus(code: .error))
+            }
+        }
+        if let error {
+            if status == nil || status! < 400 { span.attributes["error.type"] = "\(error.code)" }
+            span.recordError(error)
+            span.setStatus(SpanStatus(code: .error, message: error.message))
+        }
+        span.end()
+    }
+
+    /// `host[:port]` (an IPv6 literal in brackets) into its host and port (the scheme's default
+    /// when there is none).
+    static func split(_ authority: String, isHTTPS: Bool) -> (String, Int?) {
+        let defaultPort = isHTTPS ? 443 : 80
+        if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
+            let host = String(authority[authority.index(after: authority.startIndex)..<close])
+            let rest = authority[authority.index(after: close)...]
+            return (host, rest.hasPrefix(":") ? Int(rest.dropFirst()) : defaultPort)
+        }
+        guard let colon = authority.lastIndex(of: ":") else { return (authority, defaultPort) }
+        return (String(authority[..<colon]), Int(authority[authority.index(after: colon)...]))
+    }
+}
+
+extension Duration {
+    /// The whole nanoseconds (saturated).
+    fileprivate var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? .max : scaled + attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,235 @@
+import CourierTesting
+import Foundation
+import HTTPTypes
+import InMemoryTracing
+import Logging
+import MetricsTestKit
+import Testing
+import Tracing
+
+@testable import Courier
+
+/// Logging, tracing and metrics of calls, against the loopback server, with swift-log's
+/// handler API, swift-distributed-tracing's `InMemoryTracer` and swift-metrics' `TestMetrics`.
+@Suite struct TelemetryTests {
+    // MARK: - Logging
+
+    @Test func aCallLogsWithItsIDAndNoSecret() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(.status(503))
+        server.enqueue(.json(["id": 1, "name": "x"]))
+        let lines = Recorder<String>()
+        var logger = Logger(label: "test") { _ in MetadataLogHandler(lines: lines) }
+        logger.logLevel = .trace
+        let service = try Self.service(server.baseURL, logger: logger)
+        try service.client.logIn(credential: "bearer-secret-1")
+        let user: ServiceUser = try await service.get("users/1", parameters: ["token": "query-secret-2", "page": "3"])
+        #expect(user.id == 1)
+
+        let logged = lines.values
+        // Every line of the call, the client's hop lines included, carries its id.
+        let callLines = logged.filter { $0.contains("courier:") }
+        #expect(callLines.count >= 5, "\(logged)")
+        let ids = Set(
+            callLines.compactMap { line in
+                line.split(separator: " ").first { $0.hasPrefix("courier.call_id=") }
+            })
+        #expect(ids.count == 1, "\(callLines)")
+        #expect(logged.contains { $0.contains("courier: retry after") })
+        #expect(logged.contains { $0.contains("courier: call ended 200 after 2 attempt(s)") })
+        let text = logged.joined(separator: "\n")
+        #expect(text.contains("page=3"))
+        #expect(!text.contains("bearer-secret-1"))
+        #expect(!text.contains("query-secret-2"))
+    }
+
+    @Test func aCallsOwnLoggerIsUsed() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(.json(["id": 1, "name": "x"]))
+        let lines = Recorder<String>()
+        var logger = Logger(label: "request") { _ in MetadataLogHandler(lines: lines) }
+        logger.logLevel = .debug
+        logger[metadataKey: "request-id"] = "incoming-42"
+        let service = try Self.service(server.baseURL)
+        let _: ServiceUser = try await service.get("users/1", options: .default.with(\.logger, logger))
+        let callLines = lines.values.filter { $0.contains("courier:") }
+        #expect(!callLines.isEmpty)
+        #expect(callLines.allSatisfy { $0.contains("request-id=incoming-42") && $0.contains("courier.call_id=") })
+    }
+
+    // MARK: - Tracing
+
+    @Test func spansFollowTheCallAndItsAttemptsAndTheServerGetsTraceparent() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(.status(503))
+        server.enqueue(.json(["id": 1, "name": "x"]))
+        let tracer = W3CTestTracer()
+        let service = try Self.service(server.baseURL, tracer: tracer)
+        let _: ServiceUser = try await service.get("users/1", parameters: ["token": "query-secret", "page": "3"])
+
+        let spans = tracer.memory.finishedSpans
+        let call = try #require(spans.first { $0.kind == .internal })
+        let attempts = spans.filter { $0.kind == .client }
+        #expect(spans.count == 3)
+        #expect(call.operationName == "GET 127.0.0.1")  // the service has no name: its host
+        #expect(attempts.map(\.operationName) == ["GET", "GET"])
+        #expect(attempts.allSatisfy { $0.parentSpanID == call.spanID && $0.traceID == call.traceID })
+
+        let first = attempts[0].attributes
+        let second = attempts[1].attributes
+        #expect(first["http.request.method"]?.toSpanAttribute() == "GET")
+        #expect(first["http.response.status_code"]?.toSpanAttribute() == 503)
+        #expect(first["error.type"]?.toSpanAttribute() == "503")
+        #expect(first["http.request.resend_count"] == nil)
+        #expect(attempts[0].status?.code == .error)
+        #expect(second["http.response.status_code"]?.toSpanAttribute() == 200)
+        #expect(second["http.request.resend_count"]?.toSpanAttribute() == 1)
+        #expect(second["server.address"]?.toSpanAttribute() == "127.0.0.1")
+        #expect(second["server.port"]?.toSpanAttribute() == .int64(Int64(server.port)))
+        let url = "\(second["url.full"]?.toSpanAttribute() ?? "")"
+        #expect(url.contains("/users/1?"))
+        #expect(url.contains("page=3"))
+        #expect(!url.contains("query-secret"))
+        #expect(url.contains(Redaction.marker))
+        #expect(call.attributes["http.response.status_code"]?.toSpanAttribute() == 200)
+        #expect(call.status == nil)
+
+        // Each attempt carried its own span's context.
+        let sent = server.recordedRequests(path: "/users/1").map { $0.header("traceparent") }
+        #expect(sent == attempts.map { "00-\($0.traceID)-\($0.spanID)-01" })
+    }
+
+    @Test func aFailedCallRecordsItsError() async throws {
+        let server = try TestServer.blackHole()
+        defer { server.stop() }
+        let tracer = W3CTestTracer()
+        let service = try Self.service(server.baseURL, tracer: tracer, timeout: .milliseconds(300)) {
+            $0.retryPolicy = RetryPolicy.none
+        }
+        let error = await courierError { let _: ServiceUser = try await service.get("users/1") }
+        #expect(error?.code == .timedOut)
+        let spans = tracer.memory.finishedSpans
+        #expect(spans.count == 2)
+        for span in spans {
+            #expect(span.status?.code == .error)
+            #expect(span.attributes["error.type"]?.toSpanAttribute() == "timedOut")
+            #expect(span.errors.count == 1)
+        }
+    }
+
+    // MARK: - Metrics
+
+    @Test func metricsCountCallsRetriesBytesAndCache() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(.status(503))
+        server.route("/config") { _ in
+            ScriptedResponse.json(["id": 1, "name": "cfg"]).with(.cacheControl, "max-age=60")
+        }
+        let metrics = TestMetrics()
+        let cache = try HostScopedCache(
+            configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly))
+        let service = try Self.service(server.baseURL, metrics: metrics, cache: cache) { $0.name = "settings" }
+        let first: ServiceUser = try await service.get("config")
+        let second: ServiceUser = try await service.get("config")
+        #expect(first == second)
+        let _: ServiceUser = try await service.post("config", body: ServiceUser(id: 2, name: "new"))
+
+        let get = [("service", "settings"), ("method", "GET")]
+        let post = [("service", "settings"), ("method", "POST")]
+        #expect(try metrics.expectCounter("courier_retries", get).totalValue == 1)
+        #expect(try metrics.expectCounter("courier_cache_hits", get).totalValue == 1)
+        #expect(try metrics.expectCounter("courier_cache_misses", get).totalValue == 1)
+        #expect(try metrics.expectTimer("courier_request_duration", get + [("status", "2xx")]).values.count == 2)
+        #expect(try metrics.expectTimer("courier_request_duration", post + [("status", "2xx")]).values.count == 1)
+        #expect(try metrics.expectCounter("courier_request_bytes", post).totalValue > 10)
+        #expect(try metrics.expectCounter("courier_response_bytes", get).totalValue > 10)
+        let inFlight = try metrics.expectMeter("courier_requests_in_flight", get)
+        #expect(inFlight.values == [1, 0, 1, 0])
+        // No label names a path.
+        #expect(metrics.counters.allSatisfy { !$0.dimensions.contains { $0.1.contains("config") } })
+    }
+
+    @Test func nothingIsMadeWithoutABackend() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try makeClient()
+        #expect(client.telemetry.tracer == nil)
+        #expect(client.telemetry.metrics == nil)
+    }
+
+    // MARK: - Support
+
+    private static func service(
+        _ baseURL: URL, logger: Logger? = nil, tracer: (any Tracer)? = nil, metrics: TestMetrics? = nil,
+        cache: HostScopedCache? = nil, timeout: Duration = .seconds(60),
+        configure: (inout ServiceConfiguration) -> Void = { _ in }
+    ) throws -> ServiceCore {
+        var client = HTTPClient.Configuration(
+            baseURL: baseURL, timeout: timeout, notificationCenter: NotificationCenter(), cache: cache)
+        if let logger { client.logger = logger }
+        client.tracer = tracer
+        client.metricsFactory = metrics
+        var configuration = ServiceConfiguration(
+            retryPolicy: RetryPolicy(jitter: 0), clock: ManualServiceClock(autoAdvance: true))
+        configure(&configuration)
+        return ServiceCore(client: try HTTPClient(configuration: client), configuration: configuration)
+    }
+}
+
+/// Records each line with the logger's metadata and the line's.
+struct MetadataLogHandler: LogHandler {
+    let lines: Recorder<String>
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        let all = metadata.merging(event.metadata ?? [:]) { $1 }
+        let extra = all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        lines.append("\(event.level) \(event.message) \(extra)")
+    }
+}
+
+/// `InMemoryTracer`'s spans, with W3C trace context (`traceparent`) as an OpenTelemetry tracer
+/// injects it: what a test can compare with what the server received.
+struct W3CTestTracer: Tracer {
+    let memory = InMemoryTracer(
+        idGenerator: .init(
+            nextTraceID: { hex(UInt64.random(in: 1...UInt64.max)) + hex(UInt64.random(in: 1...UInt64.max)) },
+            nextSpanID: { hex(UInt64.random(in: 1...UInt64.max)) }))
+
+    func startSpan<Instant: TracerInstant>(
+        _ operationName: String, context: @autoclosure () -> InstrumentationContext, ofKind kind: SpanKind,
+        at instant: @autoclosure () -> Instant, function: String, file fileID: String, line: UInt
+    ) -> InMemorySpan {
+        memory.startSpan(
+            operationName, context: context(), ofKind: kind, at: instant(), function: function, file: fileID,
+            line: line)
+    }
+
+    func forceFlush() {}
+
+    func inject<Carrier, Inject: Injector>(
+        _ context: InstrumentationContext, into carrier: inout Carrier, using injector: Inject
+    ) where Inject.Carrier == Carrier {
+        guard let span = context.inMemorySpanContext else { return }
+        injector.inject("00-\(span.traceID)-\(span.spanID)-01", forKey: "traceparent", into: &carrier)
+    }
+
+    func extract<Carrier, Extract: Extractor>(
+        _ carrier: Carrier, into context: inout InstrumentationContext, using extractor: Extract
+    ) where Extract.Carrier == Carrier {}
+}
+
+private func hex(_ value: UInt64) -> String {
+    let digits = String(value, radix: 16)
+    return String(repeating: "0", count: 16 - digits.count) + digits
+}
