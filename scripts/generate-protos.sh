@@ -139,7 +139,8 @@ generate() {
         protos+=("$file")
         mkdir -p "$out/protos/$(dirname "$file")"
         if grep -Eq '^[[:space:]]*syntax[[:space:]]*=[[:space:]]*"proto3"' "$proto_dir/$file"; then
-            perl -pe 's/^(\s*)optional\s+([\w.]+)\s+(\w+)\s*=\s*(\d+)\s*(\[[^\]]*\])?\s*;/$1oneof _$3 { $2 $3 = $4$5; }/' \
+            # At the start of a line, or after `{` or `;` (`message M { optional string x = 1; }`).
+            perl -pe 's/(?:^|(?<=[{;]))(\s*)optional\s+([\w.]+)\s+(\w+)\s*=\s*(\d+)\s*(\[[^\]]*\])?\s*;/$1oneof _$3 { $2 $3 = $4$5; }/g' \
                 "$proto_dir/$file" >"$out/protos/$file"
         else
             cp "$proto_dir/$file" "$out/protos/$file"
@@ -252,6 +253,7 @@ for job in "${jobs[@]}"; do
         fi
     else
         rm -rf "$c_target"
+        mkdir -p "$(dirname "$c_target")"
         cp -R "$out/c" "$c_target"
         mkdir -p "$swift_target"
         rm -f "$swift_target"/*.pb.swift
