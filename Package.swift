@@ -22,6 +22,8 @@ let package = Package(
         // Plain Swift models with the protobuf fast path, from a descriptor set
         // (run by scripts/generate-protos.sh).
         .executable(name: "courier-protobuf-gen", targets: ["courier-protobuf-gen"]),
+        // `swift package generate-protos`: scripts/generate-protos.sh for a user's package.
+        .plugin(name: "GenerateProtos", targets: ["GenerateProtos"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
@@ -112,6 +114,16 @@ let package = Package(
             swiftSettings: strict),
 
         .executableTarget(name: "courier-protobuf-gen", dependencies: ["ProtobufNaming"], swiftSettings: strict),
+        .plugin(
+            name: "GenerateProtos",
+            capability: .command(
+                intent: .custom(
+                    verb: "generate-protos",
+                    description: "Generate the protobuf-c C target and the Swift models from a folder of .proto files"),
+                permissions: [
+                    .writeToPackageDirectory(reason: "Writes the generated C and Swift into the package's targets")
+                ]),
+            dependencies: ["courier-protobuf-gen"]),
         // Swift models generated from Protos/ by scripts/generate-protos.sh.
         .target(
             name: "CourierProtoModels",

@@ -3,5 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dirs=(Sources Tests)
-for extra in Benchmarks/Sources Benchmarks/Benchmarks Fuzz/Sources; do [ -d "$extra" ] && dirs+=("$extra"); done
+for extra in Plugins Benchmarks/Sources Benchmarks/Benchmarks Fuzz/Sources; do [ -d "$extra" ] && dirs+=("$extra"); done
 swift format lint --strict --recursive --parallel "${dirs[@]}"

@@ -4,8 +4,13 @@
 #
 #   scripts/generate-protos.sh           write the generated code
 #   scripts/generate-protos.sh --check   regenerate into a temporary directory and fail on drift
+#   scripts/generate-protos.sh [--check] --package DIR --job 'PROTOS|C TARGET|C MODULE|MODELS' …
+#                                        the same for another package (a user's): paths are
+#                                        relative to DIR; `swift package generate-protos` (the
+#                                        command plugin in Plugins/GenerateProtos) runs this.
 #
-# Each job below is: proto folder | C target | C module name | Swift models target.
+# Each job is: proto folder | C target folder | C module name | Swift models target folder.
+# Without --package, Courier's own:
 #   Protos/            → Sources/CourierProtos (C) and Sources/CourierProtoModels (Swift)
 #   Benchmarks/Protos/ → Benchmarks/Sources/CBenchProtos and Benchmarks/Sources/BenchProtoModels
 #
@@ -20,7 +25,8 @@
 #    of a temporary copy, and protobuf-c keeps the pointer).
 # 4. courier-protobuf-gen (this package's executable) reads the descriptor set and writes one
 #    `<path>.pb.swift` per .proto file into the Swift target: plain structs and enums with their
-#    `ProtobufMessage` and `ProtobufDirectCodable` conformances, formatted by `swift format`.
+#    `ProtobufMessage` and `ProtobufDirectCodable` conformances, formatted by `swift format`
+#    with the package's .swift-format, or Courier's when the package has none.
 #    Only `*.pb.swift` files are generated there; other files in that target are left alone.
 #
 # 5. The benchmarks compare against apple/swift-protobuf on the same message, with the code
@@ -35,29 +41,64 @@
 #    and compared.
 #
 # The C target is replaced whole. Set COURIER_PROTOBUF_GEN to a built courier-protobuf-gen to
-# skip building it.
+# skip building it; otherwise it is built in Courier's own package (never the user's: the
+# targets the user declared may be empty until this script fills them). SWIFT_FORMAT names the
+# swift-format executable (default: `swift format`).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+courier_root=$(cd "$(dirname "$0")/.." && pwd)
 
-mode=write
-case "${1:-}" in
-"") ;;
---check) mode=check ;;
-*)
-    echo "usage: $0 [--check]" >&2
+usage() {
+    echo "usage: $0 [--check] [--package DIR --job 'PROTOS|C TARGET|C MODULE|SWIFT TARGET' ...]" >&2
     exit 2
-    ;;
-esac
+}
+mode=write
+package=$courier_root
+jobs=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --check) mode=check ;;
+    --package)
+        [ $# -ge 2 ] || usage
+        package=$(cd "$2" && pwd)
+        shift
+        ;;
+    --job)
+        [ $# -ge 2 ] || usage
+        [ "$(echo "$2" | tr -cd '|' | wc -c)" = 3 ] || {
+            echo "--job '$2': expected 'proto folder|C target folder|C module name|Swift target folder'" >&2
+            exit 2
+        }
+        jobs+=("$2")
+        shift
+        ;;
+    *) usage ;;
+    esac
+    shift
+done
+cd "$package"
 
 command -v protoc-c >/dev/null || {
     echo "protoc-c not found (apt-get install protobuf-c-compiler)" >&2
     exit 1
 }
 
-jobs=(
-    "Protos|Sources/CourierProtos|CourierProtos|Sources/CourierProtoModels"
-    "Benchmarks/Protos|Benchmarks/Sources/CBenchProtos|CBenchProtos|Benchmarks/Sources/BenchProtoModels"
-)
+if [ ${#jobs[@]} = 0 ]; then
+    [ "$package" = "$courier_root" ] || {
+        echo "--package needs at least one --job" >&2
+        exit 2
+    }
+    jobs=(
+        "Protos|Sources/CourierProtos|CourierProtos|Sources/CourierProtoModels"
+        "Benchmarks/Protos|Benchmarks/Sources/CBenchProtos|CBenchProtos|Benchmarks/Sources/BenchProtoModels"
+    )
+fi
+for job in "${jobs[@]}"; do
+    IFS='|' read -r proto_dir _ _ _ <<<"$job"
+    [ -d "$proto_dir" ] || {
+        echo "$package/$proto_dir: no such folder of .proto files" >&2
+        exit 1
+    }
+done
 
 export LC_ALL=C
 root=$(pwd)
@@ -66,13 +107,23 @@ trap 'rm -rf "$work"' EXIT
 
 generator="${COURIER_PROTOBUF_GEN:-}"
 if [ -z "$generator" ]; then
-    swift build --product courier-protobuf-gen >"$work/build.log" 2>&1 || {
+    swift build --package-path "$courier_root" --product courier-protobuf-gen >"$work/build.log" 2>&1 || {
         cat "$work/build.log" >&2
         echo "could not build courier-protobuf-gen" >&2
         exit 1
     }
-    generator="$(swift build --show-bin-path)/courier-protobuf-gen"
+    generator="$(swift build --package-path "$courier_root" --show-bin-path)/courier-protobuf-gen"
 fi
+
+# swift-format and its configuration: the package's, else Courier's, else swift-format's defaults.
+if [ -n "${SWIFT_FORMAT:-}" ]; then format=("$SWIFT_FORMAT"); else format=(swift format); fi
+format_options=()
+for config in "$root/.swift-format" "$courier_root/.swift-format"; do
+    if [ -f "$config" ]; then
+        format_options=(--configuration "$config")
+        break
+    fi
+done
 
 drift=0
 generated=0
@@ -88,7 +139,8 @@ generate() {
         protos+=("$file")
         mkdir -p "$out/protos/$(dirname "$file")"
         if grep -Eq '^[[:space:]]*syntax[[:space:]]*=[[:space:]]*"proto3"' "$proto_dir/$file"; then
-            perl -pe 's/^(\s*)optional\s+([\w.]+)\s+(\w+)\s*=\s*(\d+)\s*(\[[^\]]*\])?\s*;/$1oneof _$3 { $2 $3 = $4$5; }/' \
+            # At the start of a line, or after `{` or `;` (`message M { optional string x = 1; }`).
+            perl -pe 's/(?:^|(?<=[{;]))(\s*)optional\s+([\w.]+)\s+(\w+)\s*=\s*(\d+)\s*(\[[^\]]*\])?\s*;/$1oneof _$3 { $2 $3 = $4$5; }/g' \
                 "$proto_dir/$file" >"$out/protos/$file"
         else
             cp "$proto_dir/$file" "$out/protos/$file"
@@ -159,7 +211,9 @@ MAP
 
     # 4. The Swift models, formatted with the repository's swift-format configuration.
     "$generator" --descriptor-set "$out/descriptors.pb" --c-module "$c_module" --output "$out/swift"
-    swift format format --in-place --configuration "$root/.swift-format" "$out"/swift/*.pb.swift
+    if compgen -G "$out/swift/*.pb.swift" >/dev/null; then
+        "${format[@]}" format --in-place "${format_options[@]}" "$out"/swift/*.pb.swift
+    fi
     generated=$((generated + $(wc -l <"$accessors")))
 }
 
@@ -167,6 +221,7 @@ MAP
 compare_swift() {
     local from=$1 target=$2 status=0 file
     for file in "$from"/*.pb.swift; do
+        [ -e "$file" ] || continue
         if ! diff -u "$target/$(basename "$file")" "$file"; then status=1; fi
     done
     for file in "$target"/*.pb.swift; do
@@ -198,10 +253,11 @@ for job in "${jobs[@]}"; do
         fi
     else
         rm -rf "$c_target"
+        mkdir -p "$(dirname "$c_target")"
         cp -R "$out/c" "$c_target"
         mkdir -p "$swift_target"
         rm -f "$swift_target"/*.pb.swift
-        cp "$out"/swift/*.pb.swift "$swift_target/"
+        if compgen -G "$out/swift/*.pb.swift" >/dev/null; then cp "$out"/swift/*.pb.swift "$swift_target/"; fi
     fi
 done
 
@@ -213,7 +269,7 @@ spb_stamp() { # DESCRIPTOR_SET BODY_FILE: the first line of the committed file
     echo "// scripts/generate-protos.sh: protoc-gen-swift output; descriptors sha256 $(sha256sum <"$1" | cut -c1-64)," \
         "text sha256 $(sha256sum <"$2" | cut -c1-64). Do not edit."
 }
-if [ -z "$spb_descriptors" ] || [ ! -e "$spb_target" ]; then
+if [ "$package" != "$courier_root" ] || [ -z "$spb_descriptors" ] || [ ! -e "$spb_target" ]; then
     : # Not Courier's repository.
 elif [ -n "${PROTOC_GEN_SWIFT:-}" ]; then
     mkdir -p "$work/swift-protobuf"

@@ -95,4 +95,66 @@ import Testing
         #expect(status == 1)
         #expect(output.contains("bench.pb.swift does not match Benchmarks/Protos (or was edited)"))
     }
+
+    /// A user's package, as the `generate-protos` plugin runs the script: Courier's script
+    /// generates into the package named by `--package`, from its `--job`s, with Courier's
+    /// `.swift-format` when the package has none (before, the script only knew Courier's own
+    /// folders and failed with "Unable to read configuration" in a package without one), and
+    /// with the package's own when it has one; `--check` then passes, and fails on an edit.
+    @Test func generatesIntoAUserPackageWithOrWithoutItsOwnSwiftFormat() throws {
+        let generator = try #require(Self.generator(), "courier-protobuf-gen is not built (swift build --build-tests)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-user-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let courier = folder.appendingPathComponent("courier")
+        let user = folder.appendingPathComponent("user")
+        for input in ["scripts/generate-protos.sh", ".swift-format"] {
+            let target = courier.appendingPathComponent(input)
+            try FileManager.default.createDirectory(
+                at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.copyItem(at: Self.root.appendingPathComponent(input), to: target)
+        }
+        try FileManager.default.createDirectory(
+            at: user.appendingPathComponent("Protos/shop"), withIntermediateDirectories: true)
+        try Data(
+            """
+            syntax = "proto3";
+            package shop;
+            message OrderRequest { string sku = 1; optional string note = 2; }
+
+            """.utf8
+        ).write(to: user.appendingPathComponent("Protos/shop/order.proto"))
+
+        let script = courier.appendingPathComponent("scripts/generate-protos.sh")
+        let job = ["--package", user.path, "--job", "Protos|Sources/ShopProtos|ShopProtos|Sources/ShopModels"]
+        func run(_ arguments: [String]) throws -> (Int32, String) {
+            try GeneratorTests.run(script, arguments, in: folder, environment: ["COURIER_PROTOBUF_GEN": generator.path])
+        }
+        var (status, output) = try run(job)
+        #expect(status == 0, "\(output)")
+        let model = user.appendingPathComponent("Sources/ShopModels/shop_order.pb.swift")
+        let header = user.appendingPathComponent("Sources/ShopProtos/include/ShopProtos.h")
+        #expect(FileManager.default.fileExists(atPath: header.path))
+        var swift = try String(contentsOf: model, encoding: .utf8)
+        #expect(swift.contains("\n    public var note: String?\n"), "Courier's .swift-format: 4 spaces")
+        #expect(swift.contains("import ShopProtos"))
+        (status, output) = try run(["--check"] + job)
+        #expect(status == 0, "\(output)")
+
+        // The package's own configuration wins; --check compares with what it gives.
+        try Data(#"{ "version": 1, "indentation": { "spaces": 2 } }"#.utf8)
+            .write(to: user.appendingPathComponent(".swift-format"))
+        (status, output) = try run(["--check"] + job)
+        #expect(status == 1 && output.contains("Sources/ShopModels is out of date"), "\(output)")
+        (status, output) = try run(job)
+        #expect(status == 0, "\(output)")
+        swift = try String(contentsOf: model, encoding: .utf8)
+        #expect(swift.contains("\n  public var note: String?\n"))
+
+        // Drift in the user's package; a missing proto folder is named.
+        try (swift + "// edited\n").write(to: model, atomically: true, encoding: .utf8)
+        (status, output) = try run(["--check"] + job)
+        #expect(status == 1 && output.contains("Sources/ShopModels is out of date"), "\(output)")
+        (status, output) = try run(["--package", user.path, "--job", "Missing|Sources/A|A|Sources/B"])
+        #expect(status == 1 && output.contains("Missing: no such folder of .proto files"), "\(output)")
+    }
 }
