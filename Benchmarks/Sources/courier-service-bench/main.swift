@@ -114,7 +114,8 @@ struct Options: Sendable {
 
 func parseOptions() -> Options {
     var arguments = Array(CommandLine.arguments.dropFirst())
-    let usage = "usage: courier-service-bench courier-transport|courier-e2e|courier-service --url URL"
+    let usage =
+        "usage: courier-service-bench courier-transport|courier-e2e|courier-service --url URL"
         + " [--requests N] [--concurrency C] [--warmup W]\n       courier-service-bench write-body PATH"
     guard !arguments.isEmpty else { fail(usage) }
     if arguments.count == 2, arguments[0] == "write-body" {

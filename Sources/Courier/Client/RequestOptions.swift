@@ -32,6 +32,8 @@ public struct RequestOptions: Sendable {
     /// Whether the client adds its credential: a service decides for its calls (its servers
     /// are the API's); `nil` lets the client decide by its own origins.
     var sendsCredential: Bool?
+    /// The scope of the service call this request belongs to (see `CancellationScope`).
+    var cancellationScope: CancellationScope?
 
     public init(
         timeout: Duration? = nil, connectTimeout: Duration? = nil, stallTimeout: Duration? = nil,

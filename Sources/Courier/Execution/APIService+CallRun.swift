@@ -36,15 +36,19 @@ extension ServiceCore {
         /// The response serializer's type, part of the identity.
         private let responseType: ObjectIdentifier
         private var computedIdentity: RequestIdentity?
+        /// What the registry cancels when the call runs in its caller's task (see `perform`).
+        let scope: CancellationScope?
 
         /// Steps 1 and 2, and the monitors' `didStart`.
         /// - Throws: a bad server or path, or a request serializer's error (before `didStart`).
         @inline(never)
         init(
             _ service: ServiceCore, method: HTTPRequest.Method, path: String, parameters: (any Encodable & Sendable)?,
-            options: CallOptions, acceptHeader: String?, responseType: Any.Type, id: CallID
+            options: CallOptions, acceptHeader: String?, responseType: Any.Type, id: CallID,
+            scope: CancellationScope?
         ) throws {
             let configuration = service.configuration
+            self.scope = scope
             self.service = service
             self.options = options
             self.id = id
@@ -151,6 +155,7 @@ extension ServiceCore {
         func beginAttempt() throws -> InterceptorContext {
             attempts += 1
             try Task.checkCancellation()
+            if scope?.isCancelled == true { throw CancellationError() }
             return InterceptorContext(callID: id, attempt: attempts, userInfo: options.userInfo)
         }
 
@@ -163,6 +168,7 @@ extension ServiceCore {
             // The service knows its servers: it decides whether the client adds its credential,
             // and which fields besides the client's carry one (dropped across origins).
             transportOptions.sendsCredential = sendsCredential
+            transportOptions.cancellationScope = scope
             let extra = service.prepared.extraCredentialNames
             if !extra.isEmpty { transportOptions.sensitiveHeaderNames.formUnion(extra) }
             return transportOptions
@@ -238,9 +244,12 @@ extension ServiceCore {
         func retryDelay(after failure: AttemptFailure, sent request: PreparedRequest, context: InterceptorContext)
             async throws -> Duration
         {
+            let chain = self.chain
             let verdict: RetryVerdict =
                 RetryDecision.asksRetriers(after: failure)
-                ? await chain.retry(request, failure: failure, context: context) : .doNotRetry
+                ? try await CancellationScope.run(in: scope) {
+                    await chain.retry(request, failure: failure, context: context)
+                } : .doNotRetry
             return try decide(after: failure, sent: request, verdict: verdict)
         }
 

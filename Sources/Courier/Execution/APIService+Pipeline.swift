@@ -15,14 +15,21 @@ extension ServiceCore {
     ///    the service's), then `RetryDecision`, the one place that decides (retry policy,
     ///    the one attempt cap); wait on the service clock, fail over, and go back to 4;
     /// 7. preprocess and decode; the result veto.
+    ///
+    /// - Parameter scope: for a call that runs in its caller's task (`APIService.send`), what
+    ///   the registry cancels: the transfer honours it, and every other wait (interval,
+    ///   adapters, retriers, the retry delay) runs in a task of its own that it cancels. Nil for
+    ///   a call with a task of its own (`Call`), which the registry cancels directly.
     func perform<Model: Sendable>(
-        _ endpoint: Endpoint<Model>, serializer: any ResponseSerializer<Model>, acceptHeader: String?, id: CallID
+        _ endpoint: Endpoint<Model>, serializer: any ResponseSerializer<Model>, acceptHeader: String?, id: CallID,
+        scope: CancellationScope?
     ) async throws -> Response<Model> {
         // The call's state lives in one object: this async frame, allocated while the call is
         // in flight, holds the reference and the values of the attempt under way only.
         let call = try CallRun(
             self, method: endpoint.method, path: endpoint.path, parameters: endpoint.parameters,
-            options: endpoint.options, acceptHeader: acceptHeader, responseType: type(of: serializer), id: id)
+            options: endpoint.options, acceptHeader: acceptHeader, responseType: type(of: serializer), id: id,
+            scope: scope)
         do {
             try call.checkVetoAndEnter()
             defer { call.leave() }
@@ -30,7 +37,7 @@ extension ServiceCore {
             while true {
                 let context = try call.beginAttempt()
                 var request = call.attemptRequest()
-                if !call.chain.adapters.isEmpty { request = try await call.chain.adapt(request, context: context) }
+                if !call.chain.adapters.isEmpty { request = try await adapt(request, context: context, for: call) }
                 call.willSend(&request)
                 let failure: AttemptFailure
                 do {
@@ -44,7 +51,8 @@ extension ServiceCore {
                     failure = call.failed(error)
                 }
                 let delay = try await call.retryDelay(after: failure, sent: request, context: context)
-                try await call.clock.sleep(for: delay)
+                let clock = call.clock
+                try await CancellationScope.run(in: call.scope) { try await clock.sleep(for: delay) }
                 // Failover: a pool that moved during the attempt moves the retry to its new server.
                 try call.failOver()
             }
@@ -57,8 +65,19 @@ extension ServiceCore {
     @inline(never)
     private func admitInterval(for call: CallRun) async throws {
         guard let interval = call.options.interval else { return }
-        try await configuration.intervalGate.admit(
-            key: call.identity.key, rule: interval, clock: call.clock)
+        let (gate, key, clock) = (configuration.intervalGate, call.identity.key, call.clock)
+        try await CancellationScope.run(in: call.scope) {
+            try await gate.admit(key: key, rule: interval, clock: clock)
+        }
+    }
+
+    /// Step 4: the adapters.
+    @inline(never)
+    private func adapt(_ request: PreparedRequest, context: InterceptorContext, for call: CallRun) async throws
+        -> PreparedRequest
+    {
+        let chain = call.chain
+        return try await CancellationScope.run(in: call.scope) { try await chain.adapt(request, context: context) }
     }
 
     /// Steps 1 and 2: the request as the serializer leaves it, before real-time parameters
@@ -123,7 +142,13 @@ extension ServiceCore {
                 throw CourierError(.cancelled, "the call was cancelled in flight")
             }
         }
-        return try await deduplicatedTransfer(request, key: call.identity.key, options: sendOptions)
+        // The shared transfer is not this call's alone: the scope cancels this call's wait.
+        var sharedOptions = sendOptions
+        sharedOptions.cancellationScope = nil
+        let key = call.identity.key
+        return try await CancellationScope.run(in: call.scope) { [self, sharedOptions] in
+            try await deduplicatedTransfer(request, key: key, options: sharedOptions)
+        }
     }
 
     @inline(never)

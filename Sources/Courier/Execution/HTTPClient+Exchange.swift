@@ -56,6 +56,7 @@ extension HTTPClient {
                 stallTimeout: options.stallTimeout ?? configuration.stallTimeout,
                 maxResponseSize: options.maxResponseSize ?? configuration.maxResponseSize,
                 uploadProgress: options.uploadProgress, downloadProgress: options.downloadProgress)
+            transportOptions.cancellationScope = options.cancellationScope
         }
 
         private var logger: Logger { client.configuration.logger }
