@@ -9,6 +9,11 @@
 #   SKIP_RUSAGE=1 scripts/service-overhead.sh      # instruction counts only
 #   PROFILE_DIR=/tmp/cg scripts/service-overhead.sh  # keep the callgrind files, print the
 #                                                     # functions whose cost differs most
+#   BEFORE=/tmp/old/courier-service-bench SKIP_CALLGRIND=1 scripts/service-overhead.sh
+#       # CPU time of another build too, in the same rounds (rows `before …`): a before/after
+#       # comparison that is fair on a loaded machine. Make the other build with
+#       # `git worktree add /tmp/old COMMIT` and `swift build -c release --product
+#       # courier-service-bench` in its Benchmarks/.
 #
 # Why two methods: on a shared machine wall-clock and even CPU-time figures move with the
 # other processes (cache and frequency effects, scheduling), while the number of instructions
@@ -52,7 +57,7 @@ if [ -z "${SKIP_BUILD:-}" ]; then
     echo "== building $product (release)" >&2
     (cd "$root/Benchmarks" && swift build -c release --product "$product" 2>&1 | tail -n 1) >&2
 fi
-bench="$root/Benchmarks/.build/release/$product"
+bench="${BENCH:-$root/Benchmarks/.build/release/$product}"  # BENCH=path measures another build
 
 work="$(mktemp -d /tmp/courier-overhead.XXXXXX)"
 nginx_pid=""
@@ -110,6 +115,10 @@ for _ in $(seq 1 100); do
 done
 curl -fsS -o /dev/null "$url" || { cat "$work/error.log"; exit 1; }
 
+# valgrind 3.19 cannot read the DWARF 5 debug info Swift 6 emits: callgrind runs a copy without
+# it (the symbol table, and so the function names, stay).
+objcopy --strip-debug "$bench" "$work/bench-nodebug"
+
 results="$work/results.jsonl"
 : >"$results"
 
@@ -121,7 +130,7 @@ if [ -z "${SKIP_CALLGRIND:-}" ]; then
                 echo "== callgrind $client, $concurrency in flight, $n requests" >&2
                 out="$work/callgrind.$client.c$concurrency.n$n"
                 valgrind --tool=callgrind --callgrind-out-file="$out" --dump-instr=no \
-                    "$bench" "$client" --url "$url" --requests "$n" --concurrency "$concurrency" \
+                    "$work/bench-nodebug" "$client" --url "$url" --requests "$n" --concurrency "$concurrency" \
                     --warmup 200 >/dev/null 2>"$work/valgrind.log" \
                     || { tail -n 20 "$work/valgrind.log"; exit 1; }
                 ir="$(awk '/^(summary|totals):/ { print $2; exit }' "$out")"
@@ -149,9 +158,13 @@ if [ -z "${SKIP_RUSAGE:-}" ]; then
     for round in $(seq 1 "$rounds"); do
         for concurrency in $concurrencies; do
             echo "== CPU round $round/$rounds, $concurrency in flight" >&2
-            for client in courier-e2e courier-service curl; do
+            clients=(courier-e2e courier-service curl)
+            [ -n "${BEFORE:-}" ] && clients+=("before courier-e2e" "before courier-service")
+            for client in "${clients[@]}"; do
                 if [ "$client" = curl ]; then
                     line="$(curl_cpu "$concurrency")"
+                elif [ "${client#before }" != "$client" ]; then
+                    line="$("$BEFORE" "${client#before }" --url "$url" --requests "$requests" --concurrency "$concurrency")"
                 else
                     line="$("$bench" "$client" --url "$url" --requests "$requests" --concurrency "$concurrency")"
                 fi
@@ -167,14 +180,15 @@ print(json.dumps({'kind': 'cpu', 'round': $round, 'client': '$client', 'concurre
 fi
 
 load_end="$(cut -d" " -f1-3 /proc/loadavg)"
-commit="$(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- Sources Benchmarks || echo '+changes')"
+commit="commit $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- Sources Benchmarks || echo '+changes')"
+[ -n "${BENCH:-}" ] && commit="binary $BENCH"
 python3 - "$results" "$cg_small" "$cg_large" "$requests" "$rounds" "$load_start" "$load_end" "$commit" <<'PY'
 import json, os, statistics, subprocess, sys
 path, small, large, requests, rounds, load_start, load_end, commit = sys.argv[1:9]
 small, large = int(small), int(large)
 rows = [json.loads(line) for line in open(path)]
 cpu_model = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-print(f"commit {commit}; {cpu_model}, {os.cpu_count()} logical cores; "
+print(f"{commit}; {cpu_model}, {os.cpu_count()} logical cores; "
       f"load average (1/5/15 min) {load_start} at the start, {load_end} at the end")
 print()
 ir = {(r["client"], r["concurrency"], r["requests"]): r["ir"] for r in rows if r["kind"] == "ir"}
@@ -214,6 +228,13 @@ if cpu:
         print(f"| {c} | {fmt('courier-e2e')} | {fmt('courier-service')} | {fmt('curl')} "
               f"| {statistics.median(diffs):+.1f} [{min(diffs):+.1f}–{max(diffs):+.1f}] "
               f"| {statistics.median(svc_curl):.2f}× | {statistics.median(e2e_curl):.2f}× |")
+        if values("before courier-e2e"):
+            diffs = [v["before courier-service"] - v["before courier-e2e"] for v in by_round.values()]
+            svc_curl = [v["before courier-service"] / v["curl"] for v in by_round.values()]
+            e2e_curl = [v["before courier-e2e"] / v["curl"] for v in by_round.values()]
+            print(f"| {c}, before | {fmt('before courier-e2e')} | {fmt('before courier-service')} | "
+                  f"| {statistics.median(diffs):+.1f} [{min(diffs):+.1f}–{max(diffs):+.1f}] "
+                  f"| {statistics.median(svc_curl):.2f}× | {statistics.median(e2e_curl):.2f}× |")
     print()
     print("Differences and ratios are per round (same round, same load), then the median over rounds.")
 PY
