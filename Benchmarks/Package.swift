@@ -47,6 +47,11 @@ let package = Package(
             ],
             path: "Benchmarks/CourierBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]),
+        // Courier's own HTTP paths (`courier-e2e`, `courier-service`, `courier-transport`) without the
+        // peers, for scripts/service-overhead.sh: depends on Courier only, so it builds quickly.
+        .executableTarget(
+            name: "courier-service-bench",
+            dependencies: [.product(name: "Courier", package: "Courier")]),
         // One HTTP client per process: `courier-http-bench CLIENT --url URL --requests N --concurrency C`.
         .executableTarget(
             name: "courier-http-bench",

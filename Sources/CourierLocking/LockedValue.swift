@@ -11,21 +11,26 @@ import Synchronization
 /// inline, and tells TSan what the lock does: acquire right after locking, release right
 /// before unlocking, on the mutex's address (see `CSanitizerHooks.h`). Outside TSan the hooks
 /// are a pointer test and no call; the lock itself is untouched.
+///
+/// `public`, not `package`: the Swift 6.3 compiler does not inline or specialize a `package`
+/// `@inlinable` function in another module, so every lock of Courier went through the
+/// unspecialized generic `withLock` and a runtime lookup of `Mutex<Value>`'s metadata (about
+/// 700 instructions instead of a few dozen; callgrind, scripts/service-overhead.sh).
 @frozen
-package struct LockedValue<Value: ~Copyable>: ~Copyable {
+public struct LockedValue<Value: ~Copyable>: ~Copyable {
     @usableFromInline
     package let mutex: Mutex<Value>
 
     /// Creates a lock guarding `initialValue`.
     @inlinable
-    package init(_ initialValue: consuming sending Value) {
+    public init(_ initialValue: consuming sending Value) {
         mutex = Mutex(initialValue)
     }
 
     /// Runs `body` with exclusive access to the value, as `Mutex.withLock` does.
     @inlinable
     @inline(__always)
-    package borrowing func withLock<Result: ~Copyable, E: Error>(
+    public borrowing func withLock<Result: ~Copyable, E: Error>(
         _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {
         try mutex.withLock { (value: inout sending Value) throws(E) -> sending Result in

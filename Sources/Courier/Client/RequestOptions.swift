@@ -41,6 +41,8 @@ public struct RequestOptions: Sendable {
     var clientSettings: HTTPClient.LiveSettings?
     /// The logger of the call this request belongs to (its id in the metadata); nil: the client's.
     var logger: Logger?
+    /// The scope of the service call this request belongs to (see `CancellationScope`).
+    var cancellationScope: CancellationScope?
 
     public init(
         timeout: Duration? = nil, connectTimeout: Duration? = nil, stallTimeout: Duration? = nil,

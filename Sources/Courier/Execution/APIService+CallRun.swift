@@ -48,6 +48,8 @@ extension ServiceCore {
         private let environment: ServerEnvironment?
         /// The call's logger, spans and metrics (see `CallTelemetry`).
         private var telemetry: CallTelemetry
+        /// What the registry cancels when the call runs in its caller's task (see `perform`).
+        let scope: CancellationScope?
 
         /// Steps 1 and 2, and the monitors' `didStart`.
         /// - Throws: a bad server or path, or a request serializer's error (before `didStart`).
@@ -55,9 +57,10 @@ extension ServiceCore {
         init(
             _ service: ServiceCore, method: HTTPRequest.Method, path: String, parameters: (any Encodable & Sendable)?,
             body: (any Encodable & Sendable)?, options: CallOptions, acceptHeader: String?, responseType: Any.Type,
-            id: CallID
+            id: CallID, scope: CancellationScope?
         ) throws {
             let configuration = service.configuration
+            self.scope = scope
             let clientSettings = service.client.liveSettings
             let settings = service.settings
             var options = options
@@ -183,6 +186,7 @@ extension ServiceCore {
         func beginAttempt() throws -> InterceptorContext {
             attempts += 1
             try Task.checkCancellation()
+            if scope?.isCancelled == true { throw CancellationError() }
             return InterceptorContext(callID: id, attempt: attempts, userInfo: options.userInfo)
         }
 
@@ -196,6 +200,7 @@ extension ServiceCore {
             // and which fields besides the client's carry one (dropped across origins).
             transportOptions.sendsCredential = sendsCredential
             transportOptions.clientSettings = clientSettings
+            transportOptions.cancellationScope = scope
             let extra = service.prepared.extraCredentialNames
             if !extra.isEmpty { transportOptions.sensitiveHeaderNames.formUnion(extra) }
             if bypassesCache, transportOptions.cachePolicy != .returnCacheDataDontLoad {
@@ -309,9 +314,12 @@ extension ServiceCore {
         func retryDelay(after failure: AttemptFailure, sent request: PreparedRequest, context: InterceptorContext)
             async throws -> Duration
         {
+            let chain = self.chain
             let verdict: RetryVerdict =
                 RetryDecision.asksRetriers(after: failure)
-                ? await chain.retry(request, failure: failure, context: context) : .doNotRetry
+                ? try await CancellationScope.run(in: scope) {
+                    await chain.retry(request, failure: failure, context: context)
+                } : .doNotRetry
             return try decide(after: failure, sent: request, verdict: verdict)
         }
 

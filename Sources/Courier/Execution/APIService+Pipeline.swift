@@ -19,8 +19,14 @@ extension ServiceCore {
     ///    the one attempt cap); wait on the service clock, fail over, and go back to 4;
     /// 7. preprocess, "no data" (`CallOptions.noData`), decode; the result veto. A call that
     ///    fails for good goes through the error mappers once (`ErrorMapping.swift`).
+    ///
+    /// - Parameter scope: for a call that runs in its caller's task (`APIService.send`), what
+    ///   the registry cancels: the transfer honours it, and every other wait (interval,
+    ///   adapters, retriers, the retry delay) runs in a task of its own that it cancels. Nil for
+    ///   a call with a task of its own (`Call`), which the registry cancels directly.
     func perform<Model: Sendable>(
-        _ endpoint: Endpoint<Model>, serializer: any ResponseSerializer<Model>, acceptHeader: String?, id: CallID
+        _ endpoint: Endpoint<Model>, serializer: any ResponseSerializer<Model>, acceptHeader: String?, id: CallID,
+        scope: CancellationScope?
     ) async throws -> Response<Model> {
         // The call's state lives in one object: this async frame, allocated while the call is
         // in flight, holds the reference and the values of the attempt under way only.
@@ -29,7 +35,7 @@ extension ServiceCore {
             call = try CallRun(
                 self, method: endpoint.method, path: endpoint.path, parameters: endpoint.parameters,
                 body: endpoint.body, options: endpoint.options, acceptHeader: acceptHeader,
-                responseType: type(of: serializer), id: id)
+                responseType: type(of: serializer), id: id, scope: scope)
         } catch {
             // A call that fails before its first attempt is mapped too (an encoding error).
             throw mapped(CourierError.fromCall(error), options: endpoint.options)
@@ -42,7 +48,7 @@ extension ServiceCore {
                 let context = try call.beginAttempt()
                 if configuration.networkStatus != nil { try await awaitNetwork(for: call) }
                 var request = call.attemptRequest()
-                if !call.chain.adapters.isEmpty { request = try await call.chain.adapt(request, context: context) }
+                if !call.chain.adapters.isEmpty { request = try await adapt(request, context: context, for: call) }
                 // Signed last, per attempt, as sent: a retry carries a fresh signature.
                 if call.sendsCredential, let signer = configuration.signer {
                     try signer.sign(&request, endpointPath: endpoint.path)
@@ -62,7 +68,8 @@ extension ServiceCore {
                     failure = call.failed(error)
                 }
                 let delay = try await call.retryDelay(after: failure, sent: request, context: context)
-                try await call.clock.sleep(for: delay)
+                let clock = call.clock
+                try await CancellationScope.run(in: call.scope) { try await clock.sleep(for: delay) }
                 // Failover: a pool that moved during the attempt moves the retry to its new server.
                 try call.failOver()
             }
@@ -75,8 +82,19 @@ extension ServiceCore {
     @inline(never)
     private func admitInterval(for call: CallRun) async throws {
         guard let interval = call.options.interval else { return }
-        try await configuration.intervalGate.admit(
-            key: call.identity.key, rule: interval, clock: call.clock)
+        let (gate, key, clock) = (configuration.intervalGate, call.identity.key, call.clock)
+        try await CancellationScope.run(in: call.scope) {
+            try await gate.admit(key: key, rule: interval, clock: clock)
+        }
+    }
+
+    /// Step 4: the adapters.
+    @inline(never)
+    private func adapt(_ request: PreparedRequest, context: InterceptorContext, for call: CallRun) async throws
+        -> PreparedRequest
+    {
+        let chain = call.chain
+        return try await CancellationScope.run(in: call.scope) { try await chain.adapt(request, context: context) }
     }
 
     /// Steps 1 and 2: the request as the serializer leaves it, before real-time parameters
@@ -146,7 +164,17 @@ extension ServiceCore {
                 throw CourierError(.cancelled, "the call was cancelled in flight")
             }
         }
-        return try await deduplicatedTransfer(request, key: call.identity.key, options: sendOptions)
+        // The shared transfer is not this call's alone: the scope cancels this call's wait. A
+        // call cancelled before it gets here starts no shared transfer at all.
+        if call.scope?.isCancelled == true || Task.isCancelled {
+            throw CourierError(.cancelled, "the call was cancelled before it was sent")
+        }
+        var sharedOptions = sendOptions
+        sharedOptions.cancellationScope = nil
+        let key = call.identity.key
+        return try await CancellationScope.run(in: call.scope) { [self, sharedOptions] in
+            try await deduplicatedTransfer(request, key: key, options: sharedOptions)
+        }
     }
 
     @inline(never)

@@ -61,6 +61,7 @@ extension HTTPClient {
                 stallTimeout: options.stallTimeout ?? settings.settings.stallTimeout,
                 maxResponseSize: options.maxResponseSize ?? configuration.maxResponseSize,
                 uploadProgress: options.uploadProgress, downloadProgress: options.downloadProgress)
+            transportOptions.cancellationScope = options.cancellationScope
         }
 
         /// The client's one redaction list, with the request's own sensitive names.

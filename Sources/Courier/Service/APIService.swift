@@ -207,34 +207,29 @@ public final class ServiceCore: APIService {
 
     /// Runs a call whose caller waits for it: what `call(_:).run()` does, without a `Call`.
     ///
-    /// The call is registered (cancellable by identifier and by `cancelAll()`) and runs in a
-    /// task of its own, as a `Call` does; the task starts on the caller's thread, which waits
-    /// anyway, instead of waiting for a thread of the pool. A caller cancelled already gets a
-    /// task cancelled before it runs.
+    /// The call is registered (cancellable by identifier and by `cancelAll()`) and runs in the
+    /// caller's task: one task and one resumption per call (issue 17). Cancelling it through
+    /// the registry cancels its `RunningCall.scope`, not the caller's task; cancelling the
+    /// caller cancels the call.
     private func run<Model: Sendable>(
         _ endpoint: Endpoint<Model>, serializer: any ResponseSerializer<Model>, acceptHeader: String?
     ) async throws(CourierError) -> Response<Model> {
         let id = CallID.next()
         let running = RunningCall(id: id)
         calls.track(running)
-        let body: @Sendable () async -> Result<Response<Model>, CourierError> = { [self] in
-            let result: Result<Response<Model>, CourierError>
-            do {
-                result = .success(
-                    try await perform(endpoint, serializer: serializer, acceptHeader: acceptHeader, id: id))
-            } catch {
-                result = .failure(CourierError.fromCall(error))
+        defer { calls.remove(id) }
+        do {
+            let response = try await withTaskCancellationHandler {
+                try await perform(
+                    endpoint, serializer: serializer, acceptHeader: acceptHeader, id: id, scope: running.scope)
+            } onCancel: {
+                running.cancel()
             }
-            defer { calls.remove(id) }
-            return running.finish(result)
+            running.finish()
+            return response
+        } catch {
+            throw running.finish(CourierError.fromCall(error))
         }
-        let task = Task.isCancelled ? Task(operation: body) : Task.immediate(operation: body)
-        running.started(task)
-        return try await withTaskCancellationHandler {
-            await task.value
-        } onCancel: {
-            running.cancel()
-        }.get()
     }
 
     /// Builds the call for an endpoint without starting it (deferred start): start it later,
@@ -266,7 +261,7 @@ public final class ServiceCore: APIService {
     ) -> Call<Response<Model>> {
         let id = CallID.next()
         let call = Call<Response<Model>>(id: id) { [self] in
-            try await perform(endpoint, serializer: serializer, acceptHeader: acceptHeader, id: id)
+            try await perform(endpoint, serializer: serializer, acceptHeader: acceptHeader, id: id, scope: nil)
         }
         calls.register(call)
         return call

@@ -286,57 +286,50 @@ extension CourierError {
     }
 }
 
-/// A task that can be cancelled, whatever its result type.
-protocol CancellableTask: Sendable {
-    func cancel()
-}
-
-extension Task: CancellableTask {}
-
 /// The registry's handle on a call run by `APIService.send`, whose caller waits for it: the
-/// part of `Call` such a call needs (cancel while it runs, end as cancelled), without generics.
+/// part of `Call` such a call needs (cancel while it runs, end as cancelled), without generics
+/// and without a task of its own.
+///
+/// The call runs in its caller's task, so cancelling it must not cancel that task: it
+/// cancels the call's `scope` instead, which cancels the transfer in flight (or the other wait
+/// under way, run in a task of its own; see `CancellationScope.run`).
 final class RunningCall: CancellableCall {
     private struct State {
-        var task: (any CancellableTask)?
         var cancelRequested = false
         var isFinished = false
     }
 
     let id: CallID
+    /// What cancelling the call cancels.
+    let scope = CancellationScope()
     private let state = LockedValue(State())
 
     init(id: CallID) { self.id = id }
 
-    /// Records the call's task; cancels it when the call was cancelled meanwhile.
-    func started(_ task: some CancellableTask) {
-        let cancelled = state.withLock { state -> Bool in
-            state.task = task
-            return state.cancelRequested && !state.isFinished
-        }
-        if cancelled { task.cancel() }
-    }
-
-    /// Cancels the call's task; does nothing once the call has its result.
+    /// Cancels what the call waits for; does nothing once the call has its result.
     func cancel() {
-        let task = state.withLock { state -> (any CancellableTask)? in
-            guard !state.isFinished else { return nil }
+        let cancels = state.withLock { state -> Bool in
+            guard !state.isFinished else { return false }
             state.cancelRequested = true
-            return state.task
+            return true
         }
-        task?.cancel()
+        if cancels { scope.cancel() }
     }
 
-    /// The call's final result: one cancelled while running ends as cancelled even if the
-    /// operation turned the cancellation into another error.
-    func finish<Value>(_ result: Result<Value, CourierError>) -> Result<Value, CourierError> {
-        let cancelled = state.withLock { state -> Bool in
+    /// Records that the call has its result: cancelling it does nothing from now on.
+    /// - Returns: whether the call was cancelled before.
+    @discardableResult
+    func finish() -> Bool {
+        state.withLock { state -> Bool in
             state.isFinished = true
-            state.task = nil
             return state.cancelRequested
         }
-        if cancelled, case .failure(let error) = result, error.code != .cancelled {
-            return .failure(CourierError(.cancelled, "the call was cancelled", underlying: error))
-        }
-        return result
+    }
+
+    /// The call's final error: one cancelled while running ends as cancelled even if the
+    /// operation turned the cancellation into another error.
+    func finish(_ error: CourierError) -> CourierError {
+        guard finish(), error.code != .cancelled else { return error }
+        return CourierError(.cancelled, "the call was cancelled", underlying: error)
     }
 }

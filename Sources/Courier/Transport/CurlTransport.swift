@@ -153,6 +153,13 @@ public final class CurlTransport: Transport {
     @inline(__always)
     private func run(_ transfer: CurlTransfer) async throws {
         let loop = self.loop
+        // A service call's scope cancels the transfer without cancelling the awaiting task.
+        if let scope = transfer.options.cancellationScope {
+            if !scope.install({ if transfer.cancel() { loop.enqueue(.cancel(transfer)) } }) {
+                _ = transfer.cancel()  // cancelled already: `install` below resumes at once
+            }
+        }
+        defer { transfer.options.cancellationScope?.removeHandler() }
         try await withTaskCancellationHandler {
             defer { ThreadSanitizer.continuationReturned() }
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in

@@ -25,7 +25,11 @@ extension Transport {
         guard let hop = hop as? ExecutedHop else {
             throw CourierError(.invalidRequest, "the hop was made by another transport")
         }
-        hop.response = try await execute(hop.request)
+        let request = hop.request
+        // A service call's scope cancels the execution, not the task that awaits it.
+        hop.response = try await CancellationScope.run(in: request.options.cancellationScope) {
+            try await self.execute(request)
+        }
     }
 }
 

@@ -61,6 +61,8 @@ public struct TransportOptions: Sendable {
     public var uploadProgress: (@Sendable (TransferProgress) -> Void)?
     /// Called on the transport's thread as bytes come in; keep it cheap.
     public var downloadProgress: (@Sendable (TransferProgress) -> Void)?
+    /// The call's scope: cancelling it cancels the transfer, not the task that awaits it.
+    var cancellationScope: CancellationScope?
 
     public init(
         timeout: Duration? = nil, connectTimeout: Duration? = nil, stallTimeout: Duration? = nil,

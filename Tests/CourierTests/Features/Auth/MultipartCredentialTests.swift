@@ -156,7 +156,7 @@ import Testing
         func key() throws -> String {
             try ServiceCore.CallRun(
                 service, method: .get, path: "me", parameters: nil, body: nil, options: .default, acceptHeader: nil,
-                responseType: ServiceUser.self, id: CallID.next()
+                responseType: ServiceUser.self, id: CallID.next(), scope: nil
             ).identity.key
         }
         let first = try key()

@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# Measures what the service layer costs per call over the client (issue 17): `APIService.get`
+# → model (`courier-service`) against `HTTPClient.send` + the same JSON decode
+# (`courier-e2e`) on the same work, and both against `curl`. Prints Markdown tables.
+#
+#   scripts/service-overhead.sh                 # instruction counts (callgrind) + CPU time
+#   ROUNDS=7 REQUESTS=20000 scripts/service-overhead.sh
+#   SKIP_CALLGRIND=1 scripts/service-overhead.sh   # CPU time only
+#   SKIP_RUSAGE=1 scripts/service-overhead.sh      # instruction counts only
+#   PROFILE_DIR=/tmp/cg scripts/service-overhead.sh  # keep the callgrind files, print the
+#                                                     # functions whose cost differs most
+#   BEFORE=/tmp/old/courier-service-bench SKIP_CALLGRIND=1 scripts/service-overhead.sh
+#       # CPU time of another build too, in the same rounds (rows `before …`): a before/after
+#       # comparison that is fair on a loaded machine. Make the other build with
+#       # `git worktree add /tmp/old COMMIT` and `swift build -c release --product
+#       # courier-service-bench` in its Benchmarks/.
+#
+# Why two methods: on a shared machine wall-clock and even CPU-time figures move with the
+# other processes (cache and frequency effects, scheduling), while the number of instructions
+# a process executes for the same work barely does.
+#
+# - Instructions per request: `valgrind --tool=callgrind` counts every instruction of the
+#   process (all threads: the caller's tasks, the curl thread). Each client runs twice, with
+#   CG_SMALL and CG_LARGE measured requests after the same warm-up; (Ir(large) − Ir(small)) ÷
+#   (large − small) is the cost of one request, without start-up, warm-up and shutdown.
+# - CPU per request: the bench's own getrusage (user + system) over REQUESTS measured
+#   requests after its warm-up, ROUNDS interleaved rounds (each client once per round, in
+#   turn), medians; curl's figure is its whole child process (getrusage of the child), start-up
+#   and the parsing of a REQUESTS-URL config included, as in scripts/benchmark.sh.
+#
+# nginx serves the 972-byte JSON body on a free loopback port with the configuration of
+# scripts/benchmark.sh. `courier-service` opts out of the de-duplication of identical GETs in
+# flight, so every call is one HTTP request, as for the other clients.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+rounds="${ROUNDS:-5}"
+requests="${REQUESTS:-10000}"
+cg_small="${CG_SMALL:-300}"
+cg_large="${CG_LARGE:-1800}"
+concurrencies="${CONCURRENCY:-1 32}"
+load_start="$(cut -d" " -f1-3 /proc/loadavg)"
+
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { echo "needs nginx (scripts/benchmark.sh installs it)"; exit 1; }
+command -v curl >/dev/null || { echo "needs curl"; exit 1; }
+command -v python3 >/dev/null || { echo "needs python3"; exit 1; }
+if [ -z "${SKIP_CALLGRIND:-}" ] && ! command -v valgrind >/dev/null; then
+    echo "needs valgrind (apt-get install valgrind), or SKIP_CALLGRIND=1"
+    exit 1
+fi
+nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
+
+# courier-service-bench runs the same Courier clients as courier-http-bench (which also builds
+# AsyncHTTPClient and swift-protobuf); BENCH_PRODUCT=courier-http-bench measures with that one.
+product="${BENCH_PRODUCT:-courier-service-bench}"
+if [ -z "${SKIP_BUILD:-}" ]; then
+    echo "== building $product (release)" >&2
+    (cd "$root/Benchmarks" && swift build -c release --product "$product" 2>&1 | tail -n 1) >&2
+fi
+bench="${BENCH:-$root/Benchmarks/.build/release/$product}"  # BENCH=path measures another build
+
+work="$(mktemp -d /tmp/courier-overhead.XXXXXX)"
+nginx_pid=""
+cleanup() {
+    if [ -n "$nginx_pid" ] && kill -0 "$nginx_pid" 2>/dev/null; then
+        kill "$nginx_pid"
+        wait "$nginx_pid" 2>/dev/null || true
+    fi
+    if [ -n "${PROFILE_DIR:-}" ]; then
+        mkdir -p "$PROFILE_DIR"
+        cp "$work"/callgrind.* "$PROFILE_DIR/" 2>/dev/null || true
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+mkdir -p "$work/www"
+"$bench" write-body "$work/www/catalog.json" >/dev/null
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+user_line=""
+[ "$(id -u)" -eq 0 ] && user_line="user root;"
+cat >"$work/nginx.conf" <<CONF
+$user_line
+daemon off;
+master_process on;
+worker_processes 1;
+worker_rlimit_nofile 16384;
+pid $work/nginx.pid;
+error_log $work/error.log warn;
+events { worker_connections 8192; }
+http {
+    access_log off;
+    client_body_temp_path $work/client_body;
+    proxy_temp_path $work/proxy;
+    fastcgi_temp_path $work/fastcgi;
+    uwsgi_temp_path $work/uwsgi;
+    scgi_temp_path $work/scgi;
+    keepalive_requests 1000000;
+    keepalive_timeout 300s;
+    types { application/json json; }
+    default_type application/octet-stream;
+    server {
+        listen 127.0.0.1:$port backlog=4096;
+        root $work/www;
+        location / { }
+    }
+}
+CONF
+"$nginx_bin" -c "$work/nginx.conf" -p "$work" -e "$work/error.log" &
+nginx_pid=$!
+url="http://127.0.0.1:$port/catalog.json"
+for _ in $(seq 1 100); do
+    curl -fsS -o /dev/null "$url" 2>/dev/null && break
+    sleep 0.1 # waiting for nginx to bind (start-up, not synchronisation between measurements)
+done
+curl -fsS -o /dev/null "$url" || { cat "$work/error.log"; exit 1; }
+
+# valgrind 3.19 cannot read the DWARF 5 debug info Swift 6 emits: callgrind runs a copy without
+# it (the symbol table, and so the function names, stay).
+objcopy --strip-debug "$bench" "$work/bench-nodebug"
+
+results="$work/results.jsonl"
+: >"$results"
+
+# --- instructions (callgrind) -------------------------------------------------------------------
+if [ -z "${SKIP_CALLGRIND:-}" ]; then
+    for concurrency in $concurrencies; do
+        for client in courier-e2e courier-service; do
+            for n in "$cg_small" "$cg_large"; do
+                echo "== callgrind $client, $concurrency in flight, $n requests" >&2
+                out="$work/callgrind.$client.c$concurrency.n$n"
+                valgrind --tool=callgrind --callgrind-out-file="$out" --dump-instr=no \
+                    "$work/bench-nodebug" "$client" --url "$url" --requests "$n" --concurrency "$concurrency" \
+                    --warmup 200 >/dev/null 2>"$work/valgrind.log" \
+                    || { tail -n 20 "$work/valgrind.log"; exit 1; }
+                ir="$(awk '/^(summary|totals):/ { print $2; exit }' "$out")"
+                echo "{\"kind\": \"ir\", \"client\": \"$client\", \"concurrency\": $concurrency, \"requests\": $n, \"ir\": $ir}" >>"$results"
+            done
+        done
+    done
+fi
+
+# --- CPU time (getrusage) -----------------------------------------------------------------------
+for i in $(seq 1 "$requests"); do printf 'url = "%s"\noutput = "/dev/null"\n' "$url"; done >"$work/curl.conf"
+curl_cpu() { # concurrency
+    python3 - "$1" "$requests" "$work/curl.conf" <<'PY'
+import json, resource, subprocess, sys
+concurrency, requests, config = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+command = ["curl", "-s", "--no-progress-meter", "--config", config]
+if concurrency > 1:
+    command[1:1] = ["--parallel", "--parallel-max", str(concurrency)]
+subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"client": "curl", "cpu_us_per_request": (usage.ru_utime + usage.ru_stime) * 1e6 / requests}))
+PY
+}
+if [ -z "${SKIP_RUSAGE:-}" ]; then
+    for round in $(seq 1 "$rounds"); do
+        for concurrency in $concurrencies; do
+            echo "== CPU round $round/$rounds, $concurrency in flight" >&2
+            clients=(courier-e2e courier-service curl)
+            [ -n "${BEFORE:-}" ] && clients+=("before courier-e2e" "before courier-service")
+            for client in "${clients[@]}"; do
+                if [ "$client" = curl ]; then
+                    line="$(curl_cpu "$concurrency")"
+                elif [ "${client#before }" != "$client" ]; then
+                    line="$("$BEFORE" "${client#before }" --url "$url" --requests "$requests" --concurrency "$concurrency")"
+                else
+                    line="$("$bench" "$client" --url "$url" --requests "$requests" --concurrency "$concurrency")"
+                fi
+                load1="$(cut -d" " -f1 /proc/loadavg)"
+                echo "$line" | python3 -c "
+import json, sys
+line = json.loads(sys.stdin.read())
+print(json.dumps({'kind': 'cpu', 'round': $round, 'client': '$client', 'concurrency': $concurrency,
+                  'cpu': line['cpu_us_per_request'], 'load1': $load1}))" >>"$results"
+            done
+        done
+    done
+fi
+
+load_end="$(cut -d" " -f1-3 /proc/loadavg)"
+commit="commit $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- Sources Benchmarks || echo '+changes')"
+[ -n "${BENCH:-}" ] && commit="binary $BENCH"
+python3 - "$results" "$cg_small" "$cg_large" "$requests" "$rounds" "$load_start" "$load_end" "$commit" <<'PY'
+import json, os, statistics, subprocess, sys
+path, small, large, requests, rounds, load_start, load_end, commit = sys.argv[1:9]
+small, large = int(small), int(large)
+rows = [json.loads(line) for line in open(path)]
+cpu_model = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+print(f"{commit}; {cpu_model}, {os.cpu_count()} logical cores; "
+      f"load average (1/5/15 min) {load_start} at the start, {load_end} at the end")
+print()
+ir = {(r["client"], r["concurrency"], r["requests"]): r["ir"] for r in rows if r["kind"] == "ir"}
+if ir:
+    print(f"Instructions per request (callgrind, whole process; ({large} − {small} requests) difference):")
+    print()
+    print("| in flight | `send` + decode | `APIService.get` | service − send | ratio |")
+    print("| ---: | ---: | ---: | ---: | ---: |")
+    for c in sorted({k[1] for k in ir}):
+        per = {}
+        for client in ("courier-e2e", "courier-service"):
+            per[client] = (ir[(client, c, large)] - ir[(client, c, small)]) / (large - small)
+        e2e, service = per["courier-e2e"], per["courier-service"]
+        print(f"| {c} | {e2e:,.0f} | {service:,.0f} | {service - e2e:+,.0f} | {service / e2e:.3f}× |")
+    print()
+cpu = [r for r in rows if r["kind"] == "cpu"]
+if cpu:
+    loads = sorted(r["load1"] for r in cpu)
+    print(f"CPU µs per request (getrusage, {requests} requests, median of {rounds} interleaved rounds "
+          f"[min–max]; 1-minute load after each run {loads[0]:.2f}–{loads[-1]:.2f}):")
+    print()
+    print("| in flight | `send` + decode | `APIService.get` | curl | service − send | service ÷ curl | send ÷ curl |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for c in sorted({r["concurrency"] for r in cpu}):
+        def values(client):
+            return [r["cpu"] for r in cpu if r["client"] == client and r["concurrency"] == c]
+        def fmt(client):
+            v = values(client)
+            return f"{statistics.median(v):.1f} [{min(v):.1f}–{max(v):.1f}]"
+        by_round = {}
+        for r in cpu:
+            if r["concurrency"] == c:
+                by_round.setdefault(r["round"], {})[r["client"]] = r["cpu"]
+        diffs = [v["courier-service"] - v["courier-e2e"] for v in by_round.values()]
+        svc_curl = [v["courier-service"] / v["curl"] for v in by_round.values()]
+        e2e_curl = [v["courier-e2e"] / v["curl"] for v in by_round.values()]
+        print(f"| {c} | {fmt('courier-e2e')} | {fmt('courier-service')} | {fmt('curl')} "
+              f"| {statistics.median(diffs):+.1f} [{min(diffs):+.1f}–{max(diffs):+.1f}] "
+              f"| {statistics.median(svc_curl):.2f}× | {statistics.median(e2e_curl):.2f}× |")
+        if values("before courier-e2e"):
+            diffs = [v["before courier-service"] - v["before courier-e2e"] for v in by_round.values()]
+            svc_curl = [v["before courier-service"] / v["curl"] for v in by_round.values()]
+            e2e_curl = [v["before courier-e2e"] / v["curl"] for v in by_round.values()]
+            print(f"| {c}, before | {fmt('before courier-e2e')} | {fmt('before courier-service')} | "
+                  f"| {statistics.median(diffs):+.1f} [{min(diffs):+.1f}–{max(diffs):+.1f}] "
+                  f"| {statistics.median(svc_curl):.2f}× | {statistics.median(e2e_curl):.2f}× |")
+    print()
+    print("Differences and ratios are per round (same round, same load), then the median over rounds.")
+PY
+
+# --- where the difference goes ------------------------------------------------------------------
+if [ -n "${PROFILE_DIR:-}" ] && [ -z "${SKIP_CALLGRIND:-}" ]; then
+    for concurrency in $concurrencies; do
+        python3 "$root/Benchmarks/callgrind-diff.py" \
+            "$work/callgrind.courier-e2e.c$concurrency.n$cg_small" "$work/callgrind.courier-e2e.c$concurrency.n$cg_large" \
+            "$work/callgrind.courier-service.c$concurrency.n$cg_small" "$work/callgrind.courier-service.c$concurrency.n$cg_large" \
+            --requests $((cg_large - cg_small)) --title "$concurrency in flight"
+    done
+fi
