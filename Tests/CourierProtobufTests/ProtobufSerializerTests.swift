@@ -1,9 +1,10 @@
-import Courier
 import CourierProtobuf
 import CourierTesting
 import Foundation
 import HTTPTypes
 import Testing
+
+@testable import Courier
 
 @Suite struct ProtobufSerializerTests {
     static let profile = UserProfile(

@@ -49,7 +49,7 @@ public final class HostScopedCache: Sendable {
         /// Serve stale entries when the network fails or answers 5xx (per-call overridable).
         public var staleIfError: Bool
         /// The time source.
-        public var clock: CacheClock
+        var clock: CacheClock
         /// Receives every `CacheEvent`; called outside the cache's locks.
         public var onEvent: (@Sendable (CacheEvent) -> Void)?
 
@@ -61,7 +61,19 @@ public final class HostScopedCache: Sendable {
         public init(
             rules: [CacheRule], defaultPolicy: CacheRule.Policy = .never, storage: Storage = .disk(directory: nil),
             memoryCapacityBytes: Int = 16 << 20, memoryCapacityEntries: Int = 1_000, diskCapacityBytes: Int = 256 << 20,
-            maxEntryBytes: Int = 8 << 20, staleIfError: Bool = false, clock: CacheClock = .system,
+            maxEntryBytes: Int = 8 << 20, staleIfError: Bool = false, onEvent: (@Sendable (CacheEvent) -> Void)? = nil
+        ) {
+            self.init(
+                rules: rules, defaultPolicy: defaultPolicy, storage: storage, memoryCapacityBytes: memoryCapacityBytes,
+                memoryCapacityEntries: memoryCapacityEntries, diskCapacityBytes: diskCapacityBytes,
+                maxEntryBytes: maxEntryBytes, staleIfError: staleIfError, clock: .system, onEvent: onEvent)
+        }
+
+        /// The same with an injected clock (tests).
+        init(
+            rules: [CacheRule], defaultPolicy: CacheRule.Policy = .never, storage: Storage = .disk(directory: nil),
+            memoryCapacityBytes: Int = 16 << 20, memoryCapacityEntries: Int = 1_000, diskCapacityBytes: Int = 256 << 20,
+            maxEntryBytes: Int = 8 << 20, staleIfError: Bool = false, clock: CacheClock,
             onEvent: (@Sendable (CacheEvent) -> Void)? = nil
         ) {
             self.rules = rules
@@ -77,7 +89,7 @@ public final class HostScopedCache: Sendable {
         }
 
         /// `$XDG_CACHE_HOME/courier` when set to an absolute path, else `~/.cache/courier`.
-        public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment)
+        static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment)
             -> String
         {
             if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") { return xdg + "/courier" }

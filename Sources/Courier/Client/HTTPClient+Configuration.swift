@@ -27,7 +27,7 @@ extension HTTPClient {
         /// Certificates to trust.
         public var tls: TLSConfiguration
         /// Host names answered without DNS, e.g. a "CDN" host on loopback in tests and demos.
-        public var resolve: [CurlTransport.ResolveOverride]
+        public var resolve: [ResolveOverride]
         /// The proxy URL; `nil` means none, whatever `http_proxy` and friends say.
         public var proxy: String?
         /// The largest response body accepted, counted after decoding.
@@ -66,7 +66,7 @@ extension HTTPClient {
             baseURL: URL? = nil, timeout: Duration? = .seconds(60), connectTimeout: Duration = .seconds(10),
             stallTimeout: Duration? = .seconds(30), defaultHeaders: HTTPFields = [:],
             maxConnectionsPerHost: Int = 8, maxConnections: Int = 64, redirects: RedirectConfiguration = .default,
-            tls: TLSConfiguration = .init(), resolve: [CurlTransport.ResolveOverride] = [], proxy: String? = nil,
+            tls: TLSConfiguration = .init(), resolve: [ResolveOverride] = [], proxy: String? = nil,
             maxResponseSize: Int64 = 64 << 20, sensitiveHeaderNames: Set<HTTPField.Name> = [],
             authorization: AuthorizationHeader = .bearer, notificationCenter: NotificationCenter = .default,
             logger: Logger = Logger(label: "courier"), enablesCookieEngine: Bool = false,
@@ -117,6 +117,20 @@ extension HTTPClient {
                 maxConnectionsPerHost: maxConnectionsPerHost, maxConnections: maxConnections,
                 connectTimeout: connectTimeout, caBundlePath: tls.caBundlePath, resolve: resolve, proxy: proxy,
                 enablesCookieEngine: enablesCookieEngine)
+        }
+    }
+
+    /// One `host:port` answered with a fixed address without DNS (libcurl's `CURLOPT_RESOLVE`),
+    /// e.g. a "CDN" host name on loopback in tests.
+    public struct ResolveOverride: Sendable, Hashable {
+        public var host: String
+        public var port: Int
+        public var address: String
+
+        public init(host: String, port: Int, address: String = "127.0.0.1") {
+            self.host = host
+            self.port = port
+            self.address = address
         }
     }
 

@@ -97,7 +97,7 @@ extension HTTPClient {
         /// True when a cached response was served past its freshness.
         public var isStale = false
 
-        public init(
+        init(
             head: HTTPResponse, body: Data, metrics: TransferMetrics, request: HTTPRequest, url: URL,
             redirectCount: Int
         ) {

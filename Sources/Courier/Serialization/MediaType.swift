@@ -61,7 +61,7 @@ public struct MediaType: Sendable, Hashable, CustomStringConvertible {
     /// Whether this type is matched by any of `patterns` (strings that do not parse never match).
     /// - Parameter patterns: acceptable media types, possibly with wildcards.
     /// - Returns: true when one matches.
-    public func matches(any patterns: [String]) -> Bool {
+    func matches(any patterns: [String]) -> Bool {
         Self.contentType(essence, matchesAny: patterns)
     }
 
@@ -73,7 +73,7 @@ public struct MediaType: Sendable, Hashable, CustomStringConvertible {
     ///   - header: the header value, e.g. `application/json; charset=utf-8`.
     ///   - patterns: acceptable media types.
     /// - Returns: true when one matches; false when `header` is not `type/subtype`.
-    public static func contentType(_ header: String, matchesAny patterns: [String]) -> Bool {
+    static func contentType(_ header: String, matchesAny patterns: [String]) -> Bool {
         var header = header
         return header.withUTF8 { headerBytes in
             guard let concrete = EssenceRanges(headerBytes) else { return false }

@@ -10,7 +10,7 @@ public struct InterceptorContext: Sendable {
     /// The call's free-form values.
     public var userInfo: UserInfo
 
-    public init(callID: CallID, attempt: Int, userInfo: UserInfo = UserInfo()) {
+    init(callID: CallID, attempt: Int, userInfo: UserInfo = UserInfo()) {
         self.callID = callID
         self.attempt = attempt
         self.userInfo = userInfo
@@ -29,7 +29,7 @@ public struct AttemptFailure: Sendable {
     /// redirect): it never rejected the call's credential, which was not sent there.
     var isFromAnotherOrigin = false
 
-    public init(response: HTTPResponse? = nil, body: Data? = nil, error: CourierError) {
+    init(response: HTTPResponse? = nil, body: Data? = nil, error: CourierError) {
         self.response = response
         self.body = body
         self.error = error

@@ -169,7 +169,7 @@ enum DocSamples {
         let server = try TestServer()
         let testClient = try HTTPClient(
             configuration: .init(
-                resolve: [CurlTransport.ResolveOverride(host: "cdn.courier.test", port: Int(server.port))],
+                resolve: [HTTPClient.ResolveOverride(host: "cdn.courier.test", port: Int(server.port))],
                 cache: cache))
         _ = try await testClient.send(
             HTTPRequest(

@@ -1,8 +1,9 @@
-import Courier
 import CourierTesting
 import Foundation
 import HTTPTypes
 import Testing
+
+@testable import Courier
 
 /// What a hostile server's readable responses turn into (the failing ones are in
 /// `FaultMatrixTests`): trailers stay out of the head, folds and control bytes are made safe.

@@ -1,9 +1,10 @@
-import Courier
 import CourierTesting
 import Dispatch
 import Foundation
 import HTTPTypes
 import Testing
+
+@testable import Courier
 
 @Suite struct CurlTransportTests {
     @Test func twoThousandRequestsSixtyFourInFlightReuseConnections() async throws {

@@ -1,8 +1,9 @@
-import Courier
 import CourierTesting
 import Foundation
 import HTTPTypes
 import Testing
+
+@testable import Courier
 
 @Suite struct TimeoutTests {
     /// What ends a request if the timeout under test is not enforced: each test sets the

@@ -28,7 +28,7 @@ public struct FailoverPolicy: Sendable, Hashable {
 }
 
 /// How one request to a server of the pool ended.
-public enum ServerOutcome: Sendable, Hashable {
+enum ServerOutcome: Sendable, Hashable {
     /// The server answered with a status the pool counts as healthy.
     case success
     /// The server answered with an error (5xx) or the transfer failed after connecting.

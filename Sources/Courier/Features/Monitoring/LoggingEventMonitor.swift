@@ -9,13 +9,23 @@ import Logging
 public struct LoggingEventMonitor: EventMonitor {
     public var logger: Logger
     /// What is redacted; the credential fields of the call's service are added to it.
-    public var redaction: Redaction
+    var redaction: Redaction
     /// Whether header fields are logged (at `.trace`).
     public var logsHeaders: Bool
 
+    /// - Parameters:
+    ///   - logger: where lines go.
+    ///   - sensitiveHeaderNames: header names redacted besides Authorization, cookies, the
+    ///     common API-key headers and the service's credential fields.
+    ///   - logsHeaders: whether header fields are logged (at `.trace`).
     public init(
-        logger: Logger = Logger(label: "courier.service"), redaction: Redaction = .default, logsHeaders: Bool = true
+        logger: Logger = Logger(label: "courier.service"), sensitiveHeaderNames: Set<HTTPField.Name> = [],
+        logsHeaders: Bool = true
     ) {
+        self.init(logger: logger, redaction: Redaction.default.adding(sensitiveHeaderNames), logsHeaders: logsHeaders)
+    }
+
+    init(logger: Logger = Logger(label: "courier.service"), redaction: Redaction, logsHeaders: Bool = true) {
         self.logger = logger
         self.redaction = redaction
         self.logsHeaders = logsHeaders

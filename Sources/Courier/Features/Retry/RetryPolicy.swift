@@ -30,15 +30,30 @@ public struct RetryPolicy: Sendable {
     /// A `Retry-After` longer than this stops retrying instead of waiting.
     public var maximumRetryAfter: Duration
     /// Returns a number in `0..<1`; injectable so tests are deterministic.
-    public var random: @Sendable () -> Double
+    var random: @Sendable () -> Double
 
     public init(
         maximumRetries: Int = 2, baseDelay: Duration = .milliseconds(300), multiplier: Double = 2,
         maximumDelay: Duration = .seconds(30), jitter: Double = 0.5,
         retryableStatuses: Set<Int> = RetryPolicy.defaultRetryableStatuses, retriesTransportErrors: Bool = true,
         retriesNonIdempotent: Bool = false, honoursRetryAfter: Bool = true,
+        maximumRetryAfter: Duration = .seconds(120)
+    ) {
+        self.init(
+            maximumRetries: maximumRetries, baseDelay: baseDelay, multiplier: multiplier, maximumDelay: maximumDelay,
+            jitter: jitter, retryableStatuses: retryableStatuses, retriesTransportErrors: retriesTransportErrors,
+            retriesNonIdempotent: retriesNonIdempotent, honoursRetryAfter: honoursRetryAfter,
+            maximumRetryAfter: maximumRetryAfter, random: { Double.random(in: 0..<1) })
+    }
+
+    /// The same with an injected random source (tests).
+    init(
+        maximumRetries: Int = 2, baseDelay: Duration = .milliseconds(300), multiplier: Double = 2,
+        maximumDelay: Duration = .seconds(30), jitter: Double = 0.5,
+        retryableStatuses: Set<Int> = RetryPolicy.defaultRetryableStatuses, retriesTransportErrors: Bool = true,
+        retriesNonIdempotent: Bool = false, honoursRetryAfter: Bool = true,
         maximumRetryAfter: Duration = .seconds(120),
-        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+        random: @escaping @Sendable () -> Double
     ) {
         self.maximumRetries = max(0, maximumRetries)
         self.baseDelay = max(.zero, baseDelay)
@@ -69,7 +84,7 @@ public struct RetryPolicy: Sendable {
     }
 
     /// What ended an attempt.
-    public enum Outcome: Sendable {
+    enum Outcome: Sendable {
         /// The server answered.
         case response(HTTPResponse)
         /// The attempt failed without an answer.
@@ -77,7 +92,7 @@ public struct RetryPolicy: Sendable {
     }
 
     /// The policy's verdict on a failed attempt.
-    public enum Decision: Sendable, Equatable {
+    enum Decision: Sendable, Equatable {
         /// Send again after the delay.
         case retry(after: Duration)
         /// Give up and report the failure.
@@ -91,7 +106,7 @@ public struct RetryPolicy: Sendable {
     ///   - outcome: the response or error of the last attempt.
     ///   - now: the wall-clock time, for `Retry-After` dates.
     /// - Returns: retry after a delay, or not.
-    public func decision(
+    func decision(
         afterAttempt attempt: Int, method: HTTPRequest.Method, outcome: Outcome, now: Date
     ) -> Decision {
         guard attempt >= 1, attempt <= maximumRetries else { return .doNotRetry }
@@ -117,7 +132,7 @@ public struct RetryPolicy: Sendable {
     /// The back-off before retry number `retry` (1-based), jitter included.
     /// - Parameter retry: which retry.
     /// - Returns: the delay.
-    public func delay(forRetry retry: Int) -> Duration {
+    func delay(forRetry retry: Int) -> Duration {
         let exponent = Double(max(0, retry - 1))
         let raw = baseDelay.seconds * pow(multiplier, exponent)
         let capped = min(raw, maximumDelay.seconds)

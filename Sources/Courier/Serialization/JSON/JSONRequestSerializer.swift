@@ -6,7 +6,7 @@ import Foundation
 /// Keep one value per configuration: it holds its encoders, so none is built per call.
 public struct JSONRequestSerializer: RequestSerializer {
     /// The JSON encoder for bodies; shared between calls, so it must be thread-safe.
-    public let encoder: any JSONEncoding
+    let encoder: any JSONEncoding
     /// Where parameters go.
     public var destination: ParameterDestination
     /// The encoder for the query string, when parameters go there.
@@ -70,7 +70,7 @@ public struct JSONRequestSerializer: RequestSerializer {
     }
 
     /// Default strategies, query for GET/HEAD/DELETE, one shared encoder.
-    public static let shared = JSONRequestSerializer()
+    static let shared = JSONRequestSerializer()
 }
 
 extension RequestSerializer where Self == JSONRequestSerializer {

@@ -24,7 +24,7 @@ public struct MultipartRequestSerializer: RequestSerializer {
 
     /// Builds the form for `parameters`.
     /// - Throws: `CourierError.encoding` when a value cannot be encoded.
-    public func form<Parameters: Encodable>(for parameters: Parameters) throws -> MultipartFormData {
+    func form<Parameters: Encodable>(for parameters: Parameters) throws -> MultipartFormData {
         if let form = parameters as? MultipartFormData { return form }
         var form = MultipartFormData(fileNameEncoding: fileNameEncoding)
         try fieldEncoder.forEachField(of: parameters) { name, leaf in

@@ -39,7 +39,7 @@ public struct StringResponseSerializer: ResponseSerializer {
 
     /// The `String.Encoding` for an IANA charset name, if Courier knows it.
     /// - Parameter charset: a name such as `utf-8` or `ISO-8859-1` (any case).
-    public static func encoding(forCharset charset: String) -> String.Encoding? {
+    static func encoding(forCharset charset: String) -> String.Encoding? {
         switch charset.lowercased() {
         case "utf-8", "utf8": return .utf8
         case "us-ascii", "ascii": return .ascii
