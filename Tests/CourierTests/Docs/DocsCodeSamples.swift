@@ -176,6 +176,20 @@ enum DocSamples {
                 method: .get, scheme: "http", authority: "cdn.courier.test:\(server.port)", path: "/logo.png"))
     }
 
+    // MARK: RequestControl.md (monitors)
+
+    struct SlowCallMonitor: EventMonitor {
+        func handle(_ event: MonitorEvent) {
+            guard case .finished(let call, _, let metrics) = event, metrics.duration > .seconds(2) else { return }
+            print("slow: \(call.request.path ?? "/") took \(metrics.duration)")
+        }
+    }
+
+    static func monitors() {
+        let monitored = ServiceConfiguration(monitors: [SlowCallMonitor(), LoggingEventMonitor()])
+        _ = monitored
+    }
+
     // MARK: Authentication.md
 
     struct AuthService: APIService {

@@ -35,7 +35,7 @@ public struct LoggingEventMonitor: EventMonitor {
         "\(event.id) \(event.request.method.rawValue) \(redaction.redactedURL(of: event.request))"
     }
 
-    public func willSend(_ event: CallEvent) {
+    private func logSending(_ event: CallEvent) {
         logger.debug("→ \(line(event)) attempt \(event.attempt)")
         if logsHeaders, logger.logLevel <= .trace {
             for header in redaction.adding(event.credentialFieldNames).redact(event.request.headerFields) {
@@ -44,7 +44,7 @@ public struct LoggingEventMonitor: EventMonitor {
         }
     }
 
-    public func didReceive(_ event: CallEvent, response: HTTPResponse) {
+    private func logReceived(_ event: CallEvent, response: HTTPResponse) {
         logger.debug("← \(line(event)) \(response.status.code) \(response.status.reasonPhrase)")
         if logsHeaders, logger.logLevel <= .trace {
             for header in redaction.adding(event.credentialFieldNames).redact(response.headerFields) {
@@ -53,11 +53,11 @@ public struct LoggingEventMonitor: EventMonitor {
         }
     }
 
-    public func willRetry(_ event: CallEvent, after delay: Duration, because error: CourierError) {
+    private func logRetry(_ event: CallEvent, after delay: Duration, because error: CourierError) {
         logger.debug("↻ \(line(event)) retry after \(delay): \(error.code)")
     }
 
-    public func didFinish(_ event: CallEvent, result: Result<HTTPResponse, CourierError>, metrics: CallMetrics) {
+    private func logFinished(_ event: CallEvent, result: Result<HTTPResponse, CourierError>, metrics: CallMetrics) {
         switch result {
         case .success(let response):
             logger.debug(
@@ -70,7 +70,14 @@ public struct LoggingEventMonitor: EventMonitor {
         }
     }
 
-    public func didObserveCache(_ event: CacheEvent) {
-        logger.debug("cache \(event)")
+    public func handle(_ event: MonitorEvent) {
+        switch event {
+        case .started: break
+        case .sending(let call): logSending(call)
+        case .received(let call, let response): logReceived(call, response: response)
+        case .retrying(let call, let delay, let error): logRetry(call, after: delay, because: error)
+        case .finished(let call, let result, let metrics): logFinished(call, result: result, metrics: metrics)
+        case .cache(let cache): logger.debug("cache \(cache)")
+        }
     }
 }
