@@ -53,7 +53,7 @@ extension HTTPClient {
         public var enablesCookieEngine: Bool
         /// The client's cookies: stored from every response (redirect hops too), sent with every
         /// request, cleared on `logOut()` unless the jar says otherwise. Never shared with
-        /// another client through the transport. A call's `RequestOptions.cookieJar` wins.
+        /// another client through the transport. A call's `CallOptions.cookieJar` wins.
         public var cookieJar: CookieJar?
         /// The default response type: how `Decodable` models are read when neither the service
         /// (`ServiceConfiguration.decoding`) nor the call (`serializer:`) names one.

@@ -152,7 +152,7 @@ enum DocSamples {
         _ = feed
         let news = try await feeds.send(
             Endpoint<[User]>.get(
-                "news", options: CallOptions(transport: RequestOptions(cacheLifetime: .seconds(180)))))
+                "news", options: CallOptions(cacheLifetime: .seconds(180))))
         print(news.isFromCache)
 
         client.configuration.notificationCenter.post(name: .courierUserDidLogOut, object: nil)
@@ -352,6 +352,6 @@ extension Endpoint where Model == [DocSamples.Video] {
     static func videos() -> Endpoint {
         .get(
             "video", parameters: ["type": "JSON"],
-            options: CallOptions(transport: RequestOptions(cacheLifetime: .seconds(180))))
+            options: CallOptions(cacheLifetime: .seconds(180)))
     }
 }

@@ -28,7 +28,7 @@ import Testing
         defer { server.stop() }
         let client = try makeClient()
         let jar = CookieJar()
-        var options = RequestOptions()
+        var options = CallOptions()
         options.cookieJar = jar
         _ = try await client.send(HTTPRequest(.get, server.url("/fault/trailers")), options: options)
         #expect(jar.all.isEmpty)

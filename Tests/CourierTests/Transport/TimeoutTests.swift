@@ -34,7 +34,7 @@ import Testing
         let client = try makeClient { $0.timeout = .seconds(60) }
         let error = await courierError {
             _ = try await client.send(
-                HTTPRequest(.get, server.baseURL), options: RequestOptions(timeout: .milliseconds(300)))
+                HTTPRequest(.get, server.baseURL), options: CallOptions(timeout: .milliseconds(300)))
         }
         #expect(error?.code == .timedOut)
     }
