@@ -33,25 +33,25 @@ public final class HostScopedCache: Sendable {
         }
 
         /// Host rules; an exact host beats a suffix, a longer suffix beats a shorter one.
-        public var rules: [CacheRule]
+        var rules: [CacheRule]
         /// The policy for hosts no rule matches.
-        public var defaultPolicy: CacheRule.Policy
+        var defaultPolicy: CacheRule.Policy
         /// Memory only, or a folder for the SQLite tier.
-        public var storage: Storage
+        var storage: Storage
         /// Bytes the memory tier may hold.
-        public var memoryCapacityBytes: Int
+        var memoryCapacityBytes: Int
         /// URLs (primary keys) the memory tier may hold.
-        public var memoryCapacityEntries: Int
+        var memoryCapacityEntries: Int
         /// Bytes the disk tier may hold.
-        public var diskCapacityBytes: Int
+        var diskCapacityBytes: Int
         /// Larger bodies are not stored.
-        public var maxEntryBytes: Int
+        var maxEntryBytes: Int
         /// Serve stale entries when the network fails or answers 5xx (per-call overridable).
-        public var staleIfError: Bool
+        var staleIfError: Bool
         /// The time source.
         var clock: CacheClock
         /// Receives every `CacheEvent`; called outside the cache's locks.
-        public var onEvent: (@Sendable (CacheEvent) -> Void)?
+        var onEvent: (@Sendable (CacheEvent) -> Void)?
 
         /// Creates a configuration.
         /// - Parameters:

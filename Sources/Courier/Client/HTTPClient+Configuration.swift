@@ -123,9 +123,9 @@ extension HTTPClient {
     /// One `host:port` answered with a fixed address without DNS (libcurl's `CURLOPT_RESOLVE`),
     /// e.g. a "CDN" host name on loopback in tests.
     public struct ResolveOverride: Sendable, Hashable {
-        public var host: String
-        public var port: Int
-        public var address: String
+        var host: String
+        var port: Int
+        var address: String
 
         public init(host: String, port: Int, address: String = "127.0.0.1") {
             self.host = host

@@ -2,7 +2,7 @@ import Synchronization
 
 /// The identifier of one call, unique in the process.
 public struct CallID: Hashable, Sendable, Comparable, CustomStringConvertible {
-    public let rawValue: UInt64
+    let rawValue: UInt64
     private static let counter = Atomic<UInt64>(0)
 
     /// A new identifier, greater than every one made before.

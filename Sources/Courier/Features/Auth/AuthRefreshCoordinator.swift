@@ -171,8 +171,8 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
 
 /// A limit on credential refreshes: at most `maximumRefreshes` within `window`.
 public struct RefreshStormLimit: Sendable, Hashable {
-    public var maximumRefreshes: Int
-    public var window: Duration
+    var maximumRefreshes: Int
+    var window: Duration
     public init(maximumRefreshes: Int = 3, window: Duration = .seconds(60)) {
         self.maximumRefreshes = max(1, maximumRefreshes)
         self.window = window

@@ -8,7 +8,7 @@ import HTTPTypes
 /// adapter and retrier.
 public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: RequestAdapter, RequestRetrier {
     /// The refresh coordinator (login, logout and refresh go through it).
-    public let coordinator: AuthRefreshCoordinator<Credential>
+    let coordinator: AuthRefreshCoordinator<Credential>
     private let apply: @Sendable (Credential, inout HTTPRequest) -> Void
     private let requiresRefresh: @Sendable (HTTPResponse) -> Bool
     /// From this attempt on, a rejected credential no longer asks for a refresh-then-retry.

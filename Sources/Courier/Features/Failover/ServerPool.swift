@@ -78,7 +78,7 @@ public final class ServerPool: Sendable {
     /// The server requests go to now.
     public var current: BaseURL { state.withLock { $0.failover.current } }
     /// The index of `current` in `servers`.
-    public var currentIndex: Int { state.withLock { $0.failover.index } }
+    var currentIndex: Int { state.withLock { $0.failover.index } }
     /// The servers of the current environment.
     public var servers: [BaseURL] { state.withLock { $0.failover.servers } }
     /// The origins of every server of every environment: the API's own, they get the credential.

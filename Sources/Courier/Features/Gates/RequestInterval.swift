@@ -14,8 +14,8 @@ public struct RequestInterval: Sendable, Hashable {
     }
 
     /// The minimum time between two sends: from zero to about 31 years (clamped).
-    public var interval: Duration
-    public var mode: Mode
+    var interval: Duration
+    var mode: Mode
 
     public init(_ interval: Duration, mode: Mode = .drop) {
         self.interval = interval.clamped(to: ConfigurationBounds.maximumWait)

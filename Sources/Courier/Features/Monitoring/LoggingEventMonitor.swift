@@ -7,11 +7,11 @@ import Logging
 /// `.trace`. Authorization, cookies, every credential field of the service's client and
 /// authentication interceptor, and secret query parameters never reach the log.
 public struct LoggingEventMonitor: EventMonitor {
-    public var logger: Logger
+    var logger: Logger
     /// What is redacted; the credential fields of the call's service are added to it.
     var redaction: Redaction
     /// Whether header fields are logged (at `.trace`).
-    public var logsHeaders: Bool
+    var logsHeaders: Bool
 
     /// - Parameters:
     ///   - logger: where lines go.

@@ -10,25 +10,25 @@ import HTTPTypes
 public struct RetryPolicy: Sendable {
     /// How many times a call may be re-sent after its first attempt; within the service's
     /// one cap, `ServiceConfiguration.maximumAttempts` (see `RetryDecision`).
-    public var maximumRetries: Int
+    var maximumRetries: Int
     /// The delay before the first retry.
-    public var baseDelay: Duration
+    var baseDelay: Duration
     /// The factor between consecutive delays.
-    public var multiplier: Double
+    var multiplier: Double
     /// The longest computed delay.
-    public var maximumDelay: Duration
+    var maximumDelay: Duration
     /// The random share of each delay, 0 (none) … 1 ("full jitter").
-    public var jitter: Double
+    var jitter: Double
     /// Status codes worth another attempt.
-    public var retryableStatuses: Set<Int>
+    var retryableStatuses: Set<Int>
     /// Whether transient transport failures (timeouts, refused or reset connections) are retried.
-    public var retriesTransportErrors: Bool
+    var retriesTransportErrors: Bool
     /// Whether POST, PATCH and other non-idempotent methods may be retried.
-    public var retriesNonIdempotent: Bool
+    var retriesNonIdempotent: Bool
     /// Whether a `Retry-After` header decides the delay.
-    public var honoursRetryAfter: Bool
+    var honoursRetryAfter: Bool
     /// A `Retry-After` longer than this stops retrying instead of waiting.
-    public var maximumRetryAfter: Duration
+    var maximumRetryAfter: Duration
     /// Returns a number in `0..<1`; injectable so tests are deterministic.
     var random: @Sendable () -> Double
 

@@ -111,7 +111,7 @@ func corrupted(_ message: String, _ path: [any CodingKey]) -> DecodingError {
 /// Form bodies as a response format (`.form`).
 public struct URLEncodedFormModelDecoding: ModelDecoding {
     /// The decoder.
-    public let decoder: URLEncodedFormDecoder
+    let decoder: URLEncodedFormDecoder
     /// `application/x-www-form-urlencoded`.
     public var acceptableContentTypes: [String] { ["application/x-www-form-urlencoded"] }
 

@@ -22,11 +22,11 @@ public struct MultipartFormData: Sendable, Encodable {
     /// A file on disk to upload; put it in your parameters or append it to a form.
     public struct File: Sendable, Hashable, Encodable {
         /// The file's path.
-        public var path: String
+        var path: String
         /// The file name sent; the last path component when nil.
-        public var fileName: String?
+        var fileName: String?
         /// The media type sent; guessed from the extension when nil.
-        public var contentType: String?
+        var contentType: String?
 
         /// - Parameters:
         ///   - path: the file's path.
@@ -67,9 +67,9 @@ public struct MultipartFormData: Sendable, Encodable {
     }
 
     /// The boundary between parts.
-    public let boundary: String
+    let boundary: String
     /// How names and file names are written.
-    public var fileNameEncoding: FileNameEncoding
+    var fileNameEncoding: FileNameEncoding
     /// The parts, in order.
     private(set) var parts: [Part] = []
 

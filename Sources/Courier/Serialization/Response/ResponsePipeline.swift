@@ -6,9 +6,9 @@ import Foundation
 /// ``adding(preprocessors:)`` (client first, then service, then call).
 public struct ResponsePipeline: Sendable {
     /// Status and content type checks.
-    public var validator: ResponseValidator
+    var validator: ResponseValidator
     /// Run in order between validation and decoding; skipped for bodiless responses.
-    public var preprocessors: [any ResponsePreprocessor]
+    var preprocessors: [any ResponsePreprocessor]
 
     /// - Parameters:
     ///   - validator: status and content type checks.

@@ -7,10 +7,10 @@ import HTTPTypes
 /// server's error body is decoded into it and carried in ``CourierError/errorModel``.
 public struct ResponseValidator: Sendable {
     /// The status codes that pass (200..<300 by default).
-    public var acceptableStatusCodes: [Range<Int>]
+    var acceptableStatusCodes: [Range<Int>]
     /// The content types that pass, with `*/*` and `type/*` wildcards; nil means "whatever
     /// the response serializer accepts", empty means any.
-    public var acceptableContentTypes: [String]?
+    var acceptableContentTypes: [String]?
     /// Decodes a refused response's body into the call's error model, if it names one.
     var errorModel: ErrorModelDecoder?
 

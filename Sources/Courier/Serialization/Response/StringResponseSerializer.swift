@@ -6,7 +6,7 @@ import Foundation
 /// charset is a `CourierError.decoding`, as are bytes that are not valid in the charset.
 public struct StringResponseSerializer: ResponseSerializer {
     /// The charset used when the response names none.
-    public var defaultEncoding: String.Encoding
+    var defaultEncoding: String.Encoding
 
     /// - Parameter defaultEncoding: used when the response names no charset.
     public init(defaultEncoding: String.Encoding = .utf8) { self.defaultEncoding = defaultEncoding }
