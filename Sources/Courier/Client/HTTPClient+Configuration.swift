@@ -50,7 +50,7 @@ extension HTTPClient {
         /// Where requests, responses and failures are logged (header secrets redacted).
         public var logger: Logger
         /// Gives the client a cookie jar of its own when `cookieJar` is nil.
-        public var enablesCookieEngine: Bool
+        var enablesCookieEngine: Bool
         /// The client's cookies: stored from every response (redirect hops too), sent with every
         /// request, cleared on `logOut()` unless the jar says otherwise. Never shared with
         /// another client through the transport. A call's `CallOptions.cookieJar` wins.

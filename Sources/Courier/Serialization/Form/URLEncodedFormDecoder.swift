@@ -30,11 +30,11 @@ public struct URLEncodedFormDecoder: Sendable {
     }
 
     /// Whether `.` separates keys too (brackets always do).
-    public var nesting: URLEncodedForm.NestingStyle
+    var nesting: URLEncodedForm.NestingStyle
     /// How dates are read.
-    public var dates: DateDecodingStrategy
+    var dates: DateDecodingStrategy
     /// How `Data` is read.
-    public var data: DataDecodingStrategy
+    var data: DataDecodingStrategy
 
     /// - Parameters:
     ///   - nesting: whether `.` separates keys too (brackets are always read).
