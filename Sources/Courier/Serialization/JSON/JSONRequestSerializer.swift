@@ -70,7 +70,7 @@ public struct JSONRequestSerializer: RequestSerializer {
     }
 
     /// Default strategies, query for GET/HEAD/DELETE, one shared encoder.
-    static let shared = JSONRequestSerializer()
+    public static let shared = JSONRequestSerializer()
 }
 
 extension RequestSerializer where Self == JSONRequestSerializer {
