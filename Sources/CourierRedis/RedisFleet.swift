@@ -106,7 +106,12 @@ public final class RedisFleet: Sendable {
 
     /// A request-interval gate enforced across the fleet (drop or delay as the call's
     /// `RequestInterval` says), falling back to its own table when Redis is unavailable.
-    public func intervalGate(capacity: Int = 1_024, clock: any ServiceClock = .system) -> RequestIntervalGate {
+    public func intervalGate(capacity: Int = 1_024) -> RequestIntervalGate {
+        intervalGate(capacity: capacity, clock: SystemServiceClock())
+    }
+
+    /// The same on another clock (tests).
+    package func intervalGate(capacity: Int, clock: any ServiceClock) -> RequestIntervalGate {
         RequestIntervalGate(capacity: capacity, clock: clock, shared: RedisIntervalGate(fleet: self))
     }
 

@@ -47,8 +47,8 @@ final class FixtureAPI: Sendable {
     /// `http://cdn.courier.test:PORT`.
     var cdnURL: String { "http://\(Self.cdnHost):\(server.port)" }
     /// The resolve override that sends the CDN host to the server.
-    var cdnResolve: CurlTransport.ResolveOverride {
-        CurlTransport.ResolveOverride(host: Self.cdnHost, port: Int(server.port), address: "127.0.0.1")
+    var cdnResolve: HTTPClient.ResolveOverride {
+        HTTPClient.ResolveOverride(host: Self.cdnHost, port: Int(server.port), address: "127.0.0.1")
     }
 
     /// How many requests reached `path`.

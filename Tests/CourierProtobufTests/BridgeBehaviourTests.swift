@@ -1,8 +1,9 @@
-import Courier
 import CourierProtobuf
 import CourierProtos
 import Foundation
 import Testing
+
+@testable import Courier
 
 /// The documented edges of the bridge: unknown enum numbers, values protobuf-c cannot hold,
 /// invalid UTF-8, oneofs, required fields and models that do not match their descriptor.

@@ -1,8 +1,9 @@
-import Courier
 import CourierProtobuf
 import CourierProtos
 import Foundation
 import Testing
+
+@testable import Courier
 
 /// The `ProtobufDirectCodable` fast path gives the same values and bytes as the Codable path.
 @Suite struct DirectPathTests {

@@ -1,9 +1,10 @@
-import Courier
 import CourierProtoModels
 import CourierProtobuf
 import CourierTesting
 import Foundation
 import Testing
+
+@testable import Courier
 
 // The models scripts/generate-protos.sh generates from Protos/ (Sources/CourierProtoModels):
 // every golden decodes to the same values as the hand-written Codable models and encodes to the

@@ -1,4 +1,3 @@
-import Courier
 import CourierProtoModels
 import CourierProtobuf
 import CourierTesting
@@ -6,6 +5,8 @@ import Foundation
 import HTTPTypes
 import Synchronization
 import Testing
+
+@testable import Courier
 
 /// Issue 18 item 1 with a protobuf envelope: a wrapper message (code, message, bytes payload)
 /// decides retry, refresh-then-retry and failure as a JSON envelope does.

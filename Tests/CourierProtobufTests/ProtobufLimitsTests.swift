@@ -1,9 +1,9 @@
 import CProtobufC
-import Courier
 import CourierProtos
 import Foundation
 import Testing
 
+@testable import Courier
 @testable import CourierProtobuf
 
 /// Crafted bytes against the decoder's bounds: a length prefix longer than the input, a

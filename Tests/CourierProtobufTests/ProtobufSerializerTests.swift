@@ -1,9 +1,10 @@
-import Courier
 import CourierProtobuf
 import CourierTesting
 import Foundation
 import HTTPTypes
 import Testing
+
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct ProtobufSerializerTests {
     static let profile = UserProfile(

@@ -1,8 +1,8 @@
-import Courier
 import CourierProtoModels
 import Foundation
 import Testing
 
+@testable import Courier
 @testable import CourierProtobuf
 
 // Messages that contain themselves (Protos/courier/test/recursive.proto): the generated models

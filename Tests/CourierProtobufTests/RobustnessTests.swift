@@ -1,8 +1,9 @@
-import Courier
 import CourierProtobuf
 import CourierTesting
 import Foundation
 import Testing
+
+@testable import Courier
 
 /// Hostile bytes: every truncation of every golden, and seeded random byte flips, decode to a
 /// value or a `CourierError` — never a crash (and, under a leak checker, never a leak: the C

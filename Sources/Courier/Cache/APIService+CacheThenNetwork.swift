@@ -37,7 +37,7 @@ extension APIService {
             }
             var fresh = endpoint
             fresh.options.cachePolicy = .reloadRevalidatingCache
-            fresh.options.transport.staleIfError = false
+            fresh.options.staleIfError = false
             do {
                 continuation.yield(try await core.send(fresh))
                 continuation.finish()

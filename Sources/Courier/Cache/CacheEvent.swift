@@ -19,7 +19,7 @@ public struct CacheStatistics: Sendable, Hashable {
     /// Disk rows that failed their checksum or could not be decoded, and were deleted.
     public var corruptEntriesDropped = 0
 
-    public init() {}
+    init() {}
 }
 
 /// Something the cache did, reported to the configured event handler. URLs have their query

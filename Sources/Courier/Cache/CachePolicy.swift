@@ -15,13 +15,13 @@ public enum CachePolicy: Sendable, Hashable {
 }
 
 /// The time source of a cache, injected so freshness tests need no sleeping.
-public struct CacheClock: Sendable {
+struct CacheClock: Sendable {
     /// The current time.
-    public let now: @Sendable () -> Date
+    let now: @Sendable () -> Date
 
     /// Creates a clock from a closure returning the current time.
-    public init(now: @escaping @Sendable () -> Date) { self.now = now }
+    init(now: @escaping @Sendable () -> Date) { self.now = now }
 
     /// The system wall clock.
-    public static let system = CacheClock(now: { Date() })
+    static let system = CacheClock(now: { Date() })
 }

@@ -13,14 +13,14 @@ import HTTPTypes
 /// cache stores is a keyed digest of each component (HMAC-SHA256 under the cache's own random
 /// key, kept outside the database), so a stolen cache file does not let anyone test guesses
 /// of a short API key or token.
-public struct CacheIdentity: Sendable, Hashable, CustomStringConvertible {
+package struct CacheIdentity: Sendable, Hashable, CustomStringConvertible {
     /// `tag:digest` per credential, in a fixed order; empty for anonymous requests.
     let components: [String]
 
     private init(components: [String]) { self.components = components }
 
     /// Requests without credentials.
-    public static let anonymous = CacheIdentity(components: [])
+    static let anonymous = CacheIdentity(components: [])
 
     /// The fields that are credentials whatever the client says: Authorization, Cookie and
     /// Proxy-Authorization.
@@ -29,7 +29,7 @@ public struct CacheIdentity: Sendable, Hashable, CustomStringConvertible {
     /// The identity of a request's `Authorization`, `Cookie` and `Proxy-Authorization` values
     /// (anonymous when it has none). Only one-way digests of them are kept.
     /// - Parameter headers: The request's header fields.
-    public init(credentialsIn headers: HTTPFields) {
+    init(credentialsIn headers: HTTPFields) {
         self.init(credentialsIn: headers, names: Self.standardNames)
     }
 
@@ -53,12 +53,12 @@ public struct CacheIdentity: Sendable, Hashable, CustomStringConvertible {
 
     /// An identity chosen by the app (a user id), for clients whose credentials rotate.
     /// - Parameter user: A stable user identifier; only its digest is kept.
-    public init(user: String) {
+    init(user: String) {
         components = ["u:" + Self.digest("u\u{0}" + user)]
     }
 
     /// True for requests without credentials.
-    public var isAnonymous: Bool { components.isEmpty }
+    var isAnonymous: Bool { components.isEmpty }
 
     private static func digest(_ text: String) -> String {
         RequestIdentity.digest(("courier-cache-identity\u{0}" + text).utf8)
@@ -74,7 +74,7 @@ public struct CacheIdentity: Sendable, Hashable, CustomStringConvertible {
             }.joined(separator: ";"))
     }
 
-    public var description: String {
+    package var description: String {
         isAnonymous ? "anonymous" : "identity(\(components.map { $0.prefix(1) + ":…" }.joined(separator: ";")))"
     }
 }
@@ -97,18 +97,18 @@ struct StoredIdentity: Sendable, Hashable {
 }
 
 /// A request as the cache sees it: the HTTP request plus the per-call cache options.
-public struct CacheRequest: Sendable {
+package struct CacheRequest: Sendable {
     /// The request head (method, scheme, authority, path, headers).
-    public var request: HTTPRequest
+    var request: HTTPRequest
     /// The per-call policy.
-    public var policy: CachePolicy
+    var policy: CachePolicy
     /// A per-call lifetime ("cache this endpoint for 180 s") that overrides the caching
     /// headers; it does not override a host rule of `.never`.
-    public var lifetime: Duration?
+    var lifetime: Duration?
     /// Serve a stale entry when the network fails or answers 5xx; nil uses the configuration.
-    public var staleIfError: Bool?
+    var staleIfError: Bool?
     /// Whose entry this is; nil derives it from the request's credentials.
-    public var identity: CacheIdentity?
+    var identity: CacheIdentity?
     /// The fields whose values are credentials (the identity, and digested in `Vary` variants):
     /// the standard three, plus what the client adds (its auth header, its sensitive names).
     var credentialNames: Set<HTTPField.Name> = CacheIdentity.standardNames
@@ -128,7 +128,7 @@ public struct CacheRequest: Sendable {
     ///   - lifetime: A per-call forced lifetime.
     ///   - staleIfError: Per-call stale-if-error; nil uses the configuration.
     ///   - identity: An explicit identity; nil derives it from the credentials in `request`.
-    public init(
+    package init(
         _ request: HTTPRequest, policy: CachePolicy = .useProtocolCachePolicy, lifetime: Duration? = nil,
         staleIfError: Bool? = nil, identity: CacheIdentity? = nil
     ) {
@@ -167,25 +167,25 @@ public struct CacheRequest: Sendable {
 }
 
 /// A response served from the cache.
-public struct CachedResponse: Sendable {
+struct CachedResponse: Sendable {
     /// The stored response head, with an `Age` field giving its current age.
-    public var response: HTTPResponse
+    var response: HTTPResponse
     /// The stored body, received whole when it was stored.
-    public var body: Data
+    var body: Data
     /// True when it was served past its freshness (max-stale, cache-only policies, stale-if-error).
-    public var isStale: Bool
+    var isStale: Bool
     /// Always true: the response did not come from the network.
-    public var isFromCache: Bool { true }
+    var isFromCache: Bool { true }
     /// When the response this entry holds was received.
-    public var responseTime: Date
+    var responseTime: Date
     /// The URL the entry was stored for (`scheme://authority/path?query`).
-    public var url: URL? { entry.parsedURL }
+    var url: URL? { entry.parsedURL }
     /// The entry in the store, so a 304 or a failure can refer back to it.
     let entry: CacheEntry
 }
 
 /// What a lookup decided.
-public enum CacheLookupResult: Sendable {
+enum CacheLookupResult: Sendable {
     /// Serve this response; do not touch the network.
     case fresh(CachedResponse)
     /// Send the request with `conditionalHeaders` added (empty when the entry has no

@@ -17,9 +17,9 @@ public struct CacheRule: Sendable, Hashable {
     }
 
     /// The host, or a `.suffix` pattern.
-    public var pattern: String
+    var pattern: String
     /// The policy for matching hosts.
-    public var policy: Policy
+    var policy: Policy
 
     /// Creates a rule.
     /// - Parameters:

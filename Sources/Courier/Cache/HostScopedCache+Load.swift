@@ -2,23 +2,23 @@ import Foundation
 import HTTPTypes
 
 /// A response as a transport delivered it, for `HostScopedCache.load(_:send:)`.
-public struct CacheTransportResponse: Sendable {
+struct CacheTransportResponse: Sendable {
     /// The response head.
-    public var response: HTTPResponse
+    var response: HTTPResponse
     /// The body as received.
-    public var body: Data
+    var body: Data
     /// False when the transfer ended early (the body is then never stored).
-    public var receivedWhole: Bool
+    var receivedWhole: Bool
     /// False when the response must not be stored under the request's URL, e.g. because it
     /// answered a redirect target rather than the URL asked for.
-    public var mayStore: Bool
+    var mayStore: Bool
     /// When the request was sent; nil: `load` reads the cache's clock before calling `send`.
-    public var requestTime: Date?
+    var requestTime: Date?
     /// When the response head arrived; nil: `load` reads the cache's clock after `send` returns.
-    public var responseTime: Date?
+    var responseTime: Date?
 
     /// Creates a transport response.
-    public init(
+    init(
         response: HTTPResponse, body: Data, receivedWhole: Bool = true, mayStore: Bool = true,
         requestTime: Date? = nil, responseTime: Date? = nil
     ) {
@@ -32,9 +32,9 @@ public struct CacheTransportResponse: Sendable {
 }
 
 /// The outcome of `HostScopedCache.load(_:send:)`.
-public struct CacheLoadResult: Sendable {
+struct CacheLoadResult: Sendable {
     /// How the response was obtained.
-    public enum Source: Sendable, Hashable {
+    enum Source: Sendable, Hashable {
         /// From the network (and offered to the cache).
         case network
         /// From the cache, without touching the network.
@@ -46,17 +46,17 @@ public struct CacheLoadResult: Sendable {
     }
 
     /// The response head (for cached responses, with `Age`).
-    public var response: HTTPResponse
+    var response: HTTPResponse
     /// The body.
-    public var body: Data
+    var body: Data
     /// How it was obtained.
-    public var source: Source
+    var source: Source
     /// True when the body came from the cache (`.cache`, `.revalidated`, `.staleOnError`).
-    public var isFromCache: Bool { source != .network }
+    var isFromCache: Bool { source != .network }
     /// True when a cached response was served past its freshness.
-    public var isStale: Bool
+    var isStale: Bool
     /// For cached responses, the URL the entry was stored for.
-    public var url: URL? = nil
+    var url: URL? = nil
 }
 
 extension HostScopedCache {
@@ -74,7 +74,7 @@ extension HostScopedCache {
     /// - Returns: The response to hand on, and where it came from.
     /// - Throws: `CourierError.notCached` for cache-only calls without a usable entry, or
     ///   whatever `send` throws when no stale fallback applies.
-    public func load(
+    func load(
         _ request: CacheRequest, send: (HTTPRequest) async throws -> CacheTransportResponse
     ) async throws -> CacheLoadResult {
         let clock = configuration.clock

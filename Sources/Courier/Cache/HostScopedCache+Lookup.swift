@@ -10,7 +10,7 @@ extension HostScopedCache {
     ///   request, `.miss` to send the request as is.
     /// - Throws: `CourierError.notCached` when the call allows only cached data
     ///   (`returnCacheDataDontLoad`, or `Cache-Control: only-if-cached`) and none is usable.
-    public func lookup(_ request: CacheRequest, now: Date? = nil) throws(CourierError) -> CacheLookupResult {
+    func lookup(_ request: CacheRequest, now: Date? = nil) throws(CourierError) -> CacheLookupResult {
         let now = now ?? configuration.clock.now()
         let requestControl = CacheControl(request.request.headerFields)
         let cacheOnly = request.policy == .returnCacheDataDontLoad || requestControl.onlyIfCached
@@ -78,7 +78,7 @@ extension HostScopedCache {
     ///   - cached: The entry a `.stale` lookup returned.
     ///   - status: The failing response's status, or nil when the network failed.
     /// - Returns: The entry marked stale, or nil when the failure must surface.
-    public func staleFallback(_ request: CacheRequest, cached: CachedResponse, status: HTTPResponse.Status?)
+    func staleFallback(_ request: CacheRequest, cached: CachedResponse, status: HTTPResponse.Status?)
         -> CachedResponse?
     {
         guard request.staleIfError ?? configuration.staleIfError else { return nil }

@@ -22,7 +22,7 @@ extension HostScopedCache {
     ///   - responseTime: When the response head arrived.
     /// - Returns: Whether the response was stored.
     @discardableResult
-    public func store(
+    package func store(
         _ request: CacheRequest, response: HTTPResponse, body: Data, receivedWhole: Bool, requestTime: Date,
         responseTime: Date
     ) -> Bool {
@@ -89,7 +89,7 @@ extension HostScopedCache {
     /// - Returns: The merged response, fresh per the new headers; nil when the 304 names another
     ///   representation than the stored one (a different ETag or Last-Modified, RFC 9111 §4.3.4):
     ///   the entry is left as it is, and the request should be sent again without validators.
-    public func merge304(
+    func merge304(
         _ request: CacheRequest, cached: CachedResponse, notModified: HTTPResponse, requestTime: Date,
         responseTime: Date
     ) -> CachedResponse? {
@@ -116,7 +116,7 @@ extension HostScopedCache {
     ///   - response: Its response, when there was one.
     /// - Returns: How many URLs' entries were dropped.
     @discardableResult
-    public func invalidate(after request: HTTPRequest, response: HTTPResponse?) -> Int {
+    func invalidate(after request: HTTPRequest, response: HTTPResponse?) -> Int {
         guard ![.get, .head, .options, .trace].contains(request.method) else { return 0 }
         let target = CacheRequest(request)
         var urls = [target.normalizedURL]
@@ -137,7 +137,7 @@ extension HostScopedCache {
     /// Drops every identity's entries for `url` (`scheme://host[:port]/path?query`).
     /// - Returns: How many entries (URL × identity) were dropped.
     @discardableResult
-    public func invalidate(url: String) -> Int {
+    func invalidate(url: String) -> Int {
         let url = storedURL(Self.normalize(url))
         let suffix = " " + url
         // Disk first, then memory, under the disk lock all along (see `invalidateKey`).
@@ -161,7 +161,7 @@ extension HostScopedCache {
     /// is dropped too.
     /// - Returns: How many entries were dropped.
     @discardableResult
-    public func purge(identity: CacheIdentity) -> Int {
+    func purge(identity: CacheIdentity) -> Int {
         purge(stored: [stored(identity)])
     }
 

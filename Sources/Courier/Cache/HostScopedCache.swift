@@ -33,25 +33,25 @@ public final class HostScopedCache: Sendable {
         }
 
         /// Host rules; an exact host beats a suffix, a longer suffix beats a shorter one.
-        public var rules: [CacheRule]
+        var rules: [CacheRule]
         /// The policy for hosts no rule matches.
-        public var defaultPolicy: CacheRule.Policy
+        var defaultPolicy: CacheRule.Policy
         /// Memory only, or a folder for the SQLite tier.
-        public var storage: Storage
+        var storage: Storage
         /// Bytes the memory tier may hold.
-        public var memoryCapacityBytes: Int
+        var memoryCapacityBytes: Int
         /// URLs (primary keys) the memory tier may hold.
-        public var memoryCapacityEntries: Int
+        var memoryCapacityEntries: Int
         /// Bytes the disk tier may hold.
-        public var diskCapacityBytes: Int
+        var diskCapacityBytes: Int
         /// Larger bodies are not stored.
-        public var maxEntryBytes: Int
+        var maxEntryBytes: Int
         /// Serve stale entries when the network fails or answers 5xx (per-call overridable).
-        public var staleIfError: Bool
+        var staleIfError: Bool
         /// The time source.
-        public var clock: CacheClock
+        var clock: CacheClock
         /// Receives every `CacheEvent`; called outside the cache's locks.
-        public var onEvent: (@Sendable (CacheEvent) -> Void)?
+        var onEvent: (@Sendable (CacheEvent) -> Void)?
         /// A tier shared with other processes (fleet mode, CourierRedis), behind the memory
         /// tier; memory-only storage then, keyed with the tier's fleet-wide secret.
         package var sharedTier: (any SharedCacheTier)?
@@ -64,7 +64,19 @@ public final class HostScopedCache: Sendable {
         public init(
             rules: [CacheRule], defaultPolicy: CacheRule.Policy = .never, storage: Storage = .disk(directory: nil),
             memoryCapacityBytes: Int = 16 << 20, memoryCapacityEntries: Int = 1_000, diskCapacityBytes: Int = 256 << 20,
-            maxEntryBytes: Int = 8 << 20, staleIfError: Bool = false, clock: CacheClock = .system,
+            maxEntryBytes: Int = 8 << 20, staleIfError: Bool = false, onEvent: (@Sendable (CacheEvent) -> Void)? = nil
+        ) {
+            self.init(
+                rules: rules, defaultPolicy: defaultPolicy, storage: storage, memoryCapacityBytes: memoryCapacityBytes,
+                memoryCapacityEntries: memoryCapacityEntries, diskCapacityBytes: diskCapacityBytes,
+                maxEntryBytes: maxEntryBytes, staleIfError: staleIfError, clock: .system, onEvent: onEvent)
+        }
+
+        /// The same with an injected clock (tests).
+        init(
+            rules: [CacheRule], defaultPolicy: CacheRule.Policy = .never, storage: Storage = .disk(directory: nil),
+            memoryCapacityBytes: Int = 16 << 20, memoryCapacityEntries: Int = 1_000, diskCapacityBytes: Int = 256 << 20,
+            maxEntryBytes: Int = 8 << 20, staleIfError: Bool = false, clock: CacheClock,
             onEvent: (@Sendable (CacheEvent) -> Void)? = nil
         ) {
             self.rules = rules
@@ -80,7 +92,7 @@ public final class HostScopedCache: Sendable {
         }
 
         /// `$XDG_CACHE_HOME/courier` when set to an absolute path, else `~/.cache/courier`.
-        public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment)
+        static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment)
             -> String
         {
             if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") { return xdg + "/courier" }

@@ -14,6 +14,9 @@ public struct BaseURL: Sendable, Hashable, CustomStringConvertible {
     public let authority: String
     /// The path prefix without a trailing slash: `""` or `/v1`.
     public let pathPrefix: String
+    /// The same base URL as a Foundation `URL` (normalised: lowercased host, no trailing
+    /// slash), for APIs that take one, such as `HTTPClient.Configuration.baseURL`.
+    public let url: URL
 
     /// Parses and validates a base URL.
     /// - Parameter string: the URL, such as `https://api.example.com/v1/`.
@@ -89,6 +92,16 @@ public struct BaseURL: Sendable, Hashable, CustomStringConvertible {
         self.scheme = scheme
         self.authority = authority.lowercased()
         self.pathPrefix = prefix
+        guard let url = URL(string: "\(scheme)://\(self.authority)\(prefix)") else {
+            throw CourierError(.configuration, "the base URL is not a URL Foundation can read")
+        }
+        self.url = url
+    }
+
+    /// Validates a Foundation `URL` as a base URL.
+    /// - Throws: `CourierError.configuration` when it is not a usable base URL.
+    public init(_ url: URL) throws {
+        try self.init(url.absoluteString)
     }
 
     /// Whether `authority` starts with a bracketed IPv6 address (an optional `%25` zone after

@@ -29,7 +29,7 @@ extension HTTPClient {
         /// Certificates to trust.
         public var tls: TLSConfiguration
         /// Host names answered without DNS, e.g. a "CDN" host on loopback in tests and demos.
-        public var resolve: [CurlTransport.ResolveOverride]
+        public var resolve: [ResolveOverride]
         /// Which proxy requests go through: `.none` (the default, whatever `http_proxy` and
         /// friends say), `.environment`, or `.url(_:username:password:bypass:)`.
         public var proxy: Proxy
@@ -53,10 +53,10 @@ extension HTTPClient {
         /// Where requests, responses and failures are logged (header secrets redacted).
         public var logger: Logger
         /// Gives the client a cookie jar of its own when `cookieJar` is nil.
-        public var enablesCookieEngine: Bool
+        var enablesCookieEngine: Bool
         /// The client's cookies: stored from every response (redirect hops too), sent with every
         /// request, cleared on `logOut()` unless the jar says otherwise. Never shared with
-        /// another client through the transport. A call's `RequestOptions.cookieJar` wins.
+        /// another client through the transport. A call's `CallOptions.cookieJar` wins.
         public var cookieJar: CookieJar?
         /// The default response type: how `Decodable` models are read when neither the service
         /// (`ServiceConfiguration.decoding`) nor the call (`serializer:`) names one.
@@ -73,7 +73,7 @@ extension HTTPClient {
             baseURL: URL? = nil, timeout: Duration? = .seconds(60), connectTimeout: Duration = .seconds(10),
             stallTimeout: Duration? = .seconds(30), defaultHeaders: HTTPFields = [:],
             maxConnectionsPerHost: Int = 8, maxConnections: Int = 64, redirects: RedirectConfiguration = .default,
-            tls: TLSConfiguration = .init(), resolve: [CurlTransport.ResolveOverride] = [], proxy: Proxy = .none,
+            tls: TLSConfiguration = .init(), resolve: [ResolveOverride] = [], proxy: Proxy = .none,
             maxResponseSize: Int64 = 64 << 20, sensitiveHeaderNames: Set<HTTPField.Name> = [],
             authorization: AuthorizationHeader = .bearer, notificationCenter: NotificationCenter = .default,
             logger: Logger = Logger(label: "courier"), enablesCookieEngine: Bool = false,
@@ -124,6 +124,20 @@ extension HTTPClient {
                 maxConnectionsPerHost: maxConnectionsPerHost, maxConnections: maxConnections,
                 connectTimeout: connectTimeout, caBundlePath: tls.caBundlePath, resolve: resolve, proxy: proxy,
                 enablesCookieEngine: enablesCookieEngine)
+        }
+    }
+
+    /// One `host:port` answered with a fixed address without DNS (libcurl's `CURLOPT_RESOLVE`),
+    /// e.g. a "CDN" host name on loopback in tests.
+    public struct ResolveOverride: Sendable, Hashable {
+        var host: String
+        var port: Int
+        var address: String
+
+        public init(host: String, port: Int, address: String = "127.0.0.1") {
+            self.host = host
+            self.port = port
+            self.address = address
         }
     }
 

@@ -11,13 +11,20 @@ extension HTTPClient {
     /// - Parameters:
     ///   - request: Method, URL parts (scheme and authority may be left to the base URL) and fields.
     ///   - body: The body, from memory or streamed from files.
-    ///   - options: Per-request overrides and progress callbacks.
+    ///   - options: Per-request settings: timeouts, size cap, redirects, progress, cache and
+    ///     cookies (the settings of `CallOptions` that are steps of a service call are ignored).
     /// - Returns: The final response, its body, the metrics of its hop, the URL that answered.
     /// - Throws: `CourierError` (`.invalidRequest` before sending, `.timedOut`, `.cannotConnect`,
     ///   `.tls`, `.redirect`, `.responseTooLarge`, …), or `CancellationError`.
     public func send(
-        _ request: HTTPRequest, body: RequestBody? = nil, options: RequestOptions = .init()
+        _ request: HTTPRequest, body: RequestBody? = nil, options: CallOptions = .default
     ) async throws -> Response {
+        try await send(request, body: body, options: options.requestOptions)
+    }
+
+    /// `send` with the client-level options.
+    @inline(__always)
+    func send(_ request: HTTPRequest, body: RequestBody?, options: RequestOptions) async throws -> Response {
         guard configuration.cache == nil else { return try await sendCached(request, body: body, options: options) }
         // The common case inline: this async frame is allocated for as long as the request is
         // in flight and holds the `Exchange`; going through `sendToNetwork` would add a frame.
@@ -47,13 +54,14 @@ extension HTTPClient {
     /// - Parameters:
     ///   - request: Method, URL parts and fields.
     ///   - body: The body, from memory or streamed from files.
-    ///   - options: Per-request overrides and progress callbacks.
+    ///   - options: Per-request settings: timeouts, size cap, redirects, progress, cache and
+    ///     cookies (the settings of `CallOptions` that are steps of a service call are ignored).
     /// - Returns: The final response head and its body as an `AsyncSequence` of chunks.
     /// - Throws: As `send`, for failures before the head arrived.
     public func stream(
-        _ request: HTTPRequest, body: RequestBody? = nil, options: RequestOptions = .init()
+        _ request: HTTPRequest, body: RequestBody? = nil, options: CallOptions = .default
     ) async throws -> StreamedResponse {
-        var exchange = try Exchange(client: self, request: request, body: body, options: options)
+        var exchange = try Exchange(client: self, request: request, body: body, options: options.requestOptions)
         return try await followRedirects(&exchange, StreamedHop.self)
     }
 
@@ -81,12 +89,12 @@ extension HTTPClient {
     ///   - url: An absolute http or https URL.
     ///   - headers: Header fields; a name or value with CR, LF or NUL is refused.
     ///   - body: The body bytes, if any.
-    ///   - options: Per-request overrides.
+    ///   - options: Per-request settings, as for `send(_:body:options:)`.
     /// - Returns: The final response.
     /// - Throws: `CourierError.invalidRequest` for a bad URL or header, else as `send(_:body:options:)`.
     public func send(
         method: HTTPRequest.Method, url: URL, headers: [String: String] = [:], body: Data? = nil,
-        options: RequestOptions = .init()
+        options: CallOptions = .default
     ) async throws -> Response {
         var request = HTTPRequest(method: method, scheme: nil, authority: nil, path: nil)
         try request.setURL(url)

@@ -29,7 +29,7 @@ public final class HTTPClient: Sendable {
     /// The configuration the client was made with.
     public let configuration: Configuration
     /// The transport requests go through.
-    public let transport: any Transport
+    package let transport: any Transport
     /// The credential's fields and the origins that receive it (see `CredentialScope.swift`).
     let credentialScope: CredentialScope
     /// The client's own cookie jar (`configuration.cookieJar`, or one made for `enablesCookieEngine`).
@@ -57,7 +57,12 @@ public final class HTTPClient: Sendable {
     ///   - configuration: Base URL, timeouts, limits, TLS and auth settings.
     ///   - transport: The transport to use; `nil` makes a `CurlTransport` from `configuration`.
     /// - Throws: `CourierError.configuration` when the configuration cannot work.
-    public init(configuration: Configuration = .init(), transport: (any Transport)? = nil) throws(CourierError) {
+    public convenience init(configuration: Configuration = .init()) throws(CourierError) {
+        try self.init(configuration: configuration, transport: nil)
+    }
+
+    /// Makes a client over another transport (tests, the demo).
+    package init(configuration: Configuration = .init(), transport: (any Transport)?) throws(CourierError) {
         let configuration = try configuration.validated()
         for field in configuration.defaultHeaders { try RequestValidation.validate(field) }
         self.configuration = configuration

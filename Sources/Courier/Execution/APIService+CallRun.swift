@@ -143,7 +143,7 @@ extension ServiceCore {
             for field in clientSettings.settings.defaultHeaders where request.head.headerFields[field.name] == nil {
                 request.head.headerFields.append(field)
             }
-            let jar = options.transport.cookieJar ?? service.configuration.cookieJar ?? client.cookieJar
+            let jar = options.cookieJar ?? service.configuration.cookieJar ?? client.cookieJar
             if request.head.headerFields[.cookie] == nil, let cookies = jar?.cookieHeader(for: request.head) {
                 request.head.headerFields[.cookie] = cookies
             }
@@ -193,7 +193,7 @@ extension ServiceCore {
         /// The client's options for this call's transfers.
         @inline(never)
         func requestOptions() -> RequestOptions {
-            var transportOptions = options.transport
+            var transportOptions = options.requestOptions
             // The client stores every hop's cookies (a redirect's too) and sends the jar's on each.
             if transportOptions.cookieJar == nil { transportOptions.cookieJar = service.configuration.cookieJar }
             // The service knows its servers: it decides whether the client adds its credential,

@@ -7,41 +7,41 @@ import HTTPTypes
 /// One list for the whole library: the client logs through its own (the names below plus every
 /// credential field it knows, see `HTTPClient.credentialFieldNames`), and the logging event
 /// monitor adds the same names for the calls of a service.
-public struct Redaction: Sendable, Hashable {
+struct Redaction: Sendable, Hashable {
     /// What replaces a secret.
-    public static let marker = "<redacted>"
+    static let marker = "<redacted>"
     /// Fields whose values are always redacted.
-    public static let alwaysRedacted: Set<HTTPField.Name> = [
+    static let alwaysRedacted: Set<HTTPField.Name> = [
         .authorization, .cookie, .setCookie, .proxyAuthorization,
     ]
     /// Header names that usually hold a secret, redacted by `Redaction.default`.
-    public static let commonSecretHeaderNames: Set<HTTPField.Name> = [
+    static let commonSecretHeaderNames: Set<HTTPField.Name> = [
         HTTPField.Name("X-Api-Key")!, HTTPField.Name("X-Auth-Token")!,
     ]
     /// Query parameter names whose values are redacted by default (compared case-insensitively).
-    public static let defaultQueryNames: Set<String> = [
+    static let defaultQueryNames: Set<String> = [
         "token", "access_token", "refresh_token", "id_token", "password", "secret", "client_secret", "api_key",
         "apikey", "key", "signature", "sig", "code",
     ]
 
     /// Names redacted on top of `alwaysRedacted` (the client's credential fields, …).
-    public var extraNames: Set<HTTPField.Name>
+    var extraNames: Set<HTTPField.Name>
     /// Query parameter names whose values are replaced (lower-case; compared case-insensitively).
-    public var queryNames: Set<String>
+    var queryNames: Set<String>
 
     /// - Parameters:
     ///   - extraNames: header names to redact on top of `alwaysRedacted`.
     ///   - queryNames: query parameter names whose values are replaced.
-    public init(extraNames: Set<HTTPField.Name> = [], queryNames: Set<String> = Redaction.defaultQueryNames) {
+    init(extraNames: Set<HTTPField.Name> = [], queryNames: Set<String> = Redaction.defaultQueryNames) {
         self.extraNames = extraNames
         self.queryNames = Set(queryNames.map { $0.lowercased() })
     }
 
     /// `alwaysRedacted`, `commonSecretHeaderNames` and `defaultQueryNames`.
-    public static let `default` = Redaction(extraNames: commonSecretHeaderNames)
+    static let `default` = Redaction(extraNames: commonSecretHeaderNames)
 
     /// A copy that also redacts `names`.
-    public func adding(_ names: Set<HTTPField.Name>) -> Redaction {
+    func adding(_ names: Set<HTTPField.Name>) -> Redaction {
         guard !names.isSubset(of: extraNames) else { return self }
         var copy = self
         copy.extraNames.formUnion(names)
@@ -49,26 +49,26 @@ public struct Redaction: Sendable, Hashable {
     }
 
     /// Whether the value of `name` must not be logged.
-    public func isRedacted(_ name: HTTPField.Name) -> Bool {
+    func isRedacted(_ name: HTTPField.Name) -> Bool {
         Self.alwaysRedacted.contains(name) || extraNames.contains(name)
     }
 
     // MARK: Header fields
 
     /// Header fields as `Name: value` lines, secrets replaced.
-    public func redact(_ fields: HTTPFields) -> [String] {
+    func redact(_ fields: HTTPFields) -> [String] {
         fields.map { field in
             "\(field.name.rawName): \(isRedacted(field.name) ? Self.marker : field.value)"
         }
     }
 
     /// The fields as `Name: value` lines in one string, secrets replaced.
-    public func describe(_ fields: HTTPFields) -> String {
+    func describe(_ fields: HTTPFields) -> String {
         redact(fields).joined(separator: "\n")
     }
 
     /// The fields as logger metadata, secrets replaced.
-    public func metadata(_ fields: HTTPFields) -> [String: String] {
+    func metadata(_ fields: HTTPFields) -> [String: String] {
         var result: [String: String] = [:]
         for field in fields {
             let value = isRedacted(field.name) ? Self.marker : field.value
@@ -85,7 +85,7 @@ public struct Redaction: Sendable, Hashable {
 
     /// A request target for the client's logs: the whole query string, which often carries
     /// tokens, is hidden.
-    public static func target(scheme: String?, authority: String?, path: String?) -> String {
+    static func target(scheme: String?, authority: String?, path: String?) -> String {
         var path = path ?? "/"
         if let question = path.firstIndex(of: "?") {
             path = String(path[..<question]) + "?" + marker
@@ -96,7 +96,7 @@ public struct Redaction: Sendable, Hashable {
     /// The request target with the values of secret query parameters replaced.
     /// - Parameter target: a path with an optional query (`/login?token=abc`).
     /// - Returns: the redacted text.
-    public func redact(target: String) -> String {
+    func redact(target: String) -> String {
         guard let mark = target.firstIndex(of: "?") else { return target }
         let query = target[target.index(after: mark)...]
         let pairs = query.split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
@@ -109,12 +109,12 @@ public struct Redaction: Sendable, Hashable {
     }
 
     /// The URL of a request with the values of secret query parameters replaced.
-    public func redactedURL(of request: HTTPRequest) -> String {
+    func redactedURL(of request: HTTPRequest) -> String {
         "\(request.scheme ?? "")://\(request.authority ?? "")\(redact(target: request.path ?? "/"))"
     }
 
     /// A message with every occurrence of `secrets` replaced.
-    public func redact(_ text: String, secrets: [String]) -> String {
+    func redact(_ text: String, secrets: [String]) -> String {
         secrets.filter { !$0.isEmpty }.reduce(text) { $0.replacingOccurrences(of: $1, with: Self.marker) }
     }
 }

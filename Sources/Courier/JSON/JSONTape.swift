@@ -52,11 +52,11 @@ struct JSONTokenStorage {
 ///
 /// It is the `underlyingError` of the `DecodingError.dataCorrupted` that
 /// ``CourierJSONDecoder`` throws for malformed input.
-public struct JSONSyntaxError: Error, Sendable, CustomStringConvertible, Equatable {
+struct JSONSyntaxError: Error, Sendable, CustomStringConvertible, Equatable {
     /// What is wrong.
-    public var reason: String
+    var reason: String
     /// The byte offset in the input.
-    public var offset: Int
+    var offset: Int
 
-    public var description: String { "\(reason) at byte \(offset)" }
+    var description: String { "\(reason) at byte \(offset)" }
 }

@@ -9,7 +9,7 @@ extension CourierError {
     ///   - type: the type being decoded, named in the message.
     ///   - context: the response, kept in the error.
     /// - Returns: a `.decoding` error.
-    public static func decoding(_ error: any Error, type: Any.Type, context: ResponseContext? = nil) -> CourierError {
+    package static func decoding(_ error: any Error, type: Any.Type, context: ResponseContext? = nil) -> CourierError {
         if var error = error as? CourierError {
             if error.response == nil, let context {
                 error.response = context.response
@@ -38,7 +38,7 @@ extension CourierError {
     ///   - error: what the encoder threw.
     ///   - type: the type being encoded, named in the message.
     /// - Returns: an `.encoding` error.
-    public static func encoding(_ error: any Error, type: Any.Type) -> CourierError {
+    package static func encoding(_ error: any Error, type: Any.Type) -> CourierError {
         if let error = error as? CourierError { return error }
         var result = CourierError(.encoding, "cannot encode \(type): \(describe(error))", underlying: error)
         if case .invalidValue(_, let context) = error as? EncodingError {

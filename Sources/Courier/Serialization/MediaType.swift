@@ -4,18 +4,18 @@ import Foundation
 ///
 /// Type, subtype and parameter names are lowercased; parameter values keep their case
 /// (quotes removed).
-public struct MediaType: Sendable, Hashable, CustomStringConvertible {
+@_spi(Fuzzing) public struct MediaType: Sendable, Hashable, CustomStringConvertible {
     /// The top-level type, e.g. `application`; `*` for a wildcard.
-    public var type: String
+    package var type: String
     /// The subtype, e.g. `json`; `*` for a wildcard.
-    public var subtype: String
+    package var subtype: String
     /// The parameters, names lowercased.
-    public var parameters: [String: String]
+    package var parameters: [String: String]
 
     /// Parses `type/subtype; a=b; c="d"`.
     /// - Parameter text: a header value.
     /// - Returns: nil when there is no `type/subtype` part.
-    public init?(parsing text: String) {
+    package init?(parsing text: String) {
         var pieces = text.split(separator: ";", omittingEmptySubsequences: false).makeIterator()
         guard let essence = pieces.next() else { return nil }
         let halves = essence.split(separator: "/", omittingEmptySubsequences: false)
@@ -39,12 +39,12 @@ public struct MediaType: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `type/subtype`, without parameters.
-    public var essence: String { "\(type)/\(subtype)" }
+    package var essence: String { "\(type)/\(subtype)" }
 
     /// The `charset` parameter, lowercased.
-    public var charset: String? { parameters["charset"]?.lowercased() }
+    package var charset: String? { parameters["charset"]?.lowercased() }
 
-    public var description: String {
+    @_spi(Fuzzing) public var description: String {
         parameters.keys.sorted().reduce(essence) { $0 + "; \($1)=\(parameters[$1]!)" }
     }
 
@@ -52,7 +52,7 @@ public struct MediaType: Sendable, Hashable, CustomStringConvertible {
     /// Parameters are ignored.
     /// - Parameter pattern: an acceptable media type, possibly with wildcards.
     /// - Returns: true when the types match.
-    public func matches(_ pattern: MediaType) -> Bool {
+    package func matches(_ pattern: MediaType) -> Bool {
         if pattern.type == "*" { return true }
         guard pattern.type == type else { return false }
         return pattern.subtype == "*" || pattern.subtype == subtype
@@ -61,7 +61,7 @@ public struct MediaType: Sendable, Hashable, CustomStringConvertible {
     /// Whether this type is matched by any of `patterns` (strings that do not parse never match).
     /// - Parameter patterns: acceptable media types, possibly with wildcards.
     /// - Returns: true when one matches.
-    public func matches(any patterns: [String]) -> Bool {
+    func matches(any patterns: [String]) -> Bool {
         Self.contentType(essence, matchesAny: patterns)
     }
 
@@ -73,7 +73,7 @@ public struct MediaType: Sendable, Hashable, CustomStringConvertible {
     ///   - header: the header value, e.g. `application/json; charset=utf-8`.
     ///   - patterns: acceptable media types.
     /// - Returns: true when one matches; false when `header` is not `type/subtype`.
-    public static func contentType(_ header: String, matchesAny patterns: [String]) -> Bool {
+    static func contentType(_ header: String, matchesAny patterns: [String]) -> Bool {
         var header = header
         return header.withUTF8 { headerBytes in
             guard let concrete = EssenceRanges(headerBytes) else { return false }

@@ -39,7 +39,7 @@ extension ModelDecoding {
 /// ``Empty`` ignores any body.
 public struct DecodableResponseSerializer<Model: Decodable & Sendable>: ResponseSerializer {
     /// The body format.
-    public let decoding: any ModelDecoding
+    package let decoding: any ModelDecoding
 
     /// - Parameters:
     ///   - type: the model type.
@@ -51,7 +51,7 @@ public struct DecodableResponseSerializer<Model: Decodable & Sendable>: Response
     /// - Parameters:
     ///   - type: the model type.
     ///   - decoding: the body format, e.g. a client's default response type.
-    public init(_ type: Model.Type = Model.self, anyDecoding decoding: any ModelDecoding) {
+    package init(_ type: Model.Type = Model.self, anyDecoding decoding: any ModelDecoding) {
         self.decoding = decoding
     }
 

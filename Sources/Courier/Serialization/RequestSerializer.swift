@@ -65,7 +65,7 @@ public enum ParameterDestination: Sendable, Hashable {
     /// Whether parameters go into the query string for a request with `method`.
     /// - Parameter method: the request's method.
     /// - Returns: `true` for the query string, `false` for the body.
-    public func usesQueryString(for method: HTTPRequest.Method) -> Bool {
+    func usesQueryString(for method: HTTPRequest.Method) -> Bool {
         switch self {
         case .queryString: return true
         case .body: return false
@@ -87,7 +87,7 @@ public protocol RequestSerializer: Sendable {
 /// Sends raw bytes as the body: `Data`, `[UInt8]` or `String` parameters, with a fixed `Content-Type`.
 public struct RawBodyRequestSerializer: RequestSerializer {
     /// The `Content-Type` declared for the body.
-    public var contentType: String
+    var contentType: String
 
     /// - Parameter contentType: the media type to declare.
     public init(contentType: String = "application/octet-stream") { self.contentType = contentType }

@@ -15,7 +15,7 @@ public struct ResponseContext: Sendable {
     public var body: Data
     /// `response.status.code` and `request.method == .head`, read once: each response is checked
     /// several times, and the `HTTPTypes` getters build a new value (with strings) on every read.
-    public private(set) var statusCode: Int
+    private(set) var statusCode: Int
     private var isHeadRequest: Bool
 
     /// - Parameters:
@@ -31,7 +31,7 @@ public struct ResponseContext: Sendable {
     }
 
     /// The response's `Content-Type` parsed, if it has a valid one.
-    public var contentType: MediaType? {
+    @_spi(Fuzzing) public var contentType: MediaType? {
         contentTypeField.flatMap(MediaType.init(parsing:))
     }
 
@@ -126,7 +126,7 @@ extension Optional: EmptyResponseRepresentable {
 extension PreparedRequest {
     /// Sets `Accept` from what `serializer` reads, unless the request already has one.
     /// - Parameter serializer: the call's response serializer.
-    public mutating func accept(_ serializer: some ResponseSerializer) {
+    mutating func accept(_ serializer: some ResponseSerializer) {
         guard head.headerFields[.accept] == nil, let value = serializer.acceptHeader else { return }
         head.headerFields[.accept] = value
     }

@@ -1,17 +1,17 @@
 import Dispatch
 
 /// Handlers for the callback API, any subset of them.
-public struct CallCallbacks<Value: Sendable>: Sendable {
+struct CallCallbacks<Value: Sendable>: Sendable {
     /// The call produced a value.
-    public var onSuccess: (@Sendable (Value) -> Void)?
+    var onSuccess: (@Sendable (Value) -> Void)?
     /// The call failed. A cancelled call reports here only when there is no `onCancel`.
-    public var onFailure: (@Sendable (CourierError) -> Void)?
+    var onFailure: (@Sendable (CourierError) -> Void)?
     /// The call was cancelled (before it was sent or in flight).
-    public var onCancel: (@Sendable () -> Void)?
+    var onCancel: (@Sendable () -> Void)?
     /// The call ended, whatever the outcome; after the other handler.
-    public var onFinished: (@Sendable () -> Void)?
+    var onFinished: (@Sendable () -> Void)?
 
-    public init(
+    init(
         onSuccess: (@Sendable (Value) -> Void)? = nil, onFailure: (@Sendable (CourierError) -> Void)? = nil,
         onCancel: (@Sendable () -> Void)? = nil, onFinished: (@Sendable () -> Void)? = nil
     ) {
@@ -41,7 +41,7 @@ extension Call {
     ///   - callbacks: the handlers.
     /// - Returns: the call's identifier, for `CallRegistry.cancel(_:)`.
     @discardableResult
-    public func start(deliveringOn queue: DispatchQueue, _ callbacks: CallCallbacks<Value>) -> CallID {
+    func start(deliveringOn queue: DispatchQueue, _ callbacks: CallCallbacks<Value>) -> CallID {
         whenFinished { result in
             queue.async { callbacks.deliver(result) }
         }

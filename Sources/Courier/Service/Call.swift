@@ -2,21 +2,21 @@ import Synchronization
 
 /// The identifier of one call, unique in the process.
 public struct CallID: Hashable, Sendable, Comparable, CustomStringConvertible {
-    public let rawValue: UInt64
+    let rawValue: UInt64
     private static let counter = Atomic<UInt64>(0)
 
     /// A new identifier, greater than every one made before.
-    public static func next() -> CallID {
+    @usableFromInline static func next() -> CallID {
         CallID(rawValue: counter.wrappingAdd(1, ordering: .relaxed).newValue)
     }
 
-    public init(rawValue: UInt64) { self.rawValue = rawValue }
+    init(rawValue: UInt64) { self.rawValue = rawValue }
     public var description: String { "call#\(rawValue)" }
     public static func < (lhs: CallID, rhs: CallID) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 /// Anything a registry can cancel.
-public protocol CancellableCall: AnyObject, Sendable {
+protocol CancellableCall: AnyObject, Sendable {
     var id: CallID { get }
     /// Cancels the call: before it starts it will never run; while running its task is cancelled.
     func cancel()
@@ -66,7 +66,7 @@ public final class Call<Value: Sendable>: CancellableCall {
     /// - Parameters:
     ///   - id: its identifier.
     ///   - operation: the work; should honour task cancellation.
-    public init(id: CallID = .next(), operation: @escaping @Sendable () async throws -> Value) {
+    init(id: CallID = .next(), operation: @escaping @Sendable () async throws -> Value) {
         self.id = id
         self.state = LockedValue(State(operation: operation))
     }

@@ -2,35 +2,69 @@ import Foundation
 import HTTPTypes
 import Logging
 
-/// Per-call settings; each one left nil falls back to the service's configuration.
+/// Per-call settings: the one per-call options type, for `APIService` calls and for
+/// `HTTPClient.send`/`stream` alike.
+///
+/// Precedence: a setting made here wins over the service's (`ServiceConfiguration`), which
+/// wins over the client's (`HTTPClient.Configuration`); a setting left `nil` (or empty) here
+/// falls back. No setting exists twice in one layer.
+///
+/// Settings that apply to every request, `HTTPClient.send` and `stream` included: the
+/// timeouts, `maxResponseSize`, `redirects`, `sensitiveHeaderNames`, the progress callbacks,
+/// the cache settings (`send` only: `stream` bypasses the cache) and `cookieJar`. The others
+/// (serializer, headers, retry, interval, server, validation, preprocessing, interceptors,
+/// de-duplication, parameters, vetoes, `userInfo`) are steps of a service call and are
+/// ignored by `HTTPClient.send`, which sends the request it is given once.
 public struct CallOptions: Sendable {
-    /// How parameters are encoded (`.json`, `.form`, `.multipart`, …).
+    /// How parameters are encoded (`.json`, `.form`, `.multipart`, …). Service calls only.
     public var requestSerializer: (any RequestSerializer)?
-    /// Header fields for this call, on top of the service's defaults.
+    /// Header fields for this call, on top of the service's defaults. Service calls only.
     public var headers: HTTPFields
-    /// The total timeout of one attempt (redirects included). Kept in `transport`, so the
-    /// setting lives in one place: `options.timeout` and `options.transport.timeout` are one.
-    public var timeout: Duration? {
-        get { transport.timeout }
-        set { transport.timeout = newValue }
-    }
-    /// When and how failed attempts are retried.
+    /// The total timeout of one attempt (redirects included); replaces the client's.
+    public var timeout: Duration?
+    /// Replaces the client's connect timeout.
+    public var connectTimeout: Duration?
+    /// Replaces the client's stall timeout.
+    public var stallTimeout: Duration?
+    /// Replaces the client's maximum response size.
+    public var maxResponseSize: Int64?
+    /// Replaces the client's redirect configuration.
+    public var redirects: HTTPClient.RedirectConfiguration?
+    /// More header names to redact in logs, drop on cross-origin redirects and count as
+    /// credentials in the cache identity.
+    public var sensitiveHeaderNames: Set<HTTPField.Name>
+    /// Called on the transport's thread as the body goes out; keep it cheap.
+    public var uploadProgress: (@Sendable (TransferProgress) -> Void)?
+    /// Called on the transport's thread as the body comes in; keep it cheap.
+    public var downloadProgress: (@Sendable (TransferProgress) -> Void)?
+    /// How this call uses the client's cache: `.returnCacheDataElseLoad`, …
+    public var cachePolicy: CachePolicy
+    /// Cache this call's response for this long, whatever its caching headers say.
+    public var cacheLifetime: Duration?
+    /// Serve a stale cached response when the network fails or answers 5xx (nil: the cache's setting).
+    public var staleIfError: Bool?
+    /// Cookies for this call instead of the service's or the client's jar: sent on every hop
+    /// (recomputed for each redirect target, unless the request already carries a `Cookie`
+    /// header on its first hop); every hop's `Set-Cookie` is stored, a redirect's included.
+    public var cookieJar: CookieJar?
+    /// When and how failed attempts are retried. Service calls only.
     public var retryPolicy: RetryPolicy?
-    /// The shortest time between two calls to this endpoint; off by default.
+    /// The shortest time between two calls to this endpoint; off by default. Service calls only.
     public var interval: RequestInterval?
     /// Send this call to another server than the service's (no failover for it). Unless it is
     /// one of the API's own origins (the client's base URL or `credentialOrigins`, the
     /// service's servers), it gets no credential, unless `sendsCredentialToServer` is set.
+    /// Service calls only (`send` takes the URL in its request).
     public var server: BaseURL?
     /// Send the credential to `server` even when it is not one of the API's own origins.
     public var sendsCredentialToServer = false
-    /// Status codes, content types and error model this call accepts.
+    /// Status codes, content types and error model this call accepts. Service calls only.
     public var validator: ResponseValidator?
-    /// Rewrites of the raw response before decoding, after the service's.
+    /// Rewrites of the raw response before decoding, after the service's. Service calls only.
     public var preprocessors: [any ResponsePreprocessor]
-    /// Adapters for this call, run after the service's.
+    /// Adapters for this call, run after the service's. Service calls only.
     public var adapters: [any RequestAdapter]
-    /// Retriers for this call, asked before the service's.
+    /// Retriers for this call, asked before the service's. Service calls only.
     public var retriers: [any RequestRetrier]
     /// Whether an identical GET in flight is shared (true by default; GET and HEAD only).
     public var deduplicates: Bool
@@ -52,8 +86,6 @@ public struct CallOptions: Sendable {
     /// Maps this call's final failure to the app's own error, asked before the service's
     /// `ServiceConfiguration.errorMapper` (whose answer counts when this one returns nil).
     public var errorMapper: (@Sendable (CourierError) -> (any Error & Sendable)?)? = nil
-    /// Transport-level settings (connect and stall timeouts, progress, size cap).
-    public var transport: RequestOptions
     /// What this call does while the service's `networkStatus` says offline (nil: the service's
     /// `whenOffline`).
     public var whenOffline: OfflineBehavior?
@@ -63,15 +95,31 @@ public struct CallOptions: Sendable {
 
     public init(
         requestSerializer: (any RequestSerializer)? = nil, headers: HTTPFields = [:], timeout: Duration? = nil,
-        retryPolicy: RetryPolicy? = nil, interval: RequestInterval? = nil, server: BaseURL? = nil,
-        validator: ResponseValidator? = nil, preprocessors: [any ResponsePreprocessor] = [],
+        connectTimeout: Duration? = nil, stallTimeout: Duration? = nil, maxResponseSize: Int64? = nil,
+        redirects: HTTPClient.RedirectConfiguration? = nil, sensitiveHeaderNames: Set<HTTPField.Name> = [],
+        uploadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
+        downloadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
+        cachePolicy: CachePolicy = .useProtocolCachePolicy, cacheLifetime: Duration? = nil, staleIfError: Bool? = nil,
+        cookieJar: CookieJar? = nil, retryPolicy: RetryPolicy? = nil, interval: RequestInterval? = nil,
+        server: BaseURL? = nil, validator: ResponseValidator? = nil, preprocessors: [any ResponsePreprocessor] = [],
         adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = [], deduplicates: Bool = true,
         includesGeneralParameters: Bool = true, skipIf: (@Sendable () -> Bool)? = nil,
-        acceptsResult: (@Sendable (ResponseContext) -> Bool)? = nil, userInfo: UserInfo = UserInfo(),
-        transport: RequestOptions = RequestOptions()
+        acceptsResult: (@Sendable (ResponseContext) -> Bool)? = nil, userInfo: UserInfo = UserInfo()
     ) {
         self.requestSerializer = requestSerializer
         self.headers = headers
+        self.timeout = timeout
+        self.connectTimeout = connectTimeout
+        self.stallTimeout = stallTimeout
+        self.maxResponseSize = maxResponseSize
+        self.redirects = redirects
+        self.sensitiveHeaderNames = sensitiveHeaderNames
+        self.uploadProgress = uploadProgress
+        self.downloadProgress = downloadProgress
+        self.cachePolicy = cachePolicy
+        self.cacheLifetime = cacheLifetime
+        self.staleIfError = staleIfError
+        self.cookieJar = cookieJar
         self.retryPolicy = retryPolicy
         self.interval = interval
         self.server = server
@@ -84,18 +132,10 @@ public struct CallOptions: Sendable {
         self.skipIf = skipIf
         self.acceptsResult = acceptsResult
         self.userInfo = userInfo
-        self.transport = transport
-        if let timeout { self.transport.timeout = timeout }
     }
 
     /// No overrides.
     public static var `default`: CallOptions { CallOptions() }
-
-    /// The cache policy of this call (kept in `transport`): `.returnCacheDataElseLoad`, …
-    public var cachePolicy: CachePolicy {
-        get { transport.cachePolicy }
-        set { transport.cachePolicy = newValue }
-    }
 
     /// A copy with one setting changed: `.default.with(\.timeout, .seconds(5))`.
     public func with<Value>(_ keyPath: WritableKeyPath<CallOptions, Value>, _ value: Value) -> CallOptions {
@@ -110,6 +150,15 @@ public struct CallOptions: Sendable {
         var copy = self
         copy.validator = (validator ?? .default).decodingErrors(as: type)
         return copy
+    }
+
+    /// The settings the client applies to each request of this call.
+    var requestOptions: RequestOptions {
+        RequestOptions(
+            timeout: timeout, connectTimeout: connectTimeout, stallTimeout: stallTimeout,
+            maxResponseSize: maxResponseSize, redirects: redirects, sensitiveHeaderNames: sensitiveHeaderNames,
+            uploadProgress: uploadProgress, downloadProgress: downloadProgress, cachePolicy: cachePolicy,
+            cacheLifetime: cacheLifetime, staleIfError: staleIfError, cookieJar: cookieJar)
     }
 }
 

@@ -12,7 +12,7 @@ public final class CallRegistry: Sendable {
     public var count: Int { calls.withLock { $0.count } }
 
     /// The identifiers of the calls not finished, oldest first.
-    public var identifiers: [CallID] { calls.withLock { $0.keys.sorted() } }
+    var identifiers: [CallID] { calls.withLock { $0.keys.sorted() } }
 
     /// Tracks `call` until it finishes.
     /// - Parameter call: the call; it is removed from the registry when it finishes.

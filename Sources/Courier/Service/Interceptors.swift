@@ -10,7 +10,7 @@ public struct InterceptorContext: Sendable {
     /// The call's free-form values.
     public var userInfo: UserInfo
 
-    public init(callID: CallID, attempt: Int, userInfo: UserInfo = UserInfo()) {
+    init(callID: CallID, attempt: Int, userInfo: UserInfo = UserInfo()) {
         self.callID = callID
         self.attempt = attempt
         self.userInfo = userInfo
@@ -31,7 +31,7 @@ public struct AttemptFailure: Sendable {
     /// Whether a response check refused the answer and marked the refusal retryable.
     var isRetryableRefusal = false
 
-    public init(response: HTTPResponse? = nil, body: Data? = nil, error: CourierError) {
+    init(response: HTTPResponse? = nil, body: Data? = nil, error: CourierError) {
         self.response = response
         self.body = body
         self.error = error

@@ -3,7 +3,7 @@ import Synchronization
 
 /// The source of time for the service layer: retry back-off, request intervals, failover
 /// windows and refresh-storm limits all read it, so tests can drive time by hand.
-public protocol ServiceClock: Sendable {
+package protocol ServiceClock: Sendable {
     /// The current monotonic instant.
     var now: ContinuousClock.Instant { get }
     /// The current wall-clock time (used to read `Retry-After` HTTP dates).
@@ -14,11 +14,11 @@ public protocol ServiceClock: Sendable {
 }
 
 /// The real clock: `ContinuousClock` and `Date()`.
-public struct SystemServiceClock: ServiceClock {
-    public init() {}
-    public var now: ContinuousClock.Instant { ContinuousClock.now }
-    public var wallTime: Date { Date() }
-    public func sleep(for duration: Duration) async throws {
+package struct SystemServiceClock: ServiceClock {
+    package init() {}
+    package var now: ContinuousClock.Instant { ContinuousClock.now }
+    package var wallTime: Date { Date() }
+    package func sleep(for duration: Duration) async throws {
         guard duration > .zero else { return }
         // A deadline past the runtime's 64-bit nanoseconds traps inside `Task.sleep`.
         try await Task.sleep(for: duration.clamped(to: ConfigurationBounds.maximumWait))
@@ -27,7 +27,7 @@ public struct SystemServiceClock: ServiceClock {
 
 extension ServiceClock where Self == SystemServiceClock {
     /// The real clock.
-    public static var system: SystemServiceClock { SystemServiceClock() }
+    package static var system: SystemServiceClock { SystemServiceClock() }
 }
 
 /// A clock that moves only when told to, for tests that must not sleep.
@@ -35,7 +35,7 @@ extension ServiceClock where Self == SystemServiceClock {
 /// With `autoAdvance` on, every `sleep(for:)` moves time forward by the requested duration
 /// and returns at once; otherwise sleepers wait until `advance(by:)` passes their deadline.
 /// Every requested sleep is recorded in `sleeps`.
-public final class ManualServiceClock: ServiceClock {
+final class ManualServiceClock: ServiceClock {
     private struct Sleeper {
         let id: UInt64
         let deadline: ContinuousClock.Instant
@@ -58,26 +58,26 @@ public final class ManualServiceClock: ServiceClock {
     /// - Parameters:
     ///   - wallTime: the wall-clock time at the start.
     ///   - autoAdvance: whether a sleep moves time forward by itself.
-    public init(wallTime: Date = Date(timeIntervalSince1970: 1_800_000_000), autoAdvance: Bool = false) {
+    init(wallTime: Date = Date(timeIntervalSince1970: 1_800_000_000), autoAdvance: Bool = false) {
         self.origin = ContinuousClock.now
         self.wallOrigin = wallTime
         self.autoAdvance = autoAdvance
     }
 
-    public var now: ContinuousClock.Instant { origin + state.withLock { $0.offset } }
+    var now: ContinuousClock.Instant { origin + state.withLock { $0.offset } }
 
-    public var wallTime: Date {
+    var wallTime: Date {
         let offset = state.withLock { $0.offset }
         return wallOrigin.addingTimeInterval(offset.seconds)
     }
 
     /// Every duration passed to `sleep(for:)`, in order.
-    public var sleeps: [Duration] { state.withLock { $0.sleeps } }
+    var sleeps: [Duration] { state.withLock { $0.sleeps } }
 
     /// The number of callers suspended in `sleep(for:)`.
-    public var pendingSleepers: Int { state.withLock { $0.sleepers.count } }
+    var pendingSleepers: Int { state.withLock { $0.sleepers.count } }
 
-    public func sleep(for duration: Duration) async throws {
+    func sleep(for duration: Duration) async throws {
         try Task.checkCancellation()
         if autoAdvance {
             state.withLock { $0.sleeps.append(duration) }
@@ -112,7 +112,7 @@ public final class ManualServiceClock: ServiceClock {
 
     /// Moves time forward and wakes every sleeper whose deadline has passed.
     /// - Parameter duration: how far to move.
-    public func advance(by duration: Duration) {
+    func advance(by duration: Duration) {
         let due = state.withLock { state -> [Sleeper] in
             state.offset += duration
             let now = origin + state.offset
@@ -125,7 +125,7 @@ public final class ManualServiceClock: ServiceClock {
 
     /// Waits until at least `count` callers are suspended in `sleep(for:)`.
     /// - Parameter count: the number of sleepers to wait for.
-    public func waitForSleepers(_ count: Int) async {
+    func waitForSleepers(_ count: Int) async {
         defer { ThreadSanitizer.continuationReturned() }
         return await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ready = state.withLock { state -> Bool in

@@ -42,14 +42,15 @@ public struct ServiceConfiguration: Sendable {
     public var monitors: [any EventMonitor]
     /// Cookies of this API, cleared on logout; nil sends none.
     public var cookieJar: CookieJar?
-    /// Enforces request intervals.
+    /// Enforces request intervals (`CallOptions.interval`); services holding the same gate share
+    /// their intervals. `RedisFleet.intervalGate()` (CourierRedis) enforces them across processes.
     public var intervalGate: RequestIntervalGate
     /// The endpoints of calls in flight with `skipsWhileInFlight`.
-    public var inFlightGuard = InFlightGuard()
+    var inFlightGuard = InFlightGuard()
     /// Shares identical GETs in flight.
-    public var deduplicator: InFlightDeduplicator<HTTPClient.Response>
+    var deduplicator: InFlightDeduplicator<HTTPClient.Response>
     /// The time source for back-off, intervals and failover.
-    public var clock: any ServiceClock
+    var clock: any ServiceClock
     /// Where the callback API delivers, unless a call says otherwise: by default one serial
     /// queue shared by all services, so handlers run in completion order. (Not `.main`: on
     /// Linux the main queue runs only when the main thread runs `dispatchMain()` or a run
@@ -72,6 +73,27 @@ public struct ServiceConfiguration: Sendable {
     public var whenOffline: OfflineBehavior = .proceed
 
     public init(
+        servers: ServerPool? = nil, headers: HTTPFields = [:],
+        generalParameters: [(name: String, value: String)] = [],
+        realTimeParameters: (@Sendable () -> [(name: String, value: String)])? = nil,
+        requestSerializer: any RequestSerializer = .json, decoding: (any ModelDecoding)? = nil,
+        pipeline: ResponsePipeline = .default, retryPolicy: RetryPolicy = .default,
+        adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = [],
+        authentication: (any CredentialAuthentication)? = nil, monitors: [any EventMonitor] = [],
+        cookieJar: CookieJar? = nil, callbackQueue: DispatchQueue = ServiceConfiguration.defaultCallbackQueue,
+        maximumAttempts: Int = 10
+    ) {
+        self.init(
+            servers: servers, headers: headers, generalParameters: generalParameters,
+            realTimeParameters: realTimeParameters, requestSerializer: requestSerializer, decoding: decoding,
+            pipeline: pipeline, retryPolicy: retryPolicy, adapters: adapters, retriers: retriers,
+            authentication: authentication, monitors: monitors, cookieJar: cookieJar, intervalGate: nil,
+            deduplicator: InFlightDeduplicator(), clock: .system, callbackQueue: callbackQueue,
+            maximumAttempts: maximumAttempts)
+    }
+
+    /// The same, with the gates and the clock injected (tests).
+    init(
         servers: ServerPool? = nil, headers: HTTPFields = [:],
         generalParameters: [(name: String, value: String)] = [],
         realTimeParameters: (@Sendable () -> [(name: String, value: String)])? = nil,
@@ -106,10 +128,10 @@ public struct ServiceConfiguration: Sendable {
 }
 
 /// The requests (by their `RequestIdentity`) with a guarded call in flight.
-public final class InFlightGuard: Sendable {
+final class InFlightGuard: Sendable {
     private let keys = LockedValue<Set<String>>([])
 
-    public init() {}
+    init() {}
 
     /// Marks `key` busy. - Returns: false when it already was.
     func enter(_ key: String) -> Bool { keys.withLock { $0.insert(key).inserted } }

@@ -26,12 +26,12 @@ public struct UserInfo: Sendable {
     public var showsActivity: Bool { value(.showsActivity, as: Bool.self) ?? false }
 
     /// These values with `other`'s on top.
-    public func merging(_ other: UserInfo) -> UserInfo {
+    func merging(_ other: UserInfo) -> UserInfo {
         UserInfo(values.merging(other.values) { _, new in new })
     }
 
-    public var isEmpty: Bool { values.isEmpty }
-    public var keys: [UserInfoKey] { Array(values.keys) }
+    var isEmpty: Bool { values.isEmpty }
+    var keys: [UserInfoKey] { Array(values.keys) }
 }
 
 extension UserInfo: ExpressibleByDictionaryLiteral {

@@ -2,18 +2,18 @@ import CCurl
 import Foundation
 
 /// The libcurl error behind a `CourierError` (its `underlying` value).
-public struct CurlFailure: Error, Sendable, Hashable, CustomStringConvertible {
+struct CurlFailure: Error, Sendable, Hashable, CustomStringConvertible {
     /// The `CURLcode` number.
-    public var code: Int
+    var code: Int
     /// curl's explanation from its error buffer, when it left one.
-    public var detail: String?
+    var detail: String?
 
-    public init(code: Int, detail: String? = nil) {
+    init(code: Int, detail: String? = nil) {
         self.code = code
         self.detail = detail
     }
 
-    public var description: String {
+    var description: String {
         let name = String(cString: curl_easy_strerror(CURLcode(UInt32(truncatingIfNeeded: code))))
         // The detail is already the `CourierError` message; repeating it helps no one.
         return "curl error \(code) (\(name))"

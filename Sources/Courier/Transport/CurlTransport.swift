@@ -5,32 +5,32 @@ import Synchronization
 ///
 /// Connections (and HTTP/2 sessions, TLS sessions, DNS entries) are shared by every request
 /// sent through the same transport, so keep one per process or per client, not per call.
-public final class CurlTransport: Transport {
+package final class CurlTransport: Transport {
     /// Settings that hold for every request sent through one transport.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// At most this many connections to one host (requests beyond it wait for one).
-        public var maxConnectionsPerHost: Int
+        package var maxConnectionsPerHost: Int
         /// At most this many connections in all; also how many idle ones are kept open.
-        public var maxConnections: Int
+        package var maxConnections: Int
         /// How long a connection may take to set up, unless a request says otherwise.
-        public var connectTimeout: Duration
+        package var connectTimeout: Duration
         /// A PEM file of CA certificates to trust instead of the system's (e.g. a test CA).
         /// It replaces the whole system store, the system's CA directory included.
         /// TLS verification itself cannot be turned off.
-        public var caBundlePath: String?
+        package var caBundlePath: String?
         /// Stands in for libcurl's compiled-in CA file and directory (tests only; nil: libcurl's).
         package var systemTrustStore: SystemTrustStore?
         /// Host names answered without DNS (`host:port` → address), like `curl --resolve`.
-        public var resolve: [ResolveOverride]
+        package var resolve: [ResolveOverride]
         /// Which proxy requests go through (default `.none`: none, whatever the environment says).
-        public var proxy: HTTPClient.Configuration.Proxy
+        package var proxy: HTTPClient.Configuration.Proxy
         /// Ignored: libcurl's cookie engine is never turned on. It keeps cookies on the transfer
         /// handles, which the transport pools for every client and user it serves, so cookies
         /// would cross from one to the other. Cookies live in a `CookieJar` of one client
         /// (`HTTPClient.Configuration.cookieJar`) or one service instead.
-        public var enablesCookieEngine: Bool
+        package var enablesCookieEngine: Bool
 
-        public init(
+        package init(
             maxConnectionsPerHost: Int = 8, maxConnections: Int = 64, connectTimeout: Duration = .seconds(10),
             caBundlePath: String? = nil, resolve: [ResolveOverride] = [], proxy: HTTPClient.Configuration.Proxy = .none,
             enablesCookieEngine: Bool = false
@@ -46,7 +46,7 @@ public final class CurlTransport: Transport {
 
         /// Checks the values that would make every request fail.
         /// - Throws: `CourierError.configuration`.
-        public func validate() throws(CourierError) {
+        package func validate() throws(CourierError) {
             guard maxConnectionsPerHost >= 1, maxConnections >= 1 else {
                 throw CourierError(.configuration, "connection limits must be at least 1")
             }
@@ -82,26 +82,16 @@ public final class CurlTransport: Transport {
     }
 
     /// One `host:port` answered with a fixed address (`CURLOPT_RESOLVE`).
-    public struct ResolveOverride: Sendable, Hashable {
-        public var host: String
-        public var port: Int
-        public var address: String
-
-        public init(host: String, port: Int, address: String = "127.0.0.1") {
-            self.host = host
-            self.port = port
-            self.address = address
-        }
-    }
+    package typealias ResolveOverride = HTTPClient.ResolveOverride
 
     /// The configuration the transport was made with.
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let loop: CurlLoop
 
     /// Starts the transport's thread.
     /// - Throws: `CourierError.configuration` when the configuration cannot work or libcurl
     ///   cannot be initialised.
-    public init(configuration: Configuration = .init()) throws(CourierError) {
+    package init(configuration: Configuration = .init()) throws(CourierError) {
         try configuration.validate()
         self.configuration = configuration
         loop = try CurlLoop(configuration: configuration)
@@ -111,25 +101,25 @@ public final class CurlTransport: Transport {
         loop.enqueue(.shutdown)
     }
 
-    public func execute(_ request: TransportRequest) async throws -> TransportResponse {
+    package func execute(_ request: TransportRequest) async throws -> TransportResponse {
         let transfer = try CurlTransfer(request: request, delivery: .buffered)
         try await run(transfer)
         return transfer.takeResponse()
     }
 
     /// The hop is the curl transfer itself: the client's frame holds one reference to it.
-    public func makeHop(_ request: TransportRequest) throws -> any TransportHop {
+    package func makeHop(_ request: TransportRequest) throws -> any TransportHop {
         try CurlTransfer(request: request, delivery: .buffered)
     }
 
-    public func send(_ hop: any TransportHop) async throws {
+    package func send(_ hop: any TransportHop) async throws {
         guard let transfer = hop as? CurlTransfer else {
             throw CourierError(.invalidRequest, "the hop was made by another transport")
         }
         try await run(transfer)
     }
 
-    public func stream(_ request: TransportRequest) async throws -> TransportStreamResponse {
+    package func stream(_ request: TransportRequest) async throws -> TransportStreamResponse {
         let loop = self.loop
         let reference = TransferReference()
         let buffer = StreamBuffer { control in

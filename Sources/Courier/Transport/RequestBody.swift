@@ -4,7 +4,7 @@ import Foundation
 /// sequence of both (a multipart body streams its file parts between in-memory pieces).
 public struct RequestBody: Sendable {
     /// One piece of a body.
-    public enum Segment: Sendable {
+    enum Segment: Sendable {
         /// Bytes held in memory.
         case data(Data)
         /// A file read from disk while sending, never loaded whole.
@@ -12,9 +12,9 @@ public struct RequestBody: Sendable {
     }
 
     /// The pieces, sent in order.
-    public var segments: [Segment]
+    var segments: [Segment]
 
-    public init(segments: [Segment]) { self.segments = segments }
+    init(segments: [Segment]) { self.segments = segments }
 
     /// A body of bytes held in memory.
     public static func data(_ data: Data) -> RequestBody { RequestBody(segments: [.data(data)]) }
@@ -24,7 +24,7 @@ public struct RequestBody: Sendable {
 
     /// The total length in bytes, reading file sizes from disk.
     /// - Throws: `CourierError.invalidRequest` when a file cannot be read.
-    public func contentLength() throws -> Int64 {
+    func contentLength() throws -> Int64 {
         var total: Int64 = 0
         for segment in segments {
             switch segment {
@@ -43,7 +43,7 @@ public struct RequestBody: Sendable {
     }
 
     /// The whole body as bytes, when it has no file parts (used for small bodies and tests).
-    public var inMemoryData: Data? {
+    var inMemoryData: Data? {
         var result = Data()
         for segment in segments {
             guard case .data(let data) = segment else { return nil }

@@ -33,7 +33,7 @@ public struct TransferMetrics: Sendable, Hashable {
     /// True when the request went over a connection kept from an earlier request.
     public var reusedConnection: Bool
 
-    public init(
+    init(
         nameLookup: Duration = .zero, connect: Duration = .zero, tlsHandshake: Duration = .zero,
         timeToFirstByte: Duration = .zero, total: Duration = .zero, bytesSent: Int64 = 0,
         bytesReceived: Int64 = 0, httpVersion: HTTPVersion = .unknown, reusedConnection: Bool = false

@@ -10,18 +10,18 @@ import Foundation
 /// anyway (Courier's is its curl transfer), made and read by synchronous code, so the client's
 /// frame holds one reference. A transport of your own needs none of this: the default hop
 /// calls `execute(_:)`.
-public protocol TransportHop: AnyObject, Sendable {
+package protocol TransportHop: AnyObject, Sendable {
     /// The response, once `Transport.send(_:)` returned; called once.
     /// - Throws: `CourierError.invalidResponse` for a hop that was not sent.
     func takeResponse() throws -> TransportResponse
 }
 
 extension Transport {
-    public func makeHop(_ request: TransportRequest) throws -> any TransportHop {
+    package func makeHop(_ request: TransportRequest) throws -> any TransportHop {
         ExecutedHop(request)
     }
 
-    public func send(_ hop: any TransportHop) async throws {
+    package func send(_ hop: any TransportHop) async throws {
         guard let hop = hop as? ExecutedHop else {
             throw CourierError(.invalidRequest, "the hop was made by another transport")
         }

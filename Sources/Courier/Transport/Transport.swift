@@ -5,7 +5,7 @@ import HTTPTypes
 ///
 /// `HTTPClient` builds everything else (redirects, auth headers, validation) on top of a
 /// transport. `CurlTransport` is the implementation Courier ships.
-public protocol Transport: Sendable {
+package protocol Transport: Sendable {
     /// Sends a request and buffers the whole response body.
     /// - Parameter request: What to send and how.
     /// - Returns: The response head, its body and the transfer's metrics.
@@ -32,15 +32,15 @@ public protocol Transport: Sendable {
 }
 
 /// One request as a transport sees it.
-public struct TransportRequest: Sendable {
+package struct TransportRequest: Sendable {
     /// Method, scheme, authority, path and header fields.
-    public var head: HTTPRequest
+    package var head: HTTPRequest
     /// The body, if any.
-    public var body: RequestBody?
+    package var body: RequestBody?
     /// Timeouts, size limit and progress callbacks for this request.
-    public var options: TransportOptions
+    package var options: TransportOptions
 
-    public init(head: HTTPRequest, body: RequestBody? = nil, options: TransportOptions = .init()) {
+    package init(head: HTTPRequest, body: RequestBody? = nil, options: TransportOptions = .init()) {
         self.head = head
         self.body = body
         self.options = options
@@ -48,23 +48,23 @@ public struct TransportRequest: Sendable {
 }
 
 /// Limits and callbacks for one transfer.
-public struct TransportOptions: Sendable {
+package struct TransportOptions: Sendable {
     /// The whole transfer must end within this time (`nil`: no limit).
-    public var timeout: Duration?
+    package var timeout: Duration?
     /// The connection must be made within this time (`nil`: the transport's default).
-    public var connectTimeout: Duration?
+    package var connectTimeout: Duration?
     /// Fail when no byte moved for this long (`nil`: no stall detection).
-    public var stallTimeout: Duration?
+    package var stallTimeout: Duration?
     /// The largest body accepted, counted after content decoding.
-    public var maxResponseSize: Int64
+    package var maxResponseSize: Int64
     /// Called on the transport's thread as bytes go out; keep it cheap.
-    public var uploadProgress: (@Sendable (TransferProgress) -> Void)?
+    package var uploadProgress: (@Sendable (TransferProgress) -> Void)?
     /// Called on the transport's thread as bytes come in; keep it cheap.
-    public var downloadProgress: (@Sendable (TransferProgress) -> Void)?
+    package var downloadProgress: (@Sendable (TransferProgress) -> Void)?
     /// The call's scope: cancelling it cancels the transfer, not the task that awaits it.
     var cancellationScope: CancellationScope?
 
-    public init(
+    package init(
         timeout: Duration? = nil, connectTimeout: Duration? = nil, stallTimeout: Duration? = nil,
         maxResponseSize: Int64 = 64 << 20,
         uploadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
@@ -86,7 +86,7 @@ public struct TransferProgress: Sendable, Hashable {
     /// Bytes expected in total, when known.
     public var total: Int64?
 
-    public init(completed: Int64, total: Int64?) {
+    init(completed: Int64, total: Int64?) {
         self.completed = completed
         self.total = total
     }
@@ -99,15 +99,15 @@ public struct TransferProgress: Sendable, Hashable {
 }
 
 /// A buffered response.
-public struct TransportResponse: Sendable {
+package struct TransportResponse: Sendable {
     /// Status and header fields.
-    public var head: HTTPResponse
+    package var head: HTTPResponse
     /// The body, content-decoded.
-    public var body: Data
+    package var body: Data
     /// Timings and sizes of the transfer.
-    public var metrics: TransferMetrics
+    package var metrics: TransferMetrics
 
-    public init(head: HTTPResponse, body: Data, metrics: TransferMetrics) {
+    package init(head: HTTPResponse, body: Data, metrics: TransferMetrics) {
         self.head = head
         self.body = body
         self.metrics = metrics
@@ -115,13 +115,13 @@ public struct TransportResponse: Sendable {
 }
 
 /// A response whose body is still arriving.
-public struct TransportStreamResponse: Sendable {
+package struct TransportStreamResponse: Sendable {
     /// Status and header fields.
-    public var head: HTTPResponse
+    package var head: HTTPResponse
     /// The body, chunk by chunk. Dropping it (or cancelling the consuming task) aborts the transfer.
-    public var body: ResponseBodyStream
+    package var body: ResponseBodyStream
 
-    public init(head: HTTPResponse, body: ResponseBodyStream) {
+    package init(head: HTTPResponse, body: ResponseBodyStream) {
         self.head = head
         self.body = body
     }

@@ -42,7 +42,7 @@ struct EchoService: APIService {
     func upload(_ data: Data, progress: @escaping @Sendable (TransferProgress) -> Void) async throws(Failure) -> Echo {
         var form = MultipartFormData()
         form.append(data, name: "file", fileName: "avatar.png", contentType: "image/png")
-        let options = CallOptions(requestSerializer: .multipart, transport: RequestOptions(uploadProgress: progress))
+        let options = CallOptions(requestSerializer: .multipart, uploadProgress: progress)
         do { return try await post("anything", body: form, options: options) } catch { throw Self.map(error) }
     }
 

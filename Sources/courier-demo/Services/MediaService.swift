@@ -36,7 +36,7 @@ struct MediaService: APIService {
         var form = MultipartFormData()
         form.append("avatar", name: "purpose")
         form.append(image, name: "file", fileName: "avatar.png", contentType: "image/png")
-        let options = CallOptions(requestSerializer: .multipart, transport: RequestOptions(uploadProgress: progress))
+        let options = CallOptions(requestSerializer: .multipart, uploadProgress: progress)
         do { return try await post("users/me/avatar", body: form, options: options) } catch { throw Self.map(error) }
     }
 

@@ -121,8 +121,8 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: folder + "/" + CacheSecret.fileName)) == key)
     }
 
-    static var cacheOnly: RequestOptions {
-        var options = RequestOptions()
+    static var cacheOnly: CallOptions {
+        var options = CallOptions()
         options.cachePolicy = .returnCacheDataDontLoad
         return options
     }

@@ -53,7 +53,7 @@ import Testing
     /// Whether the cache holds an entry `request` may be answered with (asks it cache-only, so
     /// nothing is sent).
     static func isCached(_ client: HTTPClient, _ request: HTTPRequest = me()) async throws -> Bool {
-        var options = RequestOptions()
+        var options = CallOptions()
         options.cachePolicy = .returnCacheDataDontLoad
         do {
             return try await client.send(request, options: options).isFromCache
@@ -296,7 +296,7 @@ import Testing
         #expect(try await service.get("me.json", as: Me.self).user == "session-A")
         let request = HTTPRequest(
             method: .get, scheme: nil, authority: nil, path: "/me.json", headerFields: [Self.session: "session-A"])
-        var options = RequestOptions(sensitiveHeaderNames: [Self.session])
+        var options = CallOptions(sensitiveHeaderNames: [Self.session])
         options.cachePolicy = .returnCacheDataDontLoad
         #expect(try await client.send(request, options: options).isFromCache)
         service.logOut()

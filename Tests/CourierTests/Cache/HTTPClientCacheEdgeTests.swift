@@ -28,8 +28,8 @@ import Testing
         CacheRequest(HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:\(server.port)", path: path))
     }
 
-    func options(_ policy: CachePolicy) -> RequestOptions {
-        var options = RequestOptions()
+    func options(_ policy: CachePolicy) -> CallOptions {
+        var options = CallOptions()
         options.cachePolicy = policy
         return options
     }

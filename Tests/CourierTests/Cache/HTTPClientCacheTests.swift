@@ -67,7 +67,7 @@ import Testing
         let server = try TestServer()
         defer { server.stop() }
         let client = try makeClient(server, cache: try makeCache())
-        var options = RequestOptions()
+        var options = CallOptions()
         options.cachePolicy = .returnCacheDataDontLoad
         let error = await #expect(throws: CourierError.self) {
             try await client.send(get("/cache/etag?max-age=60"), options: options)
@@ -80,7 +80,7 @@ import Testing
         let server = try TestServer()
         defer { server.stop() }
         let client = try makeClient(server, cache: try makeCache())
-        var options = RequestOptions()
+        var options = CallOptions()
         options.cacheLifetime = .seconds(180)
         _ = try await client.send(get("/response-headers?X-A=1"), options: options)
         clock.advance(170)

@@ -74,7 +74,7 @@ import Testing
         let server = try TestServer()
         defer { server.stop() }
         let client = try makeClient { $0.baseURL = server.baseURL }
-        var options = RequestOptions()
+        var options = CallOptions()
         switch field {
         case .timeout: options.timeout = value
         case .connectTimeout: options.connectTimeout = value
@@ -102,7 +102,7 @@ import Testing
         await Self.check(value) {
             let _: Echo = try await service.get(
                 "anything",
-                options: .default.with(\.transport.stallTimeout, value).with(\.retryPolicy, RetryPolicy.none))
+                options: .default.with(\.stallTimeout, value).with(\.retryPolicy, RetryPolicy.none))
         }
     }
 
@@ -148,7 +148,7 @@ import Testing
         let result = await outcome {
             try await client.send(
                 HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/bytes/10"),
-                options: RequestOptions(maxResponseSize: size))
+                options: CallOptions(maxResponseSize: size))
         }
         switch result {
         case .success(let response): #expect(size >= 10 && response.body.count == 10)
@@ -194,7 +194,7 @@ import Testing
         let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/hop")
         for response in [
             try await client.send(request),
-            try await client.send(request, options: RequestOptions(redirects: redirects)),
+            try await client.send(request, options: CallOptions(redirects: redirects)),
         ] {
             #expect(response.status == (count >= 1 ? .ok : .found))
         }

@@ -1,9 +1,10 @@
-import Courier
 import CourierTesting
 import Dispatch
 import Foundation
 import HTTPTypes
 import Testing
+
+@testable import Courier
 
 @Suite struct HTTPClientAuthTests {
     func authorization(_ client: HTTPClient, _ server: TestServer) async throws -> String? {

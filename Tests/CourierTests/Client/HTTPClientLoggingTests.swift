@@ -1,10 +1,11 @@
-import Courier
 import CourierTesting
 import Foundation
 import HTTPTypes
 import Logging
 import Synchronization
 import Testing
+
+@testable import Courier
 
 @Suite struct HTTPClientLoggingTests {
     @Test func logsNeverContainCredentials() async throws {

@@ -1,8 +1,9 @@
-import Courier
 import CourierTesting
 import Foundation
 import HTTPTypes
 import Testing
+
+@testable import Courier
 
 @Suite struct HTTPClientRedirectTests {
     @Test func followsUpToTheLimitAndReportsTheFinalURL() async throws {
@@ -62,7 +63,7 @@ import Testing
         #expect(server.requestCount == 11)
         let limited = await courierError {
             _ = try await client.send(
-                HTTPRequest(.get, server.url("/redirect/3")), options: RequestOptions(redirects: .follow(max: 2)))
+                HTTPRequest(.get, server.url("/redirect/3")), options: CallOptions(redirects: .follow(max: 2)))
         }
         #expect(limited?.code == .redirect)
     }
@@ -126,7 +127,7 @@ import Testing
 
         let target = second.url("/echo").absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
         request.path = "/redirect-to?url=\(target)&status=307"
-        var perRequest = RequestOptions()
+        var perRequest = CallOptions()
         perRequest.sensitiveHeaderNames = [HTTPField.Name("X-Per-Request")!]
         request.headerFields[HTTPField.Name("X-Per-Request")!] = "p"
         let response = try await client.send(request, options: perRequest)

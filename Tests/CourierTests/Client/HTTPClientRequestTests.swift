@@ -1,8 +1,9 @@
-import Courier
 import CourierTesting
 import Foundation
 import HTTPTypes
 import Testing
+
+@testable import Courier
 
 @Suite struct HTTPClientRequestTests {
     static let methods: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options, .init("PURGE")!]
@@ -58,7 +59,7 @@ import Testing
         let progress = LockedValue(0)
         _ = try await client.send(
             HTTPRequest(.get, server.url("/bytes/100000")),
-            options: RequestOptions(
+            options: CallOptions(
                 timeout: .milliseconds(250), stallTimeout: .seconds(1),
                 downloadProgress: { _ in progress.withLock { $0 += 1 } }))
         #expect(progress.withLock { $0 } > 0)
@@ -153,7 +154,7 @@ import Testing
         let uploads = Recorder<TransferProgress>()
         let downloads = Recorder<TransferProgress>()
         let client = try makeClient()
-        let options = RequestOptions(
+        let options = CallOptions(
             uploadProgress: { uploads.append($0) }, downloadProgress: { downloads.append($0) })
         let body = RequestBody(segments: [.data(Data("<".utf8)), .file(path: path), .data(Data(">".utf8))])
         let response = try await client.send(HTTPRequest(.post, server.url("/upload")), body: body, options: options)

@@ -1,8 +1,9 @@
-import Courier
 import CourierTesting
 import Foundation
 import HTTPTypes
 import Testing
+
+@testable import Courier
 
 @Suite struct HTTPClientSecurityTests {
     @Test(arguments: [("X-Test", "a\r\nInjected: 1"), ("X-Test", "a\nb"), ("X-Test", "a\0b"), ("X\r\nTest", "v")])

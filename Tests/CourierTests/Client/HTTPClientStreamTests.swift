@@ -1,8 +1,9 @@
-import Courier
 import CourierTesting
 import Foundation
 import HTTPTypes
 import Testing
+
+@testable import Courier
 
 @Suite struct HTTPClientStreamTests {
     @Test func streamFollowsRedirectsAndYieldsTheFinalBody() async throws {

@@ -1,8 +1,9 @@
-import Courier
 import CourierTesting
 import Foundation
 import HTTPTypes
 import Testing
+
+@testable import Courier
 
 /// What the test server's `/echo`, `/anything` and `/delay/{ms}` routes answer.
 struct Echo: Decodable {

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import PropertyBased
 import Testing
@@ -109,6 +110,16 @@ import Testing
         #expect(root.description == "http://127.0.0.1:8080")
         let v6 = try BaseURL("http://[::1]:9000/api")
         #expect(v6.authority == "[::1]:9000")
+    }
+
+    @Test func convertsToAndFromFoundationURL() throws {
+        let base = try BaseURL("https://API.example.com/v1/")
+        #expect(base.url == URL(string: "https://api.example.com/v1"))
+        #expect(try BaseURL(base.url) == base)
+        let pool = try ServerPool(servers: [BaseURL(try #require(URL(string: "http://127.0.0.1:8080/api")))])
+        #expect(pool.current.url.absoluteString == "http://127.0.0.1:8080/api")
+        #expect(throws: CourierError.self) { try BaseURL(try #require(URL(string: "ftp://example.com"))) }
+        #expect(throws: CourierError.self) { try BaseURL(try #require(URL(string: "https://example.com/?key=1"))) }
     }
 
     @Test func requestHeadCarriesTheParts() throws {

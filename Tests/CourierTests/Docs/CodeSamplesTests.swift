@@ -1,6 +1,7 @@
 import Courier
 import CourierTesting
 import Foundation
+import HTTPTypes
 import Testing
 
 /// The README's quick start, compiled and run against a loopback server (kean/Get's
@@ -59,4 +60,78 @@ enum ReadmeQuickStart {
         #expect(sent.allSatisfy { $0.header("Authorization") == "Bearer token" })
         #expect(sent.last?.header("Content-Type")?.hasPrefix("application/json") == true)
     }
+}
+
+/// A user's code as it would be written outside the package (this file imports `Courier`
+/// without `@testable`): a service, a client and a service configuration, per-call options,
+/// a monitor, and `HTTPClient.send` with the same options type. If a declaration a user needs
+/// stops being public, this stops compiling.
+enum PublicSurfaceSample {
+    struct Item: Decodable, Sendable {
+        var id: Int
+    }
+
+    struct CatalogService: APIService {
+        let core: ServiceCore
+
+        func item(_ id: Int, options: CallOptions = .default) async throws(CourierError) -> Item {
+            try await get("items/\(id)", options: options)
+        }
+    }
+
+    struct FinishedCounter: EventMonitor {
+        let finished: @Sendable (Int) -> Void
+        func handle(_ event: MonitorEvent) {
+            switch event {
+            case .finished(_, .success(let response), _): finished(response.status.code)
+            default: break
+            }
+        }
+    }
+}
+
+@Suite struct PublicSurfaceTests {
+    @Test func aUserServiceCompilesAndRunsOnThePublicSurfaceOnly() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("GET", "/api/items/7") { _ in .json(["id": 7]) }
+        let statuses = StatusLog()
+
+        var configuration = HTTPClient.Configuration(
+            baseURL: server.url("/api"), timeout: .seconds(10), defaultHeaders: [.userAgent: "Catalog/1.0"],
+            redirects: .default)
+        configuration.decoding = .json
+        let client = try HTTPClient(configuration: configuration)
+        let service = PublicSurfaceSample.CatalogService(
+            core: ServiceCore(
+                client: client,
+                configuration: ServiceConfiguration(
+                    generalParameters: [("os", "linux")], retryPolicy: RetryPolicy(maximumRetries: 1),
+                    monitors: [PublicSurfaceSample.FinishedCounter { statuses.append($0) }, LoggingEventMonitor()])))
+
+        var options = CallOptions(headers: [.acceptLanguage: "fr"], timeout: .seconds(5))
+        options.userInfo = [.showsActivity: true]
+        let item = try await service.item(7, options: options.with(\.maxResponseSize, 1 << 20))
+        #expect(item.id == 7)
+
+        let sent = try #require(server.recordedRequests(path: "/api/items/7").first)
+        #expect(sent.header("Accept-Language") == "fr")
+        #expect(sent.header("User-Agent") == "Catalog/1.0")
+        #expect(sent.target.contains("os=linux"))
+        #expect(statuses.all == [200])
+
+        // The client on its own takes the same per-call options.
+        let raw = try await client.send(
+            HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/items/7"),
+            options: CallOptions(timeout: .seconds(5), maxResponseSize: 1 << 20))
+        #expect(raw.status == .ok)
+        #expect(String(decoding: raw.body, as: UTF8.self).contains("7"))
+    }
+}
+
+/// The statuses a monitor saw, in order.
+final class StatusLog: Sendable {
+    private let state = LockedValue<[Int]>([])
+    func append(_ status: Int) { state.withLock { $0.append(status) } }
+    var all: [Int] { state.withLock { $0 } }
 }

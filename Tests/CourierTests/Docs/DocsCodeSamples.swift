@@ -201,7 +201,7 @@ enum DocSamples {
         _ = feed
         let news = try await feeds.send(
             Endpoint<[User]>.get(
-                "news", options: CallOptions(transport: RequestOptions(cacheLifetime: .seconds(180)))))
+                "news", options: CallOptions(cacheLifetime: .seconds(180))))
         print(news.isFromCache)
 
         client.configuration.notificationCenter.post(name: .courierUserDidLogOut, object: nil)
@@ -218,11 +218,25 @@ enum DocSamples {
         let server = try TestServer()
         let testClient = try HTTPClient(
             configuration: .init(
-                resolve: [CurlTransport.ResolveOverride(host: "cdn.courier.test", port: Int(server.port))],
+                resolve: [HTTPClient.ResolveOverride(host: "cdn.courier.test", port: Int(server.port))],
                 cache: cache))
         _ = try await testClient.send(
             HTTPRequest(
                 method: .get, scheme: "http", authority: "cdn.courier.test:\(server.port)", path: "/logo.png"))
+    }
+
+    // MARK: RequestControl.md (monitors)
+
+    struct SlowCallMonitor: EventMonitor {
+        func handle(_ event: MonitorEvent) {
+            guard case .finished(let call, _, let metrics) = event, metrics.duration > .seconds(2) else { return }
+            print("slow: \(call.request.path ?? "/") took \(metrics.duration)")
+        }
+    }
+
+    static func monitors() {
+        let monitored = ServiceConfiguration(monitors: [SlowCallMonitor(), LoggingEventMonitor()])
+        _ = monitored
     }
 
     // MARK: Authentication.md
@@ -414,6 +428,6 @@ extension Endpoint where Model == [DocSamples.Video] {
     static func videos() -> Endpoint {
         .get(
             "video", parameters: ["type": "JSON"],
-            options: CallOptions(transport: RequestOptions(cacheLifetime: .seconds(180))))
+            options: CallOptions(cacheLifetime: .seconds(180)))
     }
 }

@@ -1,9 +1,10 @@
-import Courier
 import CourierTesting
 import Foundation
 import HTTPTypes
 import Logging
 import Testing
+
+@testable import Courier
 
 /// Where a credential could escape, end to end against loopback servers: redirects to another
 /// origin or scheme, log output at every level, error descriptions, another user's cache.

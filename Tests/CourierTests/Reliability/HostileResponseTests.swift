@@ -1,8 +1,9 @@
-import Courier
 import CourierTesting
 import Foundation
 import HTTPTypes
 import Testing
+
+@testable import Courier
 
 /// What a hostile server's readable responses turn into (the failing ones are in
 /// `FaultMatrixTests`): trailers stay out of the head, folds and control bytes are made safe.
@@ -27,7 +28,7 @@ import Testing
         defer { server.stop() }
         let client = try makeClient()
         let jar = CookieJar()
-        var options = RequestOptions()
+        var options = CallOptions()
         options.cookieJar = jar
         _ = try await client.send(HTTPRequest(.get, server.url("/fault/trailers")), options: options)
         #expect(jar.all.isEmpty)

@@ -33,7 +33,7 @@ import Testing
         /// Serializes `parameters` with `serializer`, sends, returns what a response serializer sees.
         func send(
             _ method: HTTPRequest.Method, _ path: String, parameters: some Encodable = Empty(),
-            serializer: some RequestSerializer = .json, accept: String? = nil, options: RequestOptions = .init()
+            serializer: some RequestSerializer = .json, accept: String? = nil, options: CallOptions = .init()
         ) async throws -> ResponseContext {
             var request = PreparedRequest(
                 head: HTTPRequest(method: method, scheme: "http", authority: "127.0.0.1:\(server.port)", path: path))
@@ -95,7 +95,7 @@ import Testing
         let expectedLength = try form.contentLength()
 
         let lastProgress = LockedValue<TransferProgress?>(nil)
-        let options = RequestOptions(uploadProgress: { progress in lastProgress.withLock { $0 = progress } })
+        let options = CallOptions(uploadProgress: { progress in lastProgress.withLock { $0 = progress } })
         let context = try await harness.send(
             .post, "/upload", parameters: form, serializer: .multipart, options: options)
         struct Upload: Decodable { var bytes: Int64; var contentType: String }

@@ -1,9 +1,10 @@
-import Courier
 import CourierTesting
 import Dispatch
 import Foundation
 import HTTPTypes
 import Testing
+
+@testable import Courier
 
 @Suite struct CurlTransportTests {
     @Test func twoThousandRequestsSixtyFourInFlightReuseConnections() async throws {
@@ -154,7 +155,7 @@ import Testing
         // Chunked: no Content-Length to refuse up front; counted as it arrives.
         let chunked = await courierError {
             _ = try await client.send(
-                HTTPRequest(.get, server.url("/stream/10000")), options: RequestOptions(maxResponseSize: 10_000))
+                HTTPRequest(.get, server.url("/stream/10000")), options: CallOptions(maxResponseSize: 10_000))
         }
         #expect(chunked?.code == .responseTooLarge)
         #expect(try await client.send(HTTPRequest(.get, server.url("/echo"))).status == .ok)

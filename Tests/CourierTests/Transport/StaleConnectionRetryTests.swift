@@ -1,8 +1,9 @@
-import Courier
 import CourierTesting
 import Foundation
 import HTTPTypes
 import Testing
+
+@testable import Courier
 
 /// A pooled connection left unusable by its last response (bytes past the announced
 /// `Content-Length`) fails the next request on it before any response arrives: an idempotent

@@ -1,8 +1,9 @@
-import Courier
 import CourierTesting
 import Foundation
 import HTTPTypes
 import Testing
+
+@testable import Courier
 
 @Suite struct TimeoutTests {
     /// What ends a request if the timeout under test is not enforced: each test sets the
@@ -33,7 +34,7 @@ import Testing
         let client = try makeClient { $0.timeout = .seconds(60) }
         let error = await courierError {
             _ = try await client.send(
-                HTTPRequest(.get, server.baseURL), options: RequestOptions(timeout: .milliseconds(300)))
+                HTTPRequest(.get, server.baseURL), options: CallOptions(timeout: .milliseconds(300)))
         }
         #expect(error?.code == .timedOut)
     }

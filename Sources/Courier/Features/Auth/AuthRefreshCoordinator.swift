@@ -41,7 +41,17 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
     ///   - refresh: makes a new credential; runs at most once at a time.
     public init(
         credential: Credential? = nil, stormLimit: RefreshStormLimit = .default,
-        failureMemory: Duration = .seconds(10), clock: any ServiceClock = .system, refresh: @escaping Refresher
+        failureMemory: Duration = .seconds(10), refresh: @escaping Refresher
+    ) {
+        self.init(
+            credential: credential, stormLimit: stormLimit, failureMemory: failureMemory, clock: .system,
+            refresh: refresh)
+    }
+
+    /// The same with an injected clock (tests).
+    init(
+        credential: Credential? = nil, stormLimit: RefreshStormLimit = .default,
+        failureMemory: Duration = .seconds(10), clock: any ServiceClock, refresh: @escaping Refresher
     ) {
         self.session = LockedValue(Session(credential: credential))
         self.stormLimit = stormLimit
@@ -68,7 +78,7 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
     public nonisolated var current: Credential? { session.withLock { $0.credential } }
 
     /// How many refreshes have succeeded.
-    public nonisolated var refreshCount: Int { session.withLock { $0.completedRefreshes } }
+    nonisolated var refreshCount: Int { session.withLock { $0.completedRefreshes } }
 
     /// Sets the credential (a login) and enables refreshing.
     public nonisolated func login(_ credential: Credential) {
@@ -95,7 +105,7 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
     /// - Returns: the new credential.
     /// - Throws: `CourierError.authentication` when logged out, when the refresh fails, or
     ///   when the storm limit is reached.
-    public func credential(replacing failed: Credential?) async throws -> Credential {
+    package func credential(replacing failed: Credential?) async throws -> Credential {
         let now = clock.now
         let limit = stormLimit
         let (current, generation) = session.withLock { ($0.credential, $0.generation) }
@@ -175,8 +185,8 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
 
 /// A limit on credential refreshes: at most `maximumRefreshes` within `window`.
 public struct RefreshStormLimit: Sendable, Hashable {
-    public var maximumRefreshes: Int
-    public var window: Duration
+    var maximumRefreshes: Int
+    var window: Duration
     public init(maximumRefreshes: Int = 3, window: Duration = .seconds(60)) {
         self.maximumRefreshes = max(1, maximumRefreshes)
         self.window = window

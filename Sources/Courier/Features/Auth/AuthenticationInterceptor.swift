@@ -8,13 +8,13 @@ import HTTPTypes
 /// adapter and retrier.
 public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: RequestAdapter, RequestRetrier {
     /// The refresh coordinator (login, logout and refresh go through it).
-    public let coordinator: AuthRefreshCoordinator<Credential>
+    let coordinator: AuthRefreshCoordinator<Credential>
     private let apply: @Sendable (Credential, inout HTTPRequest) -> Void
     private let requiresRefresh: @Sendable (HTTPResponse) -> Bool
     /// From this attempt on, a rejected credential no longer asks for a refresh-then-retry.
     /// A limit inside the call's one cap (`ServiceConfiguration.maximumAttempts`, which wins
     /// when smaller; see `RetryDecision`).
-    public let maximumAttempts: Int
+    let maximumAttempts: Int
     /// The header fields `apply` writes, probed once with a placeholder credential (for
     /// `String` credentials): what the service treats as credential fields. A field `apply`
     /// writes outside this set would escape the credential scope, so `adapt` refuses it.

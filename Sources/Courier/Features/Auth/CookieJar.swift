@@ -34,19 +34,27 @@ public struct Cookie: Sendable, Hashable {
 public final class CookieJar: Sendable {
     private let cookies = LockedValue<[Cookie]>([])
     private let clock: any ServiceClock
-    public let maximumCookies: Int
-    public let maximumCookiesPerDomain: Int
+    let maximumCookies: Int
+    let maximumCookiesPerDomain: Int
     /// Whether logging out (of the client or the service that holds the jar) forgets every cookie.
-    public let clearsOnLogout: Bool
+    let clearsOnLogout: Bool
 
     /// - Parameters:
-    ///   - clock: the time source for expiry.
     ///   - maximumCookies: the most cookies kept; the oldest are dropped first.
     ///   - maximumCookiesPerDomain: the most cookies kept per domain.
     ///   - clearsOnLogout: whether logout forgets every cookie (the default); off for cookies
     ///     that belong to the device rather than the user (a consent choice, a device id).
-    public init(
-        clock: any ServiceClock = .system, maximumCookies: Int = 3_000, maximumCookiesPerDomain: Int = 50,
+    public convenience init(
+        maximumCookies: Int = 3_000, maximumCookiesPerDomain: Int = 50, clearsOnLogout: Bool = true
+    ) {
+        self.init(
+            clock: .system, maximumCookies: maximumCookies, maximumCookiesPerDomain: maximumCookiesPerDomain,
+            clearsOnLogout: clearsOnLogout)
+    }
+
+    /// The same with an injected clock (tests).
+    init(
+        clock: any ServiceClock, maximumCookies: Int = 3_000, maximumCookiesPerDomain: Int = 50,
         clearsOnLogout: Bool = true
     ) {
         self.clock = clock
@@ -73,7 +81,7 @@ public final class CookieJar: Sendable {
     /// - Parameters:
     ///   - response: the response, with its `Set-Cookie` fields.
     ///   - request: the request it answers (for the host and default path).
-    public func store(from response: HTTPResponse, for request: HTTPRequest) {
+    func store(from response: HTTPResponse, for request: HTTPRequest) {
         let lines = response.headerFields[values: .setCookie]
         guard !lines.isEmpty, let host = Self.host(of: request) else { return }
         let now = clock.wallTime
@@ -107,7 +115,7 @@ public final class CookieJar: Sendable {
 
     /// The `Cookie` header value for a request, or nil when no cookie applies.
     /// - Parameter request: the request about to be sent.
-    public func cookieHeader(for request: HTTPRequest) -> String? {
+    func cookieHeader(for request: HTTPRequest) -> String? {
         guard let host = Self.host(of: request) else { return nil }
         let secure = request.scheme?.lowercased() == "https"
         let path = Self.pathOnly(request.path ?? "/")
@@ -129,7 +137,7 @@ public final class CookieJar: Sendable {
     }
 
     /// Adds the `Cookie` field to `request` when cookies apply and it has none.
-    public func apply(to request: inout HTTPRequest) {
+    func apply(to request: inout HTTPRequest) {
         guard request.headerFields[.cookie] == nil, let header = cookieHeader(for: request) else { return }
         request.headerFields[.cookie] = header
     }

@@ -1,16 +1,16 @@
 /// When a server pool leaves its current server for the next one.
 public struct FailoverPolicy: Sendable, Hashable {
     /// Switch when the share of failed requests in the window is above this (0.1 = 10%).
-    public var errorRateThreshold: Double
+    var errorRateThreshold: Double
     /// The error rate is judged only once the window holds at least this many requests.
-    public var minimumRequests: Int
+    var minimumRequests: Int
     /// How far back the sliding window reaches.
-    public var window: Duration
+    var window: Duration
     /// Consecutive connection failures (refused, unreachable, timed out connecting) that
     /// switch at once, without waiting for the error rate. 0 turns this off.
-    public var consecutiveConnectionFailures: Int
+    var consecutiveConnectionFailures: Int
     /// The most outcomes the window keeps, whatever their age (memory stays bounded).
-    public var maximumSamples: Int
+    var maximumSamples: Int
 
     public init(
         errorRateThreshold: Double = 0.10, minimumRequests: Int = 20, window: Duration = .seconds(60),
@@ -28,7 +28,7 @@ public struct FailoverPolicy: Sendable, Hashable {
 }
 
 /// How one request to a server of the pool ended.
-public enum ServerOutcome: Sendable, Hashable {
+enum ServerOutcome: Sendable, Hashable {
     /// The server answered with a status the pool counts as healthy.
     case success
     /// The server answered with an error (5xx) or the transfer failed after connecting.

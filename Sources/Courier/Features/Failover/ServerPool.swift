@@ -36,7 +36,11 @@ public final class ServerPool: Sendable {
     ///   - policy: when to switch.
     ///   - clock: the time source for the sliding window.
     /// - Throws: `CourierError.configuration` when `servers` is empty.
-    public init(servers: [BaseURL], policy: FailoverPolicy = .default, clock: any ServiceClock = .system) throws {
+    public convenience init(servers: [BaseURL], policy: FailoverPolicy = .default) throws {
+        try self.init(servers: servers, policy: policy, clock: .system)
+    }
+
+    init(servers: [BaseURL], policy: FailoverPolicy = .default, clock: any ServiceClock) throws {
         guard !servers.isEmpty else { throw CourierError(.configuration, "a server pool needs at least one server") }
         self.clock = clock
         self.state = LockedValue(
@@ -50,9 +54,16 @@ public final class ServerPool: Sendable {
     ///   - policy: when to switch servers within an environment.
     ///   - clock: the time source for the sliding window.
     /// - Throws: `CourierError.configuration` when `environment` is unknown or has no servers.
-    public init(
+    public convenience init(
         environments: [ServerEnvironment: [BaseURL]], current environment: ServerEnvironment,
-        policy: FailoverPolicy = .default, clock: any ServiceClock = .system
+        policy: FailoverPolicy = .default
+    ) throws {
+        try self.init(environments: environments, current: environment, policy: policy, clock: .system)
+    }
+
+    init(
+        environments: [ServerEnvironment: [BaseURL]], current environment: ServerEnvironment,
+        policy: FailoverPolicy = .default, clock: any ServiceClock
     ) throws {
         guard let servers = environments[environment], !servers.isEmpty else {
             throw CourierError(.configuration, "the environment '\(environment)' has no servers")
@@ -67,7 +78,7 @@ public final class ServerPool: Sendable {
     /// The server requests go to now.
     public var current: BaseURL { state.withLock { $0.failover.current } }
     /// The index of `current` in `servers`.
-    public var currentIndex: Int { state.withLock { $0.failover.index } }
+    var currentIndex: Int { state.withLock { $0.failover.index } }
     /// The servers of the current environment.
     public var servers: [BaseURL] { state.withLock { $0.failover.servers } }
     /// The origins of every server of every environment: the API's own, they get the credential.
@@ -79,7 +90,7 @@ public final class ServerPool: Sendable {
     /// The current environment, when the pool was made with environments.
     public var environment: ServerEnvironment? { state.withLock { $0.environment } }
     /// The failure share over the window for the current server, and the sample count.
-    public var errorRate: (rate: Double, count: Int) {
+    var errorRate: (rate: Double, count: Int) {
         let now = clock.now
         return state.withLock { $0.failover.errorRate(now: now) }
     }
@@ -90,7 +101,7 @@ public final class ServerPool: Sendable {
     ///   - server: the server the request went to.
     /// - Returns: the change, if this outcome caused one.
     @discardableResult
-    public func record(_ outcome: ServerOutcome, for server: BaseURL) -> ServerChange? {
+    func record(_ outcome: ServerOutcome, for server: BaseURL) -> ServerChange? {
         let now = clock.now
         return apply { $0.failover.record(outcome, server: server, now: now) }
     }
@@ -132,7 +143,7 @@ public final class ServerPool: Sendable {
     /// Calls `handler` after every change of the current server, on the thread that caused it.
     /// - Returns: a token for `removeObserver(_:)`.
     @discardableResult
-    public func addObserver(_ handler: @escaping @Sendable (ServerChange) -> Void) -> UInt64 {
+    func addObserver(_ handler: @escaping @Sendable (ServerChange) -> Void) -> UInt64 {
         state.withLock { state in
             state.nextObserver += 1
             state.observers[state.nextObserver] = handler
@@ -141,7 +152,7 @@ public final class ServerPool: Sendable {
     }
 
     /// Stops calling an observer.
-    public func removeObserver(_ token: UInt64) {
+    func removeObserver(_ token: UInt64) {
         _ = state.withLock { $0.observers.removeValue(forKey: token) }
     }
 

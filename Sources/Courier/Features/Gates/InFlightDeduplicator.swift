@@ -7,7 +7,7 @@ import Synchronization
 /// A waiter that is cancelled leaves alone; the shared work is cancelled only when every
 /// waiter has left. A service keys its calls by their `RequestIdentity`; `key(for:varyingOn:)`
 /// builds a key for other uses.
-public final class InFlightDeduplicator<Value: Sendable>: Sendable {
+final class InFlightDeduplicator<Value: Sendable>: Sendable {
     private final class Entry: Sendable {
         struct State {
             var waiters: [UInt64: UnsafeContinuation<Value, any Error>] = [:]
@@ -25,10 +25,10 @@ public final class InFlightDeduplicator<Value: Sendable>: Sendable {
 
     private let table = LockedValue(Table())
 
-    public init() {}
+    init() {}
 
     /// The number of keys with work under way.
-    public var inFlightCount: Int { table.withLock { $0.entries.count } }
+    var inFlightCount: Int { table.withLock { $0.entries.count } }
 
     /// The number of callers waiting, over all keys.
     var waiterCount: Int {
@@ -37,10 +37,10 @@ public final class InFlightDeduplicator<Value: Sendable>: Sendable {
     }
 
     /// How many times an operation was really started (not joined).
-    public var executionCount: Int { table.withLock { $0.executions } }
+    var executionCount: Int { table.withLock { $0.executions } }
 
     /// Headers that change the response of a GET and so belong to its key.
-    public static var defaultVaryingHeaders: [HTTPField.Name] {
+    static var defaultVaryingHeaders: [HTTPField.Name] {
         [.authorization, .accept, .acceptLanguage, .acceptEncoding, .cookie]
     }
 
@@ -49,7 +49,7 @@ public final class InFlightDeduplicator<Value: Sendable>: Sendable {
     ///   - request: the request head.
     ///   - varyingOn: the header names that distinguish otherwise equal requests.
     /// - Returns: the key (kept in memory only: it can contain credentials).
-    public static func key(for request: HTTPRequest, varyingOn: [HTTPField.Name] = defaultVaryingHeaders) -> String {
+    static func key(for request: HTTPRequest, varyingOn: [HTTPField.Name] = defaultVaryingHeaders) -> String {
         var key =
             "\(request.method.rawValue) \(request.scheme ?? "")://\(request.authority ?? "")\(request.path ?? "/")"
         for name in varyingOn {
@@ -66,7 +66,7 @@ public final class InFlightDeduplicator<Value: Sendable>: Sendable {
     ///   - operation: the work; runs at most once at a time per key.
     /// - Returns: the shared result.
     /// - Throws: the shared error, or `CancellationError` when this caller is cancelled.
-    public func run(key: String, operation: @escaping @Sendable () async throws -> Value) async throws -> Value {
+    func run(key: String, operation: @escaping @Sendable () async throws -> Value) async throws -> Value {
         let (entry, isNew, waiterID) = table.withLock { table -> (Entry, Bool, UInt64) in
             table.nextWaiter += 1
             if let entry = table.entries[key] { return (entry, false, table.nextWaiter) }

@@ -14,8 +14,8 @@ public struct RequestInterval: Sendable, Hashable {
     }
 
     /// The minimum time between two sends: from zero to about 31 years (clamped).
-    public var interval: Duration
-    public var mode: Mode
+    var interval: Duration
+    var mode: Mode
 
     public init(_ interval: Duration, mode: Mode = .drop) {
         self.interval = interval.clamped(to: ConfigurationBounds.maximumWait)
@@ -86,7 +86,9 @@ struct RequestIntervalTable: Sendable {
     }
 }
 
-/// Enforces request intervals per endpoint; shared by the calls of one client or service.
+/// Enforces request intervals per endpoint; shared by the calls of the services that hold it
+/// (`ServiceConfiguration.intervalGate`). CourierRedis's `RedisFleet.intervalGate()` makes one
+/// that enforces the intervals across processes.
 public final class RequestIntervalGate: Sendable {
     private let table: LockedValue<RequestIntervalTable>
     private let clock: any ServiceClock
@@ -96,7 +98,7 @@ public final class RequestIntervalGate: Sendable {
     /// - Parameters:
     ///   - capacity: the most endpoints remembered; expired entries are purged first.
     ///   - clock: the time source.
-    public init(capacity: Int = 1_024, clock: any ServiceClock = .system) {
+    init(capacity: Int = 1_024, clock: any ServiceClock = .system) {
         self.table = LockedValue(RequestIntervalTable(capacity: capacity))
         self.clock = clock
         self.shared = nil
@@ -110,10 +112,10 @@ public final class RequestIntervalGate: Sendable {
     }
 
     /// The number of endpoints currently remembered.
-    public var trackedEndpoints: Int { table.withLock { $0.count } }
+    var trackedEndpoints: Int { table.withLock { $0.count } }
 
     /// The key of an endpoint: method and URL (query included).
-    public static func key(for request: HTTPRequest) -> String {
+    static func key(for request: HTTPRequest) -> String {
         "\(request.method.rawValue) \(request.scheme ?? "")://\(request.authority ?? "")\(request.path ?? "/")"
     }
 
@@ -124,7 +126,7 @@ public final class RequestIntervalGate: Sendable {
     ///   - clock: the time source; the gate's own when nil.
     /// - Throws: `CourierError.throttled` when the call is dropped; `CancellationError` when
     ///   the task is cancelled while delayed.
-    public func admit(key: String, rule: RequestInterval, clock: (any ServiceClock)? = nil) async throws {
+    func admit(key: String, rule: RequestInterval, clock: (any ServiceClock)? = nil) async throws {
         let clock = clock ?? self.clock
         let now = clock.now
         // `interval` is a `var`: bounded here too, as booked slots add up (ConfigurationBounds).

@@ -20,7 +20,15 @@ public final class ActivityMonitor: EventMonitor {
     /// The number of active calls that asked for activity.
     public var activeCount: Int { state.withLock { $0.active.count } }
 
-    public func didStart(_ event: CallEvent) {
+    public func handle(_ event: MonitorEvent) {
+        switch event {
+        case .started(let call): started(call)
+        case .finished(let call, _, _): finished(call)
+        default: break
+        }
+    }
+
+    private func started(_ event: CallEvent) {
         guard event.userInfo.showsActivity else { return }
         state.withLock { state in
             let (inserted, _) = state.active.insert(event.id)
@@ -29,7 +37,7 @@ public final class ActivityMonitor: EventMonitor {
         }
     }
 
-    public func didFinish(_ event: CallEvent, result: Result<HTTPResponse, CourierError>, metrics: CallMetrics) {
+    private func finished(_ event: CallEvent) {
         state.withLock { state in
             if state.active.remove(event.id) != nil && state.active.isEmpty { onChange(false) }
         }

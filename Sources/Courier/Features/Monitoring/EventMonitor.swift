@@ -18,7 +18,7 @@ public struct CallEvent: Sendable {
     /// The query items of the call's service that carry a credential (a multi-part credential's).
     var credentialQueryNames: Set<String> = []
 
-    public init(id: CallID, request: HTTPRequest, attempt: Int = 1, userInfo: UserInfo = UserInfo()) {
+    init(id: CallID, request: HTTPRequest, attempt: Int = 1, userInfo: UserInfo = UserInfo()) {
         self.id = id
         self.request = request
         self.attempt = attempt
@@ -39,7 +39,7 @@ public struct CallMetrics: Sendable, Hashable {
     /// Timings and sizes of the final transfer (DNS, connect, TLS, first byte, reuse).
     public var transfer: TransferMetrics?
 
-    public init(
+    init(
         attempts: Int = 0, duration: Duration = .zero, isFromCache: Bool = false, responseBytes: Int = 0,
         transfer: TransferMetrics? = nil
     ) {
@@ -53,85 +53,80 @@ public struct CallMetrics: Sendable, Hashable {
 
 /// Sees every step of every call: for logging, metrics, loading indicators.
 ///
-/// All methods have empty default implementations; implement the ones you need. They are
-/// called on the call's task: keep them fast and never block.
+/// One requirement, `handle(_:)`, with every step as a case of ``MonitorEvent``: switch on
+/// the cases you need and ignore the rest with `default: break`. It is called on the call's
+/// task: keep it fast and never block.
 public protocol EventMonitor: Sendable {
+    /// One step of a call, or of the client's cache.
+    func handle(_ event: MonitorEvent)
+}
+
+/// A step seen by an ``EventMonitor``.
+public enum MonitorEvent: Sendable {
     /// The call entered the pipeline (before gates, cache and sending).
-    func didStart(_ event: CallEvent)
+    case started(CallEvent)
     /// An attempt is about to be sent.
-    func willSend(_ event: CallEvent)
+    case sending(CallEvent)
     /// An attempt got a response head.
-    func didReceive(_ event: CallEvent, response: HTTPResponse)
+    case received(CallEvent, HTTPResponse)
     /// An attempt failed and will be retried after `delay`.
-    func willRetry(_ event: CallEvent, after delay: Duration, because error: CourierError)
-    /// The call ended: with the final response, or with an error.
-    func didFinish(_ event: CallEvent, result: Result<HTTPResponse, CourierError>, metrics: CallMetrics)
+    case retrying(CallEvent, after: Duration, because: CourierError)
+    /// The call ended: with the final response, or with an error; with the call's figures.
+    case finished(CallEvent, Result<HTTPResponse, CourierError>, CallMetrics)
     /// The client's cache did something (hit, miss, revalidation, store, eviction, purge).
     /// URL queries in the event are redacted.
-    func didObserveCache(_ event: CacheEvent)
+    case cache(CacheEvent)
 }
 
 extension EventMonitor {
-    public func didStart(_ event: CallEvent) {}
-    public func willSend(_ event: CallEvent) {}
-    public func didReceive(_ event: CallEvent, response: HTTPResponse) {}
-    public func willRetry(_ event: CallEvent, after delay: Duration, because error: CourierError) {}
-    public func didFinish(_ event: CallEvent, result: Result<HTTPResponse, CourierError>, metrics: CallMetrics) {}
-    public func didObserveCache(_ event: CacheEvent) {}
+    // The pipeline's names for each step.
+    func didStart(_ event: CallEvent) { handle(.started(event)) }
+    func willSend(_ event: CallEvent) { handle(.sending(event)) }
+    func didReceive(_ event: CallEvent, response: HTTPResponse) { handle(.received(event, response)) }
+    func willRetry(_ event: CallEvent, after delay: Duration, because error: CourierError) {
+        handle(.retrying(event, after: delay, because: error))
+    }
+    func didFinish(_ event: CallEvent, result: Result<HTTPResponse, CourierError>, metrics: CallMetrics) {
+        handle(.finished(event, result, metrics))
+    }
+    func didObserveCache(_ event: CacheEvent) { handle(.cache(event)) }
 }
 
 /// Forwards every event to a list of monitors, in order.
-public struct CompositeEventMonitor: EventMonitor {
-    public var monitors: [any EventMonitor]
+struct CompositeEventMonitor: EventMonitor {
+    var monitors: [any EventMonitor]
 
-    public init(_ monitors: [any EventMonitor]) { self.monitors = monitors }
+    init(_ monitors: [any EventMonitor]) { self.monitors = monitors }
 
-    public func didStart(_ event: CallEvent) { monitors.forEach { $0.didStart(event) } }
-    public func willSend(_ event: CallEvent) { monitors.forEach { $0.willSend(event) } }
-    public func didReceive(_ event: CallEvent, response: HTTPResponse) {
-        monitors.forEach { $0.didReceive(event, response: response) }
-    }
-    public func willRetry(_ event: CallEvent, after delay: Duration, because error: CourierError) {
-        monitors.forEach { $0.willRetry(event, after: delay, because: error) }
-    }
-    public func didFinish(_ event: CallEvent, result: Result<HTTPResponse, CourierError>, metrics: CallMetrics) {
-        monitors.forEach { $0.didFinish(event, result: result, metrics: metrics) }
-    }
-    public func didObserveCache(_ event: CacheEvent) { monitors.forEach { $0.didObserveCache(event) } }
+    func handle(_ event: MonitorEvent) { monitors.forEach { $0.handle(event) } }
 }
 
-/// A monitor made of closures, handy in tests and small apps.
+/// A monitor made of a closure, handy in tests and small apps.
 public struct ClosureEventMonitor: EventMonitor {
-    public var onStart: (@Sendable (CallEvent) -> Void)?
-    public var onSend: (@Sendable (CallEvent) -> Void)?
-    public var onReceive: (@Sendable (CallEvent, HTTPResponse) -> Void)?
-    public var onRetry: (@Sendable (CallEvent, Duration, CourierError) -> Void)?
-    public var onFinish: (@Sendable (CallEvent, Result<HTTPResponse, CourierError>, CallMetrics) -> Void)?
-    public var onCache: (@Sendable (CacheEvent) -> Void)?
+    private let body: @Sendable (MonitorEvent) -> Void
 
-    public init(
+    /// - Parameter body: called with every event.
+    public init(_ body: @escaping @Sendable (MonitorEvent) -> Void) { self.body = body }
+
+    /// A monitor with one closure per kind of event (tests).
+    init(
         onStart: (@Sendable (CallEvent) -> Void)? = nil, onSend: (@Sendable (CallEvent) -> Void)? = nil,
         onReceive: (@Sendable (CallEvent, HTTPResponse) -> Void)? = nil,
         onRetry: (@Sendable (CallEvent, Duration, CourierError) -> Void)? = nil,
         onFinish: (@Sendable (CallEvent, Result<HTTPResponse, CourierError>, CallMetrics) -> Void)? = nil,
         onCache: (@Sendable (CacheEvent) -> Void)? = nil
     ) {
-        self.onStart = onStart
-        self.onSend = onSend
-        self.onReceive = onReceive
-        self.onRetry = onRetry
-        self.onFinish = onFinish
-        self.onCache = onCache
+        self.body = { event in
+            switch event {
+            case .started(let call): onStart?(call)
+            case .sending(let call): onSend?(call)
+            case .received(let call, let response): onReceive?(call, response)
+            case .retrying(let call, let delay, let error): onRetry?(call, delay, error)
+            case .finished(let call, let result, let metrics): onFinish?(call, result, metrics)
+            case .cache(let cache): onCache?(cache)
+            }
+        }
     }
 
-    public func didStart(_ event: CallEvent) { onStart?(event) }
-    public func willSend(_ event: CallEvent) { onSend?(event) }
-    public func didReceive(_ event: CallEvent, response: HTTPResponse) { onReceive?(event, response) }
-    public func willRetry(_ event: CallEvent, after delay: Duration, because error: CourierError) {
-        onRetry?(event, delay, error)
-    }
-    public func didFinish(_ event: CallEvent, result: Result<HTTPResponse, CourierError>, metrics: CallMetrics) {
-        onFinish?(event, result, metrics)
-    }
-    public func didObserveCache(_ event: CacheEvent) { onCache?(event) }
+    public func handle(_ event: MonitorEvent) { body(event) }
 }

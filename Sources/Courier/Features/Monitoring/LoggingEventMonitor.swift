@@ -7,15 +7,25 @@ import Logging
 /// `.trace`. Authorization, cookies, every credential field of the service's client and
 /// authentication interceptor, and secret query parameters never reach the log.
 public struct LoggingEventMonitor: EventMonitor {
-    public var logger: Logger
+    var logger: Logger
     /// What is redacted; the credential fields of the call's service are added to it.
-    public var redaction: Redaction
+    var redaction: Redaction
     /// Whether header fields are logged (at `.trace`).
-    public var logsHeaders: Bool
+    var logsHeaders: Bool
 
+    /// - Parameters:
+    ///   - logger: where lines go.
+    ///   - sensitiveHeaderNames: header names redacted besides Authorization, cookies, the
+    ///     common API-key headers and the service's credential fields.
+    ///   - logsHeaders: whether header fields are logged (at `.trace`).
     public init(
-        logger: Logger = Logger(label: "courier.service"), redaction: Redaction = .default, logsHeaders: Bool = true
+        logger: Logger = Logger(label: "courier.service"), sensitiveHeaderNames: Set<HTTPField.Name> = [],
+        logsHeaders: Bool = true
     ) {
+        self.init(logger: logger, redaction: Redaction.default.adding(sensitiveHeaderNames), logsHeaders: logsHeaders)
+    }
+
+    init(logger: Logger = Logger(label: "courier.service"), redaction: Redaction, logsHeaders: Bool = true) {
         self.logger = logger
         self.redaction = redaction
         self.logsHeaders = logsHeaders
@@ -27,7 +37,7 @@ public struct LoggingEventMonitor: EventMonitor {
         return "\(event.id) \(event.request.method.rawValue) \(redaction.redactedURL(of: event.request))"
     }
 
-    public func willSend(_ event: CallEvent) {
+    private func logSending(_ event: CallEvent) {
         logger.debug("→ \(line(event)) attempt \(event.attempt)")
         if logsHeaders, logger.logLevel <= .trace {
             for header in redaction.adding(event.credentialFieldNames).redact(event.request.headerFields) {
@@ -36,7 +46,7 @@ public struct LoggingEventMonitor: EventMonitor {
         }
     }
 
-    public func didReceive(_ event: CallEvent, response: HTTPResponse) {
+    private func logReceived(_ event: CallEvent, response: HTTPResponse) {
         logger.debug("← \(line(event)) \(response.status.code) \(response.status.reasonPhrase)")
         if logsHeaders, logger.logLevel <= .trace {
             for header in redaction.adding(event.credentialFieldNames).redact(response.headerFields) {
@@ -45,11 +55,11 @@ public struct LoggingEventMonitor: EventMonitor {
         }
     }
 
-    public func willRetry(_ event: CallEvent, after delay: Duration, because error: CourierError) {
+    private func logRetry(_ event: CallEvent, after delay: Duration, because error: CourierError) {
         logger.debug("↻ \(line(event)) retry after \(delay): \(error.code)")
     }
 
-    public func didFinish(_ event: CallEvent, result: Result<HTTPResponse, CourierError>, metrics: CallMetrics) {
+    private func logFinished(_ event: CallEvent, result: Result<HTTPResponse, CourierError>, metrics: CallMetrics) {
         switch result {
         case .success(let response):
             logger.debug(
@@ -62,7 +72,14 @@ public struct LoggingEventMonitor: EventMonitor {
         }
     }
 
-    public func didObserveCache(_ event: CacheEvent) {
-        logger.debug("cache \(event)")
+    public func handle(_ event: MonitorEvent) {
+        switch event {
+        case .started: break
+        case .sending(let call): logSending(call)
+        case .received(let call, let response): logReceived(call, response: response)
+        case .retrying(let call, let delay, let error): logRetry(call, after: delay, because: error)
+        case .finished(let call, let result, let metrics): logFinished(call, result: result, metrics: metrics)
+        case .cache(let cache): logger.debug("cache \(cache)")
+        }
     }
 }

@@ -1,10 +1,10 @@
 /// The query parameter names a paginated endpoint reads.
 public struct PaginationParameterNames: Sendable, Hashable {
-    public var page: String
-    public var pageSize: String
-    public var offset: String
-    public var limit: String
-    public var cursor: String
+    var page: String
+    var pageSize: String
+    var offset: String
+    var limit: String
+    var cursor: String
 
     public init(
         page: String = "page", pageSize: String = "per_page", offset: String = "offset", limit: String = "limit",

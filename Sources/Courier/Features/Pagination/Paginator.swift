@@ -66,7 +66,7 @@ public actor Paginator<Item: Sendable> {
     public var hasMore: Bool { !started || nextRequest != nil }
 
     /// The number of items loaded since `first()`.
-    public var itemCount: Int { loadedCount }
+    var itemCount: Int { loadedCount }
 
     /// Loads the first page, starting over.
     /// - Returns: its items.

@@ -10,35 +10,50 @@ import HTTPTypes
 public struct RetryPolicy: Sendable {
     /// How many times a call may be re-sent after its first attempt; within the service's
     /// one cap, `ServiceConfiguration.maximumAttempts` (see `RetryDecision`).
-    public var maximumRetries: Int
+    var maximumRetries: Int
     /// The delay before the first retry.
-    public var baseDelay: Duration
+    var baseDelay: Duration
     /// The factor between consecutive delays.
-    public var multiplier: Double
+    var multiplier: Double
     /// The longest computed delay.
-    public var maximumDelay: Duration
+    var maximumDelay: Duration
     /// The random share of each delay, 0 (none) … 1 ("full jitter").
-    public var jitter: Double
+    var jitter: Double
     /// Status codes worth another attempt.
-    public var retryableStatuses: Set<Int>
+    var retryableStatuses: Set<Int>
     /// Whether transient transport failures (timeouts, refused or reset connections) are retried.
-    public var retriesTransportErrors: Bool
+    var retriesTransportErrors: Bool
     /// Whether POST, PATCH and other non-idempotent methods may be retried.
-    public var retriesNonIdempotent: Bool
+    var retriesNonIdempotent: Bool
     /// Whether a `Retry-After` header decides the delay.
-    public var honoursRetryAfter: Bool
+    var honoursRetryAfter: Bool
     /// A `Retry-After` longer than this stops retrying instead of waiting.
-    public var maximumRetryAfter: Duration
+    var maximumRetryAfter: Duration
     /// Returns a number in `0..<1`; injectable so tests are deterministic.
-    public var random: @Sendable () -> Double
+    var random: @Sendable () -> Double
 
     public init(
         maximumRetries: Int = 2, baseDelay: Duration = .milliseconds(300), multiplier: Double = 2,
         maximumDelay: Duration = .seconds(30), jitter: Double = 0.5,
         retryableStatuses: Set<Int> = RetryPolicy.defaultRetryableStatuses, retriesTransportErrors: Bool = true,
         retriesNonIdempotent: Bool = false, honoursRetryAfter: Bool = true,
+        maximumRetryAfter: Duration = .seconds(120)
+    ) {
+        self.init(
+            maximumRetries: maximumRetries, baseDelay: baseDelay, multiplier: multiplier, maximumDelay: maximumDelay,
+            jitter: jitter, retryableStatuses: retryableStatuses, retriesTransportErrors: retriesTransportErrors,
+            retriesNonIdempotent: retriesNonIdempotent, honoursRetryAfter: honoursRetryAfter,
+            maximumRetryAfter: maximumRetryAfter, random: { Double.random(in: 0..<1) })
+    }
+
+    /// The same with an injected random source (tests).
+    init(
+        maximumRetries: Int = 2, baseDelay: Duration = .milliseconds(300), multiplier: Double = 2,
+        maximumDelay: Duration = .seconds(30), jitter: Double = 0.5,
+        retryableStatuses: Set<Int> = RetryPolicy.defaultRetryableStatuses, retriesTransportErrors: Bool = true,
+        retriesNonIdempotent: Bool = false, honoursRetryAfter: Bool = true,
         maximumRetryAfter: Duration = .seconds(120),
-        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+        random: @escaping @Sendable () -> Double
     ) {
         self.maximumRetries = max(0, maximumRetries)
         self.baseDelay = max(.zero, baseDelay)
@@ -69,7 +84,7 @@ public struct RetryPolicy: Sendable {
     }
 
     /// What ended an attempt.
-    public enum Outcome: Sendable {
+    enum Outcome: Sendable {
         /// The server answered.
         case response(HTTPResponse)
         /// The attempt failed without an answer.
@@ -77,7 +92,7 @@ public struct RetryPolicy: Sendable {
     }
 
     /// The policy's verdict on a failed attempt.
-    public enum Decision: Sendable, Equatable {
+    enum Decision: Sendable, Equatable {
         /// Send again after the delay.
         case retry(after: Duration)
         /// Give up and report the failure.
@@ -91,7 +106,7 @@ public struct RetryPolicy: Sendable {
     ///   - outcome: the response or error of the last attempt.
     ///   - now: the wall-clock time, for `Retry-After` dates.
     /// - Returns: retry after a delay, or not.
-    public func decision(
+    func decision(
         afterAttempt attempt: Int, method: HTTPRequest.Method, outcome: Outcome, now: Date
     ) -> Decision {
         guard attempt >= 1, attempt <= maximumRetries else { return .doNotRetry }
@@ -117,7 +132,7 @@ public struct RetryPolicy: Sendable {
     /// The back-off before retry number `retry` (1-based), jitter included.
     /// - Parameter retry: which retry.
     /// - Returns: the delay.
-    public func delay(forRetry retry: Int) -> Duration {
+    func delay(forRetry retry: Int) -> Duration {
         let exponent = Double(max(0, retry - 1))
         let raw = baseDelay.seconds * pow(multiplier, exponent)
         let capped = min(raw, maximumDelay.seconds)

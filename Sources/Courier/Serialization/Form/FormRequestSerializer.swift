@@ -4,9 +4,9 @@ import Foundation
 /// HEAD and DELETE by default, into the body for the others.
 public struct FormRequestSerializer: RequestSerializer {
     /// The encoder, used for both the query string and the body.
-    public var encoder: URLEncodedFormEncoder
+    var encoder: URLEncodedFormEncoder
     /// Where parameters go.
-    public var destination: ParameterDestination
+    var destination: ParameterDestination
 
     /// - Parameters:
     ///   - encoder: the form encoder configuration.

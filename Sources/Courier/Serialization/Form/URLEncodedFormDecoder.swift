@@ -30,11 +30,11 @@ public struct URLEncodedFormDecoder: Sendable {
     }
 
     /// Whether `.` separates keys too (brackets always do).
-    public var nesting: URLEncodedForm.NestingStyle
+    var nesting: URLEncodedForm.NestingStyle
     /// How dates are read.
-    public var dates: DateDecodingStrategy
+    var dates: DateDecodingStrategy
     /// How `Data` is read.
-    public var data: DataDecodingStrategy
+    var data: DataDecodingStrategy
 
     /// - Parameters:
     ///   - nesting: whether `.` separates keys too (brackets are always read).
@@ -111,7 +111,7 @@ func corrupted(_ message: String, _ path: [any CodingKey]) -> DecodingError {
 /// Form bodies as a response format (`.form`).
 public struct URLEncodedFormModelDecoding: ModelDecoding {
     /// The decoder.
-    public let decoder: URLEncodedFormDecoder
+    let decoder: URLEncodedFormDecoder
     /// `application/x-www-form-urlencoded`.
     public var acceptableContentTypes: [String] { ["application/x-www-form-urlencoded"] }
 

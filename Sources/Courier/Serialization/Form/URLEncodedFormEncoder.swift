@@ -32,19 +32,19 @@ public struct URLEncodedFormEncoder: Sendable {
     }
 
     /// How nested keys are written: `a[b]` or `a.b`.
-    public var nesting: URLEncodedForm.NestingStyle
+    var nesting: URLEncodedForm.NestingStyle
     /// How array elements are written: `a[]`, `a[0]` or repeated `a`.
-    public var arrays: URLEncodedForm.ArrayStyle
+    var arrays: URLEncodedForm.ArrayStyle
     /// How Booleans are written: `true/false` or `1/0`.
-    public var bools: URLEncodedForm.BoolStyle
+    var bools: URLEncodedForm.BoolStyle
     /// How a space is escaped: `%20` or `+`.
-    public var spaces: URLEncodedForm.SpaceStyle
+    var spaces: URLEncodedForm.SpaceStyle
     /// How dates are written.
-    public var dates: DateEncodingStrategy
+    var dates: DateEncodingStrategy
     /// How `Data` is written.
-    public var data: DataEncodingStrategy
+    var data: DataEncodingStrategy
     /// The order of keys: sorted, or as encoded.
-    public var keyOrdering: URLEncodedForm.KeyOrdering
+    var keyOrdering: URLEncodedForm.KeyOrdering
 
     /// - Parameters:
     ///   - nesting: `a[b]` (default) or `a.b`.

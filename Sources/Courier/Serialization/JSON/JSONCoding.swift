@@ -30,9 +30,9 @@ extension CourierJSONEncoder: JSONEncoding {}
 /// These are Courier's own ``CourierJSONDecoder`` and ``CourierJSONEncoder`` (several times
 /// faster than Foundation's on Linux). Foundation's stay one argument away:
 /// `JSONModelDecoding(decoder: JSONDecoder())` or ``ModelDecoding/foundationJSON``.
-public enum DefaultJSONCoders {
+@usableFromInline enum DefaultJSONCoders {
     /// The default decoder (``CourierJSONDecoder``, default strategies).
-    public static let decoder: any JSONDecoding = CourierJSONDecoder()
+    @usableFromInline static let decoder: any JSONDecoding = CourierJSONDecoder()
     /// The default encoder (``CourierJSONEncoder``, default strategies).
-    public static let encoder: any JSONEncoding = CourierJSONEncoder()
+    @usableFromInline static let encoder: any JSONEncoding = CourierJSONEncoder()
 }

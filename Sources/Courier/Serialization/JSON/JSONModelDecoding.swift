@@ -7,7 +7,7 @@ import Foundation
 /// `static let`): it holds its decoder, so no decoder is built per call.
 public struct JSONModelDecoding: ModelDecoding {
     /// The decoder used for every call.
-    public let decoder: any JSONDecoding
+    let decoder: any JSONDecoding
     /// The media types accepted (`application/json`, `text/json` by default).
     public let acceptableContentTypes: [String]
 
@@ -45,7 +45,7 @@ public struct JSONModelDecoding: ModelDecoding {
     }
 
     /// `application/json` and `text/json`.
-    public static let defaultContentTypes = ["application/json", "text/json"]
+    @usableFromInline static let defaultContentTypes = ["application/json", "text/json"]
 
     /// The shared default: Courier's default JSON decoder.
     public static let shared = JSONModelDecoding(decoder: DefaultJSONCoders.decoder)

@@ -6,13 +6,13 @@ import Foundation
 /// Keep one value per configuration: it holds its encoders, so none is built per call.
 public struct JSONRequestSerializer: RequestSerializer {
     /// The JSON encoder for bodies; shared between calls, so it must be thread-safe.
-    public let encoder: any JSONEncoding
+    let encoder: any JSONEncoding
     /// Where parameters go.
-    public var destination: ParameterDestination
+    var destination: ParameterDestination
     /// The encoder for the query string, when parameters go there.
-    public var queryEncoder: URLEncodedFormEncoder
+    var queryEncoder: URLEncodedFormEncoder
     /// The `Content-Type` sent with a JSON body.
-    public var contentType: String
+    var contentType: String
 
     /// - Parameters:
     ///   - encoder: the JSON encoder; shared between calls, so it must be thread-safe.

@@ -4,7 +4,7 @@ extension MultipartFormData {
     /// The body: in-memory boundaries and headers with file parts as streamed segments.
     /// - Returns: the body; its ``RequestBody/contentLength()`` reads file sizes from disk.
     /// - Throws: `CourierError.encoding` when a content type holds CR, LF or NUL.
-    public func makeBody() throws -> RequestBody {
+    func makeBody() throws -> RequestBody {
         var segments: [RequestBody.Segment] = []
         var pending = Data()
         pending.reserveCapacity(256)
@@ -39,7 +39,7 @@ extension MultipartFormData {
 
     /// The total length, reading file sizes from disk.
     /// - Throws: `CourierError.invalidRequest` when a file cannot be read; `.encoding` for a bad content type.
-    public func contentLength() throws -> Int64 { try makeBody().contentLength() }
+    func contentLength() throws -> Int64 { try makeBody().contentLength() }
 
     private func appendHeaders(of part: Part, to output: inout Data) throws {
         var header = "Content-Disposition: form-data; name=\"" + escape(part.name) + "\""

@@ -22,11 +22,11 @@ public struct MultipartFormData: Sendable, Encodable {
     /// A file on disk to upload; put it in your parameters or append it to a form.
     public struct File: Sendable, Hashable, Encodable {
         /// The file's path.
-        public var path: String
+        var path: String
         /// The file name sent; the last path component when nil.
-        public var fileName: String?
+        var fileName: String?
         /// The media type sent; guessed from the extension when nil.
-        public var contentType: String?
+        var contentType: String?
 
         /// - Parameters:
         ///   - path: the file's path.
@@ -49,29 +49,29 @@ public struct MultipartFormData: Sendable, Encodable {
     }
 
     /// The bytes of a part.
-    public enum Content: Sendable, Hashable {
+    enum Content: Sendable, Hashable {
         case data(Data)
         case file(path: String)
     }
 
     /// One part.
-    public struct Part: Sendable, Hashable {
+    struct Part: Sendable, Hashable {
         /// The field name.
-        public var name: String
+        var name: String
         /// The file name sent, if any.
-        public var fileName: String?
+        var fileName: String?
         /// The part's `Content-Type`, if any (text fields have none).
-        public var contentType: String?
+        var contentType: String?
         /// The bytes, in memory or in a file.
-        public var content: Content
+        var content: Content
     }
 
     /// The boundary between parts.
-    public let boundary: String
+    let boundary: String
     /// How names and file names are written.
-    public var fileNameEncoding: FileNameEncoding
+    var fileNameEncoding: FileNameEncoding
     /// The parts, in order.
-    public private(set) var parts: [Part] = []
+    private(set) var parts: [Part] = []
 
     /// - Parameters:
     ///   - boundary: the boundary; a fresh random one by default.
@@ -83,7 +83,7 @@ public struct MultipartFormData: Sendable, Encodable {
 
     /// A random boundary: `courier-` and 32 hex digits (128 random bits), so it does not
     /// occur in the content.
-    public static func makeBoundary() -> String {
+    @usableFromInline static func makeBoundary() -> String {
         var generator = SystemRandomNumberGenerator()
         let high = String(generator.next() as UInt64, radix: 16)
         let low = String(generator.next() as UInt64, radix: 16)

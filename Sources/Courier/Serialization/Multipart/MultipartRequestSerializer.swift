@@ -7,9 +7,9 @@ import Foundation
 /// ``MultipartFormData/File`` values become file parts streamed from disk.
 public struct MultipartRequestSerializer: RequestSerializer {
     /// Names fields and writes Booleans and dates for `Encodable` parameters.
-    public var fieldEncoder: URLEncodedFormEncoder
+    var fieldEncoder: URLEncodedFormEncoder
     /// How names and file names are written.
-    public var fileNameEncoding: MultipartFormData.FileNameEncoding
+    var fileNameEncoding: MultipartFormData.FileNameEncoding
 
     /// - Parameters:
     ///   - fieldEncoder: how field names, Booleans and dates are written.
@@ -24,7 +24,7 @@ public struct MultipartRequestSerializer: RequestSerializer {
 
     /// Builds the form for `parameters`.
     /// - Throws: `CourierError.encoding` when a value cannot be encoded.
-    public func form<Parameters: Encodable>(for parameters: Parameters) throws -> MultipartFormData {
+    func form<Parameters: Encodable>(for parameters: Parameters) throws -> MultipartFormData {
         if let form = parameters as? MultipartFormData { return form }
         var form = MultipartFormData(fileNameEncoding: fileNameEncoding)
         try fieldEncoder.forEachField(of: parameters) { name, leaf in

@@ -8,13 +8,13 @@ import Foundation
 /// code throws `CourierError.apiError` whose `errorModel` is an ``EnvelopeFailure``.
 public struct EnvelopePreprocessor: ResponsePreprocessor {
     /// The key of the status code (`code`).
-    public var codeKey: String
+    var codeKey: String
     /// The key of the message (`msg`).
-    public var messageKey: String
+    var messageKey: String
     /// The key of the payload (`data`).
-    public var dataKey: String
+    var dataKey: String
     /// The codes meaning success, as text (`"0"` matches both `0` and `"0"`).
-    public var successCodes: Set<String>
+    var successCodes: Set<String>
 
     /// - Parameters:
     ///   - codeKey: the key of the status code.

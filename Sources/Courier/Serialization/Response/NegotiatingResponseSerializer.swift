@@ -7,7 +7,7 @@ import Foundation
 /// A bodiless response goes to the first serializer (so ``Empty`` and optionals work).
 public struct NegotiatingResponseSerializer<Output: Sendable>: ResponseSerializer {
     /// The candidates, most preferred first.
-    public let serializers: [any ResponseSerializer<Output>]
+    let serializers: [any ResponseSerializer<Output>]
 
     /// - Parameter serializers: the candidates, most preferred first. An empty list fails
     ///   every call with `CourierError.configuration`.

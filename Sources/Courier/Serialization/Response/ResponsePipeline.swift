@@ -8,7 +8,7 @@ public struct ResponsePipeline: Sendable {
     /// Status and content type checks.
     public var validator: ResponseValidator
     /// Run in order between validation and decoding; skipped for bodiless responses.
-    public var preprocessors: [any ResponsePreprocessor]
+    var preprocessors: [any ResponsePreprocessor]
 
     /// - Parameters:
     ///   - validator: status and content type checks.

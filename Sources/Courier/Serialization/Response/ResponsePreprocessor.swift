@@ -25,7 +25,7 @@ public struct ClosurePreprocessor: ResponsePreprocessor {
 /// The body stays a slice of the received buffer: nothing is copied.
 public struct XSSIPrefixPreprocessor: ResponsePreprocessor {
     /// The prefix to strip.
-    public let prefix: Data
+    let prefix: Data
 
     /// - Parameter prefix: the prefix to strip (Angular's `)]}',\n` by default).
     public init(prefix: String = ")]}',\n") { self.prefix = Data(prefix.utf8) }

@@ -7,12 +7,12 @@ import HTTPTypes
 /// server's error body is decoded into it and carried in ``CourierError/errorModel``.
 public struct ResponseValidator: Sendable {
     /// The status codes that pass (200..<300 by default).
-    public var acceptableStatusCodes: [Range<Int>]
+    var acceptableStatusCodes: [Range<Int>]
     /// The content types that pass, with `*/*` and `type/*` wildcards; nil means "whatever
     /// the response serializer accepts", empty means any.
-    public var acceptableContentTypes: [String]?
+    var acceptableContentTypes: [String]?
     /// Decodes a refused response's body into the call's error model, if it names one.
-    public var errorModel: ErrorModelDecoder?
+    var errorModel: ErrorModelDecoder?
     /// Checks of an accepted answer, in order (see `ResponseValidator+Checks.swift`).
     var checks: [@Sendable (ResponseContext) throws -> ResponseVerdict] = []
 
@@ -20,10 +20,16 @@ public struct ResponseValidator: Sendable {
     ///   - acceptableStatusCodes: the status codes that pass.
     ///   - acceptableContentTypes: the content types that pass (nil: the serializer's).
     ///   - errorModel: how to decode the server's error body.
-    public init(
+    public init(acceptableStatusCodes: [Range<Int>] = [200..<300], acceptableContentTypes: [String]? = nil) {
+        self.init(
+            acceptableStatusCodes: acceptableStatusCodes, acceptableContentTypes: acceptableContentTypes,
+            errorModel: nil)
+    }
+
+    init(
         acceptableStatusCodes: [Range<Int>] = [200..<300],
         acceptableContentTypes: [String]? = nil,
-        errorModel: ErrorModelDecoder? = nil
+        errorModel: ErrorModelDecoder?
     ) {
         self.acceptableStatusCodes = acceptableStatusCodes
         self.acceptableContentTypes = acceptableContentTypes
@@ -69,7 +75,7 @@ public struct ResponseValidator: Sendable {
     /// - Throws: `CourierError.httpStatus` or `.unacceptableContentType`, carrying the response
     ///   head and body (and the decoded error model for `.httpStatus`); `.apiError` for an
     ///   answer a check refused.
-    public func validate(_ context: ResponseContext, serializerContentTypes: [String] = []) throws {
+    func validate(_ context: ResponseContext, serializerContentTypes: [String] = []) throws {
         let code = context.statusCode
         guard acceptableStatusCodes.contains(where: { $0.contains(code) }) else {
             let reason = context.response.status.reasonPhrase
@@ -103,19 +109,19 @@ public struct ResponseValidator: Sendable {
 }
 
 /// Decodes a server's error body (`{"code": 4012, "message": "token expired"}`) into a model.
-public struct ErrorModelDecoder: Sendable {
+struct ErrorModelDecoder: Sendable {
     private let decodeBody: @Sendable (ResponseContext) -> (any Sendable)?
     /// The model's type, for messages.
-    public let modelType: Any.Type
+    let modelType: Any.Type
 
     /// - Parameters:
     ///   - type: the error model type.
     ///   - decoding: the body format (JSON by default).
-    public init<E: Decodable & Sendable>(_ type: E.Type, decoding: some ModelDecoding = .json) {
+    init<E: Decodable & Sendable>(_ type: E.Type, decoding: some ModelDecoding = .json) {
         modelType = type
         decodeBody = { context in try? decoding.decode(E.self, from: context.body, context: context) }
     }
 
     /// The decoded model, or nil when the body does not decode into it.
-    public func decode(_ context: ResponseContext) -> (any Sendable)? { decodeBody(context) }
+    func decode(_ context: ResponseContext) -> (any Sendable)? { decodeBody(context) }
 }

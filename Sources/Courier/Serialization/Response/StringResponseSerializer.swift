@@ -6,7 +6,7 @@ import Foundation
 /// charset is a `CourierError.decoding`, as are bytes that are not valid in the charset.
 public struct StringResponseSerializer: ResponseSerializer {
     /// The charset used when the response names none.
-    public var defaultEncoding: String.Encoding
+    var defaultEncoding: String.Encoding
 
     /// - Parameter defaultEncoding: used when the response names no charset.
     public init(defaultEncoding: String.Encoding = .utf8) { self.defaultEncoding = defaultEncoding }
@@ -39,7 +39,7 @@ public struct StringResponseSerializer: ResponseSerializer {
 
     /// The `String.Encoding` for an IANA charset name, if Courier knows it.
     /// - Parameter charset: a name such as `utf-8` or `ISO-8859-1` (any case).
-    public static func encoding(forCharset charset: String) -> String.Encoding? {
+    static func encoding(forCharset charset: String) -> String.Encoding? {
         switch charset.lowercased() {
         case "utf-8", "utf8": return .utf8
         case "us-ascii", "ascii": return .ascii

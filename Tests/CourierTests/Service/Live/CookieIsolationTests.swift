@@ -1,8 +1,9 @@
-import Courier
 import CourierTesting
 import Foundation
 import HTTPTypes
 import Testing
+
+@testable import Courier
 
 /// Cookies belong to one client (or service) and one user: they never cross to another client
 /// through a shared transport, go away on logout, are refused for public suffixes, and a

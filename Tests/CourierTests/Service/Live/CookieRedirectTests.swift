@@ -40,7 +40,7 @@ import Testing
         defer { server.stop() }
         let jar = CookieJar()
         let client = try ServiceFixture.client(server)
-        let options = RequestOptions(cookieJar: jar)
+        let options = CallOptions(cookieJar: jar)
         let login = HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/login")
         let home = try await client.send(login, options: options)
         #expect(try JSONDecoder().decode(Echo.self, from: home.body).cookie == "session=abc123")
@@ -65,13 +65,13 @@ import Testing
         configuration.resolve = [.init(host: "elsewhere.test", port: Int(server.port))]
         let client = try HTTPClient(configuration: configuration)
         let login = HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/login")
-        let answer = try await client.send(login, options: RequestOptions(cookieJar: jar))
+        let answer = try await client.send(login, options: CallOptions(cookieJar: jar))
         #expect(answer.url.host == "elsewhere.test")
         #expect(try JSONDecoder().decode(Echo.self, from: answer.body).cookie == nil)
         // The cookie was kept for its own host.
         let back = try await client.send(
             HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/echo"),
-            options: RequestOptions(cookieJar: jar))
+            options: CallOptions(cookieJar: jar))
         #expect(try JSONDecoder().decode(Echo.self, from: back.body).cookie == "session=abc123")
     }
 }

@@ -1,0 +1,56 @@
+import Foundation
+import HTTPTypes
+
+extension HTTPClient {
+    /// A response with its whole body.
+    public struct Response: Sendable {
+        /// Status and header fields of the final response.
+        public var head: HTTPResponse
+        /// The body, content-decoded.
+        public var body: Data
+        /// Timings and sizes of the final hop.
+        public var metrics: TransferMetrics
+        /// The request that produced this response (after redirects).
+        public var request: HTTPRequest
+        /// The URL that answered, after redirects.
+        public var url: URL
+        /// How many redirects were followed.
+        public var redirectCount: Int
+        /// Timings and sizes of each redirect hop before the final one, in order (empty
+        /// without redirects); with ``metrics``, the whole call.
+        public var redirectMetrics: [TransferMetrics] = []
+        /// True when the body came from the cache (a hit, a 304 revalidation, or stale-if-error).
+        public var isFromCache = false
+        /// True when a cached response was served past its freshness.
+        public var isStale = false
+
+        init(
+            head: HTTPResponse, body: Data, metrics: TransferMetrics, request: HTTPRequest, url: URL,
+            redirectCount: Int
+        ) {
+            self.head = head
+            self.body = body
+            self.metrics = metrics
+            self.request = request
+            self.url = url
+            self.redirectCount = redirectCount
+        }
+
+        /// The status code of the final response.
+        public var status: HTTPResponse.Status { head.status }
+    }
+
+    /// A response whose body is still arriving.
+    public struct StreamedResponse: Sendable {
+        /// Status and header fields of the final response.
+        public var head: HTTPResponse
+        /// The body in chunks; read it once.
+        public var body: ResponseBodyStream
+        /// The request that produced this response (after redirects).
+        public var request: HTTPRequest
+        /// The URL that answered, after redirects.
+        public var url: URL
+        /// How many redirects were followed.
+        public var redirectCount: Int
+    }
+}
