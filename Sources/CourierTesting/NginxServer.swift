@@ -65,12 +65,12 @@ public final class NginxServer: Sendable {
                 let pid = try ChildProcess.spawn(
                     nginx, ["-c", configURL.path, "-p", directory.path, "-e", directory.path + "/error.log"]
                 ).pid
-                if waitUntilAccepting(port: port, pid: pid, timeout: .seconds(10)) {
+                if ChildProcess.waitUntilAccepting(port: port, pid: pid, timeout: .seconds(10)) {
                     return NginxServer(
                         port: port, tls: certificates != nil, caBundlePath: certificates?.caPath, directory: directory,
                         pid: pid)
                 }
-                terminate(pid)
+                ChildProcess.terminate(pid)
                 lastError =
                     (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
             }
@@ -115,7 +115,7 @@ public final class NginxServer: Sendable {
             return !stopped
         }
         guard first else { return }
-        Self.terminate(pid)
+        ChildProcess.terminate(pid)
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -126,43 +126,10 @@ public final class NginxServer: Sendable {
 
     // MARK: - Private
 
-    /// Sends SIGTERM, waits up to five seconds for the exit (then SIGKILL), and reaps the process.
-    private static func terminate(_ pid: pid_t) {
-        guard ChildProcess.poll(pid) == nil else { return }
-        kill(pid, SIGTERM)
-        let deadline = ContinuousClock.now + .seconds(5)
-        while ContinuousClock.now < deadline {
-            if ChildProcess.poll(pid) != nil { return }
-            usleep(2_000)  // nginx's shutdown takes a few milliseconds
-        }
-        kill(pid, SIGKILL)
-        _ = ChildProcess.wait(pid)
-    }
-
     private static func freePort() throws -> UInt16 {
         let listener = try Socket.listen(host: "127.0.0.1", port: 0, backlog: 1)
         close(listener.fd)
         return listener.port
-    }
-
-    /// Tries to connect until one succeeds, nginx exits, or `timeout` passes.
-    private static func waitUntilAccepting(port: UInt16, pid: pid_t, timeout: Duration) -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let fd = try? Socket.connectNonBlocking(host: "127.0.0.1", port: port) {
-                defer { close(fd) }
-                if !Socket.poll([fd], events: Int16(POLLOUT), timeoutMilliseconds: 100).isEmpty {
-                    var error: Int32 = 0
-                    var length = socklen_t(MemoryLayout<Int32>.size)
-                    getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
-                    if error == 0 { return true }
-                }
-            }
-            // Refused: nginx has not bound yet, or it exited (e.g. the port was taken).
-            if ChildProcess.poll(pid) != nil { return false }
-            usleep(10_000)
-        }
-        return false
     }
 
     private static func configuration(

@@ -135,7 +135,7 @@ public final class ProxyServer: Sendable {
             return !stopped
         }
         guard first else { return }
-        Self.terminate(pid)
+        ChildProcess.terminate(pid)
         if let systemUser { Self.deleteSystemUser(systemUser) }
         try? FileManager.default.removeItem(at: directory)
     }
@@ -171,12 +171,12 @@ public final class ProxyServer: Sendable {
                 close(listener.fd)
                 let (binary, arguments) = try command(directory, listener.port)
                 let pid = try ChildProcess.spawn(binary, arguments).pid
-                if waitUntilAccepting(port: listener.port, pid: pid, timeout: .seconds(10)) {
+                if ChildProcess.waitUntilAccepting(port: listener.port, pid: pid, timeout: .seconds(10)) {
                     return ProxyServer(
                         port: listener.port, scheme: scheme, username: username, password: password,
                         directory: directory, pid: pid, systemUser: systemUser)
                 }
-                terminate(pid)
+                ChildProcess.terminate(pid)
                 lastLog =
                     (try? String(contentsOf: directory.appendingPathComponent("proxy.log"), encoding: .utf8)) ?? ""
             }
@@ -218,35 +218,4 @@ public final class ProxyServer: Sendable {
         _ = try? ChildProcess.run(userdel, [name])
     }
 
-    /// Sends SIGTERM, waits up to five seconds for the exit (then SIGKILL), and reaps the process.
-    private static func terminate(_ pid: pid_t) {
-        guard ChildProcess.poll(pid) == nil else { return }
-        kill(pid, SIGTERM)
-        let deadline = ContinuousClock.now + .seconds(5)
-        while ContinuousClock.now < deadline {
-            if ChildProcess.poll(pid) != nil { return }
-            usleep(2_000)
-        }
-        kill(pid, SIGKILL)
-        _ = ChildProcess.wait(pid)
-    }
-
-    /// Tries to connect until one succeeds, the proxy exits, or `timeout` passes.
-    private static func waitUntilAccepting(port: UInt16, pid: pid_t, timeout: Duration) -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let fd = try? Socket.connectNonBlocking(host: "127.0.0.1", port: port) {
-                defer { close(fd) }
-                if !Socket.poll([fd], events: Int16(POLLOUT), timeoutMilliseconds: 100).isEmpty {
-                    var error: Int32 = 0
-                    var length = socklen_t(MemoryLayout<Int32>.size)
-                    getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
-                    if error == 0 { return true }
-                }
-            }
-            if ChildProcess.poll(pid) != nil { return false }
-            usleep(10_000)
-        }
-        return false
-    }
 }

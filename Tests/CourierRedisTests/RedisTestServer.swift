@@ -68,15 +68,7 @@ final class RedisTestServer: Sendable {
         process.withLock { process in
             guard let pid = process else { return }
             process = nil
-            kill(pid, SIGCONT)
-            kill(pid, SIGTERM)
-            let deadline = ContinuousClock.now + .seconds(5)
-            while ContinuousClock.now < deadline {
-                if ChildProcess.poll(pid) != nil { return }
-                usleep(2_000)
-            }
-            kill(pid, SIGKILL)
-            _ = ChildProcess.wait(pid)
+            ChildProcess.terminate(pid)
         }
     }
 

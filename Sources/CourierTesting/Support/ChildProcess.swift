@@ -113,6 +113,42 @@ public enum ChildProcess {
         return result < 0 && errno == ECHILD ? -1 : nil
     }
 
+    /// Sends SIGTERM, waits up to `grace` for the exit (then SIGKILL), and reaps the process.
+    /// A stopped process (SIGSTOP) is continued first so that it can exit.
+    public static func terminate(_ pid: pid_t, grace: Duration = .seconds(5)) {
+        guard poll(pid) == nil else { return }
+        kill(pid, SIGCONT)
+        kill(pid, SIGTERM)
+        let deadline = ContinuousClock.now + grace
+        while ContinuousClock.now < deadline {
+            if poll(pid) != nil { return }
+            usleep(2_000)  // a server's shutdown takes a few milliseconds
+        }
+        kill(pid, SIGKILL)
+        _ = wait(pid)
+    }
+
+    /// Tries to connect to `127.0.0.1:port` until a connection succeeds, the process `pid`
+    /// exits (e.g. its port was taken), or `timeout` passes.
+    /// - Returns: true once the process accepts connections.
+    public static func waitUntilAccepting(port: UInt16, pid: pid_t, timeout: Duration) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let fd = try? Socket.connectNonBlocking(host: "127.0.0.1", port: port) {
+                defer { close(fd) }
+                if !Socket.poll([fd], events: Int16(POLLOUT), timeoutMilliseconds: 100).isEmpty {
+                    var error: Int32 = 0
+                    var length = socklen_t(MemoryLayout<Int32>.size)
+                    getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+                    if error == 0 { return true }
+                }
+            }
+            if poll(pid) != nil { return false }
+            usleep(10_000)
+        }
+        return false
+    }
+
     private static func decode(_ status: Int32) -> Int32 {
         // WIFEXITED / WEXITSTATUS / WTERMSIG are macros Swift does not import.
         let signal = status & 0x7f
