@@ -114,6 +114,9 @@ package struct CacheRequest: Sendable {
     var credentialNames: Set<HTTPField.Name> = CacheIdentity.standardNames
     /// Query items whose values are credentials (a multi-part credential's): stored as digests.
     var secretQueryNames: Set<String> = []
+    /// Query items a service adds afresh to each attempt (its real-time parameters: a
+    /// timestamp, a nonce): left out of the key, so the same call finds its entry again.
+    var realTimeQueryNames: Set<String> = []
     /// Asked at store time, under the cache's lock: false when the session that sent the
     /// request has ended since (the user logged out), and the response must not be stored.
     var isCurrent: (@Sendable () -> Bool)?
@@ -143,7 +146,21 @@ package struct CacheRequest: Sendable {
     var normalizedURL: String {
         var path = request.path ?? "/"
         if let hash = path.utf8.firstIndex(of: UInt8(ascii: "#")) { path = String(path[..<hash]) }
+        if !realTimeQueryNames.isEmpty { path = Self.removingQueryItems(named: realTimeQueryNames, from: path) }
         return asciiLowercased(request.scheme ?? "https") + "://" + asciiLowercased(request.authority ?? "") + path
+    }
+
+    /// `url` without the query items named in `names` (compared percent-decoded); without its
+    /// `?` when no item is left.
+    static func removingQueryItems(named names: Set<String>, from url: String) -> String {
+        guard !names.isEmpty, let mark = url.firstIndex(of: "?") else { return url }
+        let pairs = url[url.index(after: mark)...].split(separator: "&", omittingEmptySubsequences: false)
+        let kept = pairs.filter { pair in
+            let name = pair.firstIndex(of: "=").map { pair[..<$0] } ?? pair
+            return !names.contains(RelativePath.percentDecoded(name))
+        }
+        guard kept.count != pairs.count else { return url }
+        return kept.isEmpty ? String(url[..<mark]) : url[...mark] + kept.joined(separator: "&")
     }
 
     /// The host without port or user info, lowercased, for rule matching.

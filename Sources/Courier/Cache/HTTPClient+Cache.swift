@@ -26,6 +26,7 @@ extension HTTPClient {
             call.credentialNames = credentialFieldNames
         }
         call.secretQueryNames = options.credentialQueryNames
+        call.realTimeQueryNames = options.realTimeQueryNames
         // The identity is also what the session's logout purges; the cache checks `isCurrent`
         // before it stores, so an answer that arrives after logout stores nothing.
         let identity = cache.identity(of: call)

@@ -84,10 +84,11 @@ extension HostScopedCache {
                 result = try await timed(send, request.request)
             } catch {
                 // The server may have carried out the request before the failure: drop the URL anyway.
-                invalidate(after: request.request, response: nil)
+                invalidate(after: request.request, response: nil, realTimeQueryNames: request.realTimeQueryNames)
                 throw error
             }
-            invalidate(after: request.request, response: result.response)
+            invalidate(
+                after: request.request, response: result.response, realTimeQueryNames: request.realTimeQueryNames)
             return CacheLoadResult(response: result.response, body: result.body, source: .network, isStale: false)
         }
         let shared = configuration.sharedTier

@@ -18,7 +18,7 @@ extension HostScopedCache {
             if cacheOnly { throw notCached(request) }
             return .miss
         }
-        let url = storedURL(request.normalizedURL, secretNames: request.secretQueryNames)
+        let url = storedURL(of: request)
         if request.policy == .reloadIgnoringCache
             || (request.policy == .useProtocolCachePolicy && requestControl.noCache && !cacheOnly)
         {

@@ -51,10 +51,7 @@ extension HostScopedCache {
         if body.count > configuration.maxEntryBytes || (forced == nil && control.noStore) {
             // A newer answer of a storable kind: the older one must not outlive it. (A 5xx is
             // not one, so it never drops what stale-if-error may still serve.)
-            invalidateKey(
-                Self.key(
-                    identity: identity(of: request),
-                    url: storedURL(request.normalizedURL, secretNames: request.secretQueryNames)))
+            invalidateKey(Self.key(identity: identity(of: request), url: storedURL(of: request)))
             return nil
         }
         let varyNames = CacheEntry.varyNames(fields)
@@ -64,7 +61,7 @@ extension HostScopedCache {
         let dropped = CacheEntry.hopByHop(fields).union([.setCookie])
         head.headerFields = HTTPFields(fields.filter { !dropped.contains($0.name) })
         let identity = identity(of: request)
-        let url = storedURL(request.normalizedURL, secretNames: request.secretQueryNames)
+        let url = storedURL(of: request)
         let entry = CacheEntry(
             key: Self.key(identity: identity, url: url), url: url, identity: identity.digest,
             variant: variant(names: varyNames, request: request), response: head,
@@ -114,11 +111,13 @@ extension HostScopedCache {
     /// - Parameters:
     ///   - request: The request that was sent.
     ///   - response: Its response, when there was one.
+    ///   - realTimeQueryNames: The real-time parameters the request carries (not in the key).
     /// - Returns: How many URLs' entries were dropped.
     @discardableResult
-    func invalidate(after request: HTTPRequest, response: HTTPResponse?) -> Int {
+    func invalidate(after request: HTTPRequest, response: HTTPResponse?, realTimeQueryNames: Set<String> = []) -> Int {
         guard ![.get, .head, .options, .trace].contains(request.method) else { return 0 }
-        let target = CacheRequest(request)
+        var target = CacheRequest(request)
+        target.realTimeQueryNames = realTimeQueryNames
         var urls = [target.normalizedURL]
         let origin = "\((request.scheme ?? "https").lowercased())://\((request.authority ?? "").lowercased())"
         for name in [HTTPField.Name.location, .contentLocation] {
@@ -235,6 +234,12 @@ extension HostScopedCache {
         var path = String(afterScheme[pathStart...])
         if path.isEmpty || path.hasPrefix("?") { path = "/" + path }
         return text[..<schemeEnd.lowerBound].lowercased() + "://" + afterScheme[..<pathStart].lowercased() + path
+    }
+
+    /// The URL `request` is keyed and stored under: its normalized URL without its real-time
+    /// parameters, secret query values digested.
+    func storedURL(of request: CacheRequest) -> String {
+        storedURL(request.normalizedURL, secretNames: request.secretQueryNames)
     }
 
     /// A normalized URL as this cache keys and stores it: the values of query parameters whose

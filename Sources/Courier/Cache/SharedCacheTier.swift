@@ -111,9 +111,7 @@ enum SharedCacheCodec {
 extension HostScopedCache {
     /// The primary key of `request` and whether memory holds a fresh variant for it.
     func sharedKey(_ request: CacheRequest) -> String {
-        Self.key(
-            identity: identity(of: request),
-            url: storedURL(request.normalizedURL, secretNames: request.secretQueryNames))
+        Self.key(identity: identity(of: request), url: storedURL(of: request))
     }
 
     /// Whether the memory tier holds a variant for `request` fresh enough to serve now.

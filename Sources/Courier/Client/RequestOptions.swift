@@ -20,6 +20,9 @@ struct RequestOptions: Sendable {
     /// Query items that carry a credential (a service's multi-part credential): digested in
     /// what the cache stores.
     var credentialQueryNames: Set<String> = []
+    /// Query items the service added to this attempt only (its real-time parameters): sent,
+    /// but left out of the cache's key.
+    var realTimeQueryNames: Set<String> = []
     /// Called on the transport's thread as the body goes out; keep it cheap.
     var uploadProgress: (@Sendable (TransferProgress) -> Void)?
     /// Called on the transport's thread as the body comes in; keep it cheap.

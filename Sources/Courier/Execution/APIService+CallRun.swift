@@ -37,6 +37,9 @@ extension ServiceCore {
         /// The response serializer's type, part of the identity.
         private let responseType: ObjectIdentifier
         private var computedIdentity: RequestIdentity?
+        /// The names of the real-time parameters the current attempt carries: the cache's key
+        /// leaves them out, as the identity does.
+        private var realTimeNames: Set<String> = []
         /// Set after an envelope asked for another attempt: the answer may have been cached
         /// (its headers allowed it), and the next attempt must not get it again.
         private var bypassesCache = false
@@ -169,11 +172,13 @@ extension ServiceCore {
         /// real-time parameters made now (a retry sends fresh ones).
         @inline(never)
         func attemptRequest() -> PreparedRequest {
+            realTimeNames = []
             guard options.includesGeneralParameters, let realTime = service.configuration.realTimeParameters else {
                 return base
             }
             let items = realTime()
             guard !items.isEmpty else { return base }
+            realTimeNames = Set(items.map(\.name))
             var request = base
             request.appendQuery(ServiceCore.encodeQuery(items))
             return request
@@ -208,6 +213,7 @@ extension ServiceCore {
             }
             let queryNames = service.prepared.credentialQueryNames
             if sendsCredential, !queryNames.isEmpty { transportOptions.credentialQueryNames = queryNames }
+            if !realTimeNames.isEmpty { transportOptions.realTimeQueryNames = realTimeNames }
             transportOptions.logger = telemetry.logger
             return transportOptions
         }
@@ -280,10 +286,13 @@ extension ServiceCore {
         @inline(never)
         private func forgetCached(_ answer: HTTPClient.Response, sent request: PreparedRequest) {
             guard let cache = service.client.configuration.cache, request.head.method == .get else { return }
+            // Under the URL the cache keyed it: without this attempt's real-time parameters.
+            let names = realTimeNames
             if let scheme = request.head.scheme, let authority = request.head.authority, let path = request.head.path {
-                cache.invalidate(url: scheme + "://" + authority + path)
+                cache.invalidate(
+                    url: CacheRequest.removingQueryItems(named: names, from: scheme + "://" + authority + path))
             }
-            cache.invalidate(url: answer.url.absoluteString)
+            cache.invalidate(url: CacheRequest.removingQueryItems(named: names, from: answer.url.absoluteString))
         }
 
         /// An attempt that ended without an answer to validate: its failover outcome.
