@@ -101,7 +101,7 @@ func jsonBenchmarks() {
             benchmark in
             for _ in benchmark.scaledIterations {
                 var request = post
-                try JSONRequestSerializer.shared.serialize(model, into: &request)
+                try JSONRequestSerializer.json.serialize(model, into: &request)
                 blackHole(request)
             }
         }
