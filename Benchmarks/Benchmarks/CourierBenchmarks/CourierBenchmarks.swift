@@ -34,7 +34,7 @@ func jsonBenchmarks() {
         }
     }
     let context = jsonResponse(body)
-    let serializer = DecodableResponseSerializer(Catalog.self)
+    let serializer: DecodableResponseSerializer<Catalog> = .decodable(Catalog.self)
     let pipeline = ResponsePipeline.default
     Benchmark("JSON decode: Courier pipeline (.json = CourierJSONDecoder)") { benchmark in
         for _ in benchmark.scaledIterations {

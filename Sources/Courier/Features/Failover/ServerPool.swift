@@ -5,7 +5,7 @@ import Synchronization
 public struct ServerEnvironment: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
-    public init(_ name: String) { self.rawValue = name }
+    init(_ name: String) { self.rawValue = name }
     public var description: String { rawValue }
 
     public static let development = ServerEnvironment("development")
