@@ -30,8 +30,8 @@ struct DemoTour {
         let shared = ServiceConfiguration(authentication: .bearer(coordinator))
         let users = UserService(core: ServiceCore(client: client, configuration: shared))
         let feed = FeedService(core: ServiceCore(client: client, configuration: shared))
-        let media = MediaService(
-            core: ServiceCore(client: client, configuration: shared), cdn: try BaseURL(fixture.cdnURL))
+        guard let cdn = URL(string: fixture.cdnURL) else { throw CourierError(.configuration, "the CDN URL") }
+        let media = MediaService(core: ServiceCore(client: client, configuration: shared), cdn: cdn)
         let wallet = WalletService(
             core: ServiceCore(
                 client: client, configuration: WalletService.configuration(authentication: .bearer(coordinator))))

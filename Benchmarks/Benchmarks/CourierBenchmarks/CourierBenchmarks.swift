@@ -34,7 +34,7 @@ func jsonBenchmarks() {
         }
     }
     let context = jsonResponse(body)
-    let serializer = DecodableResponseSerializer(Catalog.self)
+    let serializer: DecodableResponseSerializer<Catalog> = .decodable(Catalog.self)
     let pipeline = ResponsePipeline.default
     Benchmark("JSON decode: Courier pipeline (.json = CourierJSONDecoder)") { benchmark in
         for _ in benchmark.scaledIterations {
@@ -101,7 +101,7 @@ func jsonBenchmarks() {
             benchmark in
             for _ in benchmark.scaledIterations {
                 var request = post
-                try JSONRequestSerializer.shared.serialize(model, into: &request)
+                try JSONRequestSerializer.json.serialize(model, into: &request)
                 blackHole(request)
             }
         }

@@ -16,7 +16,7 @@ public struct BaseURL: Sendable, Hashable, CustomStringConvertible {
     public let pathPrefix: String
     /// The same base URL as a Foundation `URL` (normalised: lowercased host, no trailing
     /// slash), for APIs that take one, such as `HTTPClient.Configuration.baseURL`.
-    public let url: URL
+    let url: URL
 
     /// Parses and validates a base URL.
     /// - Parameter string: the URL, such as `https://api.example.com/v1/`.
@@ -100,7 +100,7 @@ public struct BaseURL: Sendable, Hashable, CustomStringConvertible {
 
     /// Validates a Foundation `URL` as a base URL.
     /// - Throws: `CourierError.configuration` when it is not a usable base URL.
-    public init(_ url: URL) throws {
+    init(_ url: URL) throws {
         try self.init(url.absoluteString)
     }
 

@@ -153,7 +153,7 @@ extension HTTPClient {
         /// Redirects are not followed: the 3xx response is returned.
         public static let disabled = RedirectConfiguration(maxRedirects: 0)
         /// Up to `count` redirects.
-        public static func follow(max count: Int) -> RedirectConfiguration {
+        static func follow(max count: Int) -> RedirectConfiguration {
             RedirectConfiguration(maxRedirects: count)
         }
     }

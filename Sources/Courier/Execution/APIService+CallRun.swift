@@ -82,11 +82,12 @@ extension ServiceCore {
             clock = configuration.clock
             started = clock.now
             monitor = CompositeEventMonitor(configuration.monitors)
-            pool = options.server == nil ? configuration.servers : nil
+            let callServer = try options.validatedServer()
+            pool = callServer == nil ? configuration.servers : nil
             environment = pool?.environment
-            server = try options.server ?? pool?.current ?? clientSettings.server.get()
+            server = try callServer ?? pool?.currentServer ?? clientSettings.server.get()
             sendsCredential =
-                options.server.map {
+                callServer.map {
                     options.sendsCredentialToServer || service.isOwn($0, clientOrigin: clientSettings.origin)
                 } ?? true
             base = try service.prepare(
@@ -355,8 +356,8 @@ extension ServiceCore {
         /// A failover during the attempt moves the retry to the new server.
         @inline(never)
         func failOver() throws {
-            guard let pool, pool.current != server, pool.environment == environment else { return }
-            server = pool.current
+            guard let pool, pool.currentServer != server, pool.environment == environment else { return }
+            server = pool.currentServer
             base = try service.prepare(
                 method: method, path: path, parameters: parameters, body: body, options: options, on: server,
                 acceptHeader: acceptHeader, sendsCredential: sendsCredential, headers: serviceHeaders)

@@ -44,7 +44,7 @@ public struct DecodableResponseSerializer<Model: Decodable & Sendable>: Response
     /// - Parameters:
     ///   - type: the model type.
     ///   - decoding: the body format; keep and reuse one value, it holds its decoder.
-    public init(_ type: Model.Type = Model.self, decoding: some ModelDecoding = .json) {
+    init(_ type: Model.Type = Model.self, decoding: some ModelDecoding = .json) {
         self.decoding = decoding
     }
 

@@ -90,7 +90,7 @@ public struct RawBodyRequestSerializer: RequestSerializer {
     var contentType: String
 
     /// - Parameter contentType: the media type to declare.
-    public init(contentType: String = "application/octet-stream") { self.contentType = contentType }
+    init(contentType: String = "application/octet-stream") { self.contentType = contentType }
 
     /// Puts the bytes of `parameters` into the body.
     /// - Throws: `CourierError.encoding` when `parameters` is not `Data`, `[UInt8]` or `String`.

@@ -89,7 +89,7 @@ extension ResponseSerializer {
 
 /// The bytes of the body, unchanged. Accepts any content type.
 public struct DataResponseSerializer: ResponseSerializer {
-    public init() {}
+    init() {}
     public var acceptableContentTypes: [String] { [] }
     /// Returns the body; empty for bodiless responses.
     public func serialize(_ context: ResponseContext) throws -> Data {
@@ -105,8 +105,6 @@ extension ResponseSerializer where Self == DataResponseSerializer {
 /// A type to decode when a call expects no body (`204 No Content`, HEAD, or a body it ignores).
 public struct Empty: Codable, Sendable, Hashable {
     public init() {}
-    /// The one value.
-    public static let value = Empty()
 }
 
 /// A type that has a value standing for "no body": ``Empty`` and every `Optional`.

@@ -54,8 +54,10 @@ public struct CallOptions: Sendable {
     /// Send this call to another server than the service's (no failover for it). Unless it is
     /// one of the API's own origins (the client's base URL or `credentialOrigins`, the
     /// service's servers), it gets no credential, unless `sendsCredentialToServer` is set.
-    /// Service calls only (`send` takes the URL in its request).
-    public var server: BaseURL?
+    /// Service calls only (`send` takes the URL in its request). A URL that is not a usable base
+    /// URL (`http` or `https`, a host, an optional path prefix) fails the call with
+    /// `CourierError.configuration`.
+    public var server: URL?
     /// Send the credential to `server` even when it is not one of the API's own origins.
     public var sendsCredentialToServer = false
     /// Status codes, content types and error model this call accepts. Service calls only.
@@ -101,7 +103,7 @@ public struct CallOptions: Sendable {
         downloadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
         cachePolicy: CachePolicy = .useProtocolCachePolicy, cacheLifetime: Duration? = nil, staleIfError: Bool? = nil,
         cookieJar: CookieJar? = nil, retryPolicy: RetryPolicy? = nil, interval: RequestInterval? = nil,
-        server: BaseURL? = nil, validator: ResponseValidator? = nil, preprocessors: [any ResponsePreprocessor] = [],
+        server: URL? = nil, validator: ResponseValidator? = nil, preprocessors: [any ResponsePreprocessor] = [],
         adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = [], deduplicates: Bool = true,
         includesGeneralParameters: Bool = true, skipIf: (@Sendable () -> Bool)? = nil,
         acceptsResult: (@Sendable (ResponseContext) -> Bool)? = nil, userInfo: UserInfo = UserInfo()
@@ -187,4 +189,12 @@ public struct Response<Model: Sendable>: Sendable {
     public var attempts: Int { metrics.attempts }
     /// The HTTP status.
     public var status: HTTPResponse.Status { response.status }
+}
+
+extension CallOptions {
+    /// `server`, validated.
+    /// - Throws: `CourierError.configuration` when it is not a usable base URL.
+    func validatedServer() throws -> BaseURL? {
+        try server.map(BaseURL.init)
+    }
 }

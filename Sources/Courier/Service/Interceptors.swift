@@ -80,7 +80,7 @@ public protocol RequestRetrier: Sendable {
 public struct ClosureRequestAdapter: RequestAdapter {
     private let body: @Sendable (PreparedRequest, InterceptorContext) async throws -> PreparedRequest
 
-    public init(_ body: @escaping @Sendable (PreparedRequest, InterceptorContext) async throws -> PreparedRequest) {
+    init(_ body: @escaping @Sendable (PreparedRequest, InterceptorContext) async throws -> PreparedRequest) {
         self.body = body
     }
 
@@ -93,8 +93,7 @@ public struct ClosureRequestAdapter: RequestAdapter {
 public struct ClosureRequestRetrier: RequestRetrier {
     private let body: @Sendable (PreparedRequest, AttemptFailure, InterceptorContext) async -> RetryVerdict
 
-    public init(_ body: @escaping @Sendable (PreparedRequest, AttemptFailure, InterceptorContext) async -> RetryVerdict)
-    {
+    init(_ body: @escaping @Sendable (PreparedRequest, AttemptFailure, InterceptorContext) async -> RetryVerdict) {
         self.body = body
     }
 

@@ -20,7 +20,7 @@ public struct UserInfo: Sendable {
     }
 
     /// The value for `key` cast to `T`.
-    public func value<T>(_ key: UserInfoKey, as type: T.Type = T.self) -> T? { values[key] as? T }
+    func value<T>(_ key: UserInfoKey, as type: T.Type = T.self) -> T? { values[key] as? T }
 
     /// Whether the call asks for the activity indicator.
     public var showsActivity: Bool { value(.showsActivity, as: Bool.self) ?? false }

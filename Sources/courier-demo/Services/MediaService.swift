@@ -13,7 +13,7 @@ struct MediaService: APIService {
     }
 
     /// The CDN's base URL; the client's cache keeps its answers for a year.
-    let cdn: BaseURL
+    let cdn: URL
 
     /// Downloads a file from the CDN; `isFromCache` tells whether the network was used.
     func download(_ path: String) async throws(Failure) -> Response<Data> {

@@ -117,7 +117,7 @@ import Testing
         #expect(base.url == URL(string: "https://api.example.com/v1"))
         #expect(try BaseURL(base.url) == base)
         let pool = try ServerPool(servers: [BaseURL(try #require(URL(string: "http://127.0.0.1:8080/api")))])
-        #expect(pool.current.url.absoluteString == "http://127.0.0.1:8080/api")
+        #expect(pool.current.absoluteString == "http://127.0.0.1:8080/api")
         #expect(throws: CourierError.self) { try BaseURL(try #require(URL(string: "ftp://example.com"))) }
         #expect(throws: CourierError.self) { try BaseURL(try #require(URL(string: "https://example.com/?key=1"))) }
     }

@@ -316,8 +316,10 @@ enum DocSamples {
 
         let pool = try ServerPool(
             environments: [
-                .production: [try BaseURL("https://api.example.com/v1"), try BaseURL("https://api-b.example.com/v1")],
-                .staging: [try BaseURL("https://staging.example.com/v1")],
+                .production: [
+                    URL(string: "https://api.example.com/v1")!, URL(string: "https://api-b.example.com/v1")!,
+                ],
+                .staging: [URL(string: "https://staging.example.com/v1")!],
             ],
             current: .production,
             policy: FailoverPolicy(errorRateThreshold: 0.10, minimumRequests: 20, window: .seconds(60)))

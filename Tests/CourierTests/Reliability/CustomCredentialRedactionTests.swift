@@ -65,7 +65,7 @@ import Testing
         let refusing = try BaseURL("http://127.0.0.1:\(closed.port)")
         do {
             let _: ServiceUser = try await service.get(
-                "x", options: .default.with(\.server, refusing).with(\.sendsCredentialToServer, true))
+                "x", options: .default.with(\.server, refusing.url).with(\.sendsCredentialToServer, true))
         } catch {
             errors.append(error)
         }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// When a server pool leaves its current server for the next one.
 public struct FailoverPolicy: Sendable, Hashable {
     /// Switch when the share of failed requests in the window is above this (0.1 = 10%).
@@ -52,9 +54,9 @@ public enum ServerChangeReason: Sendable, Hashable {
 /// An event: the pool now sends to another server.
 public struct ServerChange: Sendable, Hashable {
     /// The server requests went to before.
-    public var previous: BaseURL
+    public var previous: URL
     /// The server requests go to from now on.
-    public var current: BaseURL
+    public var current: URL
     /// The index of `current` in the pool's server list.
     public var index: Int
     public var reason: ServerChangeReason
@@ -128,14 +130,14 @@ struct FailoverState: Sendable {
         index = 0
         resetWindow()
         guard previous != current else { return nil }
-        return ServerChange(previous: previous, current: current, index: 0, reason: reason)
+        return ServerChange(previous: previous.url, current: current.url, index: 0, reason: reason)
     }
 
     private mutating func moveTo(_ newIndex: Int, reason: ServerChangeReason) -> ServerChange {
         let previous = current
         index = newIndex
         resetWindow()
-        return ServerChange(previous: previous, current: current, index: newIndex, reason: reason)
+        return ServerChange(previous: previous.url, current: current.url, index: newIndex, reason: reason)
     }
 
     private mutating func resetWindow() {

@@ -1,10 +1,11 @@
+import Foundation
 import Synchronization
 
 /// The name of a deployment an app can talk to: development, staging, production, …
 public struct ServerEnvironment: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
-    public init(_ name: String) { self.rawValue = name }
+    init(_ name: String) { self.rawValue = name }
     public var description: String { rawValue }
 
     public static let development = ServerEnvironment("development")
@@ -32,11 +33,16 @@ public final class ServerPool: Sendable {
 
     /// A pool of servers for one environment.
     /// - Parameters:
-    ///   - servers: the base URLs, in order of preference.
+    ///   - servers: the base URLs (`http` or `https`, a host, an optional path prefix), in order
+    ///     of preference.
     ///   - policy: when to switch.
-    ///   - clock: the time source for the sliding window.
-    /// - Throws: `CourierError.configuration` when `servers` is empty.
-    public convenience init(servers: [BaseURL], policy: FailoverPolicy = .default) throws {
+    /// - Throws: `CourierError.configuration` when `servers` is empty or one is not a usable base URL.
+    public convenience init(servers: [URL], policy: FailoverPolicy = .default) throws {
+        try self.init(servers: servers.map(BaseURL.init), policy: policy, clock: .system)
+    }
+
+    /// A pool of validated servers (tests and the library).
+    convenience init(servers: [BaseURL], policy: FailoverPolicy = .default) throws {
         try self.init(servers: servers, policy: policy, clock: .system)
     }
 
@@ -52,9 +58,19 @@ public final class ServerPool: Sendable {
     ///   - environments: the servers of each environment.
     ///   - environment: the one to start with.
     ///   - policy: when to switch servers within an environment.
-    ///   - clock: the time source for the sliding window.
-    /// - Throws: `CourierError.configuration` when `environment` is unknown or has no servers.
+    /// - Throws: `CourierError.configuration` when `environment` is unknown or has no servers, or a
+    ///   server is not a usable base URL.
     public convenience init(
+        environments: [ServerEnvironment: [URL]], current environment: ServerEnvironment,
+        policy: FailoverPolicy = .default
+    ) throws {
+        try self.init(
+            environments: environments.mapValues { try $0.map(BaseURL.init) }, current: environment, policy: policy,
+            clock: .system)
+    }
+
+    /// A pool of validated servers with named environments (tests and the library).
+    convenience init(
         environments: [ServerEnvironment: [BaseURL]], current environment: ServerEnvironment,
         policy: FailoverPolicy = .default
     ) throws {
@@ -76,11 +92,13 @@ public final class ServerPool: Sendable {
     }
 
     /// The server requests go to now.
-    public var current: BaseURL { state.withLock { $0.failover.current } }
+    public var current: URL { currentServer.url }
+    /// The server requests go to now, validated.
+    var currentServer: BaseURL { state.withLock { $0.failover.current } }
     /// The index of `current` in `servers`.
     var currentIndex: Int { state.withLock { $0.failover.index } }
     /// The servers of the current environment.
-    public var servers: [BaseURL] { state.withLock { $0.failover.servers } }
+    public var servers: [URL] { state.withLock { $0.failover.servers.map(\.url) } }
     /// The origins of every server of every environment: the API's own, they get the credential.
     var origins: Set<Origin> {
         state.withLock { state in
@@ -128,8 +146,13 @@ public final class ServerPool: Sendable {
 
     /// Adds or replaces the servers of an environment. When it is the current one, the pool
     /// starts over at its first server.
-    /// - Throws: `CourierError.configuration` when `servers` is empty.
-    public func setServers(_ servers: [BaseURL], for environment: ServerEnvironment) throws {
+    /// - Throws: `CourierError.configuration` when `servers` is empty or one is not a usable base URL.
+    public func setServers(_ servers: [URL], for environment: ServerEnvironment) throws {
+        try setServers(servers.map(BaseURL.init), for: environment)
+    }
+
+    /// Adds or replaces the validated servers of an environment.
+    func setServers(_ servers: [BaseURL], for environment: ServerEnvironment) throws {
         guard !servers.isEmpty else { throw CourierError(.configuration, "an environment needs at least one server") }
         apply { state in
             state.environments[environment] = servers

@@ -48,7 +48,7 @@ public struct JSONModelDecoding: ModelDecoding {
     @usableFromInline static let defaultContentTypes = ["application/json", "text/json"]
 
     /// The shared default: Courier's default JSON decoder.
-    public static let shared = JSONModelDecoding(decoder: DefaultJSONCoders.decoder)
+    static let shared = JSONModelDecoding(decoder: DefaultJSONCoders.decoder)
     /// Foundation's `JSONDecoder` with default strategies, shared.
     static let foundationShared = JSONModelDecoding(decoder: JSONDecoder())
 

@@ -70,7 +70,7 @@ public struct JSONRequestSerializer: RequestSerializer {
     }
 
     /// Default strategies, query for GET/HEAD/DELETE, one shared encoder.
-    public static let shared = JSONRequestSerializer()
+    static let shared = JSONRequestSerializer()
 }
 
 extension RequestSerializer where Self == JSONRequestSerializer {

@@ -11,7 +11,7 @@ public struct NegotiatingResponseSerializer<Output: Sendable>: ResponseSerialize
 
     /// - Parameter serializers: the candidates, most preferred first. An empty list fails
     ///   every call with `CourierError.configuration`.
-    public init(_ serializers: [any ResponseSerializer<Output>]) {
+    init(_ serializers: [any ResponseSerializer<Output>]) {
         self.serializers = serializers
     }
 

@@ -16,7 +16,7 @@ public struct ClosurePreprocessor: ResponsePreprocessor {
     private let body: @Sendable (ResponseContext) throws -> ResponseContext
 
     /// - Parameter body: rewrites the response.
-    public init(_ body: @escaping @Sendable (ResponseContext) throws -> ResponseContext) { self.body = body }
+    init(_ body: @escaping @Sendable (ResponseContext) throws -> ResponseContext) { self.body = body }
 
     public func preprocess(_ context: ResponseContext) throws -> ResponseContext { try body(context) }
 }

@@ -128,7 +128,7 @@ import Testing
         #expect(Self.generations(try #require(server.recordedRequests(path: "/me").last)) == [1, 1, 1])
         // Another origin named by a call gets no part.
         let elsewhere = try BaseURL(other.baseURL.absoluteString)
-        let _: ServiceUser = try await service.get("me", options: .default.with(\.server, elsewhere))
+        let _: ServiceUser = try await service.get("me", options: .default.with(\.server, elsewhere.url))
         let foreign = try #require(other.recordedRequests(path: "/me").last)
         #expect(Self.generations(foreign) == [nil, nil, nil])
         // A redirect to another origin drops the header parts.

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import Courier
@@ -15,15 +16,15 @@ import Testing
         // 18 successes and 2 failures: exactly 10%, not above it.
         for _ in 0..<18 { pool.record(.success, for: a) }
         for _ in 0..<2 { pool.record(.failure, for: a) }
-        #expect(pool.current == a)
+        #expect(pool.current == a.url)
         // One more failure: 3 of 21 > 10%.
         let change = pool.record(.failure, for: a)
-        #expect(change?.current == b)
-        #expect(pool.current == b)
+        #expect(change?.current == b.url)
+        #expect(pool.current == b.url)
         #expect(pool.currentIndex == 1)
         let recorded = changes.withLock { $0 }
         #expect(recorded.count == 1)
-        #expect(recorded.first?.previous == a)
+        #expect(recorded.first?.previous == a.url)
         if case .errorRate(let rate)? = recorded.first?.reason {
             #expect(abs(rate - 3.0 / 21.0) < 1e-9)
         } else {
@@ -35,9 +36,9 @@ import Testing
     @Test func needsTheMinimumNumberOfRequests() throws {
         let pool = try ServerPool(servers: [a, b], clock: ManualServiceClock())
         for _ in 0..<19 { pool.record(.failure, for: a) }
-        #expect(pool.current == a)
+        #expect(pool.current == a.url)
         pool.record(.failure, for: a)
-        #expect(pool.current == b)
+        #expect(pool.current == b.url)
     }
 
     @Test func oldOutcomesLeaveTheWindow() throws {
@@ -49,16 +50,16 @@ import Testing
         #expect(pool.errorRate.count == 20)
         #expect(pool.errorRate.rate == 0)
         pool.record(.failure, for: a)
-        #expect(pool.current == a)
+        #expect(pool.current == a.url)
     }
 
     @Test func connectionFailureSwitchesAtOnceAndWraps() throws {
         let pool = try ServerPool(servers: [a, b, c], clock: ManualServiceClock())
         #expect(pool.record(.connectionFailure, for: a)?.reason == .connectionFailure)
-        #expect(pool.current == b)
+        #expect(pool.current == b.url)
         pool.record(.connectionFailure, for: b)
         pool.record(.connectionFailure, for: c)
-        #expect(pool.current == a)
+        #expect(pool.current == a.url)
     }
 
     @Test func consecutiveConnectionFailuresThreshold() throws {
@@ -69,16 +70,16 @@ import Testing
         pool.record(.success, for: a)
         pool.record(.connectionFailure, for: a)
         pool.record(.connectionFailure, for: a)
-        #expect(pool.current == a)
+        #expect(pool.current == a.url)
         pool.record(.connectionFailure, for: a)
-        #expect(pool.current == b)
+        #expect(pool.current == b.url)
     }
 
     @Test func outcomesOfAFormerServerAreIgnored() throws {
         let pool = try ServerPool(servers: [a, b], clock: ManualServiceClock())
         try pool.select(index: 1)
         #expect(pool.record(.connectionFailure, for: a) == nil)
-        #expect(pool.current == b)
+        #expect(pool.current == b.url)
     }
 
     @Test func explicitSelectionAndEvents() async throws {
@@ -92,17 +93,34 @@ import Testing
         var iterator = stream.makeAsyncIterator()
         let first = await iterator.next()
         let second = await iterator.next()
-        #expect(first?.current == c)
+        #expect(first?.current == c.url)
         #expect(first?.reason == .selected)
-        #expect(second?.current == a)
+        #expect(second?.current == a.url)
         #expect(second?.index == 0)
     }
 
     @Test func singleServerNeverSwitches() throws {
         let pool = try ServerPool(servers: [a], clock: ManualServiceClock())
         for _ in 0..<50 { pool.record(.connectionFailure, for: a) }
-        #expect(pool.current == a)
-        #expect(throws: CourierError.self) { try ServerPool(servers: []) }
+        #expect(pool.current == a.url)
+        #expect(throws: CourierError.self) { try ServerPool(servers: [URL]()) }
+    }
+
+    @Test func foundationURLsAreValidatedAsBaseURLs() throws {
+        let pool = try ServerPool(servers: [try #require(URL(string: "https://API.example.com/v1/"))])
+        #expect(pool.current == URL(string: "https://api.example.com/v1"))
+        for bad in ["ftp://example.com", "https://example.com/?key=1", "https://user:pw@example.com"] {
+            let url = try #require(URL(string: bad))
+            let error = try #require(throws: CourierError.self) { try ServerPool(servers: [url]) }
+            #expect(error.code == .configuration)
+            let environments = try #require(throws: CourierError.self) {
+                try ServerPool(environments: [.production: [url]], current: .production)
+            }
+            #expect(environments.code == .configuration)
+            let replaced = try #require(throws: CourierError.self) { try pool.setServers([url], for: .staging) }
+            #expect(replaced.code == .configuration)
+        }
+        #expect(pool.servers == [try #require(URL(string: "https://api.example.com/v1"))])
     }
 
     @Test func environmentsSwitchAtRuntime() throws {
@@ -113,16 +131,16 @@ import Testing
         #expect(pool.environment == .production)
         try pool.select(index: 1)
         try pool.switchEnvironment(to: .staging)
-        #expect(pool.current == staging)
-        #expect(pool.servers == [staging])
+        #expect(pool.current == staging.url)
+        #expect(pool.servers == [staging.url])
         #expect(pool.environment == .staging)
         #expect(throws: CourierError.self) { try pool.switchEnvironment(to: .development) }
         try pool.setServers([c], for: .development)
         try pool.switchEnvironment(to: .development)
-        #expect(pool.current == c)
+        #expect(pool.current == c.url)
         pool.removeObserver(token)
         try pool.switchEnvironment(to: .production)
-        #expect(pool.current == a)
+        #expect(pool.current == a.url)
         #expect(seen.withLock { $0 } == [.selected, .environment(.staging), .environment(.development)])
         #expect(throws: CourierError.self) {
             try ServerPool(environments: [.production: [a]], current: .staging)

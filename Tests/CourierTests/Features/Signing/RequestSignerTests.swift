@@ -145,7 +145,7 @@ import Testing
         other.route("/items") { _ in .json(["id": 1, "name": "x"]) }
         let service = try ServiceFixture.service(server) { $0.signer = RequestSigner(key: Self.app) }
         let _: ServiceUser = try await service.get(
-            "items", options: .default.with(\.server, try BaseURL(other.baseURL.absoluteString)))
+            "items", options: .default.with(\.server, try BaseURL(other.baseURL.absoluteString).url))
         let sent = try #require(other.recordedRequests(path: "/items").first)
         #expect(sent.header("X-Signature") == nil && sent.header("X-Key-Id") == nil)
     }

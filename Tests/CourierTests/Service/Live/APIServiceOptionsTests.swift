@@ -21,13 +21,26 @@ import Testing
         }
         let service = try ServiceFixture.service(server) { $0.headers = [.init("X-Env")!: "global"] }
         let options = CallOptions(
-            requestSerializer: .form, headers: [.init("X-Env")!: "call"], server: ServiceFixture.base(other))
+            requestSerializer: .form, headers: [.init("X-Env")!: "call"], server: ServiceFixture.base(other).url)
         let echo: Echo = try await service.post("echo", body: ["name": "a b", "tag": "x"], options: options)
         #expect(echo.body == "name=a%20b&tag=x" || echo.body == "name=a+b&tag=x")
         #expect(echo.headers["content-type"]?.hasPrefix("application/x-www-form-urlencoded") == true)
         #expect(echo.headers["x-env"] == "call")
         #expect(server.requestCount == 0)
         #expect(other.requestCount == 1)
+    }
+
+    @Test func anUnusablePerCallServerIsAConfigurationError() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let service = try ServiceFixture.service(server)
+        let unusable = try #require(URL(string: "ftp://files.example.com/v1"))
+        let options = CallOptions(server: unusable)
+        let error = await #expect(throws: CourierError.self) {
+            let _: Echo = try await service.get("echo", options: options)
+        }
+        #expect(error?.code == .configuration)
+        #expect(server.requestCount == 0)
     }
 
     @Test func environmentsSwitchAtRuntime() async throws {

@@ -125,7 +125,7 @@ import Testing
             #expect(result == nil)
         }
         #expect(primary.requestCount == 20)
-        #expect(pool.current == ServiceFixture.base(secondary))
+        #expect(pool.current == ServiceFixture.base(secondary).url)
         let user: ServiceUser = try await service.get("users/1")
         #expect(user.name == "from secondary")
         #expect(secondary.requestCount == 1)

@@ -25,7 +25,7 @@ import Testing
         }
         let service = try ServiceFixture.service(api)
         try service.client.logIn(credential: "api-token")
-        let foreign = CallOptions.default.with(\.server, ServiceFixture.base(other))
+        let foreign = CallOptions.default.with(\.server, ServiceFixture.base(other).url)
         let echo: EchoModel = try await service.get("echo", options: foreign)
         #expect(echo.headers["authorization"] == nil)
         #expect(other.recordedRequests.first?.header("Authorization") == nil)
@@ -55,7 +55,7 @@ import Testing
                 servers: try ServerPool(servers: [ServiceFixture.base(api)]),
                 headers: [Self.apiKey: "service-key", HTTPField.Name("X-Client")!: "tests"]))
         let foreign: EchoModel = try await service.get(
-            "echo", options: .default.with(\.server, ServiceFixture.base(other)))
+            "echo", options: .default.with(\.server, ServiceFixture.base(other).url))
         #expect(foreign.headers["authorization"] == nil)
         #expect(foreign.headers["x-api-key"] == nil)
         #expect(foreign.headers["x-client"] == "tests")
@@ -65,7 +65,7 @@ import Testing
         // A call's own header is the caller's choice for that call.
         let explicit: EchoModel = try await service.get(
             "echo",
-            options: .default.with(\.server, ServiceFixture.base(other)).with(\.headers, [Self.apiKey: "mine"]))
+            options: .default.with(\.server, ServiceFixture.base(other).url).with(\.headers, [Self.apiKey: "mine"]))
         #expect(explicit.headers["x-api-key"] == "mine")
     }
 
@@ -78,7 +78,7 @@ import Testing
         }
         let service = try ServiceFixture.service(api)
         try service.client.logIn(credential: "api-token")
-        let optIn = CallOptions.default.with(\.server, ServiceFixture.base(other)).with(
+        let optIn = CallOptions.default.with(\.server, ServiceFixture.base(other).url).with(
             \.sendsCredentialToServer, true)
         let echo: EchoModel = try await service.get("echo", options: optIn)
         #expect(echo.headers["authorization"] == "Bearer api-token")
@@ -109,7 +109,7 @@ import Testing
             try BaseURL(api.baseURL.absoluteString + "/anything"), ServiceFixture.base(failover),
             ServiceFixture.base(listed),
         ] {
-            let echo: EchoModel = try await service.get("echo", options: .default.with(\.server, server))
+            let echo: EchoModel = try await service.get("echo", options: .default.with(\.server, server.url))
             #expect(echo.headers["authorization"] == "Bearer api-token", "\(server)")
         }
     }
@@ -124,7 +124,7 @@ import Testing
         other.route("/private") { _ in .status(401) }
         let coordinator = AuthRefreshCoordinator<String>(credential: "interceptor-token") { _ in "refreshed" }
         let service = try ServiceFixture.service(api) { $0.authentication = .bearer(coordinator) }
-        let foreign = CallOptions.default.with(\.server, ServiceFixture.base(other))
+        let foreign = CallOptions.default.with(\.server, ServiceFixture.base(other).url)
         let echo: EchoModel = try await service.get("echo", options: foreign)
         #expect(echo.headers["authorization"] == nil)
         do {
