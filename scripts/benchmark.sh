@@ -11,6 +11,7 @@
 # (Benchmarks' `courier-http-bench CLIENT`), so its CPU time and peak RSS are its own. The runs
 # are interleaved (A B C D A B C D …) and each figure is the median of RUNS runs.
 set -euo pipefail
+. "$(dirname "$0")/bench-nginx.sh"
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 runs="${RUNS:-3}"
@@ -34,7 +35,6 @@ if [ ${#tools[@]} -gt 0 ]; then
     "${sudo_cmd[@]}" apt-get update -qq
     "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${tools[@]}"
 fi
-nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
 
 # --- build -----------------------------------------------------------------------------------
 echo "== building (release)"
@@ -60,45 +60,7 @@ trap cleanup EXIT
 
 mkdir -p "$work/www"
 "$bench" write-body "$work/www/catalog.json"
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-user_line=""
-[ "$(id -u)" -eq 0 ] && user_line="user root;"
-cat >"$work/nginx.conf" <<CONF
-$user_line
-daemon off;
-master_process on;
-worker_processes 1;
-worker_rlimit_nofile 16384;
-pid $work/nginx.pid;
-error_log $work/error.log warn;
-events { worker_connections 8192; }
-http {
-    access_log off;
-    client_body_temp_path $work/client_body;
-    proxy_temp_path $work/proxy;
-    fastcgi_temp_path $work/fastcgi;
-    uwsgi_temp_path $work/uwsgi;
-    scgi_temp_path $work/scgi;
-    keepalive_requests 1000000;
-    keepalive_timeout 300s;
-    types { application/json json; }
-    default_type application/octet-stream;
-    server {
-        listen 127.0.0.1:$port backlog=4096;
-        root $work/www;
-        location / { }
-        location = /status { stub_status; }
-    }
-}
-CONF
-"$nginx_bin" -c "$work/nginx.conf" -p "$work" -e "$work/error.log" &
-nginx_pid=$!
-url="http://127.0.0.1:$port/catalog.json"
-for _ in $(seq 1 100); do
-    curl -fsS -o /dev/null "$url" 2>/dev/null && break
-    sleep 0.1  # waiting for nginx to bind (startup, not synchronisation between measurements)
-done
-curl -fsS -o /dev/null "$url" || { cat "$work/error.log"; exit 1; }
+start_bench_nginx "$work" 'location = /status { stub_status; }'
 echo "== nginx on $url ($(curl -fsS "$url" | wc -c) bytes)"
 
 # --- HTTP runs ---------------------------------------------------------------------------------

@@ -32,6 +32,7 @@
 # scripts/benchmark.sh. `courier-service` opts out of the de-duplication of identical GETs in
 # flight, so every call is one HTTP request, as for the other clients.
 set -euo pipefail
+. "$(dirname "$0")/bench-nginx.sh"
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 rounds="${ROUNDS:-5}"
@@ -48,7 +49,6 @@ if [ -z "${SKIP_CALLGRIND:-}" ] && ! command -v valgrind >/dev/null; then
     echo "needs valgrind (apt-get install valgrind), or SKIP_CALLGRIND=1"
     exit 1
 fi
-nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
 
 # courier-service-bench runs the same Courier clients as courier-http-bench (which also builds
 # AsyncHTTPClient and swift-protobuf); BENCH_PRODUCT=courier-http-bench measures with that one.
@@ -76,44 +76,7 @@ trap cleanup EXIT
 
 mkdir -p "$work/www"
 "$bench" write-body "$work/www/catalog.json" >/dev/null
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-user_line=""
-[ "$(id -u)" -eq 0 ] && user_line="user root;"
-cat >"$work/nginx.conf" <<CONF
-$user_line
-daemon off;
-master_process on;
-worker_processes 1;
-worker_rlimit_nofile 16384;
-pid $work/nginx.pid;
-error_log $work/error.log warn;
-events { worker_connections 8192; }
-http {
-    access_log off;
-    client_body_temp_path $work/client_body;
-    proxy_temp_path $work/proxy;
-    fastcgi_temp_path $work/fastcgi;
-    uwsgi_temp_path $work/uwsgi;
-    scgi_temp_path $work/scgi;
-    keepalive_requests 1000000;
-    keepalive_timeout 300s;
-    types { application/json json; }
-    default_type application/octet-stream;
-    server {
-        listen 127.0.0.1:$port backlog=4096;
-        root $work/www;
-        location / { }
-    }
-}
-CONF
-"$nginx_bin" -c "$work/nginx.conf" -p "$work" -e "$work/error.log" &
-nginx_pid=$!
-url="http://127.0.0.1:$port/catalog.json"
-for _ in $(seq 1 100); do
-    curl -fsS -o /dev/null "$url" 2>/dev/null && break
-    sleep 0.1 # waiting for nginx to bind (start-up, not synchronisation between measurements)
-done
-curl -fsS -o /dev/null "$url" || { cat "$work/error.log"; exit 1; }
+start_bench_nginx "$work"
 
 # valgrind 3.19 cannot read the DWARF 5 debug info Swift 6 emits: callgrind runs a copy without
 # it (the symbol table, and so the function names, stay).

@@ -1,0 +1,50 @@
+# Sourced by scripts/benchmark.sh and scripts/service-overhead.sh: the benchmarks' nginx.
+#
+#   start_bench_nginx WORK [EXTRA_SERVER_LINES]
+#
+# Serves WORK/www on a free loopback port with the benchmarks' configuration (one worker, kept
+# connections, no access log), waits until it answers WORK/www/catalog.json, and sets
+# `nginx_pid`, `port` and `url`. The caller stops nginx (`kill "$nginx_pid"`) in its cleanup.
+start_bench_nginx() {
+    local work="$1" extra="${2:-}"
+    local nginx_bin user_line=""
+    nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
+    port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    [ "$(id -u)" -eq 0 ] && user_line="user root;"
+    cat >"$work/nginx.conf" <<CONF
+$user_line
+daemon off;
+master_process on;
+worker_processes 1;
+worker_rlimit_nofile 16384;
+pid $work/nginx.pid;
+error_log $work/error.log warn;
+events { worker_connections 8192; }
+http {
+    access_log off;
+    client_body_temp_path $work/client_body;
+    proxy_temp_path $work/proxy;
+    fastcgi_temp_path $work/fastcgi;
+    uwsgi_temp_path $work/uwsgi;
+    scgi_temp_path $work/scgi;
+    keepalive_requests 1000000;
+    keepalive_timeout 300s;
+    types { application/json json; }
+    default_type application/octet-stream;
+    server {
+        listen 127.0.0.1:$port backlog=4096;
+        root $work/www;
+        location / { }
+        $extra
+    }
+}
+CONF
+    "$nginx_bin" -c "$work/nginx.conf" -p "$work" -e "$work/error.log" &
+    nginx_pid=$!
+    url="http://127.0.0.1:$port/catalog.json"
+    for _ in $(seq 1 100); do
+        curl -fsS -o /dev/null "$url" 2>/dev/null && break
+        sleep 0.1  # waiting for nginx to bind (startup, not synchronisation between measurements)
+    done
+    curl -fsS -o /dev/null "$url" || { cat "$work/error.log"; exit 1; }
+}
