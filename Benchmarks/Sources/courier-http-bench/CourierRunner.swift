@@ -12,7 +12,7 @@ enum CourierRunner {
         let request = HTTPRequest(method: .get, scheme: url.scheme ?? "http", authority: authority, path: url.path)
         let expected = bodyBytes
         if decode {
-            let serializer = DecodableResponseSerializer(Catalog.self)
+            let serializer: DecodableResponseSerializer<Catalog> = .decodable(Catalog.self)
             let pipeline = ResponsePipeline.default
             return Runner(
                 request: {

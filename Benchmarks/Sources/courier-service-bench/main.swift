@@ -54,7 +54,7 @@ func makeRequest(client: String, url: URL, connections: Int) throws -> @Sendable
                 }
             }
         }
-        let serializer = DecodableResponseSerializer(Catalog.self)
+        let serializer: DecodableResponseSerializer<Catalog> = .decodable(Catalog.self)
         let pipeline = ResponsePipeline.default
         return {
             let response = try await http.send(request)
