@@ -41,7 +41,7 @@ func jsonBenchmarks() {
             blackHole(try pipeline.process(context, with: serializer))
         }
     }
-    let foundationSerializer = DecodableResponseSerializer(Catalog.self, decoding: .foundationJSON)
+    let foundationSerializer: DecodableResponseSerializer<Catalog> = .decodable(Catalog.self, using: .foundationJSON)
     Benchmark("JSON decode: Courier pipeline (.foundationJSON)") { benchmark in
         for _ in benchmark.scaledIterations {
             blackHole(try pipeline.process(context, with: foundationSerializer))
@@ -59,7 +59,7 @@ func jsonBenchmarks() {
     let large = Benchmark.Configuration(warmupIterations: 3, maxDuration: .seconds(3))
     for (size, payload) in [("100 KB", IssuePage.body100KB), ("1 MB", IssuePage.body1MB)] {
         let context = jsonResponse(payload)
-        let serializer = DecodableResponseSerializer(IssuePage.self)
+        let serializer: DecodableResponseSerializer<IssuePage> = .decodable(IssuePage.self)
         Benchmark("JSON decode \(size): Foundation JSONDecoder", configuration: large) { benchmark in
             for _ in benchmark.scaledIterations {
                 blackHole(try decoder.decode(IssuePage.self, from: payload))

@@ -79,7 +79,7 @@ public func fuzzResponsePipeline(_ data: UnsafePointer<UInt8>?, _ size: Int) -> 
     case 4:
         run(
             pipeline, context,
-            .negotiating(Item.self, among: [JSONModelDecoding.shared, URLEncodedFormModelDecoding()]))
+            .negotiating(Item.self, among: [JSONModelDecoding.json, URLEncodedFormModelDecoding()]))
     case 5: run(pipeline, context, .json([Item].self))
     default: run(pipeline, context, .json(Empty.self))
     }
