@@ -10,8 +10,9 @@ import Foundation
 struct WalletService: APIService {
     let core: ServiceCore
 
-    /// The app's signing key (the fixture API knows it too).
-    static let key = RequestSigner.Key(id: "demo-app", secret: Data("demo-signing-secret".utf8))
+    /// The app's signing key (the fixture API knows it too). Computed, not a stored global:
+    /// LeakSanitizer cannot see the `Data` inside a lazily initialized global and reports it.
+    static var key: RequestSigner.Key { RequestSigner.Key(id: "demo-app", secret: Data("demo-signing-secret".utf8)) }
 
     /// The envelope's codes: 50301 "busy, try again", 40101 "token expired".
     static func configuration(authentication: any CredentialAuthentication) -> ServiceConfiguration {
