@@ -3,7 +3,7 @@ import CourierProtos
 import Foundation
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// The documented edges of the bridge: unknown enum numbers, values protobuf-c cannot hold,
 /// invalid UTF-8, oneofs, required fields and models that do not match their descriptor.

@@ -3,7 +3,7 @@ import CourierProtos
 import Foundation
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 // Direct models of the test messages: every scalar kind (the inlined fast paths), oneofs and
 // proto3 `optional` (the general path), proto2 presence, defaults and required fields.

@@ -3,7 +3,7 @@ import CourierProtos
 import Foundation
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// The `ProtobufDirectCodable` fast path gives the same values and bytes as the Codable path.
 @Suite struct DirectPathTests {

@@ -4,7 +4,7 @@ import CourierTesting
 import Foundation
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 // The models scripts/generate-protos.sh generates from Protos/ (Sources/CourierProtoModels):
 // every golden decodes to the same values as the hand-written Codable models and encodes to the

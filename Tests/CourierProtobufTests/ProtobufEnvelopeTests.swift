@@ -6,7 +6,7 @@ import HTTPTypes
 import Synchronization
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Issue 18 item 1 with a protobuf envelope: a wrapper message (code, message, bytes payload)
 /// decides retry, refresh-then-retry and failure as a JSON envelope does.

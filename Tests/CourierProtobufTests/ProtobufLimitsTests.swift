@@ -3,7 +3,7 @@ import CourierProtos
 import Foundation
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 @testable import CourierProtobuf
 
 /// Crafted bytes against the decoder's bounds: a length prefix longer than the input, a

@@ -2,7 +2,7 @@ import CourierProtoModels
 import Foundation
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 @testable import CourierProtobuf
 
 // Messages that contain themselves (Protos/courier/test/recursive.proto): the generated models

@@ -3,7 +3,7 @@ import CourierTesting
 import Foundation
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Hostile bytes: every truncation of every golden, and seeded random byte flips, decode to a
 /// value or a `CourierError` — never a crash (and, under a leak checker, never a leak: the C

@@ -3,7 +3,7 @@ import CourierProtobuf
 import Foundation
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 // Nothing silently changed (issue 19 items 4 and 5): a string with a NUL is refused, never cut;
 // -0.0 and NaN payloads keep their bits where protobuf-c sends them and are refused where it

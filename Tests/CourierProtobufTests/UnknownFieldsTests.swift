@@ -4,7 +4,7 @@ import CourierProtobuf
 import Foundation
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 // Unknown fields preserved (issue 19 item 3): bytes Google's Python runtime wrote with a newer
 // ("v2") schema (Fixtures/protobuf/v2) decode into the generated "v1" model

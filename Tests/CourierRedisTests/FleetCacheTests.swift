@@ -4,7 +4,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 @testable import CourierRedis
 
 /// The shared cache tier: several clients, each with its own memory tier and its own Redis

@@ -4,7 +4,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 @testable import CourierRedis
 
 /// Single-flight refresh across processes, and the fleet-wide request interval, on a real

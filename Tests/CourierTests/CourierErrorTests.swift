@@ -1,6 +1,6 @@
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct CourierErrorTests {
     @Test func descriptionNamesCodeAndStatus() {

@@ -1,4 +1,4 @@
-import Courier
+@_spi(Fuzzing) import Courier
 import Foundation
 import FuzzSupport
 

@@ -51,7 +51,7 @@ extension DiskCacheTier {
     ///   - hasQuery: whether the URL had a query.
     ///   - checksum: the stored checksum; nil stores the right one, so decoding goes past it.
     /// - Returns: whether the row decoded into an entry.
-    public static func decodeStoredRow(
+    @_spi(Fuzzing) public static func decodeStoredRow(
         head: Data, body: Data, url: String, variant: String, times: (Double, Double, Double), hasQuery: Bool,
         checksum: UInt64?
     ) -> Bool {

@@ -7,13 +7,13 @@ import HTTPTypes
 
 /// A server's base URL: `https://api.example.com/v1`. Only `http` and `https`, a host,
 /// an optional path prefix; no credentials, query or fragment.
-public struct BaseURL: Sendable, Hashable, CustomStringConvertible {
+@_spi(Fuzzing) public struct BaseURL: Sendable, Hashable, CustomStringConvertible {
     /// `http` or `https`, lowercased.
-    public let scheme: String
+    @_spi(Fuzzing) public let scheme: String
     /// `host[:port]`, host lowercased (IPv6 hosts in brackets).
-    public let authority: String
+    @_spi(Fuzzing) public let authority: String
     /// The path prefix without a trailing slash: `""` or `/v1`.
-    public let pathPrefix: String
+    @_spi(Fuzzing) public let pathPrefix: String
     /// The same base URL as a Foundation `URL` (normalised: lowercased host, no trailing
     /// slash), for APIs that take one, such as `HTTPClient.Configuration.baseURL`.
     let url: URL
@@ -21,7 +21,7 @@ public struct BaseURL: Sendable, Hashable, CustomStringConvertible {
     /// Parses and validates a base URL.
     /// - Parameter string: the URL, such as `https://api.example.com/v1/`.
     /// - Throws: `CourierError.configuration` when it is not a usable base URL.
-    public init(_ string: String) throws {
+    @_spi(Fuzzing) public init(_ string: String) throws {
         guard let separator = string.range(of: "://") else {
             // Not quoted: it may carry a key in its query.
             throw CourierError(.configuration, "the base URL has no scheme (such as https://)")
@@ -121,12 +121,12 @@ public struct BaseURL: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The URL as text, without a trailing slash.
-    public var description: String { "\(scheme)://\(authority)\(pathPrefix)" }
+    @_spi(Fuzzing) public var description: String { "\(scheme)://\(authority)\(pathPrefix)" }
 
     /// The request target (`/v1/users/42?x=1`) for a relative path.
     /// - Parameter path: a validated relative path.
     /// - Returns: the absolute path and query to send.
-    public func target(for path: RelativePath) -> String {
+    @_spi(Fuzzing) public func target(for path: RelativePath) -> String {
         let relative = path.encoded
         if relative.isEmpty || relative.hasPrefix("?") {
             return (pathPrefix.isEmpty ? "/" : pathPrefix) + relative
@@ -137,7 +137,7 @@ public struct BaseURL: Sendable, Hashable, CustomStringConvertible {
     /// The full URL as text for a relative path (`https://api.example.com/v1/users/42`).
     /// - Parameter path: a validated relative path.
     /// - Returns: the URL string.
-    public func urlString(for path: RelativePath) -> String {
+    @_spi(Fuzzing) public func urlString(for path: RelativePath) -> String {
         "\(scheme)://\(authority)\(target(for: path))"
     }
 
@@ -147,7 +147,7 @@ public struct BaseURL: Sendable, Hashable, CustomStringConvertible {
     ///   - path: a validated relative path.
     ///   - headerFields: headers to start with.
     /// - Returns: the request head.
-    public func request(
+    @_spi(Fuzzing) public func request(
         _ method: HTTPRequest.Method, _ path: RelativePath, headerFields: HTTPFields = [:]
     ) -> HTTPRequest {
         HTTPRequest(

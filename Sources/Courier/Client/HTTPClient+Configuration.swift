@@ -24,8 +24,9 @@ extension HTTPClient {
         public var maxConnectionsPerHost: Int
         /// At most this many connections in all.
         public var maxConnections: Int
-        /// How redirects are followed.
-        public var redirects: RedirectConfiguration
+        /// The most redirects a request follows (10 by default); 0 returns the 3xx response
+        /// itself. A negative value counts as 0.
+        public var maxRedirects: Int
         /// Certificates to trust.
         public var tls: TLSConfiguration
         /// Host names answered without DNS, e.g. a "CDN" host on loopback in tests and demos.
@@ -56,7 +57,7 @@ extension HTTPClient {
         var enablesCookieEngine: Bool
         /// The client's cookies: stored from every response (redirect hops too), sent with every
         /// request, cleared on `logOut()` unless the jar says otherwise. Never shared with
-        /// another client through the transport. A call's `CallOptions.cookieJar` wins.
+        /// another client through the transport. A service's `ServiceConfiguration.cookieJar` wins for its calls.
         public var cookieJar: CookieJar?
         /// The default response type: how `Decodable` models are read when neither the service
         /// (`ServiceConfiguration.decoding`) nor the call (`serializer:`) names one.
@@ -72,7 +73,7 @@ extension HTTPClient {
         public init(
             baseURL: URL? = nil, timeout: Duration? = .seconds(60), connectTimeout: Duration = .seconds(10),
             stallTimeout: Duration? = .seconds(30), defaultHeaders: HTTPFields = [:],
-            maxConnectionsPerHost: Int = 8, maxConnections: Int = 64, redirects: RedirectConfiguration = .default,
+            maxConnectionsPerHost: Int = 8, maxConnections: Int = 64, maxRedirects: Int = 10,
             tls: TLSConfiguration = .init(), resolve: [ResolveOverride] = [], proxy: Proxy = .none,
             maxResponseSize: Int64 = 64 << 20, sensitiveHeaderNames: Set<HTTPField.Name> = [],
             authorization: AuthorizationHeader = .bearer, notificationCenter: NotificationCenter = .default,
@@ -86,7 +87,7 @@ extension HTTPClient {
             self.defaultHeaders = defaultHeaders
             self.maxConnectionsPerHost = maxConnectionsPerHost
             self.maxConnections = maxConnections
-            self.redirects = redirects
+            self.maxRedirects = maxRedirects
             self.tls = tls
             self.resolve = resolve
             self.proxy = proxy
@@ -114,7 +115,7 @@ extension HTTPClient {
             checked.maxConnectionsPerHost = try ConfigurationBounds.size(
                 maxConnectionsPerHost, "connection limit per host")
             checked.maxConnections = try ConfigurationBounds.size(maxConnections, "connection limit")
-            checked.redirects.maxRedirects = max(0, redirects.maxRedirects)
+            checked.maxRedirects = max(0, maxRedirects)
             return checked
         }
 
@@ -138,23 +139,6 @@ extension HTTPClient {
             self.host = host
             self.port = port
             self.address = address
-        }
-    }
-
-    /// How many redirects a request follows.
-    public struct RedirectConfiguration: Sendable, Hashable {
-        /// The most hops followed; 0 returns the 3xx response itself.
-        public var maxRedirects: Int
-
-        public init(maxRedirects: Int) { self.maxRedirects = max(0, maxRedirects) }
-
-        /// Up to 10 redirects.
-        public static let `default` = RedirectConfiguration(maxRedirects: 10)
-        /// Redirects are not followed: the 3xx response is returned.
-        public static let disabled = RedirectConfiguration(maxRedirects: 0)
-        /// Up to `count` redirects.
-        static func follow(max count: Int) -> RedirectConfiguration {
-            RedirectConfiguration(maxRedirects: count)
         }
     }
 

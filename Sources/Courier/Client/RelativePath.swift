@@ -7,13 +7,13 @@ import Foundation
 /// `..` segments (also when percent-encoded as `%2e%2e`), backslashes, fragments and
 /// control characters. Each segment is percent-encoded; escapes already present are kept.
 /// A first segment containing `:` reads as a URL scheme and is refused; write `./name:verb`.
-public struct RelativePath: Sendable, Hashable, CustomStringConvertible {
+@_spi(Fuzzing) public struct RelativePath: Sendable, Hashable, CustomStringConvertible {
     /// The decoded segments, in order (`["users", "a b"]`).
-    public let segments: [String]
+    @_spi(Fuzzing) public let segments: [String]
     /// The percent-encoded query, without the `?`, if the path had one.
-    public let query: String?
+    @_spi(Fuzzing) public let query: String?
     /// Whether the path ended with `/`.
-    public let hasTrailingSlash: Bool
+    @_spi(Fuzzing) public let hasTrailingSlash: Bool
 
     /// The percent-encoded path, without a leading `/` (`users/a%20b`), plus `?query`: the
     /// normal form that follows the base URL's prefix and a `/` on the wire.
@@ -21,12 +21,12 @@ public struct RelativePath: Sendable, Hashable, CustomStringConvertible {
     /// Dot segments are gone, so `./name:verb` gives `name:verb` (sent as `/v1/name:verb`).
     /// Such a text is not a relative reference on its own (RFC 3986 §4.2: it reads as a
     /// scheme); parse it back with a leading `/`.
-    public let encoded: String
+    @_spi(Fuzzing) public let encoded: String
 
     /// Validates and normalises `path`.
     /// - Parameter path: a relative path, optionally with a query string.
     /// - Throws: `CourierError.invalidRequest` when the path is unsafe or malformed.
-    public init(_ path: String) throws {
+    @_spi(Fuzzing) public init(_ path: String) throws {
         // Every call parses its path: the common all-ASCII path is read byte by byte.
         if let parsed = try Self.parseASCII(path) {
             self = parsed
@@ -149,7 +149,7 @@ public struct RelativePath: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public var description: String { encoded }
+    @_spi(Fuzzing) public var description: String { encoded }
 
     // MARK: - Encoding
 

@@ -14,7 +14,7 @@ struct RequestOptions: Sendable {
     /// Replaces the client's maximum response size.
     var maxResponseSize: Int64?
     /// Replaces the client's redirect configuration.
-    var redirects: HTTPClient.RedirectConfiguration?
+    var maxRedirects: Int?
     /// More header names to redact in logs and drop on cross-origin redirects.
     var sensitiveHeaderNames: Set<HTTPField.Name>
     /// Query items that carry a credential (a service's multi-part credential): digested in
@@ -50,7 +50,7 @@ struct RequestOptions: Sendable {
 
     init(
         timeout: Duration? = nil, connectTimeout: Duration? = nil, stallTimeout: Duration? = nil,
-        maxResponseSize: Int64? = nil, redirects: HTTPClient.RedirectConfiguration? = nil,
+        maxResponseSize: Int64? = nil, maxRedirects: Int? = nil,
         sensitiveHeaderNames: Set<HTTPField.Name> = [],
         uploadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
         downloadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
@@ -61,7 +61,7 @@ struct RequestOptions: Sendable {
         self.connectTimeout = connectTimeout
         self.stallTimeout = stallTimeout
         self.maxResponseSize = maxResponseSize
-        self.redirects = redirects
+        self.maxRedirects = maxRedirects
         self.sensitiveHeaderNames = sensitiveHeaderNames
         self.uploadProgress = uploadProgress
         self.downloadProgress = downloadProgress
@@ -84,7 +84,7 @@ extension RequestOptions {
         if let maxResponseSize {
             checked.maxResponseSize = try ConfigurationBounds.size(maxResponseSize, "request maximum response size")
         }
-        if let redirects { checked.redirects?.maxRedirects = max(0, redirects.maxRedirects) }
+        if let maxRedirects { checked.maxRedirects = max(0, maxRedirects) }
         return checked
     }
 }

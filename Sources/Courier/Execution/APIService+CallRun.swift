@@ -147,7 +147,7 @@ extension ServiceCore {
             for field in clientSettings.settings.defaultHeaders where request.head.headerFields[field.name] == nil {
                 request.head.headerFields.append(field)
             }
-            let jar = options.cookieJar ?? service.configuration.cookieJar ?? client.cookieJar
+            let jar = service.configuration.cookieJar ?? client.cookieJar
             if request.head.headerFields[.cookie] == nil, let cookies = jar?.cookieHeader(for: request.head) {
                 request.head.headerFields[.cookie] = cookies
             }

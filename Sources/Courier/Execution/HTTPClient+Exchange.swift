@@ -48,7 +48,7 @@ extension HTTPClient {
             }
             self.url = url
             self.body = body
-            limit = (options.redirects ?? configuration.redirects).maxRedirects
+            limit = options.maxRedirects ?? configuration.maxRedirects
             cookieJar = options.cookieJar ?? client.cookieJar
             extraSensitive = options.sensitiveHeaderNames
             sensitive =

@@ -175,7 +175,7 @@ final class JSONEncoderImpl: Encoder {
     }
 
     /// Turns slot `frame` into an open object or array.
-    func open(_ frame: Int, as kind: JSONEncodingFrame.Kind) {
+    func openFrame(_ frame: Int, as kind: JSONEncodingFrame.Kind) {
         checkDepth(frames[frame].level)
         frames[frame].kind = kind
         frames[frame].entriesStart = entries.count
@@ -271,7 +271,7 @@ final class JSONEncoderImpl: Encoder {
             switch frames[slot].kind {
             case .slot:
                 closeFrames(downTo: slot + 1)
-                open(slot, as: .object)
+                openFrame(slot, as: .object)
                 frame = slot
                 frameID = id
             case .object:
@@ -298,7 +298,7 @@ final class JSONEncoderImpl: Encoder {
             switch frames[slot].kind {
             case .slot:
                 closeFrames(downTo: slot + 1)
-                open(slot, as: .array)
+                openFrame(slot, as: .array)
                 frame = slot
                 frameID = id
             case .array:

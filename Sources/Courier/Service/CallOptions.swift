@@ -9,12 +9,16 @@ import Logging
 /// wins over the client's (`HTTPClient.Configuration`); a setting left `nil` (or empty) here
 /// falls back. No setting exists twice in one layer.
 ///
-/// Settings that apply to every request, `HTTPClient.send` and `stream` included: the
-/// timeouts, `maxResponseSize`, `redirects`, `sensitiveHeaderNames`, the progress callbacks,
-/// the cache settings (`send` only: `stream` bypasses the cache) and `cookieJar`. The others
-/// (serializer, headers, retry, interval, server, validation, preprocessing, interceptors,
-/// de-duplication, parameters, vetoes, `userInfo`) are steps of a service call and are
-/// ignored by `HTTPClient.send`, which sends the request it is given once.
+/// Only what varies from call to call lives here. Settings of the connection or of the whole
+/// client (connect and stall timeouts, the redaction list, the cookie jar, proxy, TLS) are
+/// `HTTPClient.Configuration`'s; settings of a whole domain (envelope, signing, authentication,
+/// monitors) are `ServiceConfiguration`'s.
+///
+/// Settings that apply to every request, `HTTPClient.send` and `stream` included: `timeout`,
+/// `maxResponseSize`, `maxRedirects`, the progress callbacks and the cache settings (`send`
+/// only: `stream` bypasses the cache). The others (serializer, headers, retry, interval,
+/// server, validation, adapters, de-duplication, parameters, vetoes, `userInfo`) are steps of a
+/// service call and are ignored by `HTTPClient.send`, which sends the request it is given once.
 public struct CallOptions: Sendable {
     /// How parameters are encoded (`.json`, `.form`, `.multipart`, …). Service calls only.
     public var requestSerializer: (any RequestSerializer)?
@@ -22,17 +26,10 @@ public struct CallOptions: Sendable {
     public var headers: HTTPFields
     /// The total timeout of one attempt (redirects included); replaces the client's.
     public var timeout: Duration?
-    /// Replaces the client's connect timeout.
-    public var connectTimeout: Duration?
-    /// Replaces the client's stall timeout.
-    public var stallTimeout: Duration?
     /// Replaces the client's maximum response size.
     public var maxResponseSize: Int64?
-    /// Replaces the client's redirect configuration.
-    public var redirects: HTTPClient.RedirectConfiguration?
-    /// More header names to redact in logs, drop on cross-origin redirects and count as
-    /// credentials in the cache identity.
-    public var sensitiveHeaderNames: Set<HTTPField.Name>
+    /// Replaces the client's `maxRedirects` (0: redirects are not followed).
+    public var maxRedirects: Int?
     /// Called on the transport's thread as the body goes out; keep it cheap.
     public var uploadProgress: (@Sendable (TransferProgress) -> Void)?
     /// Called on the transport's thread as the body comes in; keep it cheap.
@@ -43,10 +40,6 @@ public struct CallOptions: Sendable {
     public var cacheLifetime: Duration?
     /// Serve a stale cached response when the network fails or answers 5xx (nil: the cache's setting).
     public var staleIfError: Bool?
-    /// Cookies for this call instead of the service's or the client's jar: sent on every hop
-    /// (recomputed for each redirect target, unless the request already carries a `Cookie`
-    /// header on its first hop); every hop's `Set-Cookie` is stored, a redirect's included.
-    public var cookieJar: CookieJar?
     /// When and how failed attempts are retried. Service calls only.
     public var retryPolicy: RetryPolicy?
     /// The shortest time between two calls to this endpoint; off by default. Service calls only.
@@ -97,12 +90,11 @@ public struct CallOptions: Sendable {
 
     public init(
         requestSerializer: (any RequestSerializer)? = nil, headers: HTTPFields = [:], timeout: Duration? = nil,
-        connectTimeout: Duration? = nil, stallTimeout: Duration? = nil, maxResponseSize: Int64? = nil,
-        redirects: HTTPClient.RedirectConfiguration? = nil, sensitiveHeaderNames: Set<HTTPField.Name> = [],
+        maxResponseSize: Int64? = nil, maxRedirects: Int? = nil,
         uploadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
         downloadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
         cachePolicy: CachePolicy = .useProtocolCachePolicy, cacheLifetime: Duration? = nil, staleIfError: Bool? = nil,
-        cookieJar: CookieJar? = nil, retryPolicy: RetryPolicy? = nil, interval: RequestInterval? = nil,
+        retryPolicy: RetryPolicy? = nil, interval: RequestInterval? = nil,
         server: URL? = nil, validator: ResponseValidator? = nil, preprocessors: [any ResponsePreprocessor] = [],
         adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = [], deduplicates: Bool = true,
         includesGeneralParameters: Bool = true, skipIf: (@Sendable () -> Bool)? = nil,
@@ -111,17 +103,13 @@ public struct CallOptions: Sendable {
         self.requestSerializer = requestSerializer
         self.headers = headers
         self.timeout = timeout
-        self.connectTimeout = connectTimeout
-        self.stallTimeout = stallTimeout
         self.maxResponseSize = maxResponseSize
-        self.redirects = redirects
-        self.sensitiveHeaderNames = sensitiveHeaderNames
+        self.maxRedirects = maxRedirects.map { max(0, $0) }
         self.uploadProgress = uploadProgress
         self.downloadProgress = downloadProgress
         self.cachePolicy = cachePolicy
         self.cacheLifetime = cacheLifetime
         self.staleIfError = staleIfError
-        self.cookieJar = cookieJar
         self.retryPolicy = retryPolicy
         self.interval = interval
         self.server = server
@@ -146,21 +134,12 @@ public struct CallOptions: Sendable {
         return copy
     }
 
-    /// A copy that decodes refused responses' bodies into `type`, available from
-    /// `CourierError.errorModel(as:)`.
-    public func decodingErrors<E: Decodable & Sendable>(as type: E.Type) -> CallOptions {
-        var copy = self
-        copy.validator = (validator ?? .default).decodingErrors(as: type)
-        return copy
-    }
-
     /// The settings the client applies to each request of this call.
     var requestOptions: RequestOptions {
         RequestOptions(
-            timeout: timeout, connectTimeout: connectTimeout, stallTimeout: stallTimeout,
-            maxResponseSize: maxResponseSize, redirects: redirects, sensitiveHeaderNames: sensitiveHeaderNames,
+            timeout: timeout, maxResponseSize: maxResponseSize, maxRedirects: maxRedirects,
             uploadProgress: uploadProgress, downloadProgress: downloadProgress, cachePolicy: cachePolicy,
-            cacheLifetime: cacheLifetime, staleIfError: staleIfError, cookieJar: cookieJar)
+            cacheLifetime: cacheLifetime, staleIfError: staleIfError)
     }
 }
 

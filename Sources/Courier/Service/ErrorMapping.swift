@@ -22,8 +22,7 @@ extension CourierError {
 
 extension ServiceCore {
     /// The call's failure as the caller gets it: the call's `errorMapper` asked first, the
-    /// service's when the call's has none or returns nil. Applied once, when the call has
-    /// failed for good (after retries, refresh and failover).
+    /// service's when the call's has none or returns nil. Applied once, when the call has failed for good (after retries, refresh and failover).
     /// - Parameters:
     ///   - error: the failure that ends the call.
     ///   - options: the call's options.

@@ -3,19 +3,19 @@ import HTTPTypes
 /// Entry points for the fuzz targets in `Fuzz/`: not API, may change at any time.
 @_spi(Fuzzing) public enum ResponseHeadFuzzing {
     /// What one parse of a head ended in.
-    public struct Outcome {
+    @_spi(Fuzzing) public struct Outcome {
         /// The event after the last line taken (the parse stops at `invalid` or `tooLarge`, as
         /// the transfer does).
-        public var lastEvent: String
+        @_spi(Fuzzing) public var lastEvent: String
         /// The broken invariant, if any.
-        public var violation: String?
+        @_spi(Fuzzing) public var violation: String?
     }
 
     /// Feeds `lines` to the response-head parser the way the header callback does and checks
     /// what a head it builds may hold.
     /// - Parameter lines: header lines, each with its line end (as curl hands them over).
     /// - Returns: the last event, and the first invariant the parser broke.
-    public static func parse(lines: [[UInt8]]) -> Outcome {
+    @_spi(Fuzzing) public static func parse(lines: [[UInt8]]) -> Outcome {
         var parser = ResponseHeadParser()
         var event = ResponseHeadParser.Event.needMore
         var bytes = 0

@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Many tasks storing, looking up, invalidating and purging at once on one disk-backed cache.
 @Suite struct CacheConcurrencyTests {

@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// The disk tier when its file is damaged or its disk is full: whatever is served is exactly
 /// what was stored, the cache keeps working, and monitors hear about it.

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// The disk tier on a shared machine: its folder `0700`, its files `0600`, and the key of the
 /// credential digests in a file of its own (never in the database), kept across restarts and

@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Edge cases of RFC 9111 for a private cache that the rule-by-rule suites do not cover:
 /// shared-cache directives, duplicated fields, Vary on absent fields, 304s that do not match,

@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// RFC 9111 §4.2: freshness lifetime, age, and the request's freshness directives.
 @Suite struct CacheFreshnessTests {

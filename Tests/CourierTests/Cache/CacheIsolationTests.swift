@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// One user's cached answers never reach another, whatever field carries the credential, and
 /// logout leaves nothing of the user in the cache: not what was stored before, not an answer
@@ -289,14 +289,14 @@ import Testing
         let signed = AuthenticationInterceptor(coordinator: coordinator) { token, request in
             request.headerFields[Self.session] = token
         }
-        let client = try fixture.client()
+        let client = try fixture.client { $0.sensitiveHeaderNames.insert(Self.session) }
         let service = ServiceCore(client: client, configuration: ServiceConfiguration(authentication: signed))
         // Logged in through the coordinator only: the client adds no header of its own.
         coordinator.login("session-A")
         #expect(try await service.get("me.json", as: Me.self).user == "session-A")
         let request = HTTPRequest(
             method: .get, scheme: nil, authority: nil, path: "/me.json", headerFields: [Self.session: "session-A"])
-        var options = CallOptions(sensitiveHeaderNames: [Self.session])
+        var options = CallOptions()
         options.cachePolicy = .returnCacheDataDontLoad
         #expect(try await client.send(request, options: options).isFromCache)
         service.logOut()

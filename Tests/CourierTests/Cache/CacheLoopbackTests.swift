@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// `HostScopedCache.load(_:send:)` against the loopback `TestServer`, with a raw-socket
 /// sender standing in for the transport: the server's request count proves when a call did

@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Host rules, per-call policies and lifetimes, Vary, stale-if-error, statistics and events.
 @Suite struct CachePolicyTests {

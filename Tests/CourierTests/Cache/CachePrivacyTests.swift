@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Entries are scoped to the identity whose credentials fetched them, and credentials never
 /// reach the disk in clear text.

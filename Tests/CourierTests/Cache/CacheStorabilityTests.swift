@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// RFC 9111 §3: what a private cache may store.
 @Suite struct CacheStorabilityTests {

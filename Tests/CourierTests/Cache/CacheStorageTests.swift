@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// The memory and disk tiers: bounds, LRU eviction, persistence and corruption handling.
 @Suite struct CacheStorageTests {

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// A clock tests move by hand, so freshness is tested without sleeping.
 final class ManualClock: Sendable {

@@ -4,7 +4,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// `cacheThenNetwork`: the cached answer at once, then the network's, against a loopback server.
 @Suite struct CacheThenNetworkTests {

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Edge cases of the cache inside `HTTPClient`, against the loopback server whose request
 /// count proves when a call did or did not reach the network.

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// The cache wired into `HTTPClient` (pipeline steps 6 and 8), against the loopback server.
 @Suite struct HTTPClientCacheTests {

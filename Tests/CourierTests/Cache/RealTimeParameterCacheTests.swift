@@ -4,7 +4,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// A service's real-time parameters (a timestamp added to each attempt) are sent but left out
 /// of the cache's key (issue 17 item 1), against a loopback server.

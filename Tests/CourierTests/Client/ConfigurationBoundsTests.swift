@@ -4,7 +4,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Every configuration value is clamped or refused with `CourierError(.configuration, …)`,
 /// never trapped on (issue 16 item 7). On the old code `.seconds(Int64.max / 2)` as a timeout
@@ -74,13 +74,14 @@ import Testing
         let server = try TestServer()
         defer { server.stop() }
         let client = try makeClient { $0.baseURL = server.baseURL }
-        var options = CallOptions()
-        switch field {
-        case .timeout: options.timeout = value
-        case .connectTimeout: options.connectTimeout = value
-        case .stallTimeout: options.stallTimeout = value
-        }
+        // The call's own timeout; the connect and stall timeouts are the client's, changed live.
+        let options = field == .timeout ? CallOptions.default.with(\.timeout, value) : .default
         await Self.check(value) {
+            switch field {
+            case .timeout: break
+            case .connectTimeout: try client.updateSettings { $0.connectTimeout = value }
+            case .stallTimeout: try client.updateSettings { $0.stallTimeout = value }
+            }
             let response = try await client.send(
                 HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/echo"), options: options)
             #expect(response.status == .ok)
@@ -100,9 +101,8 @@ import Testing
                 "anything", options: .default.with(\.timeout, value).with(\.retryPolicy, RetryPolicy.none))
         }
         await Self.check(value) {
-            let _: Echo = try await service.get(
-                "anything",
-                options: .default.with(\.stallTimeout, value).with(\.retryPolicy, RetryPolicy.none))
+            try service.core.client.updateSettings { $0.stallTimeout = value }
+            let _: Echo = try await service.get("anything", options: .default.with(\.retryPolicy, RetryPolicy.none))
         }
     }
 
@@ -184,17 +184,15 @@ import Testing
         let server = try TestServer()
         defer { server.stop() }
         server.route("GET", "/hop") { _ in ScriptedResponse(status: 302, headers: [.location: "/echo"]) }
-        var redirects = HTTPClient.RedirectConfiguration.default
-        redirects.maxRedirects = count
         let client = try makeClient {
             $0.baseURL = server.baseURL
-            $0.redirects = redirects
+            $0.maxRedirects = count
         }
-        #expect(client.configuration.redirects.maxRedirects == max(0, count))
+        #expect(client.configuration.maxRedirects == max(0, count))
         let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/hop")
         for response in [
             try await client.send(request),
-            try await client.send(request, options: CallOptions(redirects: redirects)),
+            try await client.send(request, options: CallOptions(maxRedirects: count)),
         ] {
             #expect(response.status == (count >= 1 ? .ok : .found))
         }

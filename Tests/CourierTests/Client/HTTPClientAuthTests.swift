@@ -4,7 +4,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct HTTPClientAuthTests {
     func authorization(_ client: HTTPClient, _ server: TestServer) async throws -> String? {

@@ -5,7 +5,7 @@ import Logging
 import Synchronization
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct HTTPClientLoggingTests {
     @Test func logsNeverContainCredentials() async throws {

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct HTTPClientRedirectTests {
     @Test func followsUpToTheLimitAndReportsTheFinalURL() async throws {
@@ -57,13 +57,13 @@ import Testing
     @Test func tooManyRedirectsFail() async throws {
         let server = try TestServer()
         defer { server.stop() }
-        let client = try makeClient { $0.redirects = .follow(max: 10) }
+        let client = try makeClient { $0.maxRedirects = 10 }
         let error = await courierError { _ = try await client.send(HTTPRequest(.get, server.url("/redirect-loop"))) }
         #expect(error?.code == .redirect)
         #expect(server.requestCount == 11)
         let limited = await courierError {
             _ = try await client.send(
-                HTTPRequest(.get, server.url("/redirect/3")), options: CallOptions(redirects: .follow(max: 2)))
+                HTTPRequest(.get, server.url("/redirect/3")), options: CallOptions(maxRedirects: 2))
         }
         #expect(limited?.code == .redirect)
     }
@@ -71,7 +71,7 @@ import Testing
     @Test func zeroMeansTheRedirectIsReturned() async throws {
         let server = try TestServer()
         defer { server.stop() }
-        let client = try makeClient { $0.redirects = .disabled }
+        let client = try makeClient { $0.maxRedirects = 0 }
         let response = try await client.send(HTTPRequest(.get, server.url("/redirect/1")))
         #expect(response.status.code == 302)
         #expect(response.head.headerFields[.location] == "/get")
@@ -114,7 +114,7 @@ import Testing
             second.stop()
         }
         let apiKey = HTTPField.Name("X-Api-Key")!
-        let client = try makeClient { $0.sensitiveHeaderNames = [apiKey] }
+        let client = try makeClient { $0.sensitiveHeaderNames = [apiKey, HTTPField.Name("X-Per-Request")!] }
         try client.logIn(credential: "token-1")
         var request = HTTPRequest(.get, first.url("/redirect-to?url=/echo"))
         request.headerFields[.cookie] = "session=1"
@@ -127,10 +127,8 @@ import Testing
 
         let target = second.url("/echo").absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
         request.path = "/redirect-to?url=\(target)&status=307"
-        var perRequest = CallOptions()
-        perRequest.sensitiveHeaderNames = [HTTPField.Name("X-Per-Request")!]
         request.headerFields[HTTPField.Name("X-Per-Request")!] = "p"
-        let response = try await client.send(request, options: perRequest)
+        let response = try await client.send(request)
         #expect(response.url == second.url("/echo"))
         let cross = try Echo(response.body)
         #expect(cross.headers["authorization"] == nil)

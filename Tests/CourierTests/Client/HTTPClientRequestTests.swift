@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct HTTPClientRequestTests {
     static let methods: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options, .init("PURGE")!]
@@ -57,10 +57,11 @@ import Testing
         #expect(server.recordedRequests.map(\.method) == steps.map(\.0.rawValue))
         // A timeout, stall detection and progress callbacks end with their request.
         let progress = LockedValue(0)
+        try client.updateSettings { $0.stallTimeout = .seconds(1) }
         _ = try await client.send(
             HTTPRequest(.get, server.url("/bytes/100000")),
             options: CallOptions(
-                timeout: .milliseconds(250), stallTimeout: .seconds(1),
+                timeout: .milliseconds(250),
                 downloadProgress: { _ in progress.withLock { $0 += 1 } }))
         #expect(progress.withLock { $0 } > 0)
         let reported = progress.withLock { $0 }

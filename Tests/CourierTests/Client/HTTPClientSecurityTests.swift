@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct HTTPClientSecurityTests {
     @Test(arguments: [("X-Test", "a\r\nInjected: 1"), ("X-Test", "a\nb"), ("X-Test", "a\0b"), ("X\r\nTest", "v")])

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// What the test server's `/echo`, `/anything` and `/delay/{ms}` routes answer.
 struct Echo: Decodable {

@@ -4,7 +4,7 @@ import HTTPTypes
 import Logging
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Proxies against real ones on loopback: tinyproxy (HTTP forwarding, CONNECT, Basic
 /// credentials) and dante (SOCKS5, with the username method as root).

@@ -3,7 +3,7 @@ import HTTPTypes
 import PropertyBased
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct RelativePathTests {
     @Test(arguments: [

@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct RequestValidationTests {
     @Test(arguments: ["a\rb", "a\nb", "a\0b", "x\r\nInjected: yes"])

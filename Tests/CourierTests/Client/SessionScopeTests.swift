@@ -4,7 +4,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Login and logout notifications bound to a sender (issue 16 item 6): two clients in one
 /// process, two accounts on two back ends, each follows only its own. On the old code every

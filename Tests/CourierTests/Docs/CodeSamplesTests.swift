@@ -99,7 +99,7 @@ enum PublicSurfaceSample {
 
         var configuration = HTTPClient.Configuration(
             baseURL: server.url("/api"), timeout: .seconds(10), defaultHeaders: [.userAgent: "Catalog/1.0"],
-            redirects: .default)
+            maxRedirects: 10)
         configuration.decoding = .json
         let client = try HTTPClient(configuration: configuration)
         let service = PublicSurfaceSample.CatalogService(

@@ -344,7 +344,7 @@ enum DocSamples {
         func user(id: Int) async throws(Failure) -> User {
             do {
                 return try await get(
-                    "users/\(id)", options: CallOptions.default.decodingErrors(as: ServerError.self))
+                    "users/\(id)", options: CallOptions(validator: .default.decodingErrors(as: ServerError.self)))
             } catch {
                 throw Self.map(error)
             }
@@ -394,7 +394,7 @@ enum DocSamples {
     }
 
     static func errors(users: UserService) async {
-        let options = CallOptions.default.decodingErrors(as: ServerError.self)
+        let options = CallOptions(validator: .default.decodingErrors(as: ServerError.self))
         do {
             let user: User = try await users.get("users/42", options: options)
             _ = user

@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// The request identity without I/O: what is in it, what is not, and that the credential is
 /// never in it in clear.

@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// `RetryDecision` as a table: no server, no clock, no sleeping.
 @Suite struct RetryDecisionTests {

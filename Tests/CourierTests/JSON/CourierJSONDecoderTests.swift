@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Decoder semantics, each checked against Foundation where the two are meant to agree.
 @Suite struct CourierJSONDecoderTests {

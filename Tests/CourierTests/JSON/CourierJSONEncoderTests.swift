@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Encoder semantics, byte for byte against Foundation where its output is deterministic.
 @Suite struct CourierJSONEncoderTests {

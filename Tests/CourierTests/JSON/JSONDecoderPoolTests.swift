@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// The decoder pool behind `CourierJSONDecoder`: decoders are reused across calls, and
 /// whatever escapes a call (a decoder, a keyed or unkeyed container) throws afterwards

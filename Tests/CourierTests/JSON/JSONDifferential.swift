@@ -1,6 +1,6 @@
 import Foundation
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Decodes and encodes the same input with Courier and with Foundation and says whether
 /// they agree. Reusable by the fuzz target (issue 8): `JSONDifferential.compare(data:)`.

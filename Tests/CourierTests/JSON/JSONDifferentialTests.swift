@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Every corpus document × every model type × several configurations: Courier and
 /// Foundation agree (see `JSONDifferential`).

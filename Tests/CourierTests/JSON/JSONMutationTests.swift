@@ -2,7 +2,7 @@ import CourierTesting
 import Foundation
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// A small, seeded mutation run over the corpus: flipped, dropped, duplicated and inserted
 /// bytes. Courier must never crash and `JSONDifferential.compare(data:)` must never report

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// The parts of the semantic list that the corpus × model crossing does not reach on its
 /// own: every key, date, data and non-conforming-float strategy on both sides (custom closures

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Every file of nst/JSONTestSuite: `y_` accepted, `n_` rejected, `i_` either, never a crash.
 @Suite struct JSONTestSuiteTests {

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Probes of the merged isolation work as an attacker and a careless user would try it:
 /// several users in one process, a server that lies, a caller who passes extreme values.

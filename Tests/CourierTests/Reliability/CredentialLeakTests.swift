@@ -4,7 +4,7 @@ import HTTPTypes
 import Logging
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Where a credential could escape, end to end against loopback servers: redirects to another
 /// origin or scheme, log output at every level, error descriptions, another user's cache.
@@ -183,7 +183,7 @@ import Testing
         // Its own client, without the 2 s timeout: the loop must end at the redirect limit,
         // and each hop waits for the cooperative pool, which a parallel (or sanitizer) run
         // keeps busy for long enough to lose that race against a short timeout.
-        let looping = try Self.client { $0.redirects = .init(maxRedirects: 3) }
+        let looping = try Self.client { $0.maxRedirects = 3 }
         await collect { _ = try await looping.send(Self.request(server.url("/redirect-loop\(query)"))) }
         await collect { _ = try await client.send(Self.request(server.url("/bytes/20000\(query)"))) }
         await collect { _ = try await client.send(Self.request(server.url("/fault/bad-status-line\(query)"))) }

@@ -4,7 +4,7 @@ import HTTPTypes
 import Logging
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// A credential in a header of the user's choosing is redacted like `Authorization`: in the
 /// client's logs, in error descriptions and in what the logging event monitor writes

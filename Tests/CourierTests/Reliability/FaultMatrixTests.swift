@@ -4,7 +4,7 @@ import Glibc
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// One misbehaviour of the fault-injecting server and what the client must make of it.
 struct FaultCase: Sendable, CustomTestStringConvertible {
@@ -102,7 +102,7 @@ struct FaultCase: Sendable, CustomTestStringConvertible {
             $0.timeout = timeout
             $0.stallTimeout = .seconds(2)
             $0.maxResponseSize = Self.cap
-            if let limit = fault.maxRedirects { $0.redirects = .init(maxRedirects: limit) }
+            if let limit = fault.maxRedirects { $0.maxRedirects = limit }
         }
         let peakBefore = peakResidentBytes()
         let start = ContinuousClock.now

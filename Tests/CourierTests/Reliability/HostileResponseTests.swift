@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// What a hostile server's readable responses turn into (the failing ones are in
 /// `FaultMatrixTests`): trailers stay out of the head, folds and control bytes are made safe.
@@ -26,11 +26,9 @@ import Testing
     @Test func trailersDoNotSetCookies() async throws {
         let server = try TestServer()
         defer { server.stop() }
-        let client = try makeClient()
         let jar = CookieJar()
-        var options = CallOptions()
-        options.cookieJar = jar
-        _ = try await client.send(HTTPRequest(.get, server.url("/fault/trailers")), options: options)
+        let client = try makeClient { $0.cookieJar = jar }
+        _ = try await client.send(HTTPRequest(.get, server.url("/fault/trailers")))
         #expect(jar.all.isEmpty)
     }
 

@@ -2,7 +2,7 @@ import CourierTesting
 import Foundation
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Bugs the sanitizer runs (`scripts/sanitizers.sh`) brought to light, as ordinary tests.
 @Suite struct SanitizerRegressionTests {

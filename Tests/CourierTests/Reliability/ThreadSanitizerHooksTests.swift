@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// The two kinds of synchronisation ThreadSanitizer cannot see on Linux, each exercised the way
 /// the library uses it. In the normal run they check the values; under

@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// A serializer written outside Courier: `key=value` lines (`text/x-key-value`), both ways.
 /// It uses only public API, as an app or another module would.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// `.json` runs on Courier's own coders; Foundation's stay selectable.
 @Suite struct DefaultJSONCodersTests {

@@ -2,7 +2,7 @@ import Foundation
 import PropertyBased
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Property-based round trips: decode(encode(x)) == x for every option combination.
 @Suite struct FormPropertyTests {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct PreprocessorTests {
     struct User: Decodable, Equatable, Sendable {
@@ -14,7 +14,7 @@ import Testing
     @Test func envelopeUnwrapsDataWithoutCopying() throws {
         let context = makeContext(body: #"{"code":0,"msg":"ok","data":{"id":7,"name":"Ann \"A\" 😀"}}"#)
         #expect(try envelope.process(context, with: .decodable(User.self)) == User(id: 7, name: "Ann \"A\" 😀"))
-        let unwrapped = try EnvelopePreprocessor().preprocess(context)
+        let unwrapped = try EnvelopeRule.json().preprocess(context)
         #expect(String(decoding: unwrapped.body, as: UTF8.self) == #"{"id":7,"name":"Ann \"A\" 😀"}"#)
         // A slice of the received buffer, not a new one.
         let sameStorage = context.body.withUnsafeBytes { whole in
@@ -28,7 +28,7 @@ import Testing
     @Test func envelopeWithWhitespaceArraysAndOrder() throws {
         let context = makeContext(
             body: " {\n \"data\" : [1, {\"x\": [true, null]}, \"]}\"] ,\"code\": \"0\" , \"msg\": null }\n")
-        let body = try EnvelopePreprocessor().preprocess(context).body
+        let body = try EnvelopeRule.json().preprocess(context).body
         #expect(String(decoding: body, as: UTF8.self) == #"[1, {"x": [true, null]}, "]}"]"#)
     }
 
@@ -45,7 +45,8 @@ import Testing
     @Test func envelopeKeysAndSuccessCodesAreConfigurable() throws {
         let custom = ResponsePipeline(
             preprocessors: [
-                .envelope(codeKey: "status", messageKey: "error", dataKey: "result", successCodes: ["200", "OK"])
+                EnvelopeRule.json(
+                    codeKey: "status", messageKey: "error", payloadKey: "result", successCodes: ["200", "OK"])
             ])
         let ok = makeContext(body: #"{"status":"OK","result":{"id":1,"name":"x"}}"#)
         #expect(try custom.process(ok, with: .decodable(User.self)) == User(id: 1, name: "x"))
@@ -129,12 +130,12 @@ import Testing
 @Suite struct EnvelopeHostileInputTests {
     @Test func deepNestingAndTruncationFailCleanly() throws {
         let deep = #"{"code":0,"data":"# + String(repeating: "[", count: 100_000) + "}"
-        let error = thrownError { _ = try EnvelopePreprocessor().preprocess(makeContext(body: deep)) }
+        let error = thrownError { _ = try EnvelopeRule.json().preprocess(makeContext(body: deep)) }
         #expect(error?.code == .decoding)
         #expect((error?.underlying as? CustomStringConvertible)?.description.contains("nested too deeply") == true)
         for body in [#"{"code":0,"data":"\"#, #"{"code""#, "{", #"{"code":0,"data":{"a":}"#, #"{"code":,}"#] {
             #expect(
-                thrownError { _ = try EnvelopePreprocessor().preprocess(makeContext(body: body)) }?.code == .decoding)
+                thrownError { _ = try EnvelopeRule.json().preprocess(makeContext(body: body)) }?.code == .decoding)
         }
     }
 }

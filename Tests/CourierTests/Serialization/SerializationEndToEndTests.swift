@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Every serializer through the real transport against the loopback server.
 @Suite struct SerializationEndToEndTests {

@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Golden files under `Fixtures/serialization/`, found from this file's path.
 /// Run with `COURIER_RECORD_GOLDENS=1` to (re)write them; review the diff before committing.

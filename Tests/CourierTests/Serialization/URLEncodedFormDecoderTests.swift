@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct URLEncodedFormDecoderTests {
     let decoder = URLEncodedFormDecoder()

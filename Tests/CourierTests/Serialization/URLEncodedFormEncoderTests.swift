@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct URLEncodedFormEncoderTests {
     func encode<T: Encodable>(_ value: T, _ encoder: URLEncodedFormEncoder = URLEncodedFormEncoder()) throws -> String {

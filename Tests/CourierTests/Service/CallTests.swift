@@ -2,7 +2,7 @@ import Dispatch
 import Synchronization
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct CallTests {
     @Test func identifiersAreUniqueAndIncreasing() {

@@ -1,7 +1,7 @@
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct InterceptorTests {
     let base = PreparedRequest(head: HTTPRequest(method: .get, scheme: "https", authority: "h.example", path: "/me"))

@@ -4,7 +4,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct CurlTransportTests {
     @Test func twoThousandRequestsSixtyFourInFlightReuseConnections() async throws {

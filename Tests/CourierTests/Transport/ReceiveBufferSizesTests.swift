@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct ReceiveBufferSizesTests {
     let api = ReceiveBufferSizes.Origin(authority: "api.example.com", isHTTPS: true)

@@ -2,7 +2,7 @@ import HTTPTypes
 import PropertyBased
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct ResponseHeadParserTests {
     func feed(_ lines: [String]) -> (ResponseHeadParser, [ResponseHeadParser.Event]) {

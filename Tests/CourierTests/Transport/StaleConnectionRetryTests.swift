@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// A pooled connection left unusable by its last response (bytes past the announced
 /// `Content-Length`) fails the next request on it before any response arrives: an idempotent

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct TimeoutTests {
     /// What ends a request if the timeout under test is not enforced: each test sets the

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// `Transport.makeHop` / `send`: the entry point `HTTPClient` uses for a buffered hop.
 @Suite struct TransportHopTests {

@@ -128,12 +128,6 @@ extension AuthenticationInterceptor {
 }
 
 extension AuthenticationInterceptor where Credential == String {
-    /// Sends the token as `Authorization: Bearer <token>`.
-    /// - Parameter coordinator: refreshes the token.
-    public static func bearer(_ coordinator: AuthRefreshCoordinator<String>) -> AuthenticationInterceptor<String> {
-        makeBearer(coordinator)
-    }
-
     static func makeBearer(_ coordinator: AuthRefreshCoordinator<String>) -> AuthenticationInterceptor<String> {
         AuthenticationInterceptor(coordinator: coordinator) { token, request in
             request.headerFields[.authorization] = "Bearer \(token)"

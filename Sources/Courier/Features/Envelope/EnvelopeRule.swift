@@ -177,3 +177,20 @@ extension JSONDecoder {
     /// Decodes the envelope's string members (rare path: only code and message).
     fileprivate static let envelopeStrings = JSONDecoder()
 }
+
+extension EnvelopeRule: ResponsePreprocessor {
+    /// Unwraps the envelope in a `ResponsePipeline` (for `HTTPClient.send` + decode): the
+    /// payload on a success code; any other code, retry and refresh codes included (a pipeline
+    /// neither retries nor refreshes), throws `CourierError.apiError` with an ``EnvelopeFailure``.
+    public func preprocess(_ context: ResponseContext) throws -> ResponseContext { try unwrap(context) }
+}
+
+/// What an envelope said when its code was not success.
+public struct EnvelopeFailure: Sendable, Hashable, Error {
+    /// The code, as text.
+    public var code: String
+    /// The message, if there was one.
+    public var message: String?
+    /// What the service's `EnvelopeRule` made of the code (a failure for a preprocessor's).
+    var meaning: EnvelopeRule.Meaning = .failure
+}

@@ -32,21 +32,18 @@ public struct NetworkStatus: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// The kind of a network interface, where Linux tells it.
-public struct NetworkInterfaceKind: RawRepresentable, Hashable, Sendable {
-    public var rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-
+public enum NetworkInterfaceKind: String, Hashable, Sendable {
     /// The loopback interface (`lo`); never makes the device online.
-    public static let loopback = NetworkInterfaceKind(rawValue: "loopback")
+    case loopback
     /// Wired Ethernet, and anything that presents itself as Ethernet (veth, bridges, most VMs).
-    public static let ethernet = NetworkInterfaceKind(rawValue: "ethernet")
+    case ethernet
     /// Wireless LAN (`/sys/class/net/<name>/wireless` exists, or the device type is `wlan`).
-    public static let wifi = NetworkInterfaceKind(rawValue: "wifi")
+    case wifi
     /// A mobile broadband modem (device type `wwan`); many modems do not say, and show as
     /// ethernet or other.
-    public static let cellular = NetworkInterfaceKind(rawValue: "cellular")
+    case cellular
     /// Anything else (tunnels, PPP, unknown).
-    public static let other = NetworkInterfaceKind(rawValue: "other")
+    case other
 }
 
 /// Where the network status comes from: ``NetworkMonitor`` on Linux, or a source of your own

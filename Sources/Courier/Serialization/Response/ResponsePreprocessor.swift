@@ -53,21 +53,8 @@ extension ResponsePreprocessor where Self == ClosurePreprocessor {
     }
 }
 
-extension ResponsePreprocessor where Self == EnvelopePreprocessor {
+extension ResponsePreprocessor where Self == EnvelopeRule {
     /// Unwraps `{"code":0,"msg":"ok","data":{…}}` into the `data` value; any other code
-    /// becomes a `CourierError.apiError`.
-    public static var envelope: EnvelopePreprocessor { EnvelopePreprocessor() }
-
-    /// Unwraps an envelope with your key names and success codes.
-    /// - Parameters:
-    ///   - codeKey: the key of the status code.
-    ///   - messageKey: the key of the message.
-    ///   - dataKey: the key of the payload.
-    ///   - successCodes: the codes meaning success.
-    public static func envelope(
-        codeKey: String = "code", messageKey: String = "msg", dataKey: String = "data",
-        successCodes: Set<String> = ["0"]
-    ) -> EnvelopePreprocessor {
-        EnvelopePreprocessor(codeKey: codeKey, messageKey: messageKey, dataKey: dataKey, successCodes: successCodes)
-    }
+    /// becomes a `CourierError.apiError`. Other key names or codes: `EnvelopeRule.json(…)`.
+    public static var envelope: EnvelopeRule { .json() }
 }

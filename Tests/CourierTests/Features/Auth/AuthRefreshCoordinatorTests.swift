@@ -1,7 +1,7 @@
 import Synchronization
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct AuthRefreshCoordinatorTests {
     /// Counts refreshes and holds each one open until released, so that every caller is

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Issue 18 item 6: a credential of several values — user id, token, device id — sent in
 /// several header fields and a query item, refreshed as one value, and covered by redaction,

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct BatchTests {
     @Test func runsAllWithTheConcurrencyLimitAndReportsProgress() async {

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Issue 18 item 1: a body-level code decides as a status would — retry, refresh then retry,
 /// fail with a domain error — through the one `RetryDecision` and the refresh coordinator.

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Issue 18 item 2: a success without usable data (empty, `null`, `[]`, as the call says) is
 /// reported apart from failures: `nil` for an optional model, `CourierError.noData` otherwise.

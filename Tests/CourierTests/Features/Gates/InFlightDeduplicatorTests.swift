@@ -2,7 +2,7 @@ import HTTPTypes
 import Synchronization
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct InFlightDeduplicatorTests {
     @Test func identicalConcurrentCallsShareOneExecution() async throws {

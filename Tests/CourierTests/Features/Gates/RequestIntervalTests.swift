@@ -1,7 +1,7 @@
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct RequestIntervalTests {
     @Test func dropsASecondTapWithinTheInterval() async throws {

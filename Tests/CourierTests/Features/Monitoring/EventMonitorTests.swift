@@ -2,7 +2,7 @@ import HTTPTypes
 import Logging
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// A swift-log handler that keeps every message, for assertions.
 struct ServiceLogCapture: LogHandler {

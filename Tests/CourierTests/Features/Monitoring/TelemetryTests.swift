@@ -7,7 +7,7 @@ import MetricsTestKit
 import Testing
 import Tracing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Logging, tracing and metrics of calls, against the loopback server, with swift-log's
 /// handler API, swift-distributed-tracing's `InMemoryTracer` and swift-metrics' `TestMetrics`.

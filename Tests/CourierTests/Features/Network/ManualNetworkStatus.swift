@@ -1,4 +1,4 @@
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// A network status source driven by hand, for tests of code that waits for the network or
 /// fails while offline.

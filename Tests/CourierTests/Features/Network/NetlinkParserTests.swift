@@ -1,6 +1,6 @@
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// The rtnetlink bytes as the kernel lays them out, built by hand.
 enum NetlinkBytes {

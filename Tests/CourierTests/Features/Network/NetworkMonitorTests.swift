@@ -2,7 +2,7 @@ import CourierTesting
 import Foundation
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// The next status from `source` that satisfies `predicate`, or nil after 10 seconds (the
 /// kernel answers in milliseconds; the limit only keeps a broken monitor from hanging).

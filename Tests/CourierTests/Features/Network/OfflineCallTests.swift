@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Calls against a loopback server while an injected status source says offline or online.
 @Suite struct OfflineCallTests {

@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct RetryPolicyTests {
     let now = Date(timeIntervalSince1970: 1_800_000_000)

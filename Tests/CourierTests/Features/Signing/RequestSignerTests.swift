@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Issue 18 item 5: HMAC-SHA256 over the final method, path, sorted query, body digest,
 /// timestamp and nonce, per attempt and per endpoint, pinned by vectors from Python's `hmac`.

@@ -4,7 +4,7 @@ import HTTPTypes
 import Synchronization
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct APIServiceAuthTests {
     struct Bearer: Decodable, Sendable {

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// A domain service with its own error type, as an app would write it.
 struct UserService: APIService {
@@ -24,7 +24,8 @@ struct UserService: APIService {
 
     func user(id: Int) async throws(Failure) -> ServiceUser {
         do {
-            return try await get("users/\(id)", options: CallOptions.default.decodingErrors(as: ServerError.self))
+            return try await get(
+                "users/\(id)", options: CallOptions(validator: .default.decodingErrors(as: ServerError.self)))
         } catch {
             throw Self.map(error)
         }

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Logging out of a service whose token was refreshed drops the entries the refreshed token
 /// fetched, not only those of the token the client logged in with.

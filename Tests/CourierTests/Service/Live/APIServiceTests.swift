@@ -4,7 +4,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 @Suite struct APIServiceTests {
     @Test func getComposesThePathAddsParametersAndDecodes() async throws {

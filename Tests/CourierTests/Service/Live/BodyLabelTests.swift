@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// One label for a request body everywhere: `parameters:` is the query string and `body:` the
 /// body, on the verbs and on `Endpoint`, whatever the method and the request serializer.

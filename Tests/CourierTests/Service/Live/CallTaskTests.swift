@@ -2,7 +2,7 @@ import CourierTesting
 import Foundation
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Issue 17, item 3: a service call runs in its caller's task (one task and one resumption on
 /// the success path), and the registry still cancels the call, not its caller, whatever it

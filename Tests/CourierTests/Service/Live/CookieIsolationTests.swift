@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Cookies belong to one client (or service) and one user: they never cross to another client
 /// through a shared transport, go away on logout, are refused for public suffixes, and a

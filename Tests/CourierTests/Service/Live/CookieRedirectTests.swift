@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// A login that answers with a redirect sets its session cookie on the 3xx: the jar keeps it,
 /// and sends it on the redirect's target and on later calls.
@@ -39,17 +39,18 @@ import Testing
         let server = try serverWithRedirectingLogin()
         defer { server.stop() }
         let jar = CookieJar()
-        let client = try ServiceFixture.client(server)
-        let options = CallOptions(cookieJar: jar)
+        var configuration = HTTPClient.Configuration(baseURL: server.baseURL, notificationCenter: NotificationCenter())
+        configuration.cookieJar = jar
+        let client = try HTTPClient(configuration: configuration)
         let login = HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/login")
-        let home = try await client.send(login, options: options)
+        let home = try await client.send(login)
         #expect(try JSONDecoder().decode(Echo.self, from: home.body).cookie == "session=abc123")
         #expect(home.redirectCount == 1)
-        let next = try await client.send(
-            HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/echo"), options: options)
+        let next = try await client.send(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/echo"))
         #expect(try JSONDecoder().decode(Echo.self, from: next.body).cookie == "session=abc123")
-        // Without the jar nothing is sent.
-        let bare = try await client.send(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/echo"))
+        // A client without the jar sends nothing.
+        let bare = try await ServiceFixture.client(server).send(
+            HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/echo"))
         #expect(try JSONDecoder().decode(Echo.self, from: bare.body).cookie == nil)
     }
 
@@ -63,15 +64,14 @@ import Testing
         let jar = CookieJar()
         var configuration = HTTPClient.Configuration(baseURL: server.baseURL, notificationCenter: NotificationCenter())
         configuration.resolve = [.init(host: "elsewhere.test", port: Int(server.port))]
+        configuration.cookieJar = jar
         let client = try HTTPClient(configuration: configuration)
         let login = HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/login")
-        let answer = try await client.send(login, options: CallOptions(cookieJar: jar))
+        let answer = try await client.send(login)
         #expect(answer.url.host == "elsewhere.test")
         #expect(try JSONDecoder().decode(Echo.self, from: answer.body).cookie == nil)
         // The cookie was kept for its own host.
-        let back = try await client.send(
-            HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/echo"),
-            options: CallOptions(cookieJar: jar))
+        let back = try await client.send(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/echo"))
         #expect(try JSONDecoder().decode(Echo.self, from: back.body).cookie == "session=abc123")
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// The credential goes to the API's own origins only (issue 16 item 2), against two loopback
 /// servers: two ports are two origins.

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// The default response type belongs to the client (issue 17 item 4): a service that names
 /// none reads models the client's way; a service or a call may override it.

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Settings changed on a live client or service: calls in flight keep the values they started
 /// with (every attempt), new calls see the new ones.

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// One identity per call decides de-duplication, the request interval and the double-tap veto
 /// (issue 16 item 4, issue 17 items 1 and 2), against a loopback server.

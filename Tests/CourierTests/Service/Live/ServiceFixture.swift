@@ -5,7 +5,7 @@ import HTTPTypes
 import Synchronization
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// A user as the test routes send it.
 struct ServiceUser: Codable, Sendable, Equatable {

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// The service hooks: error mapping, request decoration (adapters), response validation (checks).
 @Suite struct ServiceHooksTests {

@@ -4,7 +4,7 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import Courier
+@_spi(Fuzzing) @testable import Courier
 
 /// Services without `@unchecked Sendable` (issue 17 item 5) and a surface that cannot be
 /// shadowed by accident (item 6).
