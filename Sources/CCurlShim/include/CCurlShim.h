@@ -24,4 +24,22 @@ CURLcode courier_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value)
 
 CURLMcode courier_multi_setopt_long(CURLM *handle, CURLMoption option, long value);
 
+// One transport's load, for the connection-pool and queue-depth metrics: the sockets its
+// connections hold open (counted by CURLOPT_OPENSOCKETFUNCTION / CURLOPT_CLOSESOCKETFUNCTION,
+// so a pooled idle connection counts until curl closes it) and its transfers waiting for a
+// connection. Written on the transport's thread, read from any thread (C11 atomics).
+typedef struct courier_transport_load courier_transport_load;
+courier_transport_load *courier_transport_load_create(void);
+void courier_transport_load_destroy(courier_transport_load *load);
+long courier_transport_load_sockets(const courier_transport_load *load);
+long courier_transport_load_queued(const courier_transport_load *load);
+void courier_transport_load_add_queued(courier_transport_load *load, long delta);
+// Makes `handle` open and close its sockets through `load`'s counter (sockets are opened
+// with SOCK_CLOEXEC, so a child process never inherits a connection).
+CURLcode courier_easy_count_sockets(CURL *handle, courier_transport_load *load);
+// CURLOPT_PREREQFUNCTION (libcurl 7.80): called once a connection is ready, before sending.
+typedef int (*courier_prereq_callback)(void *clientp, char *primary_ip, char *local_ip, int primary_port,
+                                       int local_port);
+CURLcode courier_easy_setopt_prereq_callback(CURL *handle, courier_prereq_callback callback);
+
 #endif

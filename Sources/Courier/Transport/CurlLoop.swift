@@ -39,6 +39,9 @@ final class CurlLoop: @unchecked Sendable {
     private let multi: UnsafeMutableRawPointer
     private let configuration: CurlTransport.Configuration
     private let resolveList: UnsafeMutablePointer<curl_slist>?
+    /// Open sockets and transfers waiting for a connection (`courier_transport_load`): written
+    /// here, read by any thread; freed after the multi handle, whose connections count in it.
+    let load: OpaquePointer
     private struct Queue {
         var commands: [Command] = []
         var isShutDown = false
@@ -59,10 +62,15 @@ final class CurlLoop: @unchecked Sendable {
         guard curlGlobalSetup == CURLE_OK else {
             throw CourierError(.configuration, "curl_global_init failed (\(curlGlobalSetup.rawValue))")
         }
+        guard let load = courier_transport_load_create() else {
+            throw CourierError(.configuration, "out of memory for the transport's counters")
+        }
         guard let multi = curl_multi_init() else {
+            courier_transport_load_destroy(load)
             throw CourierError(.configuration, "libcurl could not create a multi handle")
         }
         self.multi = multi
+        self.load = load
         self.configuration = configuration
         maxPooledHandles = configuration.maxConnections
         proxies = configuration.proxy.resolved()
@@ -89,6 +97,7 @@ final class CurlLoop: @unchecked Sendable {
         // After `shutDown()`, when no other thread can reach the multi handle any more.
         curl_multi_cleanup(multi)
         curl_slist_free_all(resolveList)
+        courier_transport_load_destroy(load)
     }
 
     /// Hands a command to the loop thread.
@@ -151,6 +160,7 @@ final class CurlLoop: @unchecked Sendable {
             return
         }
         transfer.handle = handle
+        transfer.enterQueue(load)
         active[handle.raw] = transfer
     }
 
@@ -176,6 +186,7 @@ final class CurlLoop: @unchecked Sendable {
         guard let handle = transfer.handle, active.removeValue(forKey: handle.raw) != nil else { return }
         curl_multi_remove_handle(multi, handle.raw)
         transfer.handle = nil
+        transfer.leaveQueue()
         recycle(handle)
         transfer.finish(.failure(CancellationError()))
     }
@@ -188,6 +199,7 @@ final class CurlLoop: @unchecked Sendable {
             curl_multi_remove_handle(multi, raw)
             guard let transfer = active.removeValue(forKey: raw), let handle = transfer.handle else { continue }
             transfer.handle = nil
+            transfer.leaveQueue()
             if transfer.shouldRetryOnFreshConnection(after: result, handle: handle) {
                 recycle(handle)
                 start(transfer)
@@ -222,6 +234,7 @@ final class CurlLoop: @unchecked Sendable {
         for (raw, transfer) in active {
             curl_multi_remove_handle(multi, raw)
             transfer.handle = nil
+            transfer.leaveQueue()
             transfer.finish(.failure(CourierError(.cancelled, "the transport was shut down")))
         }
         active.removeAll()
@@ -259,7 +272,7 @@ final class CurlLoop: @unchecked Sendable {
         settings.receiveBufferSize = transfer.receiveBufferSize
         try handle.prepare(
             settings, url: transfer.url, headers: transfer.headerList,
-            context: Unmanaged.passUnretained(transfer).toOpaque(), resolve: resolveList)
+            context: Unmanaged.passUnretained(transfer).toOpaque(), resolve: resolveList, load: load)
     }
 }
 

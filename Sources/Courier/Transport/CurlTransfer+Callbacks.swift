@@ -1,4 +1,5 @@
 import CCurl
+import CCurlShim
 import Foundation
 
 // libcurl's callbacks. Each gets the transfer through an unretained pointer: the loop keeps
@@ -58,7 +59,30 @@ func curlProgressCallback(
     return 0
 }
 
+/// `CURLOPT_PREREQFUNCTION`: the transfer has a connection (new or reused) and is about to send.
+func curlPrereqCallback(
+    _ context: UnsafeMutableRawPointer?, _ primaryIP: UnsafeMutablePointer<CChar>?,
+    _ localIP: UnsafeMutablePointer<CChar>?, _ primaryPort: Int32, _ localPort: Int32
+) -> Int32 {
+    if let context { Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue().leaveQueue() }
+    return Int32(CURL_PREREQFUNC_OK)
+}
+
 extension CurlTransfer {
+    /// Counts the transfer as waiting for a connection in `load` until `leaveQueue()`.
+    func enterQueue(_ load: OpaquePointer) {
+        leaveQueue()
+        courier_transport_load_add_queued(load, 1)
+        queuedIn = load
+    }
+
+    /// No longer waiting for a connection: it has one, or it ended.
+    func leaveQueue() {
+        guard let load = queuedIn else { return }
+        courier_transport_load_add_queued(load, -1)
+        queuedIn = nil
+    }
+
     /// Largest up-front allocation a `Content-Length` may cause; beyond it the buffer grows
     /// as bytes really arrive, so a lying server cannot make us allocate the cap for nothing.
     private static let maxReservation = 4 << 20

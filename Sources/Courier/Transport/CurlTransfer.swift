@@ -56,6 +56,8 @@ final class CurlTransfer: @unchecked Sendable {
     /// A failure a callback decided on (size cap, unreadable body file); wins over curl's code.
     var callbackFailure: CourierError?
     var bodyReader: BodyReader?
+    /// The load counters the transfer counts in as waiting for a connection (nil: it is not).
+    var queuedIn: OpaquePointer?
     var lastUpload = TransferProgress(completed: -1, total: nil)
     var lastDownload = TransferProgress(completed: -1, total: nil)
     /// Set once the transfer was started again on a new connection (at most once).

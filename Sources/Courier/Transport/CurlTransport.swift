@@ -1,3 +1,4 @@
+import CCurlShim
 import Foundation
 import Synchronization
 
@@ -87,6 +88,11 @@ package final class CurlTransport: Transport {
     /// The configuration the transport was made with.
     package let configuration: Configuration
     private let loop: CurlLoop
+
+    package var load: TransportLoad? {
+        TransportLoad(
+            connections: courier_transport_load_sockets(loop.load), queued: courier_transport_load_queued(loop.load))
+    }
 
     /// Starts the transport's thread.
     /// - Throws: `CourierError.configuration` when the configuration cannot work or libcurl

@@ -59,10 +59,12 @@ extension EasyHandle {
     ///   - url: the URL.
     ///   - headers: the header list; it must stay alive until the transfer ended.
     ///   - context: the transfer, for the callbacks.
+    ///   - resolve: the `CURLOPT_RESOLVE` list, if any.
+    ///   - load: the loop's load counters (sockets, queued transfers).
     /// - Throws: `CourierError` when curl refuses an option; the handle must then be `reset()`.
     func prepare(
         _ settings: Settings, url: String, headers: UnsafeMutablePointer<curl_slist>?,
-        context: UnsafeMutableRawPointer, resolve: UnsafeMutablePointer<curl_slist>?
+        context: UnsafeMutableRawPointer, resolve: UnsafeMutablePointer<curl_slist>?, load: OpaquePointer
     ) throws(CourierError) {
         let current: Settings
         if let applied {
@@ -70,7 +72,7 @@ extension EasyHandle {
             clearErrorMessage()
         } else {
             try setDefaults()
-            try setCallbackFunctions()
+            try setCallbackFunctions(load: load)
             // Always set: a handle without a proxy option would read `http_proxy` & co.
             try setProxy(settings.proxy)
             // "" rather than nil: with nil, curl would read `no_proxy` from the environment and

@@ -130,8 +130,11 @@ final class EasyHandle {
         try check(courier_easy_setopt_pointer(raw, CURLOPT_CAINFO_BLOB, nil), "CAINFO_BLOB")
     }
 
-    /// The callbacks themselves; the data pointers are set per transfer.
-    func setCallbackFunctions() throws(CourierError) {
+    /// The callbacks themselves; the data pointers are set per transfer. Sockets are opened
+    /// and closed through `load`'s counter, which must outlive every connection (the loop's).
+    func setCallbackFunctions(load: OpaquePointer) throws(CourierError) {
+        try check(courier_easy_count_sockets(raw, load), "OPENSOCKETFUNCTION")
+        try check(courier_easy_setopt_prereq_callback(raw, curlPrereqCallback), "PREREQFUNCTION")
         try check(courier_easy_setopt_write_callback(raw, curlWriteCallback), "WRITEFUNCTION")
         try check(courier_easy_setopt_header_callback(raw, curlHeaderCallback), "HEADERFUNCTION")
         try check(courier_easy_setopt_read_callback(raw, curlReadCallback), "READFUNCTION")
@@ -146,6 +149,7 @@ final class EasyHandle {
         try check(courier_easy_setopt_pointer(raw, CURLOPT_READDATA, context), "READDATA")
         try check(courier_easy_setopt_pointer(raw, CURLOPT_SEEKDATA, context), "SEEKDATA")
         try check(courier_easy_setopt_pointer(raw, CURLOPT_XFERINFODATA, context), "XFERINFODATA")
+        try check(courier_easy_setopt_pointer(raw, CURLOPT_PREREQDATA, context), "PREREQDATA")
     }
 
     // MARK: Information after a transfer

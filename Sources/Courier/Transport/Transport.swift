@@ -29,6 +29,23 @@ package protocol Transport: Sendable {
     /// `hop.takeResponse()`.
     /// - Throws: as `execute(_:)`.
     func send(_ hop: any TransportHop) async throws
+
+    /// The connections the transport holds open and the requests waiting for one, for the
+    /// pool-size and queue-depth metrics; nil when the transport does not know.
+    var load: TransportLoad? { get }
+}
+
+/// A transport's load at one moment.
+package struct TransportLoad: Sendable, Hashable {
+    /// Connections open (in use, being set up, or idle in the pool): the pool's size.
+    package var connections: Int
+    /// Requests handed to the transport that wait for a connection (the connection limits
+    /// are reached): the queue's depth.
+    package var queued: Int
+}
+
+extension Transport {
+    package var load: TransportLoad? { nil }
 }
 
 /// One request as a transport sees it.

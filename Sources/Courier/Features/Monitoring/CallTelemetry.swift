@@ -24,6 +24,8 @@ struct CallTelemetry {
     private let handles: MetricHandles?
     private let metrics: MetricHandles.Set?
     private let started: ContinuousClock.Instant?
+    /// The client's transport, for the pool meters (nil without metrics).
+    private let transport: (any Transport)?
     private let redaction: Redaction
 
     /// Starts the call's span, counts it in flight and logs its start.
@@ -66,9 +68,12 @@ struct CallTelemetry {
             set.inFlight.increment()
             metrics = set
             started = .now
+            transport = client.transport
+            Self.reportLoad(of: client.transport, to: set)
         } else {
             metrics = nil
             started = nil
+            transport = nil
         }
     }
 
@@ -114,6 +119,7 @@ struct CallTelemetry {
         }
         guard let metrics, let handles, let started else { return }
         metrics.inFlight.decrement()
+        Self.reportLoad(of: transport, to: metrics)
         if let body = request.body, let count = try? body.contentLength(), count > 0 {
             metrics.requestBytes.increment(by: count)
         }
@@ -141,8 +147,16 @@ struct CallTelemetry {
         }
         guard let metrics, let handles, let started else { return }
         metrics.inFlight.decrement()
+        Self.reportLoad(of: transport, to: metrics)
         handles.duration(metrics, status: "\(error.code)").recordNanoseconds(
             (ContinuousClock.now - started).nanoseconds)
+    }
+
+    /// Sets the pool meters from the transport's counters (read off the transport's thread).
+    private static func reportLoad(of transport: (any Transport)?, to metrics: MetricHandles.Set) {
+        guard let load = transport?.load else { return }
+        metrics.connections.set(load.connections)
+        metrics.queued.set(load.queued)
     }
 
     // MARK: Spans

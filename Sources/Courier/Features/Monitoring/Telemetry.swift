@@ -31,6 +31,10 @@ struct Telemetry: Sendable {
 /// | `courier_retries` | counter | attempts after the first |
 /// | `courier_cache_hits`, `courier_cache_misses` | counter | GETs to a cached host |
 /// | `courier_request_bytes`, `courier_response_bytes` | counter | bodies sent and received |
+/// | `courier_connections_open` | meter | the client's open connections (its pool's size), `service` label only |
+/// | `courier_requests_queued` | meter | the client's requests waiting for a connection, `service` label only |
+///
+/// The two pool meters are set when a call starts and when it ends.
 final class MetricHandles: Sendable {
     struct Key: Hashable {
         var service: String
@@ -44,6 +48,8 @@ final class MetricHandles: Sendable {
         let cacheMisses: Counter
         let requestBytes: Counter
         let responseBytes: Counter
+        let connections: Meter
+        let queued: Meter
         let dimensions: [(String, String)]
     }
 
@@ -74,6 +80,8 @@ final class MetricHandles: Sendable {
             cacheMisses: Counter(label: "courier_cache_misses", dimensions: dimensions, factory: factory),
             requestBytes: Counter(label: "courier_request_bytes", dimensions: dimensions, factory: factory),
             responseBytes: Counter(label: "courier_response_bytes", dimensions: dimensions, factory: factory),
+            connections: Meter(label: "courier_connections_open", dimensions: [dimensions[0]], factory: factory),
+            queued: Meter(label: "courier_requests_queued", dimensions: [dimensions[0]], factory: factory),
             dimensions: dimensions)
         return sets.withLock { sets in
             if let raced = sets[key] { return raced }

@@ -153,6 +153,39 @@ import Tracing
         #expect(metrics.counters.allSatisfy { !$0.dimensions.contains { $0.1.contains("config") } })
     }
 
+    /// The pool meters: connections open and requests waiting for one, per client.
+    @Test func poolSizeAndQueueDepthAreMeasured() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let metrics = TestMetrics()
+        var configuration = HTTPClient.Configuration(
+            baseURL: server.baseURL, maxConnectionsPerHost: 1, notificationCenter: NotificationCenter())
+        configuration.metricsFactory = metrics
+        let client = try HTTPClient(configuration: configuration)
+        var feed = ServiceConfiguration()
+        feed.name = "feed"
+        let service = ServiceCore(client: client, configuration: feed)
+        #expect(client.transport.load == TransportLoad(connections: 0, queued: 0))
+        let options = CallOptions(deduplicates: false)
+        try await withThrowingTaskGroup { group in
+            for _ in 0..<3 {
+                group.addTask { let _: EchoModel = try await service.get("delay/1500", options: options) }
+            }
+            // One request on the one connection allowed, two waiting for it.
+            #expect(await server.waitForRequests(atLeast: 1))
+            #expect(try await Self.waitUntil { client.transport.load?.queued == 2 })
+            #expect(client.transport.load == TransportLoad(connections: 1, queued: 2))
+            try await group.waitForAll()
+        }
+        #expect(client.transport.load == TransportLoad(connections: 1, queued: 0))
+        let queued = try metrics.expectMeter("courier_requests_queued", [("service", "feed")])
+        let connections = try metrics.expectMeter("courier_connections_open", [("service", "feed")])
+        // Set at each call's start and end: a queue was seen, and the last call left none.
+        #expect(queued.values.contains { $0 >= 1 })
+        #expect(queued.lastValue == 0)
+        #expect(connections.lastValue == 1)
+    }
+
     @Test func nothingIsMadeWithoutABackend() throws {
         let server = try TestServer()
         defer { server.stop() }
@@ -162,6 +195,18 @@ import Tracing
     }
 
     // MARK: - Support
+
+    /// Checks `condition` until it holds or `timeout` passes.
+    private static func waitUntil(
+        timeout: Duration = .seconds(10), _ condition: () -> Bool
+    ) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while !condition() {
+            guard ContinuousClock.now < deadline else { return false }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return true
+    }
 
     private static func service(
         _ baseURL: URL, logger: Logger? = nil, tracer: (any Tracer)? = nil, metrics: TestMetrics? = nil,
