@@ -16,6 +16,9 @@ let package = Package(
         // Fleet mode: cache, credential and request interval shared through Redis (hiredis).
         // Its own product, so an app that does not use it does not link hiredis.
         .library(name: "CourierRedis", targets: ["CourierRedis"]),
+        // A swift-openapi-runtime `ClientTransport`: code from swift-openapi-generator runs on
+        // Courier's service calls. Its own product, so other apps do not build the runtime.
+        .library(name: "CourierOpenAPI", targets: ["CourierOpenAPI"]),
         // The generated test/demo descriptors, for the protobuf fuzz target in Fuzz/.
         .library(name: "CourierProtos", targets: ["CourierProtos"]),
         .executable(name: "courier-demo", targets: ["courier-demo"]),
@@ -34,6 +37,9 @@ let package = Package(
         // Spans per call and attempt, and call metrics, for whatever backend the app bootstraps.
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        // CourierOpenAPI only. The generator is not a dependency: scripts/generate-openapi.sh
+        // builds it in Tools/OpenAPIGen and the generated test client is committed.
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
     ],
     targets: [
         // C libraries from Debian.
@@ -100,6 +106,14 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict),
+        .target(
+            name: "CourierOpenAPI",
+            dependencies: [
+                "Courier",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strict),
         // The fleet-mode benchmark: N processes sharing one Redis against a loopback server.
         .executableTarget(
             name: "courier-fleet-bench",
@@ -150,6 +164,16 @@ let package = Package(
             dependencies: [
                 "Courier", "CourierRedis", "CourierTesting", "CourierLocking",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strict),
+        .testTarget(
+            name: "CourierOpenAPITests",
+            dependencies: [
+                "Courier", "CourierOpenAPI", "CourierTesting",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: strict),
         .testTarget(

@@ -19,7 +19,45 @@ extension HTTPClient {
     public func send(
         _ request: HTTPRequest, body: RequestBody? = nil, options: CallOptions = .default
     ) async throws -> Response {
-        try await send(request, body: body, options: options.requestOptions)
+        guard telemetry.tracer != nil || telemetry.metrics != nil else {
+            return try await send(request, body: body, options: options.requestOptions)
+        }
+        return try await sendReported(request, body: body, options: options)
+    }
+
+    /// `send` with a span and metrics, as a service call gets (`CallTelemetry`): the request is
+    /// its one attempt; service `nil`, so its label is the server's host.
+    @inline(never)
+    private func sendReported(_ request: HTTPRequest, body: RequestBody?, options: CallOptions) async throws
+        -> Response
+    {
+        let settings = liveSettings
+        // A request relative to the base URL is reported with it (and sent as it is).
+        var shown = request
+        if shown.scheme == nil || shown.authority == nil, let baseURL = settings.settings.baseURL {
+            try Self.resolve(&shown, against: baseURL)
+        }
+        var telemetry = CallTelemetry(
+            client: self, service: nil, server: shown.authority ?? "", logger: options.logger, id: CallID.next(),
+            operation: options.operationName, request: shown, credentialFieldNames: credentialFieldNames)
+        var reported = PreparedRequest(head: shown, body: body)
+        telemetry.willSend(&reported, attempt: 1)
+        var sent = request
+        sent.headerFields = reported.head.headerFields
+        var requestOptions = options.requestOptions
+        requestOptions.clientSettings = settings
+        do {
+            let response = try await send(sent, body: body, options: requestOptions)
+            telemetry.finished(
+                status: Int(response.head.status.code), attempts: 1, request: reported,
+                responseBytes: response.body.count, isFromCache: response.isFromCache, cache: configuration.cache)
+            return response
+        } catch {
+            let failure =
+                error as? CourierError ?? CourierError(.cancelled, "the request was cancelled", underlying: error)
+            telemetry.failed(failure, attempts: 1)
+            throw error
+        }
     }
 
     /// `send` with the client-level options.
@@ -116,12 +154,7 @@ extension HTTPClient {
             guard let baseURL = settings.settings.baseURL else {
                 throw CourierError(.invalidRequest, "the request has no host and the client no base URL")
             }
-            try prepared.setURL(baseURL)
-            var basePath = prepared.path ?? "/"
-            if let query = basePath.firstIndex(of: "?") { basePath = String(basePath[..<query]) }
-            if basePath.hasSuffix("/") { basePath.removeLast() }
-            let relative = request.path ?? "/"
-            prepared.path = basePath + (relative.hasPrefix("/") ? relative : "/" + relative)
+            try Self.resolve(&prepared, against: baseURL)
         }
         for field in settings.settings.defaultHeaders where prepared.headerFields[field.name] == nil {
             prepared.headerFields.append(field)
@@ -135,6 +168,18 @@ extension HTTPClient {
         (cookieJar ?? self.cookieJar)?.apply(to: &prepared)
         try RequestValidation.validate(prepared)
         return prepared
+    }
+}
+
+extension HTTPClient {
+    /// Puts a request without scheme or authority on `baseURL`: its path follows the base's.
+    static func resolve(_ request: inout HTTPRequest, against baseURL: URL) throws(CourierError) {
+        let relative = request.path ?? "/"
+        try request.setURL(baseURL)
+        var basePath = request.path ?? "/"
+        if let query = basePath.firstIndex(of: "?") { basePath = String(basePath[..<query]) }
+        if basePath.hasSuffix("/") { basePath.removeLast() }
+        request.path = basePath + (relative.hasPrefix("/") ? relative : "/" + relative)
     }
 }
 

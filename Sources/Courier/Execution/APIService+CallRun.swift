@@ -101,7 +101,7 @@ extension ServiceCore {
             validator = options.validator ?? configuration.pipeline.validator
             telemetry = CallTelemetry(
                 client: service.client, service: configuration.name, server: server.authority, logger: options.logger,
-                id: id,
+                id: id, operation: options.operationName,
                 request: base.head, credentialFieldNames: service.prepared.credentialFieldNames)
             monitor.didStart(event)
         }

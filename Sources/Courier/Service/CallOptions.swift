@@ -87,6 +87,10 @@ public struct CallOptions: Sendable {
     /// Where this call logs (e.g. the logger of the server request it serves); nil: the
     /// client's. Courier adds `courier.call_id` to its metadata.
     public var logger: Logger?
+    /// A bounded name for this call's spans and metrics (an OpenAPI `operationId`): the call's
+    /// span is named after it and its metrics get an `operation` label. For Courier's own
+    /// products (CourierOpenAPI); never a path.
+    package var operationName: String?
 
     public init(
         requestSerializer: (any RequestSerializer)? = nil, headers: HTTPFields = [:], timeout: Duration? = nil,

@@ -7,7 +7,8 @@ import Tracing
 /// metadata), its span and each attempt's (OpenTelemetry's HTTP client conventions), and its
 /// metrics. Kept by the call's `CallRun`, so used by the call's task only.
 ///
-/// Spans: the call is an `.internal` span named `{method} {service}`; each attempt a `.client`
+/// Spans: the call is an `.internal` span named `{method} {service}` (its operation's name,
+/// `courier.operation`, when it has one: an OpenAPI `operationId`); each attempt a `.client`
 /// span named `{method}`, child of the call's, whose context the tracer injects into the
 /// attempt's header fields (W3C `traceparent` with an OpenTelemetry tracer). Attributes:
 /// `http.request.method`, `url.full` (secret query values redacted by the one `Redaction`),
@@ -32,7 +33,7 @@ struct CallTelemetry {
     @inline(never)
     init(
         client: HTTPClient, service name: String?, server: String, logger: Logger?, id: CallID,
-        request: HTTPRequest, credentialFieldNames: Set<HTTPField.Name>
+        operation: String? = nil, request: HTTPRequest, credentialFieldNames: Set<HTTPField.Name>
     ) {
         var logger = logger ?? client.configuration.logger
         let telemetry = client.telemetry
@@ -56,15 +57,17 @@ struct CallTelemetry {
         tracer = telemetry.tracer
         if let tracer {
             let span = tracer.startSpan(
-                "\(request.method.rawValue) \(service)", context: InstrumentationContext.current ?? .topLevel,
+                operation ?? "\(request.method.rawValue) \(service)",
+                context: InstrumentationContext.current ?? .topLevel,
                 ofKind: .internal, at: DefaultTracerClock.now, function: #function, file: #fileID, line: #line)
             Self.describe(request, on: span, redaction: redaction)
             span.attributes["courier.call_id"] = Int(truncatingIfNeeded: id.rawValue)
+            if let operation { span.attributes["courier.operation"] = operation }
             callSpan = span
         }
         handles = telemetry.metrics
         if let handles {
-            let set = handles.handles(service: service, method: request.method)
+            let set = handles.handles(service: service, method: request.method, operation: operation)
             set.inFlight.increment()
             metrics = set
             started = .now

@@ -39,6 +39,7 @@ final class MetricHandles: Sendable {
     struct Key: Hashable {
         var service: String
         var method: String
+        var operation: String?
     }
 
     struct Set: Sendable {
@@ -68,11 +69,13 @@ final class MetricHandles: Sendable {
         knownMethods.contains(method.rawValue) ? method.rawValue : "_OTHER"
     }
 
-    /// The handles of `service` and `method`.
-    func handles(service: String, method: HTTPRequest.Method) -> Set {
-        let key = Key(service: service, method: Self.label(method))
+    /// The handles of `service` and `method`, and of `operation` when the call names one (an
+    /// OpenAPI `operationId`: bounded by the spec).
+    func handles(service: String, method: HTTPRequest.Method, operation: String? = nil) -> Set {
+        let key = Key(service: service, method: Self.label(method), operation: operation)
         if let made = sets.withLock({ $0[key] }) { return made }
-        let dimensions = [("service", key.service), ("method", key.method)]
+        var dimensions = [("service", key.service), ("method", key.method)]
+        if let operation { dimensions.append(("operation", operation)) }
         let made = Set(
             inFlight: Meter(label: "courier_requests_in_flight", dimensions: dimensions, factory: factory),
             retries: Counter(label: "courier_retries", dimensions: dimensions, factory: factory),

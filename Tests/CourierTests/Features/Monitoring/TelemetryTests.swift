@@ -120,6 +120,49 @@ import Tracing
         }
     }
 
+    @Test func aPlainSendIsTracedAndCountedLikeAServiceCall() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(.json(["id": 1, "name": "x"]))
+        server.enqueue(.status(404))
+        let tracer = W3CTestTracer()
+        let metrics = TestMetrics()
+        var configuration = HTTPClient.Configuration(baseURL: server.baseURL, notificationCenter: NotificationCenter())
+        configuration.tracer = tracer
+        configuration.metricsFactory = metrics
+        let client = try HTTPClient(configuration: configuration)
+        // Relative to the base URL: the spans still name the server.
+        let ok = try await client.send(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/users/1?page=2"))
+        let missing = try await client.send(method: .delete, url: server.url("/users/2"))
+        #expect(ok.head.status.code == 200)
+        #expect(missing.head.status.code == 404)
+
+        let spans = tracer.memory.finishedSpans
+        #expect(spans.count == 4)
+        let attempts = spans.filter { $0.kind == .client }
+        let calls = spans.filter { $0.kind == .internal }
+        #expect(calls.map(\.operationName) == ["GET 127.0.0.1", "DELETE 127.0.0.1"])
+        #expect(attempts.map(\.operationName) == ["GET", "DELETE"])
+        #expect(zip(attempts, calls).allSatisfy { $0.parentSpanID == $1.spanID })
+        let get = attempts[0].attributes
+        #expect(get["http.response.status_code"]?.toSpanAttribute() == 200)
+        #expect(get["server.address"]?.toSpanAttribute() == "127.0.0.1")
+        #expect(get["server.port"]?.toSpanAttribute() == .int64(Int64(server.port)))
+        let url = "\(get["url.full"]?.toSpanAttribute() ?? "")"
+        #expect(url.contains("http://127.0.0.1:\(server.port)/users/1?page=2"), "\(url)")
+        #expect(attempts[1].attributes["error.type"]?.toSpanAttribute() == "404")
+        #expect(attempts[1].status?.code == .error)
+        // The request carried its span's context.
+        let sent = server.recordedRequests.map { $0.header("traceparent") }
+        #expect(sent == attempts.map { "00-\($0.traceID)-\($0.spanID)-01" })
+
+        let getLabels = [("service", "127.0.0.1"), ("method", "GET")]
+        #expect(try metrics.expectTimer("courier_request_duration", getLabels + [("status", "2xx")]).values.count == 1)
+        #expect(try metrics.expectCounter("courier_response_bytes", getLabels).totalValue > 10)
+        let deleteLabels = [("service", "127.0.0.1"), ("method", "DELETE"), ("status", "4xx")]
+        #expect(try metrics.expectTimer("courier_request_duration", deleteLabels).values.count == 1)
+    }
+
     // MARK: - Metrics
 
     @Test func metricsCountCallsRetriesBytesAndCache() async throws {

@@ -1,0 +1,308 @@
+import CourierOpenAPI
+import CourierTesting
+import Foundation
+import HTTPTypes
+import InMemoryTracing
+import MetricsTestKit
+import OpenAPIRuntime
+import Testing
+import Tracing
+
+@testable import Courier
+
+/// The client generated from Fixtures/openapi/openapi.yaml (Generated/, by
+/// scripts/generate-openapi.sh) against the loopback server, through `CourierTransport`.
+@Suite struct CourierTransportTests {
+    // MARK: - Encoding and decoding
+
+    @Test func aGETCarriesItsPathQueryAndHeaderParametersAndDecodesTheAnswer() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(.json(["message": "hello, Ada"]).with("X-Served-By", "loopback"))
+        let api = try Self.api(server)
+        let output = try await api.client.getGreeting(
+            path: .init(name: "Ada Lovelace/1"), query: .init(greeting: "hi & bye", tags: ["a", "b"]),
+            headers: .init(xRequestTag: "t-1"))
+
+        let ok = try output.ok
+        #expect(try ok.body.json.message == "hello, Ada")
+        #expect(ok.headers.xServedBy == "loopback")
+        let sent = try #require(server.recordedRequests.first)
+        #expect(sent.method == "GET")
+        // The path parameter is one segment: its space and slash are escaped.
+        #expect(sent.path == "/greetings/Ada%20Lovelace%2F1")
+        #expect(sent.queryValue("greeting") == "hi & bye")
+        #expect(sent.queryItems.filter { $0.name == "tags" }.map(\.value) == ["a", "b"])
+        #expect(sent.header("X-Request-Tag") == "t-1")
+        #expect(sent.header("Accept") == "application/json")
+    }
+
+    @Test func aPOSTSendsItsJSONBody() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(.json(["id": 7, "title": "groceries", "body": "milk"], status: 201))
+        let api = try Self.api(server)
+        let output = try await api.client.createNote(body: .json(.init(title: "groceries", body: "milk")))
+
+        let note = try output.created.body.json
+        #expect(note.id == 7)
+        #expect(note.title == "groceries")
+        let sent = try #require(server.recordedRequests.first)
+        #expect(sent.method == "POST")
+        #expect(sent.path == "/notes")
+        #expect(sent.header("Content-Type")?.hasPrefix("application/json") == true)
+        let body = try JSONSerialization.jsonObject(with: sent.body) as? [String: String]
+        #expect(body == ["title": "groceries", "body": "milk"])
+    }
+
+    @Test func aBinaryBodyGoesOutAndComesBackAsBytes() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("PUT", "/notes/3/attachment") { request in
+            ScriptedResponse(
+                status: 200, headers: [.contentType: "application/octet-stream"], body: request.body)
+        }
+        let api = try Self.api(server)
+        let bytes = TestServer.bytePattern(count: 100_000)
+        let output = try await api.client.putAttachment(path: .init(id: 3), body: .binary(HTTPBody(bytes)))
+
+        let echoed = try await Data(collecting: try output.ok.body.binary, upTo: 1 << 20)
+        #expect(echoed == bytes)
+        #expect(server.recordedRequests.first?.header("Content-Type") == "application/octet-stream")
+    }
+
+    @Test func aStreamedBodyOfUnknownLengthIsSentWhole() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(ScriptedResponse(status: 200, headers: [.contentType: "application/octet-stream"]))
+        let api = try Self.api(server)
+        let chunks: [HTTPBody.ByteChunk] = [[1, 2, 3], [4, 5], [6]]
+        let stream = AsyncStream<HTTPBody.ByteChunk> { continuation in
+            for chunk in chunks { continuation.yield(chunk) }
+            continuation.finish()
+        }
+        _ = try await api.client.putAttachment(path: .init(id: 4), body: .binary(HTTPBody(stream, length: .unknown)))
+        #expect(server.recordedRequests.first?.body == Data([1, 2, 3, 4, 5, 6]))
+    }
+
+    @Test func aBodyOverTheLimitFailsBeforeAnythingIsSent() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let api = try Self.api(server) { $0.maxRequestBodySize = 1_000 }
+        let error = await Self.courierError {
+            _ = try await api.client.putAttachment(
+                path: .init(id: 3), body: .binary(HTTPBody(TestServer.bytePattern(count: 1_001))))
+        }
+        #expect(error?.code == .invalidRequest)
+        #expect(error?.message.contains("maxRequestBodySize") == true)
+        #expect(server.requestCount == 0)
+    }
+
+    // MARK: - Error statuses
+
+    @Test func refusedStatusesAreTheSpecsDocumentedCases() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(.json(["reason": "nobody called Zed"], status: 404))
+        server.enqueue(.json(["reason": "a title is required"], status: 422))
+        server.enqueue(.status(204))
+        server.enqueue(.json(["reason": "locked"], status: 409))
+        let api = try Self.api(server)
+
+        let missing = try await api.client.getGreeting(path: .init(name: "Zed"))
+        #expect(try missing.notFound.body.json.reason == "nobody called Zed")
+        let refused = try await api.client.createNote(body: .json(.init(title: "")))
+        #expect(try refused.unprocessableContent.body.json.reason == "a title is required")
+        let deleted = try await api.client.deleteNote(path: .init(id: 1))
+        _ = try deleted.noContent
+        let locked = try await api.client.deleteNote(path: .init(id: 2))
+        guard case .default(let statusCode, let payload) = locked else {
+            Issue.record("expected the default case, got \(locked)")
+            return
+        }
+        #expect(statusCode == 409)
+        #expect(try payload.body.json.reason == "locked")
+        #expect(server.requestCount == 4)
+    }
+
+    @Test func anUndocumentedStatusIsUndocumented() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(.text("teapot", status: 418))
+        let api = try Self.api(server)
+        let output = try await api.client.getGreeting(path: .init(name: "Ada"))
+        guard case .undocumented(let statusCode, _) = output else {
+            Issue.record("expected undocumented, got \(output)")
+            return
+        }
+        #expect(statusCode == 418)
+    }
+
+    // MARK: - The service's execution applies
+
+    @Test func theServicesRetryPolicyRetriesAnOperation() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(.status(503))
+        server.enqueue(.status(503))
+        server.enqueue(.json(["message": "third time"]))
+        let api = try Self.api(server)
+        let output = try await api.client.getGreeting(path: .init(name: "Ada"))
+        #expect(try output.ok.body.json.message == "third time")
+        #expect(server.requestCount == 3)
+    }
+
+    @Test func aStatusStillRefusedAfterTheRetriesReachesTheGeneratedCode() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        for _ in 0..<3 { server.enqueue(.text("down", status: 503)) }
+        let api = try Self.api(server)
+        let output = try await api.client.getGreeting(path: .init(name: "Ada"))
+        guard case .undocumented(let statusCode, _) = output else {
+            Issue.record("expected undocumented, got \(output)")
+            return
+        }
+        #expect(statusCode == 503)
+        // The policy's two retries, then the answer.
+        #expect(server.requestCount == 3)
+    }
+
+    @Test func theCredentialGoesToTheAPIAndNotToAnotherServer() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let other = try TestServer()
+        defer { other.stop() }
+        server.enqueue(.json(["message": "hi"]))
+        other.enqueue(.json(["message": "hi"]))
+        let api = try Self.api(server)
+        try api.service.logIn(credential: "token-123")
+        _ = try await api.client.getGreeting(path: .init(name: "Ada"))
+        let elsewhere = Client(serverURL: other.baseURL, transport: CourierTransport(api.service))
+        _ = try await elsewhere.getGreeting(path: .init(name: "Ada"))
+
+        #expect(server.recordedRequests.first?.header("Authorization") == "Bearer token-123")
+        #expect(other.recordedRequests.count == 1)
+        #expect(other.recordedRequests.first?.header("Authorization") == nil)
+    }
+
+    @Test func theServerURLsPathPrefixComesBeforeTheOperationsPath() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(.json(["message": "hi"]))
+        let api = try Self.api(server)
+        let client = Client(serverURL: server.url("/v1"), transport: CourierTransport(api.service))
+        _ = try await client.getGreeting(path: .init(name: "Ada"), query: .init(greeting: "hi"))
+        #expect(server.recordedRequests.first?.target == "/v1/greetings/Ada?greeting=hi")
+    }
+
+    @Test func theServersModeUsesTheServicesServerWhateverTheClientsURL() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(.json(["message": "hi"]))
+        let api = try Self.api(server)
+        let client = Client(
+            serverURL: URL(string: "https://notes.example.com/v1")!,
+            transport: CourierTransport(api.service, server: .service))
+        _ = try await client.getGreeting(path: .init(name: "Ada"))
+        #expect(server.recordedRequests.first?.path == "/greetings/Ada")
+    }
+
+    @Test func theClientsCacheAnswersARepeatedOperation() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("GET", "/greetings/Ada") { _ in
+            ScriptedResponse.json(["message": "cached"]).with(.cacheControl, "max-age=60")
+        }
+        let cache = try HostScopedCache(
+            configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly))
+        let api = try Self.api(server, cache: cache)
+        let first = try await api.client.getGreeting(path: .init(name: "Ada"))
+        let second = try await api.client.getGreeting(path: .init(name: "Ada"))
+        #expect(try first.ok.body.json.message == "cached")
+        #expect(try second.ok.body.json.message == "cached")
+        #expect(server.requestCount == 1)
+    }
+
+    @Test func cancellingTheTaskCancelsTheOperation() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        var late = ScriptedResponse.json(["message": "late"])
+        late.delay = .seconds(30)
+        server.enqueue(late)
+        let api = try Self.api(server)
+        let task = Task { try await api.client.getGreeting(path: .init(name: "Ada")) }
+        #expect(await server.waitForRequests(atLeast: 1))
+        let started = ContinuousClock.now
+        task.cancel()
+        let result = await task.result
+        #expect(ContinuousClock.now - started < .seconds(10))
+        guard case .failure(let error) = result else {
+            Issue.record("the operation finished despite the cancellation")
+            return
+        }
+        #expect(((error as? ClientError)?.underlyingError as? CourierError)?.code == .cancelled)
+    }
+
+    // MARK: - Telemetry
+
+    @Test func eachOperationIsASpanNamedByItsOperationIDWithMetricsLabelled() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(.status(503))
+        server.enqueue(.json(["message": "hi"]))
+        server.enqueue(.json(["id": 1, "title": "t"], status: 201))
+        let tracer = InMemoryTracer()
+        let metrics = TestMetrics()
+        let api = try Self.api(server, tracer: tracer, metrics: metrics)
+        _ = try await api.client.getGreeting(path: .init(name: "Ada"))
+        _ = try await api.client.createNote(body: .json(.init(title: "t")))
+
+        let spans = tracer.finishedSpans
+        let calls = spans.filter { $0.kind == .internal }
+        #expect(calls.map(\.operationName).sorted() == ["createNote", "getGreeting"])
+        let greeting = try #require(calls.first { $0.operationName == "getGreeting" })
+        #expect(greeting.attributes["courier.operation"]?.toSpanAttribute() == "getGreeting")
+        #expect(greeting.attributes["http.response.status_code"]?.toSpanAttribute() == 200)
+        let attempts = spans.filter { $0.kind == .client && $0.parentSpanID == greeting.spanID }
+        #expect(attempts.count == 2)
+
+        let get = [("service", "notes"), ("method", "GET"), ("operation", "getGreeting")]
+        #expect(try metrics.expectCounter("courier_retries", get).totalValue == 1)
+        let post = [("service", "notes"), ("method", "POST"), ("operation", "createNote"), ("status", "2xx")]
+        #expect(try metrics.expectTimer("courier_request_duration", post).values.count == 1)
+    }
+
+    // MARK: - Support
+
+    struct API {
+        let service: ServiceCore
+        let client: Client
+    }
+
+    private static func api(
+        _ server: TestServer, cache: HostScopedCache? = nil, tracer: (any Tracer)? = nil, metrics: TestMetrics? = nil,
+        transport configure: (inout CourierTransport) -> Void = { _ in }
+    ) throws -> API {
+        var configuration = HTTPClient.Configuration(
+            baseURL: server.baseURL, timeout: .seconds(60), notificationCenter: NotificationCenter(), cache: cache)
+        configuration.tracer = tracer
+        configuration.metricsFactory = metrics
+        var service = ServiceConfiguration(
+            retryPolicy: RetryPolicy(jitter: 0), clock: ManualServiceClock(autoAdvance: true))
+        service.name = "notes"
+        let core = ServiceCore(client: try HTTPClient(configuration: configuration), configuration: service)
+        var transport = CourierTransport(core)
+        configure(&transport)
+        return API(service: core, client: Client(serverURL: server.baseURL, transport: transport))
+    }
+
+    /// The `CourierError` under the generated client's `ClientError`.
+    private static func courierError(_ body: () async throws -> Void) async -> CourierError? {
+        do {
+            try await body()
+            return nil
+        } catch {
+            return (error as? ClientError)?.underlyingError as? CourierError
+        }
+    }
+}
