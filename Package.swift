@@ -34,6 +34,9 @@ let package = Package(
         // Spans per call and attempt, and call metrics, for whatever backend the app bootstraps.
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        // `swift package generate-documentation` (scripts/docs.sh): the DocC catalogs in
+        // Sources/*/*.docc. A command plugin only; nothing of it is linked into the products.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
     ],
     targets: [
         // C libraries from Debian.

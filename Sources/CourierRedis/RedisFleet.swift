@@ -20,7 +20,9 @@ import Foundation
 public final class RedisFleet: Sendable {
     /// Where Redis is and how long to wait for it.
     public struct Configuration: Sendable {
+        /// The Redis server's host name or address.
         public var host: String
+        /// The Redis server's TCP port (6379 by default).
         public var port: Int
         /// ACL user name (Redis 6+), with `password`.
         public var username: String?

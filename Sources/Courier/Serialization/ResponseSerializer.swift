@@ -90,6 +90,7 @@ extension ResponseSerializer {
 /// The bytes of the body, unchanged. Accepts any content type.
 public struct DataResponseSerializer: ResponseSerializer {
     init() {}
+    /// Empty: any content type.
     public var acceptableContentTypes: [String] { [] }
     /// Returns the body; empty for bodiless responses.
     public func serialize(_ context: ResponseContext) throws -> Data {
@@ -104,6 +105,7 @@ extension ResponseSerializer where Self == DataResponseSerializer {
 
 /// A type to decode when a call expects no body (`204 No Content`, HEAD, or a body it ignores).
 public struct Empty: Codable, Sendable, Hashable {
+    /// The one value.
     public init() {}
 }
 
@@ -114,10 +116,12 @@ public protocol EmptyResponseRepresentable {
 }
 
 extension Empty: EmptyResponseRepresentable {
+    /// `Empty()`.
     public static var emptyResponseValue: Empty { Empty() }
 }
 
 extension Optional: EmptyResponseRepresentable {
+    /// `nil`.
     public static var emptyResponseValue: Wrapped? { nil }
 }
 

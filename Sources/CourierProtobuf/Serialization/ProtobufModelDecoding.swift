@@ -9,6 +9,7 @@ import Foundation
 public struct ProtobufModelDecoding: ModelDecoding {
     /// The decoder; it holds no state, the descriptor plans are cached globally.
     public let decoder: ProtobufDecoder
+    /// The media types this decoding reads.
     public let acceptableContentTypes: [String]
 
     /// - Parameters:
@@ -21,6 +22,7 @@ public struct ProtobufModelDecoding: ModelDecoding {
         self.acceptableContentTypes = acceptableContentTypes
     }
 
+    /// True: an empty body is a message with every field at its default.
     public var decodesEmptyBodies: Bool { true }
 
     /// Decodes `type` from `body`.

@@ -9,6 +9,7 @@ import Foundation
 public struct ProtobufResponseSerializer<Model: ProtobufMessage & Sendable>: ResponseSerializer {
     /// The decoder; it holds no state, the descriptor plans are cached globally.
     public let decoder: ProtobufDecoder
+    /// The media types this serializer reads.
     public let acceptableContentTypes: [String]
 
     /// - Parameters:

@@ -187,6 +187,7 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
 public struct RefreshStormLimit: Sendable, Hashable {
     var maximumRefreshes: Int
     var window: Duration
+    /// At most `maximumRefreshes` (at least 1) refreshes within `window`.
     public init(maximumRefreshes: Int = 3, window: Duration = .seconds(60)) {
         self.maximumRefreshes = max(1, maximumRefreshes)
         self.window = window

@@ -20,6 +20,7 @@ public final class ActivityMonitor: EventMonitor {
     /// The number of active calls that asked for activity.
     public var activeCount: Int { state.withLock { $0.active.count } }
 
+    /// Counts the call in on `.started` and out when it ends.
     public func handle(_ event: MonitorEvent) {
         switch event {
         case .started(let call): started(call)

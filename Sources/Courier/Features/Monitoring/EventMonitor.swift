@@ -128,5 +128,6 @@ public struct ClosureEventMonitor: EventMonitor {
         }
     }
 
+    /// Passes `event` to the closure.
     public func handle(_ event: MonitorEvent) { body(event) }
 }

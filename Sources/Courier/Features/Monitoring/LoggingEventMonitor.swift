@@ -72,6 +72,7 @@ public struct LoggingEventMonitor: EventMonitor {
         }
     }
 
+    /// Logs `event` as one line at the level its kind maps to.
     public func handle(_ event: MonitorEvent) {
         switch event {
         case .started: break
