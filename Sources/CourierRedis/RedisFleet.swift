@@ -47,6 +47,7 @@ public final class RedisFleet: Sendable {
         /// How long a cache entry stays in Redis past its freshness, for revalidation.
         public var staleRetention: Duration
 
+        /// Where Redis is; timeouts and the namespace keep their defaults.
         /// - Parameters:
         ///   - host: Redis's host name or address.
         ///   - port: Redis's port.

@@ -18,6 +18,7 @@ public struct ResponseContext: Sendable {
     private(set) var statusCode: Int
     private var isHeadRequest: Bool
 
+    /// The context of one response.
     /// - Parameters:
     ///   - request: the request as sent.
     ///   - response: the response head.
@@ -67,6 +68,7 @@ public struct ResponseContext: Sendable {
 /// `.decodable(Model.self)`, `.json(Model.self)`, `.form(Model.self)`, `.negotiating(…)`.
 /// Conform to write your own (XML, MessagePack, CSV…); Courier needs no change for it.
 public protocol ResponseSerializer<Output>: Sendable {
+    /// The value a response becomes.
     associatedtype Output: Sendable
     /// The media types this serializer can read, for the `Accept` header and validation.
     /// Empty means any.

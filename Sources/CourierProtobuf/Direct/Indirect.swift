@@ -25,6 +25,7 @@ public struct Indirect<Value: Sendable>: Sendable {
 
     private var box: Box?
 
+    /// A boxed field holding `wrappedValue`.
     /// - Parameter wrappedValue: the field's value, nil when absent.
     public init(wrappedValue: Value?) {
         box = wrappedValue.map(Box.init)

@@ -1,7 +1,7 @@
 import Courier
 import Foundation
 
-/// Protobuf as a ``ModelDecoding`` body format: the client's or a service's default response
+/// Protobuf as a `ModelDecoding` body format: the client's or a service's default response
 /// type (`.protobuf`), a candidate in content negotiation, or `.decodable(Model.self, using: .protobuf)`.
 ///
 /// The model must be a ``ProtobufMessage`` (or an Optional of one), which names its descriptor.
@@ -12,6 +12,7 @@ public struct ProtobufModelDecoding: ModelDecoding {
     /// The media types this decoding reads.
     public let acceptableContentTypes: [String]
 
+    /// Protobuf bodies read by `decoder`.
     /// - Parameters:
     ///   - decoder: the decoder to use.
     ///   - acceptableContentTypes: the media types to accept; protobuf's usual four by default.

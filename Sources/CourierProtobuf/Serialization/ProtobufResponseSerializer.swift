@@ -12,6 +12,7 @@ public struct ProtobufResponseSerializer<Model: ProtobufMessage & Sendable>: Res
     /// The media types this serializer reads.
     public let acceptableContentTypes: [String]
 
+    /// A serializer decoding `type` from protobuf bodies.
     /// - Parameters:
     ///   - type: the model type.
     ///   - decoder: the decoder to use.

@@ -43,6 +43,7 @@ public final class CookieJar: Sendable {
     /// Whether logging out (of the client or the service that holds the jar) forgets every cookie.
     let clearsOnLogout: Bool
 
+    /// An empty jar with the given limits.
     /// - Parameters:
     ///   - maximumCookies: the most cookies kept; the oldest are dropped first.
     ///   - maximumCookiesPerDomain: the most cookies kept per domain.

@@ -11,6 +11,7 @@ public final class ActivityMonitor: EventMonitor {
     private let state = LockedValue(State())
     private let onChange: @Sendable (Bool) -> Void
 
+    /// A monitor that reports when the first activity-showing call starts and the last ends.
     /// - Parameter onChange: called with `true` at 0 → 1 and `false` at 1 → 0, on the thread
     ///   of the call that caused it. Calls are serialised: never two at once.
     public init(onChange: @escaping @Sendable (Bool) -> Void) {

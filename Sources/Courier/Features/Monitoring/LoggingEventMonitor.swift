@@ -13,6 +13,7 @@ public struct LoggingEventMonitor: EventMonitor {
     /// Whether header fields are logged (at `.trace`).
     var logsHeaders: Bool
 
+    /// A monitor that logs each call with `logger`, secrets redacted.
     /// - Parameters:
     ///   - logger: where lines go.
     ///   - sensitiveHeaderNames: header names redacted besides Authorization, cookies, the

@@ -57,6 +57,7 @@ public actor Paginator<Item: Sendable> {
     private var generation: UInt64 = 0
     private var loadedCount = 0
 
+    /// A paginator that has fetched nothing yet.
     /// - Parameters:
     ///   - style: page, offset or cursor.
     ///   - fetch: loads one page.
