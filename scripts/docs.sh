@@ -4,8 +4,8 @@
 # names a parameter the function does not have, ...).
 #
 #   scripts/docs.sh                    build the archives (.build/plugins/Swift-DocC/outputs/)
-#   scripts/docs.sh --check-coverage   also fail when a public symbol has no documentation
-#                                      (DocC's experimental documentation coverage)
+#   scripts/docs.sh --check-coverage   also print DocC's documentation coverage table and fail
+#                                      when a public symbol has no summary (see the end)
 #   scripts/docs.sh --articles-only    only write the guide articles into the catalogs
 #
 # The guides: Docs/*.md is the one source, read on GitHub as it is. This script copies each
