@@ -40,6 +40,9 @@ let package = Package(
         // CourierOpenAPI only. The generator is not a dependency: scripts/generate-openapi.sh
         // builds it in Tools/OpenAPIGen and the generated test client is committed.
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        // `swift package generate-documentation` (scripts/docs.sh): the DocC catalogs in
+        // Sources/*/*.docc. A command plugin only; nothing of it is linked into the products.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
     ],
     targets: [
         // C libraries from Debian.

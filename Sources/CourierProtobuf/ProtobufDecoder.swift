@@ -23,6 +23,7 @@ public struct ProtobufDecoder: Sendable {
         /// The most bytes protobuf-c may allocate for the unpacked message (at least 4 KiB).
         public var maxAllocationBytes: Int
 
+        /// Limits for decoding untrusted bytes.
         /// - Parameters:
         ///   - maxDepth: the deepest nesting (default 100, like Google's runtimes).
         ///   - maxAllocationBytes: the memory bound of one unpacked message (default 64 MiB).

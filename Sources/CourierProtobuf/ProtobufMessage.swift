@@ -40,6 +40,7 @@ public protocol ProtobufEnum: RawRepresentable, Codable where RawValue == Int32 
 }
 
 extension ProtobufEnum {
+    /// Nil: a number the enum does not know is rejected.
     public static var unrecognized: Self? { nil }
 }
 

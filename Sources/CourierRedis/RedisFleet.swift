@@ -20,7 +20,9 @@ import Foundation
 public final class RedisFleet: Sendable {
     /// Where Redis is and how long to wait for it.
     public struct Configuration: Sendable {
+        /// The Redis server's host name or address.
         public var host: String
+        /// The Redis server's TCP port (6379 by default).
         public var port: Int
         /// ACL user name (Redis 6+), with `password`.
         public var username: String?
@@ -45,6 +47,7 @@ public final class RedisFleet: Sendable {
         /// How long a cache entry stays in Redis past its freshness, for revalidation.
         public var staleRetention: Duration
 
+        /// Where Redis is; timeouts and the namespace keep their defaults.
         /// - Parameters:
         ///   - host: Redis's host name or address.
         ///   - port: Redis's port.

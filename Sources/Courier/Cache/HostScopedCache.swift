@@ -61,6 +61,13 @@ public final class HostScopedCache: Sendable {
         ///   - rules: Host rules.
         ///   - defaultPolicy: The policy for hosts no rule matches (never, unless set).
         ///   - storage: Memory only, or a folder for the disk tier.
+        ///   - memoryCapacityBytes: Bytes the memory tier may hold.
+        ///   - memoryCapacityEntries: URLs (primary keys) the memory tier may hold.
+        ///   - diskCapacityBytes: Bytes the disk tier may hold.
+        ///   - maxEntryBytes: Larger bodies are not stored.
+        ///   - staleIfError: Serve stale entries when the network fails or answers 5xx
+        ///     (per-call overridable).
+        ///   - onEvent: Receives every ``CacheEvent``; called outside the cache's locks.
         public init(
             rules: [CacheRule], defaultPolicy: CacheRule.Policy = .never, storage: Storage = .disk(directory: nil),
             memoryCapacityBytes: Int = 16 << 20, memoryCapacityEntries: Int = 1_000, diskCapacityBytes: Int = 256 << 20,

@@ -52,16 +52,17 @@ public final class HTTPClient: Sendable {
     let live: LockedValue<LiveSettings>
     private let observers: ObserverTokens
 
-    /// Makes a client.
-    /// - Parameters:
-    ///   - configuration: Base URL, timeouts, limits, TLS and auth settings.
-    ///   - transport: The transport to use; `nil` makes a `CurlTransport` from `configuration`.
+    /// Makes a client over libcurl.
+    /// - Parameter configuration: Base URL, timeouts, limits, TLS and auth settings.
     /// - Throws: `CourierError.configuration` when the configuration cannot work.
     public convenience init(configuration: Configuration = .init()) throws(CourierError) {
         try self.init(configuration: configuration, transport: nil)
     }
 
     /// Makes a client over another transport (tests, the demo).
+    /// - Parameters:
+    ///   - configuration: Base URL, timeouts, limits, TLS and auth settings.
+    ///   - transport: The transport to use; `nil` makes a `CurlTransport` from `configuration`.
     package init(configuration: Configuration = .init(), transport: (any Transport)?) throws(CourierError) {
         let configuration = try configuration.validated()
         for field in configuration.defaultHeaders { try RequestValidation.validate(field) }

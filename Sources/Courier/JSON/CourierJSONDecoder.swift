@@ -56,7 +56,7 @@ public struct CourierJSONDecoder: Sendable {
     ///   - data: UTF-8 JSON text (RFC 8259).
     /// - Returns: The decoded value.
     /// - Throws: `DecodingError`: `.dataCorrupted` with an empty coding path and a
-    ///   ``JSONSyntaxError`` as underlying error for malformed JSON, otherwise the same cases
+    ///   `JSONSyntaxError` as underlying error for malformed JSON, otherwise the same cases
     ///   Foundation throws.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
         try data.withUnsafeBytes { try decode(type, from: $0) }

@@ -44,6 +44,7 @@ import Foundation
     /// The `charset` parameter, lowercased.
     package var charset: String? { parameters["charset"]?.lowercased() }
 
+    /// `type/subtype` and the parameters in name order, as `type/subtype; name=value`.
     @_spi(Fuzzing) public var description: String {
         parameters.keys.sorted().reduce(essence) { $0 + "; \($1)=\(parameters[$1]!)" }
     }

@@ -29,6 +29,7 @@ public protocol ModelDecoding: Sendable {
 }
 
 extension ModelDecoding {
+    /// False: an empty body is not a model unless a format says so.
     public var decodesEmptyBodies: Bool { false }
 }
 

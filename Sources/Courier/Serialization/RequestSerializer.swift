@@ -8,6 +8,7 @@ public struct PreparedRequest: Sendable {
     /// The body, if any.
     public var body: RequestBody?
 
+    /// A request of `head` and `body`.
     /// - Parameters:
     ///   - head: method, URL parts and header fields.
     ///   - body: the body, if any.

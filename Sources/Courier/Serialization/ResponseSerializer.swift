@@ -18,6 +18,7 @@ public struct ResponseContext: Sendable {
     private(set) var statusCode: Int
     private var isHeadRequest: Bool
 
+    /// The context of one response.
     /// - Parameters:
     ///   - request: the request as sent.
     ///   - response: the response head.
@@ -67,6 +68,7 @@ public struct ResponseContext: Sendable {
 /// `.decodable(Model.self)`, `.json(Model.self)`, `.form(Model.self)`, `.negotiating(…)`.
 /// Conform to write your own (XML, MessagePack, CSV…); Courier needs no change for it.
 public protocol ResponseSerializer<Output>: Sendable {
+    /// The value a response becomes.
     associatedtype Output: Sendable
     /// The media types this serializer can read, for the `Accept` header and validation.
     /// Empty means any.
@@ -90,6 +92,7 @@ extension ResponseSerializer {
 /// The bytes of the body, unchanged. Accepts any content type.
 public struct DataResponseSerializer: ResponseSerializer {
     init() {}
+    /// Empty: any content type.
     public var acceptableContentTypes: [String] { [] }
     /// Returns the body; empty for bodiless responses.
     public func serialize(_ context: ResponseContext) throws -> Data {
@@ -104,6 +107,7 @@ extension ResponseSerializer where Self == DataResponseSerializer {
 
 /// A type to decode when a call expects no body (`204 No Content`, HEAD, or a body it ignores).
 public struct Empty: Codable, Sendable, Hashable {
+    /// The one value.
     public init() {}
 }
 
@@ -114,10 +118,12 @@ public protocol EmptyResponseRepresentable {
 }
 
 extension Empty: EmptyResponseRepresentable {
+    /// `Empty()`.
     public static var emptyResponseValue: Empty { Empty() }
 }
 
 extension Optional: EmptyResponseRepresentable {
+    /// `nil`.
     public static var emptyResponseValue: Wrapped? { nil }
 }
 

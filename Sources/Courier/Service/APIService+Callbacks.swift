@@ -25,6 +25,7 @@ extension APIService {
 }
 
 extension Endpoint where Model: Decodable {
+    /// A `PUT` of `body` (encoded by the request serializer) to `path`, decoded as `Model`.
     public static func put(
         _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
         options: CallOptions = .default
@@ -32,6 +33,7 @@ extension Endpoint where Model: Decodable {
         Endpoint(.put, path, body: body, options: options)
     }
 
+    /// A `PATCH` of `body` (encoded by the request serializer) to `path`, decoded as `Model`.
     public static func patch(
         _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
         options: CallOptions = .default
@@ -39,6 +41,7 @@ extension Endpoint where Model: Decodable {
         Endpoint(.patch, path, body: body, options: options)
     }
 
+    /// A `DELETE` of `path` with `parameters` in the query string, decoded as `Model`.
     public static func delete(
         _ path: String, parameters: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
         options: CallOptions = .default

@@ -159,6 +159,7 @@ public final class ServiceCore: APIService {
     /// The defaults that can change at run time (see `ServiceCore+Settings.swift`).
     let live: LockedValue<LiveServiceSettings>
 
+    /// A service core sending through `client` with `configuration`'s defaults.
     /// - Parameters:
     ///   - client: the client to send through (shared by every service of an app).
     ///   - configuration: the service's defaults (share one value for a global configuration).

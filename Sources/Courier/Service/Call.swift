@@ -11,7 +11,9 @@ public struct CallID: Hashable, Sendable, Comparable, CustomStringConvertible {
     }
 
     init(rawValue: UInt64) { self.rawValue = rawValue }
+    /// `call#N`, as logs and monitors print it.
     public var description: String { "call#\(rawValue)" }
+    /// Whether `lhs` was made before `rhs`.
     public static func < (lhs: CallID, rhs: CallID) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
@@ -59,6 +61,7 @@ public final class Call<Value: Sendable>: CancellableCall {
         }
     }
 
+    /// Identifies this call in monitor events, logs and the ``CallRegistry``.
     public let id: CallID
     private let state: LockedValue<State>
 

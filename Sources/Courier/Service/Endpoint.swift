@@ -5,6 +5,7 @@ import HTTPTypes
 /// Keep one per API (`static func user(id:) -> Endpoint<User>`) and send it with
 /// `APIService.send(_:)`.
 public struct Endpoint<Model: Sendable>: Sendable {
+    /// The HTTP method.
     public var method: HTTPRequest.Method
     /// The path relative to the server (`users/42`); see `RelativePath` for the rules.
     public var path: String
@@ -12,6 +13,7 @@ public struct Endpoint<Model: Sendable>: Sendable {
     public var parameters: (any Encodable & Sendable)?
     /// Encoded by the request serializer into the body (JSON by default), whatever the method.
     public var body: (any Encodable & Sendable)?
+    /// Per-call overrides of the service's configuration (timeout, retry, cache, headers...).
     public var options: CallOptions
     /// Decodes the response; nil uses the service's default format for `Decodable` models.
     public var serializer: (any ResponseSerializer<Model>)?
@@ -45,6 +47,7 @@ extension Endpoint where Model: Decodable {
         self.serializer = nil
     }
 
+    /// A `GET` of `path` with `parameters` in the query string, decoded as `Model`.
     public static func get(
         _ path: String, parameters: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
         options: CallOptions = .default
@@ -52,6 +55,7 @@ extension Endpoint where Model: Decodable {
         Endpoint(.get, path, parameters: parameters, options: options)
     }
 
+    /// A `POST` of `body` (encoded by the request serializer) to `path`, decoded as `Model`.
     public static func post(
         _ path: String, body: (any Encodable & Sendable)? = nil, as type: Model.Type = Model.self,
         options: CallOptions = .default

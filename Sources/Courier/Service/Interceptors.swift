@@ -84,6 +84,7 @@ public struct ClosureRequestAdapter: RequestAdapter {
         self.body = body
     }
 
+    /// Runs the closure on `request`.
     public func adapt(_ request: PreparedRequest, context: InterceptorContext) async throws -> PreparedRequest {
         try await body(request, context)
     }
@@ -97,6 +98,7 @@ public struct ClosureRequestRetrier: RequestRetrier {
         self.body = body
     }
 
+    /// Runs the closure on the failed attempt.
     public func retry(_ request: PreparedRequest, failure: AttemptFailure, context: InterceptorContext) async
         -> RetryVerdict
     {

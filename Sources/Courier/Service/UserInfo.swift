@@ -1,7 +1,10 @@
 /// The key of a `UserInfo` entry.
 public struct UserInfoKey: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral {
+    /// The key's name; namespace your own (`"myapp.screen"`).
     public var rawValue: String
+    /// A key named `rawValue`.
     public init(rawValue: String) { self.rawValue = rawValue }
+    /// A key named by a string literal: `let screen: UserInfoKey = "myapp.screen"`.
     public init(stringLiteral value: String) { self.rawValue = value }
 
     /// `true` makes the call count for `ActivityMonitor` (a loading indicator).
@@ -12,8 +15,10 @@ public struct UserInfoKey: RawRepresentable, Hashable, Sendable, ExpressibleBySt
 public struct UserInfo: Sendable {
     private var values: [UserInfoKey: any Sendable]
 
+    /// Values from a dictionary.
     public init(_ values: [UserInfoKey: any Sendable] = [:]) { self.values = values }
 
+    /// The value for `key`, or nil; setting nil removes it.
     public subscript(key: UserInfoKey) -> (any Sendable)? {
         get { values[key] }
         set { values[key] = newValue }
@@ -35,6 +40,7 @@ public struct UserInfo: Sendable {
 }
 
 extension UserInfo: ExpressibleByDictionaryLiteral {
+    /// Values from a dictionary literal: `[.showsActivity: true]`; the last of repeated keys wins.
     public init(dictionaryLiteral elements: (UserInfoKey, any Sendable)...) {
         self.init(Dictionary(elements) { _, new in new })
     }

@@ -8,6 +8,7 @@ import Synchronization
 /// Iterate it once. Dropping the sequence and its iterators before the end, or cancelling
 /// the task that iterates, aborts the transfer.
 public struct ResponseBodyStream: AsyncSequence, Sendable {
+    /// Each chunk as it arrived from the transfer.
     public typealias Element = Data
 
     private let consumer: Consumer
@@ -16,6 +17,7 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
         consumer = Consumer(buffer: buffer, keepAlive: keepAlive)
     }
 
+    /// The one iterator of this body; iterate the stream once.
     public func makeAsyncIterator() -> Iterator { Iterator(consumer: consumer) }
 
     /// Reads the rest of the body into one `Data`.
@@ -30,6 +32,8 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
     public struct Iterator: AsyncIteratorProtocol {
         fileprivate let consumer: Consumer
 
+        /// The next chunk, or nil at the end of the body.
+        /// - Throws: what the transfer failed with, or `CancellationError` when the task is cancelled.
         public mutating func next() async throws -> Data? {
             let buffer = consumer.buffer
             return try await withTaskCancellationHandler {

@@ -7,10 +7,15 @@ import Foundation
 public struct TransferMetrics: Sendable, Hashable {
     /// The HTTP version the exchange used.
     public enum HTTPVersion: String, Sendable, Hashable {
+        /// HTTP/1.0.
         case http1_0 = "HTTP/1.0"
+        /// HTTP/1.1.
         case http1_1 = "HTTP/1.1"
+        /// HTTP/2.
         case http2 = "HTTP/2"
+        /// HTTP/3 (QUIC).
         case http3 = "HTTP/3"
+        /// Not reported: no transfer happened, or libcurl named another version.
         case unknown
     }
 

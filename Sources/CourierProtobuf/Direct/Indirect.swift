@@ -25,6 +25,7 @@ public struct Indirect<Value: Sendable>: Sendable {
 
     private var box: Box?
 
+    /// A boxed field holding `wrappedValue`.
     /// - Parameter wrappedValue: the field's value, nil when absent.
     public init(wrappedValue: Value?) {
         box = wrappedValue.map(Box.init)
@@ -38,6 +39,7 @@ public struct Indirect<Value: Sendable>: Sendable {
 }
 
 extension Indirect: Equatable where Value: Equatable {
+    /// Whether both hold equal values (or are both absent).
     public static func == (lhs: Self, rhs: Self) -> Bool {
         if lhs.box === rhs.box { return true }
         return lhs.wrappedValue == rhs.wrappedValue
@@ -45,6 +47,7 @@ extension Indirect: Equatable where Value: Equatable {
 }
 
 extension Indirect: Hashable where Value: Hashable {
+    /// Hashes the value (or its absence).
     public func hash(into hasher: inout Hasher) { hasher.combine(wrappedValue) }
 }
 

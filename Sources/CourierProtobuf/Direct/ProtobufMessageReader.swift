@@ -75,36 +75,43 @@ public struct ProtobufMessageReader {
 
     // The scalar getters: an inlined load when the field's slot matches, the general path
     // (conversions, oneofs, errors) otherwise.
+    /// The `int32`, `sint32` or `sfixed32` field numbered `number`.
     @inlinable public func int32(_ number: Int) throws -> Int32 {
         if let offset = fastOffset(number, FieldSlot.int32) { return base.load(fromByteOffset: offset, as: Int32.self) }
         return try slowInt32(number)
     }
+    /// The `int64`, `sint64` or `sfixed64` field numbered `number`.
     @inlinable public func int64(_ number: Int) throws -> Int64 {
         if let offset = fastOffset(number, FieldSlot.int64) { return base.load(fromByteOffset: offset, as: Int64.self) }
         return try slowInt64(number)
     }
+    /// The `uint32` or `fixed32` field numbered `number`.
     @inlinable public func uint32(_ number: Int) throws -> UInt32 {
         if let offset = fastOffset(number, FieldSlot.uint32) {
             return base.load(fromByteOffset: offset, as: UInt32.self)
         }
         return try slowUInt32(number)
     }
+    /// The `uint64` or `fixed64` field numbered `number`.
     @inlinable public func uint64(_ number: Int) throws -> UInt64 {
         if let offset = fastOffset(number, FieldSlot.uint64) {
             return base.load(fromByteOffset: offset, as: UInt64.self)
         }
         return try slowUInt64(number)
     }
+    /// The `float` field numbered `number`.
     @inlinable public func float(_ number: Int) throws -> Float {
         if let offset = fastOffset(number, FieldSlot.float) { return base.load(fromByteOffset: offset, as: Float.self) }
         return try slowFloat(number)
     }
+    /// The `double` field numbered `number`.
     @inlinable public func double(_ number: Int) throws -> Double {
         if let offset = fastOffset(number, FieldSlot.double) {
             return base.load(fromByteOffset: offset, as: Double.self)
         }
         return try slowDouble(number)
     }
+    /// The `bool` field numbered `number`.
     @inlinable public func bool(_ number: Int) throws -> Bool {
         if let offset = fastOffset(number, FieldSlot.bool) {
             return base.load(fromByteOffset: offset, as: Int32.self) != 0
@@ -208,12 +215,19 @@ public struct ProtobufMessageReader {
         return ProtobufBridgeError.wrapping(error, plan: plan, field: field)
     }
 
+    /// The repeated `int32`, `sint32` or `sfixed32` field numbered `number`.
     public func int32s(_ number: Int) throws -> [Int32] { try repeated(number, [Int32].self) }
+    /// The repeated `int64`, `sint64` or `sfixed64` field numbered `number`.
     public func int64s(_ number: Int) throws -> [Int64] { try repeated(number, [Int64].self) }
+    /// The repeated `uint32` or `fixed32` field numbered `number`.
     public func uint32s(_ number: Int) throws -> [UInt32] { try repeated(number, [UInt32].self) }
+    /// The repeated `uint64` or `fixed64` field numbered `number`.
     public func uint64s(_ number: Int) throws -> [UInt64] { try repeated(number, [UInt64].self) }
+    /// The repeated `float` field numbered `number`.
     public func floats(_ number: Int) throws -> [Float] { try repeated(number, [Float].self) }
+    /// The repeated `double` field numbered `number`.
     public func doubles(_ number: Int) throws -> [Double] { try repeated(number, [Double].self) }
+    /// The repeated `bool` field numbered `number`.
     public func bools(_ number: Int) throws -> [Bool] { try repeated(number, [Bool].self) }
     /// A repeated string field. - Throws: when a string is not valid UTF-8.
     public func strings(_ number: Int) throws -> [String] {

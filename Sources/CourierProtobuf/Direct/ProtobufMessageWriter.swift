@@ -78,30 +78,35 @@ public struct ProtobufMessageWriter {
 
     // The scalar setters: an inlined store for proto3 implicit-presence fields whose slot
     // matches, the general path (presence, conversions, range and -0.0 checks, errors) otherwise.
+    /// Sets the `int32`, `sint32` or `sfixed32` field numbered `number`.
     @inlinable public mutating func setInt32(_ number: Int, _ value: Int32) throws {
         if let offset = fastOffset(number, FieldSlot.int32) {
             return base.storeBytes(of: value, toByteOffset: offset, as: Int32.self)
         }
         try slowSetInt32(number, value)
     }
+    /// Sets the `int64`, `sint64` or `sfixed64` field numbered `number`.
     @inlinable public mutating func setInt64(_ number: Int, _ value: Int64) throws {
         if let offset = fastOffset(number, FieldSlot.int64) {
             return base.storeBytes(of: value, toByteOffset: offset, as: Int64.self)
         }
         try slowSetInt64(number, value)
     }
+    /// Sets the `uint32` or `fixed32` field numbered `number`.
     @inlinable public mutating func setUInt32(_ number: Int, _ value: UInt32) throws {
         if let offset = fastOffset(number, FieldSlot.uint32) {
             return base.storeBytes(of: value, toByteOffset: offset, as: UInt32.self)
         }
         try slowSetUInt32(number, value)
     }
+    /// Sets the `uint64` or `fixed64` field numbered `number`.
     @inlinable public mutating func setUInt64(_ number: Int, _ value: UInt64) throws {
         if let offset = fastOffset(number, FieldSlot.uint64) {
             return base.storeBytes(of: value, toByteOffset: offset, as: UInt64.self)
         }
         try slowSetUInt64(number, value)
     }
+    /// Sets the `float` field numbered `number`. Throws for `-0.0` in a field without presence.
     @inlinable public mutating func setFloat(_ number: Int, _ value: Float) throws {
         // -0.0 takes the slow path, which rejects it for fields without presence.
         if value.bitPattern != (-0.0 as Float).bitPattern, let offset = fastOffset(number, FieldSlot.float) {
@@ -109,12 +114,14 @@ public struct ProtobufMessageWriter {
         }
         try slowSetFloat(number, value)
     }
+    /// Sets the `double` field numbered `number`. Throws for `-0.0` in a field without presence.
     @inlinable public mutating func setDouble(_ number: Int, _ value: Double) throws {
         if value.bitPattern != (-0.0 as Double).bitPattern, let offset = fastOffset(number, FieldSlot.double) {
             return base.storeBytes(of: value, toByteOffset: offset, as: Double.self)
         }
         try slowSetDouble(number, value)
     }
+    /// Sets the `bool` field numbered `number`.
     @inlinable public mutating func setBool(_ number: Int, _ value: Bool) throws {
         if let offset = fastOffset(number, FieldSlot.bool) {
             return base.storeBytes(of: value ? 1 : 0, toByteOffset: offset, as: Int32.self)
@@ -223,12 +230,19 @@ public struct ProtobufMessageWriter {
         return ProtobufBridgeError.wrapping(error, plan: plan, field: fields[index])
     }
 
+    /// Sets the repeated `int32`, `sint32` or `sfixed32` field numbered `number`.
     public mutating func setInt32s(_ number: Int, _ values: [Int32]) throws { try repeated(number, values) }
+    /// Sets the repeated `int64`, `sint64` or `sfixed64` field numbered `number`.
     public mutating func setInt64s(_ number: Int, _ values: [Int64]) throws { try repeated(number, values) }
+    /// Sets the repeated `uint32` or `fixed32` field numbered `number`.
     public mutating func setUInt32s(_ number: Int, _ values: [UInt32]) throws { try repeated(number, values) }
+    /// Sets the repeated `uint64` or `fixed64` field numbered `number`.
     public mutating func setUInt64s(_ number: Int, _ values: [UInt64]) throws { try repeated(number, values) }
+    /// Sets the repeated `float` field numbered `number`.
     public mutating func setFloats(_ number: Int, _ values: [Float]) throws { try repeated(number, values) }
+    /// Sets the repeated `double` field numbered `number`.
     public mutating func setDoubles(_ number: Int, _ values: [Double]) throws { try repeated(number, values) }
+    /// Sets the repeated `bool` field numbered `number`.
     public mutating func setBools(_ number: Int, _ values: [Bool]) throws { try repeated(number, values) }
     /// Sets a repeated string field. - Throws: for a string with an embedded NUL.
     public mutating func setStrings(_ number: Int, _ values: [String]) throws {

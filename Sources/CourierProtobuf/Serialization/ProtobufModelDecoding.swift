@@ -1,7 +1,7 @@
 import Courier
 import Foundation
 
-/// Protobuf as a ``ModelDecoding`` body format: the client's or a service's default response
+/// Protobuf as a `ModelDecoding` body format: the client's or a service's default response
 /// type (`.protobuf`), a candidate in content negotiation, or `.decodable(Model.self, using: .protobuf)`.
 ///
 /// The model must be a ``ProtobufMessage`` (or an Optional of one), which names its descriptor.
@@ -9,8 +9,10 @@ import Foundation
 public struct ProtobufModelDecoding: ModelDecoding {
     /// The decoder; it holds no state, the descriptor plans are cached globally.
     public let decoder: ProtobufDecoder
+    /// The media types this decoding reads.
     public let acceptableContentTypes: [String]
 
+    /// Protobuf bodies read by `decoder`.
     /// - Parameters:
     ///   - decoder: the decoder to use.
     ///   - acceptableContentTypes: the media types to accept; protobuf's usual four by default.
@@ -21,6 +23,7 @@ public struct ProtobufModelDecoding: ModelDecoding {
         self.acceptableContentTypes = acceptableContentTypes
     }
 
+    /// True: an empty body is a message with every field at its default.
     public var decodesEmptyBodies: Bool { true }
 
     /// Decodes `type` from `body`.

@@ -22,6 +22,7 @@ public struct ProtobufRequestSerializer: RequestSerializer {
     /// The media type declared on the body.
     public let contentType: String
 
+    /// A protobuf body serializer.
     /// - Parameters:
     ///   - encoder: the encoder to use.
     ///   - contentType: the media type to declare, `application/x-protobuf` by default.

@@ -9,8 +9,10 @@ import Foundation
 public struct ProtobufResponseSerializer<Model: ProtobufMessage & Sendable>: ResponseSerializer {
     /// The decoder; it holds no state, the descriptor plans are cached globally.
     public let decoder: ProtobufDecoder
+    /// The media types this serializer reads.
     public let acceptableContentTypes: [String]
 
+    /// A serializer decoding `type` from protobuf bodies.
     /// - Parameters:
     ///   - type: the model type.
     ///   - decoder: the decoder to use.

@@ -10,7 +10,9 @@ import Glibc
 public enum ChildProcess {
     /// Where a child's standard output or error goes.
     public enum Output: Sendable {
+        /// Sent to `/dev/null`.
         case discard
+        /// Sent into a pipe whose read end `spawn` returns.
         case capture
     }
 

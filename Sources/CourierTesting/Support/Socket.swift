@@ -12,6 +12,7 @@ public struct SocketError: Error, CustomStringConvertible, Sendable {
         self.code = code
     }
 
+    /// `bind failed: Address already in use (errno 98)`.
     public var description: String {
         "\(call) failed: \(String(cString: strerror(code))) (errno \(code))"
     }

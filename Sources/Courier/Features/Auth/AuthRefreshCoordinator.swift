@@ -32,12 +32,12 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
     private let failureMemory: Duration
     private let clock: any ServiceClock
 
+    /// A coordinator holding `credential`, refreshed by `refresh`.
     /// - Parameters:
     ///   - credential: the credential to start with (nil: logged out).
     ///   - stormLimit: how many refreshes a time window allows.
     ///   - failureMemory: how long a failed refresh answers for its credential: calls rejected
     ///     just after it fail with the same error instead of refreshing again.
-    ///   - clock: the time source for the storm limit.
     ///   - refresh: makes a new credential; runs at most once at a time.
     public init(
         credential: Credential? = nil, stormLimit: RefreshStormLimit = .default,
@@ -187,6 +187,7 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
 public struct RefreshStormLimit: Sendable, Hashable {
     var maximumRefreshes: Int
     var window: Duration
+    /// At most `maximumRefreshes` (at least 1) refreshes within `window`.
     public init(maximumRefreshes: Int = 3, window: Duration = .seconds(60)) {
         self.maximumRefreshes = max(1, maximumRefreshes)
         self.window = window

@@ -4,15 +4,19 @@ import HTTPTypes
 
 /// One stored cookie (RFC 6265 §5.3).
 public struct Cookie: Sendable, Hashable {
+    /// The cookie's name.
     public var name: String
+    /// The cookie's value, as the server sent it.
     public var value: String
     /// The host (host-only) or the domain it was set for, lowercased, without a leading dot.
     public var domain: String
     /// Sent only to exactly `domain`, not its subdomains.
     public var hostOnly: Bool
+    /// Sent only to request paths under this one (RFC 6265 §5.1.4).
     public var path: String
     /// Sent only over https.
     public var secure: Bool
+    /// Set with `HttpOnly`: kept from scripts in a browser; Courier sends it like any other.
     public var httpOnly: Bool
     /// When it stops being sent; nil for a session cookie.
     public var expires: Date?
@@ -39,6 +43,7 @@ public final class CookieJar: Sendable {
     /// Whether logging out (of the client or the service that holds the jar) forgets every cookie.
     let clearsOnLogout: Bool
 
+    /// An empty jar with the given limits.
     /// - Parameters:
     ///   - maximumCookies: the most cookies kept; the oldest are dropped first.
     ///   - maximumCookiesPerDomain: the most cookies kept per domain.

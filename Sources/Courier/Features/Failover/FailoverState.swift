@@ -14,6 +14,18 @@ public struct FailoverPolicy: Sendable, Hashable {
     /// The most outcomes the window keeps, whatever their age (memory stays bounded).
     var maximumSamples: Int
 
+    /// A policy; the defaults are ``default``.
+    /// - Parameters:
+    ///   - errorRateThreshold: Switch when the share of failed requests in the window is above
+    ///     this (0.1 = 10%).
+    ///   - minimumRequests: The error rate is judged only once the window holds at least this
+    ///     many requests (at least 1).
+    ///   - window: How far back the sliding window reaches.
+    ///   - consecutiveConnectionFailures: Consecutive connection failures (refused, unreachable,
+    ///     timed out connecting) that switch at once, without waiting for the error rate; 0
+    ///     turns this off.
+    ///   - maximumSamples: The most outcomes the window keeps, whatever their age (at least
+    ///     `minimumRequests`).
     public init(
         errorRateThreshold: Double = 0.10, minimumRequests: Int = 20, window: Duration = .seconds(60),
         consecutiveConnectionFailures: Int = 1, maximumSamples: Int = 1_000
@@ -59,6 +71,7 @@ public struct ServerChange: Sendable, Hashable {
     public var current: URL
     /// The index of `current` in the pool's server list.
     public var index: Int
+    /// Why the pool switched.
     public var reason: ServerChangeReason
 }
 

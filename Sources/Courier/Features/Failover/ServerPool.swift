@@ -3,13 +3,19 @@ import Synchronization
 
 /// The name of a deployment an app can talk to: development, staging, production, …
 public struct ServerEnvironment: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The environment's name.
     public var rawValue: String
+    /// An environment named `rawValue`.
     public init(rawValue: String) { self.rawValue = rawValue }
     init(_ name: String) { self.rawValue = name }
+    /// The environment's name.
     public var description: String { rawValue }
 
+    /// Developers' servers.
     public static let development = ServerEnvironment("development")
+    /// The pre-release deployment.
     public static let staging = ServerEnvironment("staging")
+    /// The servers users reach.
     public static let production = ServerEnvironment("production")
 }
 

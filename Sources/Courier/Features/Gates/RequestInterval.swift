@@ -17,6 +17,8 @@ public struct RequestInterval: Sendable, Hashable {
     var interval: Duration
     var mode: Mode
 
+    /// At most one send per `interval` (clamped to about 31 years); `mode` says what happens to a
+    /// call that comes too early.
     public init(_ interval: Duration, mode: Mode = .drop) {
         self.interval = interval.clamped(to: ConfigurationBounds.maximumWait)
         self.mode = mode

@@ -11,6 +11,7 @@ public final class ActivityMonitor: EventMonitor {
     private let state = LockedValue(State())
     private let onChange: @Sendable (Bool) -> Void
 
+    /// A monitor that reports when the first activity-showing call starts and the last ends.
     /// - Parameter onChange: called with `true` at 0 → 1 and `false` at 1 → 0, on the thread
     ///   of the call that caused it. Calls are serialised: never two at once.
     public init(onChange: @escaping @Sendable (Bool) -> Void) {
@@ -20,6 +21,7 @@ public final class ActivityMonitor: EventMonitor {
     /// The number of active calls that asked for activity.
     public var activeCount: Int { state.withLock { $0.active.count } }
 
+    /// Counts the call in on `.started` and out when it ends.
     public func handle(_ event: MonitorEvent) {
         switch event {
         case .started(let call): started(call)

@@ -105,6 +105,7 @@ struct CompositeEventMonitor: EventMonitor {
 public struct ClosureEventMonitor: EventMonitor {
     private let body: @Sendable (MonitorEvent) -> Void
 
+    /// A monitor that passes every event to `body`.
     /// - Parameter body: called with every event.
     public init(_ body: @escaping @Sendable (MonitorEvent) -> Void) { self.body = body }
 
@@ -128,5 +129,6 @@ public struct ClosureEventMonitor: EventMonitor {
         }
     }
 
+    /// Passes `event` to the closure.
     public func handle(_ event: MonitorEvent) { body(event) }
 }

@@ -13,6 +13,7 @@ public struct LoggingEventMonitor: EventMonitor {
     /// Whether header fields are logged (at `.trace`).
     var logsHeaders: Bool
 
+    /// A monitor that logs each call with `logger`, secrets redacted.
     /// - Parameters:
     ///   - logger: where lines go.
     ///   - sensitiveHeaderNames: header names redacted besides Authorization, cookies, the
@@ -72,6 +73,7 @@ public struct LoggingEventMonitor: EventMonitor {
         }
     }
 
+    /// Logs `event` as one line at the level its kind maps to.
     public func handle(_ event: MonitorEvent) {
         switch event {
         case .started: break

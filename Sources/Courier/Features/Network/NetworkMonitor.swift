@@ -59,8 +59,10 @@ public final class NetworkMonitor: NetworkStatusSource {
 
     deinit { stop() }
 
+    /// The status now.
     public var current: NetworkStatus { broadcast.current }
 
+    /// The current status, then each change, until ``stop()``.
     public func statuses() -> AsyncStream<NetworkStatus> { broadcast.statuses() }
 
     /// Stops watching: the thread ends and every `statuses()` sequence finishes. Idempotent.

@@ -6,6 +6,7 @@ public struct PaginationParameterNames: Sendable, Hashable {
     var limit: String
     var cursor: String
 
+    /// The names, each defaulting to the common one (`page`, `per_page`, `offset`, `limit`, `cursor`).
     public init(
         page: String = "page", pageSize: String = "per_page", offset: String = "offset", limit: String = "limit",
         cursor: String = "cursor"

@@ -12,6 +12,7 @@ public struct PageRequest: Sendable, Hashable {
 
 /// One page of results as the endpoint returned it.
 public struct Page<Item: Sendable>: Sendable {
+    /// The items of this page, in the server's order.
     public var items: [Item]
     /// The cursor of the next page (cursor style); nil when there is none.
     public var nextCursor: String?
@@ -20,6 +21,7 @@ public struct Page<Item: Sendable>: Sendable {
     /// The total number of items, when the server reports it.
     public var total: Int?
 
+    /// A page as your fetch closure decoded it; leave out what the server does not report.
     public init(items: [Item], nextCursor: String? = nil, hasMore: Bool? = nil, total: Int? = nil) {
         self.items = items
         self.nextCursor = nextCursor
@@ -44,6 +46,7 @@ public enum PaginationStyle: Sendable, Hashable {
 /// `hasMore`, its `total`, or a page shorter than the page size (an empty page ends too).
 /// Concurrent `next()` calls are served one after another, never fetching a page twice.
 public actor Paginator<Item: Sendable> {
+    /// Fetches the page a ``PageRequest`` describes.
     public typealias Fetch = @Sendable (PageRequest) async throws -> Page<Item>
 
     private let style: PaginationStyle
@@ -54,6 +57,7 @@ public actor Paginator<Item: Sendable> {
     private var generation: UInt64 = 0
     private var loadedCount = 0
 
+    /// A paginator that has fetched nothing yet.
     /// - Parameters:
     ///   - style: page, offset or cursor.
     ///   - fetch: loads one page.

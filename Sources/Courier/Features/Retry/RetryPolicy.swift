@@ -32,6 +32,20 @@ public struct RetryPolicy: Sendable {
     /// Returns a number in `0..<1`; injectable so tests are deterministic.
     var random: @Sendable () -> Double
 
+    /// A policy; the defaults retry twice, after about 0.3 s and 0.6 s.
+    /// - Parameters:
+    ///   - maximumRetries: How many times a call may be re-sent after its first attempt, within
+    ///     the service's one cap on attempts.
+    ///   - baseDelay: The delay before the first retry.
+    ///   - multiplier: The factor between consecutive delays.
+    ///   - maximumDelay: The longest computed delay.
+    ///   - jitter: The random share of each delay, 0 (none) … 1 ("full jitter").
+    ///   - retryableStatuses: Status codes worth another attempt.
+    ///   - retriesTransportErrors: Whether transient transport failures (timeouts, refused or
+    ///     reset connections) are retried.
+    ///   - retriesNonIdempotent: Whether POST, PATCH and other non-idempotent methods may be retried.
+    ///   - honoursRetryAfter: Whether a `Retry-After` header decides the delay.
+    ///   - maximumRetryAfter: A `Retry-After` longer than this stops retrying instead of waiting.
     public init(
         maximumRetries: Int = 2, baseDelay: Duration = .milliseconds(300), multiplier: Double = 2,
         maximumDelay: Duration = .seconds(30), jitter: Double = 0.5,

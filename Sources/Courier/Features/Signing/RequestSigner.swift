@@ -29,6 +29,7 @@ public struct RequestSigner: Sendable {
         let id: String
         /// The bytes (`SymmetricKey` is not `Sendable`; one is made per signature).
         let secret: Data
+        /// A key named `id` with the shared `secret`.
         /// - Parameters:
         ///   - id: the key's public id.
         ///   - secret: the shared secret.
@@ -55,6 +56,7 @@ public struct RequestSigner: Sendable {
     /// A fresh nonce; injectable for tests.
     var nonce: @Sendable () -> String = { CacheSecret.hexString((0..<16).map { _ in UInt8.random(in: 0...255) }) }
 
+    /// A signer using `key`, except where `rules` says otherwise.
     /// - Parameters:
     ///   - key: the key of every endpoint no rule names.
     ///   - rules: endpoint path prefix → `.unsigned` or another key; the longest prefix wins.

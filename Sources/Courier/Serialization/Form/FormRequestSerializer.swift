@@ -8,6 +8,7 @@ public struct FormRequestSerializer: RequestSerializer {
     /// Where parameters go.
     var destination: ParameterDestination
 
+    /// A form serializer.
     /// - Parameters:
     ///   - encoder: the form encoder configuration.
     ///   - destination: where parameters go (query for GET/HEAD/DELETE by default).

@@ -36,6 +36,7 @@ public struct URLEncodedFormDecoder: Sendable {
     /// How `Data` is read.
     var data: DataDecodingStrategy
 
+    /// A decoder with the given styles.
     /// - Parameters:
     ///   - nesting: whether `.` separates keys too (brackets are always read).
     ///   - dates: how dates are read.
@@ -115,6 +116,7 @@ public struct URLEncodedFormModelDecoding: ModelDecoding {
     /// `application/x-www-form-urlencoded`.
     public var acceptableContentTypes: [String] { ["application/x-www-form-urlencoded"] }
 
+    /// Form bodies read by `decoder`.
     /// - Parameter decoder: the form decoder configuration.
     public init(decoder: URLEncodedFormDecoder = URLEncodedFormDecoder()) { self.decoder = decoder }
 

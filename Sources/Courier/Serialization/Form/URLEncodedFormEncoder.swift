@@ -46,6 +46,7 @@ public struct URLEncodedFormEncoder: Sendable {
     /// The order of keys: sorted, or as encoded.
     var keyOrdering: URLEncodedForm.KeyOrdering
 
+    /// An encoder with the given styles.
     /// - Parameters:
     ///   - nesting: `a[b]` (default) or `a.b`.
     ///   - arrays: `a[]` (default), `a[0]` or repeated `a`.

@@ -11,6 +11,7 @@ public struct JSONModelDecoding: ModelDecoding {
     /// The media types accepted (`application/json`, `text/json` by default).
     public let acceptableContentTypes: [String]
 
+    /// JSON bodies read by `decoder`.
     /// - Parameters:
     ///   - decoder: the JSON decoder; shared between calls, so it must be thread-safe.
     ///   - acceptableContentTypes: the media types to accept.

@@ -14,6 +14,7 @@ public struct JSONRequestSerializer: RequestSerializer {
     /// The `Content-Type` sent with a JSON body.
     var contentType: String
 
+    /// A JSON serializer.
     /// - Parameters:
     ///   - encoder: the JSON encoder; shared between calls, so it must be thread-safe.
     ///   - destination: where parameters go (query for GET/HEAD/DELETE by default).

@@ -28,6 +28,7 @@ public struct MultipartFormData: Sendable, Encodable {
         /// The media type sent; guessed from the extension when nil.
         var contentType: String?
 
+        /// The file at `path`, streamed from disk when the body is sent.
         /// - Parameters:
         ///   - path: the file's path.
         ///   - fileName: the name to send (defaults to the last path component).
@@ -73,6 +74,7 @@ public struct MultipartFormData: Sendable, Encodable {
     /// The parts, in order.
     private(set) var parts: [Part] = []
 
+    /// An empty form.
     /// - Parameters:
     ///   - boundary: the boundary; a fresh random one by default.
     ///   - fileNameEncoding: how names and file names are written.

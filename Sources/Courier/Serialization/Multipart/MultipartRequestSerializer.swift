@@ -11,6 +11,7 @@ public struct MultipartRequestSerializer: RequestSerializer {
     /// How names and file names are written.
     var fileNameEncoding: MultipartFormData.FileNameEncoding
 
+    /// A multipart serializer.
     /// - Parameters:
     ///   - fieldEncoder: how field names, Booleans and dates are written.
     ///   - fileNameEncoding: how names and file names are written.

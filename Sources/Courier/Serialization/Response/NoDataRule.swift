@@ -9,7 +9,9 @@ import Foundation
 /// state without telling parse errors apart. With an `EnvelopeRule` the payload is the
 /// envelope's (`{"code": 0, "data": null}` is `null`).
 public struct NoDataRule: OptionSet, Sendable, Hashable {
+    /// The set's bits.
     public let rawValue: Int
+    /// The set whose bits are `rawValue`.
     public init(rawValue: Int) { self.rawValue = rawValue }
 
     /// An empty body (or a missing payload, or a bodiless answer such as 204).

@@ -10,6 +10,7 @@ public struct ResponsePipeline: Sendable {
     /// Run in order between validation and decoding; skipped for bodiless responses.
     var preprocessors: [any ResponsePreprocessor]
 
+    /// A pipeline: `validator`, then `preprocessors`, then the serializer.
     /// - Parameters:
     ///   - validator: status and content type checks.
     ///   - preprocessors: rewrites before decoding, in order.

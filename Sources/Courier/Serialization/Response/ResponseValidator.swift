@@ -16,10 +16,10 @@ public struct ResponseValidator: Sendable {
     /// Checks of an accepted answer, in order (see `ResponseValidator+Checks.swift`).
     var checks: [@Sendable (ResponseContext) throws -> ResponseVerdict] = []
 
+    /// A validator accepting `acceptableStatusCodes` and `acceptableContentTypes`.
     /// - Parameters:
     ///   - acceptableStatusCodes: the status codes that pass.
     ///   - acceptableContentTypes: the content types that pass (nil: the serializer's).
-    ///   - errorModel: how to decode the server's error body.
     public init(acceptableStatusCodes: [Range<Int>] = [200..<300], acceptableContentTypes: [String]? = nil) {
         self.init(
             acceptableStatusCodes: acceptableStatusCodes, acceptableContentTypes: acceptableContentTypes,

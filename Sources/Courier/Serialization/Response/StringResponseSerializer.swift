@@ -8,6 +8,7 @@ public struct StringResponseSerializer: ResponseSerializer {
     /// The charset used when the response names none.
     var defaultEncoding: String.Encoding
 
+    /// A serializer reading text in the response's charset.
     /// - Parameter defaultEncoding: used when the response names no charset.
     public init(defaultEncoding: String.Encoding = .utf8) { self.defaultEncoding = defaultEncoding }
 
