@@ -90,6 +90,13 @@ public struct CourierError: Error, Sendable, CustomStringConvertible {
     /// For a response check's refusal: whether it may be retried (nil for any other failure).
     var refusalIsRetryable: Bool?
 
+    /// An error of your own making, e.g. in a validator, an adapter or a serializer.
+    /// - Parameters:
+    ///   - code: what went wrong.
+    ///   - message: a readable explanation, without secrets.
+    ///   - underlying: the error that caused it, if any.
+    ///   - response: the HTTP response, when there was one.
+    ///   - body: the response body, when there was one.
     public init(
         _ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil,
         response: HTTPResponse? = nil, body: Data? = nil

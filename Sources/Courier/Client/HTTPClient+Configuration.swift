@@ -70,6 +70,29 @@ extension HTTPClient {
         /// A metrics factory of this client's own instead of `MetricsSystem`'s (tests).
         var metricsFactory: (any MetricsFactory)?
 
+        /// A configuration; every setting has a usable default, so name only what differs.
+        /// Values out of range are clamped or refused (`CourierError.configuration`) when the
+        /// client is made.
+        /// - Parameters:
+        ///   - baseURL: where relative requests go.
+        ///   - timeout: the longest a request may take, redirects included (nil: no limit).
+        ///   - connectTimeout: the longest a connection may take to set up.
+        ///   - stallTimeout: fail a transfer when no byte moved for this long (nil: never).
+        ///   - defaultHeaders: fields added to every request that does not set them.
+        ///   - maxConnectionsPerHost: the most connections to one host.
+        ///   - maxConnections: the most connections in all.
+        ///   - maxRedirects: the most redirects a request follows (0: none).
+        ///   - tls: the certificates to trust.
+        ///   - resolve: host names answered without DNS.
+        ///   - proxy: the proxy (none by default).
+        ///   - maxResponseSize: the largest response body accepted, in bytes.
+        ///   - sensitiveHeaderNames: more header names to redact and drop across origins.
+        ///   - authorization: how the credential becomes header fields.
+        ///   - notificationCenter: where login and logout notifications are observed.
+        ///   - logger: where requests and failures are logged.
+        ///   - enablesCookieEngine: gives the client a cookie jar of its own.
+        ///   - cache: the URL cache for selected hosts (nil: none).
+        ///   - sessionScope: which login and logout notifications this client follows.
         public init(
             baseURL: URL? = nil, timeout: Duration? = .seconds(60), connectTimeout: Duration = .seconds(10),
             stallTimeout: Duration? = .seconds(30), defaultHeaders: HTTPFields = [:],
@@ -135,6 +158,11 @@ extension HTTPClient {
         var port: Int
         var address: String
 
+        /// Answers `host:port` with `address`.
+        /// - Parameters:
+        ///   - host: the host name.
+        ///   - port: the port.
+        ///   - address: the IP address to connect to.
         public init(host: String, port: Int, address: String = "127.0.0.1") {
             self.host = host
             self.port = port
@@ -147,6 +175,8 @@ extension HTTPClient {
         /// A PEM bundle of CA certificates to trust instead of the system store.
         public var caBundlePath: String?
 
+        /// Trust the system store, or only the certificates of a bundle.
+        /// - Parameter caBundlePath: a PEM bundle that replaces the system store (nil: the system's).
         public init(caBundlePath: String? = nil) { self.caBundlePath = caBundlePath }
     }
 

@@ -92,6 +92,8 @@ public struct CallOptions: Sendable {
     /// products (CourierOpenAPI); never a path.
     package var operationName: String?
 
+    /// Per-call settings; every one left out falls back to the service's or the client's.
+    /// Each parameter sets the property of the same name.
     public init(
         requestSerializer: (any RequestSerializer)? = nil, headers: HTTPFields = [:], timeout: Duration? = nil,
         maxResponseSize: Int64? = nil, maxRedirects: Int? = nil,

@@ -72,6 +72,8 @@ public struct ServiceConfiguration: Sendable {
     /// `CallOptions.whenOffline` wins.
     public var whenOffline: OfflineBehavior = .proceed
 
+    /// A service's defaults; every one left out has a usable default. Each parameter sets
+    /// the property of the same name.
     public init(
         servers: ServerPool? = nil, headers: HTTPFields = [:],
         generalParameters: [(name: String, value: String)] = [],

@@ -25,6 +25,8 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
     /// expiry); nil: only when the server rejects it.
     let isExpired: (@Sendable (Credential) -> Bool)?
 
+    /// An interceptor that writes the coordinator's credential into each attempt and refreshes
+    /// it once for all the calls it rejected.
     /// - Parameters:
     ///   - coordinator: refreshes the credential.
     ///   - maximumAttempts: the most attempts a call gets (the first one included).

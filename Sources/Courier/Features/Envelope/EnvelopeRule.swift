@@ -28,6 +28,7 @@ public struct EnvelopeRule: Sendable {
         var message: String?
         /// The payload's bytes; nil when missing or null.
         var payload: Data?
+        /// What a reader found in one body.
         /// - Parameters:
         ///   - code: the code, as text (`0`, `"0"` and `0` read the same).
         ///   - message: the message, if there is one.

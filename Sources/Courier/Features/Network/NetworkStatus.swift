@@ -13,6 +13,7 @@ public struct NetworkStatus: Sendable, Hashable, CustomStringConvertible {
     /// The name of that interface (`eth0`, `wlan0`); nil when offline or not known.
     public var interfaceName: String?
 
+    /// A status, e.g. from a source of your own.
     /// - Parameters:
     ///   - isOnline: whether a default route leaves through an interface that is up.
     ///   - interface: the kind of that interface, when known.

@@ -27,6 +27,7 @@ public struct XSSIPrefixPreprocessor: ResponsePreprocessor {
     /// The prefix to strip.
     let prefix: Data
 
+    /// A preprocessor that strips `prefix` from the start of a body that has it.
     /// - Parameter prefix: the prefix to strip (Angular's `)]}',\n` by default).
     public init(prefix: String = ")]}',\n") { self.prefix = Data(prefix.utf8) }
 
