@@ -31,17 +31,21 @@ extension HTTPClient {
     }
 
     /// The settings with what is derived from them, computed once per change.
-    struct LiveSettings: Sendable {
-        var settings: Settings
+    ///
+    /// An immutable object: a request keeps its snapshot (and hands it from the service's
+    /// call to the exchange) with one reference count, not a copy of every field.
+    final class LiveSettings: Sendable {
+        let settings: Settings
         /// Moves on at every change: `updateSettings` commits only over the values it read.
-        var version: UInt64 = 0
+        let version: UInt64
         /// The base URL as a server, for services without a pool.
-        var server: Result<BaseURL, CourierError>
+        let server: Result<BaseURL, CourierError>
         /// The base URL's origin: the API's own, it gets the credential.
-        var origin: Origin?
+        let origin: Origin?
 
-        init(_ settings: Settings) {
+        init(_ settings: Settings, version: UInt64 = 0) {
             self.settings = settings
+            self.version = version
             origin = settings.baseURL.flatMap(Origin.init)
             if let url = settings.baseURL {
                 do {
@@ -88,9 +92,8 @@ extension HTTPClient {
                 try ConfigurationBounds.timeout(changed.connectTimeout, "connect timeout") ?? changed.connectTimeout
             changed.stallTimeout = try ConfigurationBounds.timeout(changed.stallTimeout, "stall timeout")
             for field in changed.defaultHeaders { try RequestValidation.validate(field) }
-            var next = LiveSettings(changed)
+            let next = LiveSettings(changed, version: version &+ 1)
             if changed.baseURL != nil, case .failure(let error) = next.server { throw error }
-            next.version = version &+ 1
             // Commit only over what `change` saw: a concurrent update is never lost.
             let committed = live.withLock { live in
                 guard live.version == version else { return false }

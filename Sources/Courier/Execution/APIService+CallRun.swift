@@ -14,12 +14,14 @@ extension ServiceCore {
         let id: CallID
         let clock: any ServiceClock
         private let started: ContinuousClock.Instant
-        private let monitor: CompositeEventMonitor
+        /// The service's monitors; nil without any, and then no event is made.
+        private let monitor: CompositeEventMonitor?
         private let pool: ServerPool?
         private var server: BaseURL
         /// The request as the serializer leaves it, before adapters.
         private(set) var base: PreparedRequest
-        private var event: CallEvent
+        /// What the monitors see of the call (nil without monitors).
+        private var event: CallEvent?
         private var attempts = 0
         let chain: InterceptorChain
         let policy: RetryPolicy
@@ -62,7 +64,8 @@ extension ServiceCore {
             body: (any Encodable & Sendable)?, options: CallOptions, acceptHeader: String?, responseType: Any.Type,
             id: CallID, scope: CancellationScope?
         ) throws {
-            let configuration = service.configuration
+            // The configuration is read in place: a copy of the whole struct costs a reference
+            // count per field.
             self.scope = scope
             let clientSettings = service.client.liveSettings
             let settings = service.settings
@@ -79,11 +82,12 @@ extension ServiceCore {
             self.body = body
             self.acceptHeader = acceptHeader
             self.responseType = ObjectIdentifier(responseType)
-            clock = configuration.clock
+            clock = service.configuration.clock
             started = clock.now
-            monitor = CompositeEventMonitor(configuration.monitors)
+            monitor =
+                service.configuration.monitors.isEmpty ? nil : CompositeEventMonitor(service.configuration.monitors)
             let callServer = try options.validatedServer()
-            pool = callServer == nil ? configuration.servers : nil
+            pool = callServer == nil ? service.configuration.servers : nil
             environment = pool?.environment
             server = try callServer ?? pool?.currentServer ?? clientSettings.server.get()
             sendsCredential =
@@ -93,17 +97,22 @@ extension ServiceCore {
             base = try service.prepare(
                 method: method, path: path, parameters: parameters, body: body, options: options, on: server,
                 acceptHeader: acceptHeader, sendsCredential: sendsCredential, headers: settings.headers)
-            event = CallEvent(id: id, request: base.head, attempt: 0, userInfo: options.userInfo)
-            event.credentialFieldNames = service.prepared.credentialFieldNames
-            event.credentialQueryNames = service.prepared.credentialQueryNames
+            if monitor != nil {
+                var event = CallEvent(id: id, request: base.head, attempt: 0, userInfo: options.userInfo)
+                event.credentialFieldNames = service.prepared.credentialFieldNames
+                event.credentialQueryNames = service.prepared.credentialQueryNames
+                self.event = event
+            } else {
+                event = nil
+            }
             chain = service.interceptors(for: options, sendsCredential: sendsCredential)
             policy = options.retryPolicy ?? settings.retryPolicy
-            validator = options.validator ?? configuration.pipeline.validator
+            validator = options.validator ?? service.configuration.pipeline.validator
             telemetry = CallTelemetry(
-                client: service.client, service: configuration.name, server: server.authority, logger: options.logger,
-                id: id, operation: options.operationName,
+                client: service.client, service: service.configuration.name, server: server.authority,
+                logger: options.logger, id: id, operation: options.operationName,
                 request: base.head, credentialFieldNames: service.prepared.credentialFieldNames)
-            monitor.didStart(event)
+            if let monitor, let event { monitor.didStart(event) }
         }
 
         /// Step 3 without the interval: the veto, then the in-flight guard.
@@ -224,10 +233,14 @@ extension ServiceCore {
         func willSend(_ request: inout PreparedRequest) {
             service.configuration.cookieJar?.apply(to: &request.head)
             telemetry.willSend(&request, attempt: attempts)
+            guard let monitor, var event else { return }
+            // Released from the property while it changes: one copy of the request, not two.
+            self.event = nil
             event.request = request.head
             event.attempt = attempts
             event.networkStatus = service.configuration.networkStatus?.current
             monitor.willSend(event)
+            self.event = event
         }
 
         /// Steps 5 and 7 for an answer: failover outcome, `didReceive`, validation, decoding,
@@ -240,7 +253,7 @@ extension ServiceCore {
             _ answer: HTTPClient.Response, request: PreparedRequest, serializer: any ResponseSerializer<Model>
         ) throws -> Response<Model> {
             pool?.record(answer.head.status.code >= 500 ? .failure : .success, for: server)
-            monitor.didReceive(event, response: answer.head)
+            if let monitor, let event { monitor.didReceive(event, response: answer.head) }
             var context = ResponseContext(request: request.head, response: answer.head, body: answer.body)
             try validator.validate(context, serializerContentTypes: serializer.acceptableContentTypes)
             // The body-level outcome: a retry or refresh code fails the attempt as a status would.
@@ -249,7 +262,7 @@ extension ServiceCore {
             let metrics = CallMetrics(
                 attempts: attempts, duration: clock.now - started, isFromCache: answer.isFromCache,
                 responseBytes: answer.body.count, transfer: answer.metrics)
-            monitor.didFinish(event, result: .success(answer.head), metrics: metrics)
+            if let monitor, let event { monitor.didFinish(event, result: .success(answer.head), metrics: metrics) }
             telemetry.finished(
                 status: Int(answer.head.status.code), attempts: attempts, request: request,
                 responseBytes: answer.body.count, isFromCache: answer.isFromCache,
@@ -347,7 +360,7 @@ extension ServiceCore {
             case .giveUp(let error):
                 throw error
             case .retry(let delay):
-                monitor.willRetry(event, after: delay, because: failure.error)
+                if let monitor, let event { monitor.willRetry(event, after: delay, because: failure.error) }
                 telemetry.willRetry(after: delay, because: failure.error)
                 return delay
             }
@@ -368,7 +381,7 @@ extension ServiceCore {
         func end(_ error: any Error) -> CourierError {
             let courier = service.mapped(CourierError.fromCall(error), options: options)
             let metrics = CallMetrics(attempts: attempts, duration: clock.now - started)
-            monitor.didFinish(event, result: .failure(courier), metrics: metrics)
+            if let monitor, let event { monitor.didFinish(event, result: .failure(courier), metrics: metrics) }
             telemetry.failed(courier, attempts: attempts)
             return courier
         }

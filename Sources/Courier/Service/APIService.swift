@@ -89,6 +89,7 @@ extension APIService {
     }
 
     /// The verbs' one body: the endpoint with the call's serializer, sent, its value.
+    @inline(__always)  // one async frame and one set of generic metadata lookups fewer per call
     private func value<Model: Decodable & Sendable>(
         _ method: HTTPRequest.Method, _ path: String, query: (any Encodable & Sendable)? = nil,
         body: (any Encodable & Sendable)? = nil, _ serializer: (any ResponseSerializer<Model>)?,
@@ -187,6 +188,7 @@ public final class ServiceCore: APIService {
     }
 
     /// Sends an endpoint whose model is `Decodable`, with the service's default format.
+    @inline(__always)
     func send<Model: Decodable & Sendable>(_ endpoint: Endpoint<Model>) async throws(CourierError)
         -> Response<Model>
     {
