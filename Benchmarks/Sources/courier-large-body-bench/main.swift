@@ -51,7 +51,7 @@ struct GeneratedChunks: AsyncSequence, Sendable {
         var remaining: Int64
         mutating func next() async -> Data? {
             guard remaining > 0 else { return nil }
-            let size = Int(min(remaining, Int64(GeneratedChunks.chunk.count)))
+            let size = Int(Swift.min(remaining, Int64(GeneratedChunks.chunk.count)))
             remaining -= Int64(size)
             return size == GeneratedChunks.chunk.count ? GeneratedChunks.chunk : GeneratedChunks.chunk.prefix(size)
         }
