@@ -220,23 +220,31 @@ import Testing
         Self.expectMonotonic(await progress.value, endingAt: Int64(Self.size))
     }
 
-    /// Chunks produced by another task, with suspensions between them, so the transfer waits
-    /// (paused) for the sequence and is woken by it.
-    static func chunks(of content: Data, size: Int = 50_000) -> AsyncStream<Data> {
-        AsyncStream(bufferingPolicy: .bufferingOldest(4)) { continuation in
-            let task = Task {
-                var offset = 0
-                while offset < content.count {
-                    let end = min(content.count, offset + size)
-                    // Waits while the stream's small buffer is full: a producer that cannot outrun the upload.
-                    while case .dropped = continuation.yield(content.subdata(in: offset..<end)) { await Task.yield() }
-                    offset = end
-                }
-                continuation.finish()
+    /// `content` in chunks, each pulled after a suspension (`Task.yield`), so the transfer
+    /// sometimes finds nothing buffered and pauses until the next chunk wakes it. Pulled, not
+    /// pushed: nothing spins while the upload is behind.
+    struct Chunks: AsyncSequence, Sendable {
+        let content: Data
+        let size: Int
+
+        struct AsyncIterator: AsyncIteratorProtocol {
+            let content: Data
+            let size: Int
+            var offset = 0
+
+            mutating func next() async -> Data? {
+                guard offset < content.count else { return nil }
+                await Task.yield()
+                let end = Swift.min(content.count, offset + size)
+                defer { offset = end }
+                return content.subdata(in: offset..<end)
             }
-            continuation.onTermination = { _ in task.cancel() }
         }
+
+        func makeAsyncIterator() -> AsyncIterator { AsyncIterator(content: content, size: size) }
     }
+
+    static func chunks(of content: Data, size: Int = 50_000) -> Chunks { Chunks(content: content, size: size) }
 
     @Test(arguments: [false, true])
     func anAsyncSequenceUploadArrivesByteExact(lengthKnown: Bool) async throws {
