@@ -52,6 +52,10 @@ let package = Package(
         .executableTarget(
             name: "courier-service-bench",
             dependencies: [.product(name: "Courier", package: "Courier")]),
+        // Peak RSS of one 64 MiB / 1 GiB download or upload per process, for scripts/large-bodies.sh.
+        .executableTarget(
+            name: "courier-large-body-bench",
+            dependencies: [.product(name: "Courier", package: "Courier")]),
         // One HTTP client per process: `courier-http-bench CLIENT --url URL --requests N --concurrency C`.
         .executableTarget(
             name: "courier-http-bench",

@@ -70,6 +70,9 @@ struct RequestIdentity: Hashable, Sendable {
                 switch segment {
                 case .data(let data): key += " data " + Self.digest(data)
                 case .file(let path): key += " file " + Self.digest(path.utf8)
+                // Read once: never the same as another call's body.
+                case .stream(let source):
+                    key += " stream " + String(UInt(bitPattern: ObjectIdentifier(source).hashValue), radix: 16)
                 }
             }
         }

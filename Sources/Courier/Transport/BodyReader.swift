@@ -9,32 +9,43 @@ import Foundation
 #endif
 
 /// Feeds a `RequestBody` to curl's read callback, segment by segment, never loading a file
-/// whole. Supports rewinding (curl's seek callback) for a resend on a fresh connection.
+/// whole. Supports rewinding (curl's seek callback) for a resend on a fresh connection, except
+/// for a body with a `.stream` segment, which can be read once.
 ///
 /// Used on the transport's thread only.
 final class BodyReader {
     private let segments: [RequestBody.Segment]
-    /// Bytes the whole body must have; reading stops there even if a file grew.
-    private let length: Int64
+    /// Bytes the whole body must have; reading stops there even if a file grew. `nil`: unknown
+    /// (a streamed body sent chunked), the body ends where its segments end.
+    private let length: Int64?
+    /// Called from any thread when a paused read can go on (a `.stream` segment got bytes).
+    private let wake: @Sendable () -> Void
+    /// The streamed segments started so far, stopped when the reader goes away.
+    private var startedStreams: [BodyStreamSource] = []
     private var index = 0
     private var offsetInSegment: Int64 = 0
-    private var position: Int64 = 0
+    /// Body bytes handed to curl so far.
+    private(set) var position: Int64 = 0
     private var descriptor: Int32 = -1
 
-    init(body: RequestBody, length: Int64) {
+    init(body: RequestBody, length: Int64?, wake: @escaping @Sendable () -> Void) {
         segments = body.segments
         self.length = length
+        self.wake = wake
     }
 
     deinit {
         if descriptor >= 0 { close(descriptor) }
+        for source in startedStreams { source.cancel() }
     }
 
     /// Copies up to `capacity` bytes into `destination`.
-    /// - Returns: the number of bytes copied, 0 at the end of the body.
-    /// - Throws: `CourierError.invalidRequest` when a file cannot be read or ends early.
-    func read(into destination: UnsafeMutableRawPointer, capacity: Int) throws(CourierError) -> Int {
-        let wanted = Int(Swift.min(Int64(capacity), length - position))
+    /// - Returns: the number of bytes copied, 0 at the end of the body, nil when a streamed
+    ///   segment has no bytes yet (pause the transfer until `wake` is called).
+    /// - Throws: `CourierError.invalidRequest` when a file cannot be read or ends early, or a
+    ///   streamed segment fails or was sent before.
+    func read(into destination: UnsafeMutableRawPointer, capacity: Int) throws(CourierError) -> Int? {
+        let wanted = Int(Swift.min(Int64(capacity), (length ?? .max) - position))
         guard wanted > 0 else { return 0 }
         while index < segments.count {
             switch segments[index] {
@@ -71,15 +82,32 @@ final class BodyReader {
                 }
                 advance(by: count)
                 return count
+            case .stream(let source):
+                if offsetInSegment == 0, !startedStreams.contains(where: { $0 === source }) {
+                    try source.start(wake: wake)
+                    startedStreams.append(source)
+                }
+                guard let count = try source.read(into: destination, capacity: wanted) else { return nil }
+                if count == 0 {
+                    nextSegment()
+                    continue
+                }
+                advance(by: count)
+                return count
             }
         }
-        throw CourierError(.invalidRequest, "the request body ended before its announced length")
+        guard length == nil else {
+            throw CourierError(.invalidRequest, "the request body ended before its announced length")
+        }
+        return 0
     }
 
     /// Moves to `offset` bytes from the start of the body.
     /// - Returns: false when the offset lies outside the body.
     func seek(to offset: Int64) -> Bool {
-        guard offset >= 0, offset <= length else { return false }
+        guard offset >= 0, offset <= length ?? .max else { return false }
+        // A streamed segment is read once: it can only "seek" to where it is.
+        if segments.contains(where: { if case .stream = $0 { true } else { false } }) { return offset == position }
         closeFile()
         index = 0
         offsetInSegment = 0
@@ -93,6 +121,8 @@ final class BodyReader {
                 var info = stat()
                 guard stat(path, &info) == 0 else { return false }
                 size = Int64(info.st_size)
+            case .stream:
+                return false  // unreachable: checked above
             }
             if remaining < size || (remaining == 0) {
                 offsetInSegment = remaining

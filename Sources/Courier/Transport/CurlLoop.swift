@@ -250,10 +250,14 @@ final class CurlLoop: @unchecked Sendable {
         settings.proxy = proxies.route(isHTTPS: transfer.isHTTPS)
         settings.freshConnect = transfer.retriedOnFreshConnection
         if transfer.sendsBody {
-            settings.uploadSize = transfer.bodyLength
+            // -1: unknown, sent chunked.
+            settings.uploadSize = transfer.bodyLength ?? -1
             if transfer.method != .put { settings.customRequest = transfer.method.rawValue }
             transfer.bodyReader = BodyReader(
-                body: transfer.body ?? RequestBody(segments: []), length: transfer.bodyLength)
+                body: transfer.body ?? RequestBody(segments: []), length: transfer.bodyLength
+            ) { [weak self, weak transfer] in
+                if let self, let transfer { self.enqueue(.resume(transfer)) }
+            }
         } else if transfer.method == .head {
             settings.noBody = true
         } else if transfer.method != .get {

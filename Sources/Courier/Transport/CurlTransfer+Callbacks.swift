@@ -31,7 +31,10 @@ func curlReadCallback(
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
     guard let reader = transfer.bodyReader else { return 0 }
     do {
-        return try reader.read(into: destination, capacity: size * count)
+        guard let count = try reader.read(into: destination, capacity: size * count) else {
+            return Int(CURL_READFUNC_PAUSE)
+        }
+        return count
     } catch {
         transfer.callbackFailure = error
         return Int(CURL_READFUNC_ABORT)
@@ -145,6 +148,9 @@ extension CurlTransfer {
     }
 
     func reportProgress(download: TransferProgress, upload: TransferProgress) {
+        var upload = upload
+        // A chunked body: curl counts the chunk framing too; the caller wants body bytes.
+        if bodyLength == nil, let bodyReader { upload.completed = bodyReader.position }
         if let callback = options.downloadProgress, download != lastDownload, download.completed > 0 {
             lastDownload = download
             callback(download)

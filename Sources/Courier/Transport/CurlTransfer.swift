@@ -40,7 +40,8 @@ final class CurlTransfer: @unchecked Sendable {
     /// The header list curl reads while sending; freed in `deinit`.
     let headerList: UnsafeMutablePointer<curl_slist>?
     let body: RequestBody?
-    let bodyLength: Int64
+    /// The body's length; `nil` for a streamed body of unknown length (sent chunked).
+    let bodyLength: Int64?
     let options: TransportOptions
     let delivery: Delivery
     private let outcome = LockedValue(Outcome.idle)
@@ -87,7 +88,7 @@ final class CurlTransfer: @unchecked Sendable {
         method = head.method
         body = request.body
         do {
-            bodyLength = try request.body?.contentLength() ?? 0
+            bodyLength = try request.body.map { try $0.knownLength() } ?? 0
         } catch {
             throw error as? CourierError ?? CourierError(.invalidRequest, "cannot measure the request body")
         }

@@ -1,7 +1,8 @@
 import Foundation
 
-/// The body of an outgoing request: bytes in memory, a file streamed from disk, or a
-/// sequence of both (a multipart body streams its file parts between in-memory pieces).
+/// The body of an outgoing request: bytes in memory, a file streamed from disk, chunks from an
+/// `AsyncSequence`, or a sequence of these (a multipart body streams its file parts between
+/// in-memory pieces).
 public struct RequestBody: Sendable {
     /// One piece of a body.
     enum Segment: Sendable {
@@ -9,6 +10,8 @@ public struct RequestBody: Sendable {
         case data(Data)
         /// A file read from disk while sending, never loaded whole.
         case file(path: String)
+        /// Chunks pulled from an `AsyncSequence` while sending; can be sent once only.
+        case stream(BodyStreamSource)
     }
 
     /// The pieces, sent in order.
@@ -21,6 +24,22 @@ public struct RequestBody: Sendable {
 
     /// A body streamed from the file at `path`.
     public static func file(path: String) -> RequestBody { RequestBody(segments: [.file(path: path)]) }
+
+    /// A body pulled chunk by chunk from `chunks` while sending, with no size limit: sent with
+    /// `Content-Length` when `length` is given, else chunked. The sequence is read once, so
+    /// the body cannot be sent again (a retry or a 307/308 redirect fails with
+    /// `CourierError.invalidRequest`); use `.file(path:)` for a body that can be.
+    public static func stream<S: AsyncSequence & Sendable>(_ chunks: S, length: Int64? = nil) -> RequestBody
+    where S.Element == Data {
+        RequestBody(segments: [.stream(BodyStreamSource(chunks, length: length))])
+    }
+
+    /// The total length, or `nil` for a streamed body of unknown length (sent chunked).
+    /// - Throws: `CourierError.invalidRequest` when a file cannot be read.
+    func knownLength() throws -> Int64? {
+        for case .stream(let source) in segments where source.length == nil { return nil }
+        return try contentLength()
+    }
 
     /// The total length in bytes, reading file sizes from disk.
     /// - Throws: `CourierError.invalidRequest` when a file cannot be read.
@@ -37,6 +56,11 @@ public struct RequestBody: Sendable {
                     throw CourierError(.invalidRequest, "cannot read the body file at \(path)")
                 }
                 total += size.int64Value
+            case .stream(let source):
+                guard let length = source.length else {
+                    throw CourierError(.invalidRequest, "the streamed body's length is not known")
+                }
+                total += length
             }
         }
         return total

@@ -80,6 +80,7 @@ func materialize(_ body: RequestBody?) throws -> Data {
         switch segment {
         case .data(let data): result.append(data)
         case .file(let path): result.append(try Data(contentsOf: URL(fileURLWithPath: path)))
+        case .stream: throw CourierError(.invalidRequest, "a streamed body cannot be materialized")
         }
     }
     return result

@@ -169,6 +169,9 @@ public struct RequestSigner: Sendable {
                 }
                 defer { try? handle.close() }
                 while let chunk = try? handle.read(upToCount: 1 << 16), !chunk.isEmpty { hash.update(data: chunk) }
+            case .stream:
+                throw CourierError(
+                    .invalidRequest, "a streamed body (RequestBody.stream) cannot be signed; use a file or data body")
             }
         }
         return CacheSecret.hexString(hash.finalize())

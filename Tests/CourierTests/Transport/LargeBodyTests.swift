@@ -1,0 +1,326 @@
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+@testable import Courier
+
+/// Issue 21 item 7: downloads straight to a file (resumed with `Range`), uploads streamed from
+/// a file or an `AsyncSequence`, progress as an `AsyncSequence`.
+@Suite struct LargeBodyTests {
+    static let size = 3_000_000
+    static let etag = "\"v1\""
+
+    /// A temporary destination; removed (with its `.part`) at the end.
+    final class Destination {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("courier-download-\(UUID()).bin")
+        var part: String { url.path + ".part" }
+        var exists: Bool { FileManager.default.fileExists(atPath: url.path) }
+        var partExists: Bool { FileManager.default.fileExists(atPath: part) }
+        deinit {
+            try? FileManager.default.removeItem(at: url)
+            try? FileManager.default.removeItem(atPath: url.path + ".part")
+        }
+    }
+
+    /// Serves `content` at `path` with an ETag; `Range` requests are answered by `ranged`.
+    static func serve(
+        _ server: TestServer, _ path: String, _ content: Data, first: Fault? = nil,
+        ranged: @escaping @Sendable (Int, Data) -> ScriptedResponse = { start, content in
+            LargeBodyTests.partial(content, from: start)
+        }
+    ) {
+        let requests = Recorder<Int>()
+        server.route(path) { request in
+            requests.append(1)
+            let index = requests.values.count
+            if let range = request.header("Range"), range.hasPrefix("bytes="),
+                let start = Int(range.dropFirst(6).dropLast())
+            {
+                return ranged(start, content)
+            }
+            var headers: HTTPFields = [:]
+            headers[.eTag] = etag
+            return ScriptedResponse(headers: headers, body: content, fault: index == 1 ? first : nil)
+        }
+    }
+
+    static func partial(_ content: Data, from start: Int, claimedStart: Int? = nil) -> ScriptedResponse {
+        var headers: HTTPFields = [:]
+        headers[.eTag] = etag
+        headers[.contentRange] = "bytes \(claimedStart ?? start)-\(content.count - 1)/\(content.count)"
+        return ScriptedResponse(status: 206, headers: headers, body: content.subdata(in: start..<content.count))
+    }
+
+    /// Every progress value, read on the test's task.
+    static func collect(_ progress: AsyncStream<TransferProgress>) -> Task<[TransferProgress], Never> {
+        Task {
+            var values: [TransferProgress] = []
+            for await value in progress { values.append(value) }
+            return values
+        }
+    }
+
+    static func expectMonotonic(_ values: [TransferProgress], endingAt total: Int64) {
+        #expect(!values.isEmpty)
+        #expect(zip(values, values.dropFirst()).allSatisfy { $0.completed <= $1.completed })
+        #expect(values.last == TransferProgress(completed: total, total: total))
+    }
+
+    // MARK: Download
+
+    @Test func downloadWritesTheServedBytesToTheFile() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let content = TestServer.bytePattern(count: Self.size)
+        Self.serve(server, "/file", content)
+        let destination = Destination()
+        let client = try makeClient()
+        let transfer = client.download(
+            HTTPRequest(.get, server.url("/file")), to: destination.url, options: CallOptions(maxResponseSize: 8 << 20))
+        let progress = Self.collect(transfer.progress)
+        let response = try await transfer.response
+        #expect(response.status == .ok)
+        #expect(response.body.isEmpty)
+        #expect(crc32(try Data(contentsOf: destination.url)) == crc32(content))
+        #expect(!destination.partExists)
+        Self.expectMonotonic(await progress.value, endingAt: Int64(Self.size))
+        #expect(server.recordedRequests.first?.header("Range") == nil)
+    }
+
+    @Test func aFailureMidBodyIsResumedWithRangeAndIfRange() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let content = TestServer.bytePattern(count: Self.size)
+        Self.serve(server, "/file", content, first: .closeDuringBody)
+        let destination = Destination()
+        let client = try makeClient()
+        let transfer = client.download(
+            HTTPRequest(.get, server.url("/file")), to: destination.url, options: CallOptions(maxResponseSize: 8 << 20))
+        let progress = Self.collect(transfer.progress)
+        let response = try await transfer.response
+        #expect(response.status == .partialContent)
+        #expect(try Data(contentsOf: destination.url) == content)
+        let requests = server.recordedRequests(path: "/file")
+        #expect(requests.count == 2)
+        let range = try #require(requests.last?.header("Range"))
+        let start = try #require(Int(range.dropFirst("bytes=".count).dropLast()))
+        #expect(start > 0 && start < Self.size)
+        #expect(requests.last?.header("If-Range") == Self.etag)
+        Self.expectMonotonic(await progress.value, endingAt: Int64(Self.size))
+    }
+
+    @Test func aServerThatIgnoresTheRangeStartsTheFileOver() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let content = TestServer.bytePattern(count: Self.size)
+        Self.serve(server, "/file", content, first: .closeDuringBody) { _, content in
+            ScriptedResponse(body: content)
+        }
+        let destination = Destination()
+        let client = try makeClient()
+        let response = try await client.download(
+            HTTPRequest(.get, server.url("/file")), to: destination.url, options: CallOptions(maxResponseSize: 8 << 20)
+        ).response
+        #expect(response.status == .ok)
+        #expect(server.recordedRequests(path: "/file").last?.header("Range") != nil)
+        #expect(try Data(contentsOf: destination.url) == content)
+    }
+
+    @Test func aContentRangeThatDoesNotContinueTheFileIsRefused() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let content = TestServer.bytePattern(count: Self.size)
+        Self.serve(server, "/file", content, first: .closeDuringBody) { start, content in
+            Self.partial(content, from: start, claimedStart: 0)
+        }
+        let destination = Destination()
+        let client = try makeClient()
+        let error = await courierError {
+            _ = try await client.download(
+                HTTPRequest(.get, server.url("/file")), to: destination.url,
+                options: CallOptions(maxResponseSize: 8 << 20)
+            ).response
+        }
+        #expect(error?.code == .invalidResponse)
+        #expect(error?.message.contains("not at byte") == true)
+        #expect(!destination.exists)
+        #expect(!destination.partExists)
+    }
+
+    @Test func anErrorStatusWritesNoFile() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let destination = Destination()
+        let client = try makeClient()
+        let error = await courierError {
+            _ = try await client.download(HTTPRequest(.get, server.url("/status/404")), to: destination.url).response
+        }
+        #expect(error?.code == .httpStatus)
+        #expect(error?.status == .notFound)
+        #expect(!destination.exists)
+        #expect(!destination.partExists)
+    }
+
+    @Test func theResponseSizeLimitStillApplies() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        Self.serve(server, "/file", TestServer.bytePattern(count: Self.size))
+        let destination = Destination()
+        let client = try makeClient()
+        let error = await courierError {
+            _ = try await client.download(
+                HTTPRequest(.get, server.url("/file")), to: destination.url,
+                options: CallOptions(maxResponseSize: 1 << 20)
+            ).response
+        }
+        #expect(error?.code == .responseTooLarge)
+        #expect(!destination.exists)
+        #expect(!destination.partExists)
+    }
+
+    @Test func cancellingLeavesNoFile() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let content = TestServer.bytePattern(count: Self.size)
+        server.route("/slow") { _ in
+            ScriptedResponse(body: content, fault: .trickle(bytes: 64 << 10, interval: .milliseconds(50)))
+        }
+        let destination = Destination()
+        let client = try makeClient()
+        let transfer = client.download(
+            HTTPRequest(.get, server.url("/slow")), to: destination.url, options: CallOptions(maxResponseSize: 8 << 20))
+        var iterator = transfer.progress.makeAsyncIterator()
+        let first = await iterator.next()
+        #expect((first?.completed ?? 0) > 0)
+        #expect(destination.partExists)
+        transfer.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await transfer.response }
+        #expect(!destination.exists)
+        #expect(!destination.partExists)
+    }
+
+    // MARK: Upload
+
+    @Test func aFileUploadArrivesByteExactWithContentLength() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let content = TestServer.bytePattern(count: Self.size)
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("courier-upload-\(UUID())").path
+        try content.write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let client = try makeClient()
+        let transfer = client.upload(HTTPRequest(.put, server.url("/upload")), body: .file(path: path))
+        let progress = Self.collect(transfer.progress)
+        #expect(try await transfer.response.status == .ok)
+        let recorded = try #require(server.recordedRequests.first)
+        #expect(recorded.bodyByteCount == Self.size)
+        #expect(recorded.bodyCRC32 == crc32(content))
+        #expect(recorded.header("Content-Length") == "\(Self.size)")
+        Self.expectMonotonic(await progress.value, endingAt: Int64(Self.size))
+    }
+
+    /// `content` in chunks, each pulled after a suspension (`Task.yield`), so the transfer
+    /// sometimes finds nothing buffered and pauses until the next chunk wakes it. Pulled, not
+    /// pushed: nothing spins while the upload is behind.
+    struct Chunks: AsyncSequence, Sendable {
+        let content: Data
+        let size: Int
+
+        struct AsyncIterator: AsyncIteratorProtocol {
+            let content: Data
+            let size: Int
+            var offset = 0
+
+            mutating func next() async -> Data? {
+                guard offset < content.count else { return nil }
+                await Task.yield()
+                let end = Swift.min(content.count, offset + size)
+                defer { offset = end }
+                return content.subdata(in: offset..<end)
+            }
+        }
+
+        func makeAsyncIterator() -> AsyncIterator { AsyncIterator(content: content, size: size) }
+    }
+
+    static func chunks(of content: Data, size: Int = 50_000) -> Chunks { Chunks(content: content, size: size) }
+
+    @Test(arguments: [false, true])
+    func anAsyncSequenceUploadArrivesByteExact(lengthKnown: Bool) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let content = TestServer.bytePattern(count: Self.size)
+        let client = try makeClient()
+        let body = RequestBody.stream(Self.chunks(of: content), length: lengthKnown ? Int64(Self.size) : nil)
+        let transfer = client.upload(HTTPRequest(.post, server.url("/upload")), body: body)
+        let progress = Self.collect(transfer.progress)
+        #expect(try await transfer.response.status == .ok)
+        let recorded = try #require(server.recordedRequests.first)
+        #expect(recorded.bodyByteCount == Self.size)
+        #expect(recorded.bodyCRC32 == crc32(content))
+        if lengthKnown {
+            #expect(recorded.header("Content-Length") == "\(Self.size)")
+        } else {
+            #expect(recorded.header("Transfer-Encoding") == "chunked")
+        }
+        Self.expectMonotonic(await progress.value, endingAt: Int64(Self.size))
+    }
+
+    /// The read callback's side: no bytes yet pauses (nil), a chunk wakes the transfer, the
+    /// end of the sequence ends the body, and a second reader of the same body is refused.
+    @Test func aStreamedSegmentPausesUntilItsSequenceHasBytes() async throws {
+        let (chunks, producer) = AsyncStream.makeStream(of: Data.self)
+        let (wakes, waker) = AsyncStream.makeStream(of: Void.self)
+        let body = RequestBody.stream(chunks)
+        #expect(try body.knownLength() == nil)
+        let reader = BodyReader(body: body, length: nil) { waker.yield() }
+        var buffer = [UInt8](repeating: 0, count: 100)
+        func read() throws -> Int? {
+            try buffer.withUnsafeMutableBytes { try reader.read(into: $0.baseAddress!, capacity: 100) }
+        }
+        var woken = wakes.makeAsyncIterator()
+        #expect(try read() == nil)
+        producer.yield(Data("abc".utf8))
+        _ = await woken.next()
+        #expect(try read() == 3)
+        #expect(Array(buffer[0..<3]) == Array("abc".utf8))
+        #expect(try read() == nil)
+        producer.finish()
+        _ = await woken.next()
+        #expect(try read() == 0)
+        let again = BodyReader(body: body, length: nil) {}
+        #expect(throws: CourierError.self) {
+            try buffer.withUnsafeMutableBytes { try again.read(into: $0.baseAddress!, capacity: 100) }
+        }
+    }
+
+    @Test func aStreamedBodyIsNotSentTwice() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/moved") { _ in .redirect(to: "/upload", status: 307) }
+        let client = try makeClient()
+        let body = RequestBody.stream(Self.chunks(of: Data(repeating: 7, count: 1000)), length: 1000)
+        let error = await courierError {
+            _ = try await client.send(HTTPRequest(.post, server.url("/moved")), body: body)
+        }
+        #expect(error?.code == .invalidRequest)
+        #expect(error?.message.contains("only once") == true)
+    }
+
+    @Test func aFailingSequenceFailsTheUpload() async throws {
+        struct Broken: Error {}
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try makeClient()
+        let chunks = AsyncThrowingStream<Data, any Error> { continuation in
+            continuation.yield(Data(repeating: 1, count: 10_000))
+            continuation.finish(throwing: Broken())
+        }
+        let error = await courierError {
+            _ = try await client.send(HTTPRequest(.post, server.url("/upload")), body: .stream(chunks))
+        }
+        #expect(error?.code == .invalidRequest)
+        #expect(error?.underlying is Broken)
+    }
+}
