@@ -36,6 +36,16 @@ import Testing
         return nil
     }
 
+    /// What a Courier checkout gives the script when it runs for a user's package.
+    static func copyScript(to courier: URL) throws {
+        for input in ["scripts/generate-protos.sh", ".swift-format", "Protos/google/protobuf"] {
+            let target = courier.appendingPathComponent(input)
+            try FileManager.default.createDirectory(
+                at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.copyItem(at: Self.root.appendingPathComponent(input), to: target)
+        }
+    }
+
     /// Runs the copied script with `--check`; returns its exit status and output.
     private func check(_ copy: URL, generator: URL) throws -> (Int32, String) {
         try GeneratorTests.run(
@@ -108,12 +118,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let courier = folder.appendingPathComponent("courier")
         let user = folder.appendingPathComponent("user")
-        for input in ["scripts/generate-protos.sh", ".swift-format", "Protos/google/protobuf"] {
-            let target = courier.appendingPathComponent(input)
-            try FileManager.default.createDirectory(
-                at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try FileManager.default.copyItem(at: Self.root.appendingPathComponent(input), to: target)
-        }
+        try Self.copyScript(to: courier)
         try FileManager.default.createDirectory(
             at: user.appendingPathComponent("Protos/shop"), withIntermediateDirectories: true)
         try Data(
@@ -170,12 +175,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let courier = folder.appendingPathComponent("courier")
         let user = folder.appendingPathComponent("user")
-        for input in ["scripts/generate-protos.sh", ".swift-format", "Protos/google/protobuf"] {
-            let target = courier.appendingPathComponent(input)
-            try FileManager.default.createDirectory(
-                at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try FileManager.default.copyItem(at: Self.root.appendingPathComponent(input), to: target)
-        }
+        try Self.copyScript(to: courier)
         for (path, text) in [
             (
                 "Protos/shop/order.proto",
