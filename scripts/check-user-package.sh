@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A new user's first protobuf run, end to end: a fresh package in a temporary folder that
 # depends on this checkout by path, declares the two targets Docs/Protobuf.md tells a user to
-# add (still empty) and has no .swift-format; it gets a .proto of its own and one copied from
-# Protos/, runs `swift package generate-protos` (the command plugin), builds, and runs a program
+# add (still empty) and has no .swift-format; it gets a .proto of its own (importing Google's
+# Timestamp and a message from another folder, Shared/) and one copied from Protos/, runs `swift package generate-protos` (the command plugin), builds, and runs a program
 # that round-trips a generated model and POSTs a protobuf body through an APIService to the
 # loopback TestServer, decoding the protobuf reply (the sample in Docs/Protobuf.md). Then the
 # plugin's --check must pass on what it wrote, and fail once a generated file is edited.
@@ -24,8 +24,9 @@ fi
 ln -sfn "$courier_root" "$work/Courier" # the dependency's identity is its folder's name
 shop="$work/Shop"
 rm -rf "$shop/Sources" "$shop/Protos"
+rm -rf "$shop/Shared"
 mkdir -p "$shop/Protos/shop" "$shop/Protos/courier/demo" "$shop/Sources/ShopProtos" "$shop/Sources/ShopModels" \
-    "$shop/Sources/shop-demo"
+    "$shop/Sources/shop-demo" "$shop/Shared/common"
 cp "$courier_root/Protos/courier/demo/profile.proto" "$shop/Protos/courier/demo/"
 
 cat >"$shop/Package.swift" <<'EOF'
@@ -52,9 +53,22 @@ let package = Package(
 )
 EOF
 
+cat >"$shop/Shared/common/money.proto" <<'EOF'
+syntax = "proto3";
+package common;
+
+message Money {
+  string currency = 1;
+  int64 units = 2;
+}
+EOF
+
 cat >"$shop/Protos/shop/order.proto" <<'EOF'
 syntax = "proto3";
 package shop;
+
+import "common/money.proto";
+import "google/protobuf/timestamp.proto";
 
 message OrderRequest {
   string sku = 1;
@@ -67,6 +81,8 @@ message OrderReceipt {
   string sku = 2;
   int32 quantity = 3;
   repeated string messages = 4;
+  google.protobuf.Timestamp placed_at = 5;
+  common.Money total = 6;
 }
 EOF
 
@@ -110,7 +126,8 @@ server.route("POST", "/orders") { request in
         let order = try? ProtobufDecoder().decode(OrderRequest.self, from: request.body)
     else { return .status(415) }
     let receipt = OrderReceipt(
-        orderId: 7, sku: order.sku, quantity: order.quantity, messages: ["note: \(order.note ?? "none")"])
+        orderId: 7, sku: order.sku, quantity: order.quantity, messages: ["note: \(order.note ?? "none")"],
+        placedAt: ProtobufTimestamp(seconds: 1_700_000_000, nanos: 5), total: Money(currency: "EUR", units: 30))
     return ScriptedResponse(
         status: 200, headers: [.contentType: "application/x-protobuf"], body: try! ProtobufEncoder().encode(receipt))
 }
@@ -119,13 +136,18 @@ configuration.baseURL = server.baseURL
 let orders = OrderService(client: try HTTPClient(configuration: configuration))
 let receipt = try await orders.place(OrderRequest(sku: "A-1", quantity: 3, note: "gift"))
 server.stop()
-check(receipt == OrderReceipt(orderId: 7, sku: "A-1", quantity: 3, messages: ["note: gift"]), "receipt \(receipt)")
+check(
+    receipt
+        == OrderReceipt(
+            orderId: 7, sku: "A-1", quantity: 3, messages: ["note: gift"],
+            placedAt: ProtobufTimestamp(seconds: 1_700_000_000, nanos: 5), total: Money(currency: "EUR", units: 30)),
+    "receipt \(receipt)")
 print("shop-demo: \(bytes.count)-byte UserProfile round-tripped; order \(receipt.orderId) placed over protobuf")
 EOF
 
 cd "$shop"
 generate() { swift package --allow-writing-to-package-directory generate-protos \
-    --c-target ShopProtos --models-target ShopModels "$@"; }
+    --c-target ShopProtos --models-target ShopModels --include Shared "$@"; }
 start=$(date +%s)
 echo "== generate-protos (plugin) in $shop"
 generate

@@ -4,21 +4,30 @@
 #
 #   scripts/generate-protos.sh           write the generated code
 #   scripts/generate-protos.sh --check   regenerate into a temporary directory and fail on drift
-#   scripts/generate-protos.sh [--check] --package DIR --job 'PROTOS|C TARGET|C MODULE|MODELS' …
+#   scripts/generate-protos.sh [--check] --package DIR --job 'PROTOS|C TARGET|C MODULE|MODELS[|INCLUDES]' …
 #                                        the same for another package (a user's): paths are
 #                                        relative to DIR; `swift package generate-protos` (the
 #                                        command plugin in Plugins/GenerateProtos) runs this.
 #
-# Each job is: proto folder | C target folder | C module name | Swift models target folder.
+# Each job is: proto folder | C target folder | C module name | Swift models target folder, and
+# optionally | other folders that its .proto files import from, separated by `:` (protoc's -I).
 # Without --package, Courier's own:
-#   Protos/            → Sources/CourierProtos (C) and Sources/CourierProtoModels (Swift)
+#   Protos/            → Sources/CourierProtos (C) and Sources/CourierProtoModels (Swift), importing
+#                        from Fixtures/protobuf/shared (a stand-in for a folder of shared protos)
 #   Benchmarks/Protos/ → Benchmarks/Sources/CBenchProtos and Benchmarks/Sources/BenchProtoModels
 #
+# Every job can also import Google's well-known types (`import "google/protobuf/timestamp.proto";`):
+# Courier's copies in Protos/google/protobuf come last on the import path.
+#
 # For each job:
-# 1. proto3 files are copied to a temporary tree where `optional T x = N;` becomes
-#    `oneof _x { T x = N; }`: protoc-c 1.4.1 refuses proto3 `optional`; the rewrite is the same
-#    wire format with the synthetic oneof name Google's runtime uses, so presence survives.
-# 2. protoc-c writes the C (--c_out) and a descriptor set (--descriptor_set_out) of the same copy.
+# 1. proto3 files (of the folder and of the import folders) are copied to a temporary tree where
+#    `optional T x = N;` becomes `oneof _x { T x = N; }`: protoc-c 1.4.1 refuses proto3
+#    `optional`; the rewrite is the same wire format with the synthetic oneof name Google's
+#    runtime uses, so presence survives.
+# 2. protoc-c writes the C (--c_out) and a descriptor set (--descriptor_set_out) of the same copy:
+#    the folder's files and every file they import from another folder (found with
+#    --include_imports), so the C target and the models are complete. Well-known types get C,
+#    but no Swift: the models hold them as Swift types (Docs/Protobuf.md).
 # 3. The C target gets the .pb-c.c/.pb-c.h files, an umbrella header, a module map and
 #    courier_descriptors.c: one accessor per message returning the descriptor's address (Swift
 #    must not take `&global` of an imported C global: in release builds it may get the address
@@ -64,10 +73,11 @@ while [ $# -gt 0 ]; do
         ;;
     --job)
         [ $# -ge 2 ] || usage
-        [ "$(echo "$2" | tr -cd '|' | wc -c)" = 3 ] || {
-            echo "--job '$2': expected 'proto folder|C target folder|C module name|Swift target folder'" >&2
+        case "$(echo "$2" | tr -cd '|' | wc -c)" in 3 | 4) ;; *)
+            echo "--job '$2': expected 'proto folder|C target folder|C module name|Swift target folder[|import folders]'" >&2
             exit 2
-        }
+            ;;
+        esac
         jobs+=("$2")
         shift
         ;;
@@ -88,16 +98,19 @@ if [ ${#jobs[@]} = 0 ]; then
         exit 2
     }
     jobs=(
-        "Protos|Sources/CourierProtos|CourierProtos|Sources/CourierProtoModels"
+        "Protos|Sources/CourierProtos|CourierProtos|Sources/CourierProtoModels|Fixtures/protobuf/shared"
         "Benchmarks/Protos|Benchmarks/Sources/CBenchProtos|CBenchProtos|Benchmarks/Sources/BenchProtoModels"
     )
 fi
 for job in "${jobs[@]}"; do
-    IFS='|' read -r proto_dir _ _ _ <<<"$job"
-    [ -d "$proto_dir" ] || {
-        echo "$package/$proto_dir: no such folder of .proto files" >&2
-        exit 1
-    }
+    IFS='|' read -r proto_dir _ _ _ includes <<<"$job"
+    IFS=':' read -r -a include_dirs <<<"$includes"
+    for dir in "$proto_dir" "${include_dirs[@]}"; do
+        [ -d "$dir" ] || {
+            echo "$package/$dir: no such folder of .proto files" >&2
+            exit 1
+        }
+    done
 done
 
 export LC_ALL=C
@@ -128,27 +141,52 @@ done
 drift=0
 generated=0
 
-# generate PROTO_DIR C_TARGET C_MODULE SWIFT_TARGET OUT: writes OUT/c and OUT/swift.
-generate() {
-    local proto_dir=$1 c_module=$3 out=$5
-    local protos=() file base
+# The well-known types, alone in a folder that goes last on every job's import path.
+mkdir -p "$work/well-known/google/protobuf"
+cp "$courier_root"/Protos/google/protobuf/*.proto "$work/well-known/google/protobuf/"
 
-    # 1. A rewritten copy of the protos.
-    mkdir -p "$out/protos" "$out/raw" "$out/c/include" "$out/swift"
+# copy_protos FROM TO: copies the .proto files of FROM into TO, rewriting proto3 `optional`, and
+# prints their paths relative to FROM.
+copy_protos() {
+    local from=$1 to=$2 file
     while IFS= read -r file; do
-        protos+=("$file")
-        mkdir -p "$out/protos/$(dirname "$file")"
-        if grep -Eq '^[[:space:]]*syntax[[:space:]]*=[[:space:]]*"proto3"' "$proto_dir/$file"; then
+        echo "$file"
+        mkdir -p "$to/$(dirname "$file")"
+        if grep -Eq '^[[:space:]]*syntax[[:space:]]*=[[:space:]]*"proto3"' "$from/$file"; then
             # At the start of a line, or after `{` or `;` (`message M { optional string x = 1; }`).
             perl -pe 's/(?:^|(?<=[{;]))(\s*)optional\s+([\w.]+)\s+(\w+)\s*=\s*(\d+)\s*(\[[^\]]*\])?\s*;/$1oneof _$3 { $2 $3 = $4$5; }/g' \
-                "$proto_dir/$file" >"$out/protos/$file"
+                "$from/$file" >"$to/$file"
         else
-            cp "$proto_dir/$file" "$out/protos/$file"
+            cp "$from/$file" "$to/$file"
         fi
-    done < <(cd "$proto_dir" && find . -name '*.proto' | sed 's|^\./||' | sort)
+    done < <(cd "$from" && find . -name '*.proto' | sed 's|^\./||' | sort)
+}
 
-    # 2. protoc-c, run from the copy so the paths in the output are the same on every machine.
-    (cd "$out/protos" && protoc-c --c_out="$out/raw" --descriptor_set_out="$out/descriptors.pb" -I. "${protos[@]}")
+# generate PROTO_DIR C_TARGET C_MODULE SWIFT_TARGET OUT [INCLUDES]: writes OUT/c and OUT/swift.
+generate() {
+    local proto_dir=$1 c_module=$3 out=$5 includes=${6:-}
+    local protos=() file base dir index=0 import_path=(-I.) include_dirs=()
+
+    # 1. A rewritten copy of the protos, and of the folders they import from.
+    mkdir -p "$out/protos" "$out/raw" "$out/c/include" "$out/swift"
+    while IFS= read -r file; do protos+=("$file"); done < <(copy_protos "$proto_dir" "$out/protos")
+    IFS=':' read -r -a include_dirs <<<"$includes"
+    for dir in "${include_dirs[@]}"; do
+        copy_protos "$dir" "$out/imports$index" >/dev/null
+        import_path+=(-I "$out/imports$index")
+        index=$((index + 1))
+    done
+    import_path+=(-I "$work/well-known")
+
+    # 2. protoc-c, run from the copy so the paths in the output are the same on every machine:
+    #    first for the names of every file imported from the other folders, then for the C and
+    #    the descriptor set of all of them.
+    (cd "$out/protos" && protoc-c --include_imports --descriptor_set_out="$out/all.pb" "${import_path[@]}" "${protos[@]}")
+    while IFS= read -r file; do
+        [ -e "$out/protos/$file" ] || protos+=("$file")
+    done < <("$generator" --descriptor-set "$out/all.pb" --list-files)
+    (cd "$out/protos" && protoc-c --c_out="$out/raw" --descriptor_set_out="$out/descriptors.pb" \
+        "${import_path[@]}" "${protos[@]}")
 
     # 3. The C target.
     for file in "${protos[@]}"; do
@@ -237,10 +275,10 @@ compare_swift() {
 index=0
 declare -A descriptor_sets
 for job in "${jobs[@]}"; do
-    IFS='|' read -r proto_dir c_target c_module swift_target <<<"$job"
+    IFS='|' read -r proto_dir c_target c_module swift_target includes <<<"$job"
     out="$work/job$index"
     index=$((index + 1))
-    generate "$proto_dir" "$c_target" "$c_module" "$swift_target" "$out"
+    generate "$proto_dir" "$c_target" "$c_module" "$swift_target" "$out" "$includes"
     descriptor_sets[$proto_dir]="$out/descriptors.pb"
     if [ "$mode" = check ]; then
         if ! diff -ru "$c_target" "$out/c"; then

@@ -12,6 +12,11 @@ objects and other keys as [key, value, ...] arrays (how Swift's Dictionary codes
 with presence (oneof members, proto3 `optional`, proto2 `optional`, messages) only when set,
 except the proto2 fields the Swift model declares non-optional to read their defaults.
 
+The catalog cases (Protos/courier/test/catalog.proto: well-known types, an import from
+Fixtures/protobuf/shared, recursion, maps) go to catalog_*.bin and catalog.json instead, with a
+newer version of the schema (Fixtures/protobuf/v2) for unknown fields: CatalogGoldenTests holds
+the expected values written out in Swift.
+
 Usage: pip install protobuf; scripts/make-protobuf-fixtures.py
 """
 
@@ -28,6 +33,8 @@ from google.protobuf.descriptor import FieldDescriptor
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "Fixtures", "protobuf")
 DESC = os.path.join(OUT, "courier.desc")
+# The folder Protos/ imports from besides itself (scripts/generate-protos.sh's job for Protos/).
+SHARED = os.path.join(OUT, "shared")
 # protoc, or protoc-c (Debian protobuf-c-compiler, which the build needs anyway): both are
 # libprotoc and write the same descriptor set.
 PROTOC = shutil.which("protoc") or shutil.which("protoc-c") or "protoc"
@@ -46,7 +53,8 @@ def build_descriptor_set():
                 protos.append(os.path.relpath(os.path.join(base, name), os.path.join(ROOT, "Protos")))
     protos.sort()
     subprocess.run(
-        [PROTOC, "--include_imports", "--descriptor_set_out=" + DESC, "-I", os.path.join(ROOT, "Protos")] + protos,
+        [PROTOC, "--include_imports", "--descriptor_set_out=" + DESC, "-I", os.path.join(ROOT, "Protos"), "-I", SHARED]
+        + protos,
         check=True,
     )
     fds = descriptor_pb2.FileDescriptorSet.FromString(open(DESC, "rb").read())
@@ -211,8 +219,87 @@ def evolution_cases(v1_pool):
     ), v1
 
 
+def catalog_cases(v1_pool):
+    """Every feature of issue 19 in one schema; (name, message written by Google's runtime, v1 class)."""
+    v2_dir = os.path.join(OUT, "v2")
+    v2_desc = os.path.join(OUT, "v2", "catalog.desc")
+    subprocess.run([PROTOC, "--include_imports", "--descriptor_set_out=" + v2_desc, "-I", v2_dir,
+                    "-I", os.path.join(ROOT, "Protos"), "-I", SHARED, "courier/test/catalog.proto"], check=True)
+    v2_pool = descriptor_pool.DescriptorPool()
+    for f in descriptor_pb2.FileDescriptorSet.FromString(open(v2_desc, "rb").read()).file:
+        v2_pool.Add(f)
+    os.remove(v2_desc)
+    v1 = message_factory.GetMessageClass(v1_pool.FindMessageTypeByName("courier.test.CatalogEntry"))
+    v2 = message_factory.GetMessageClass(v2_pool.FindMessageTypeByName("courier.test.CatalogEntry"))
+    money = message_factory.GetMessageClass(v1_pool.FindMessageTypeByName("courier.shared.Money"))
+    any_class = message_factory.GetMessageClass(v1_pool.FindMessageTypeByName("google.protobuf.Any"))
+
+    def value(**kind):
+        return kind
+
+    full = v1(
+        sku="A-1",
+        price={"currency": "EUR", "units": 12, "nanos": 500000000},
+        created_at={"seconds": 1700000000, "nanos": 123456789},
+        shelf_life={"seconds": -3, "nanos": -250000000},
+        note={"value": ""},
+        stock={"value": -9000000000},
+        featured={"value": False},
+        rank={"value": -1},
+        aisle={"value": 4294967295},
+        views={"value": 18446744073709551615},
+        weight={"value": 0.5},
+        score={"value": -1e300},
+        thumbnail={"value": b"\x00\xffpng"},
+        discontinued={},
+        extra=value(null_value=0),
+        history={"values": [value(number_value=1), value(string_value="two"), value(struct_value={})]},
+        restocks=[{"seconds": -62135596800}, {"seconds": 253402300799, "nanos": 999999999}, {}],
+        lead_times={"sea": {"seconds": 2592000}, "air": {"nanos": 1}},
+        subtitle="",
+        replacement={"sku": "A-2", "replacement": {"sku": "A-3", "created_at": {"seconds": 1}}},
+        variants=[{"sku": "A-1-S", "stock": {"value": 0}}, {"sku": "A-1-L", "variants": [{"sku": "A-1-XL"}]}],
+        prices_by_region={"eu": {"currency": "EUR", "units": 10}, "us": {"currency": "USD", "units": 11,
+                                                                       "nanos": 990000000}},
+        tags=[value(string_value="new"), value(bool_value=True)],
+    )
+    fields = full.attributes.fields
+    fields["color"].string_value = "red"
+    fields["size"].number_value = 42
+    fields["flags"].list_value.values.add().bool_value = True
+    fields["flags"].list_value.values.add().null_value = 0
+    fields["nested"].struct_value.fields["deep"].number_value = -0.5
+    full.detail.CopyFrom(any_class(type_url="type.googleapis.com/courier.shared.Money",
+                                   value=money(currency="GBP", units=-7).SerializeToString(deterministic=True)))
+    yield "catalog_full", full, v1
+    yield "catalog_empty", v1(), v1
+    evolved = v2(
+        sku="B-9", supplier="acme", barcodes=[1, -2, 300], recalled_at={"seconds": 1800000000, "nanos": 5},
+        created_at={"seconds": 1}, note={"value": "kept"},
+        variants=[{"sku": "B-9-a", "supplier": "sub", "successor": {"sku": "B-9-b", "barcodes": [7]}}],
+        successor={"sku": "B-10", "supplier": "next", "shelf_life": {"seconds": 60}},
+        lead_times={"road": {"seconds": 86400}},
+    )
+    yield "catalog_evolved", evolved, v1
+
+
 def main():
     pool = build_descriptor_set()
+    catalog = {}
+    for name, message, v1 in catalog_cases(pool):
+        data = message.SerializeToString(deterministic=True)
+        reread = v1.FromString(data)
+        again = reread.SerializeToString(deterministic=True)
+        evolved = type(message) is not v1
+        outputs = (("v2.bin", data), ("v1.bin", again)) if evolved else (("bin", data),)
+        for suffix, payload in outputs:
+            with open(os.path.join(OUT, "%s.%s" % (name, suffix)), "wb") as f:
+                f.write(payload)
+        catalog[name] = {"message": reread.DESCRIPTOR.full_name, "size": len(again), "newer_schema": evolved,
+                         "same_bytes": data == again}
+    with open(os.path.join(OUT, "catalog.json"), "w") as f:
+        json.dump(catalog, f, indent=2, sort_keys=True)
+        f.write("\n")
     evolution = {}
     for name, message, v1 in evolution_cases(pool):
         data = message.SerializeToString(deterministic=True)

@@ -3,8 +3,11 @@
 // the package's own targets may still be empty) and the toolchain's swift-format.
 //
 //   swift package --allow-writing-to-package-directory generate-protos \
-//       --c-target MyProtos --models-target MyProtoModels [--protos Protos] [--check]
+//       --c-target MyProtos --models-target MyProtoModels [--protos Protos] [--include FOLDER …] [--check]
 //
+// --include names a folder (relative to the package) that the protos import from, like protoc's
+// -I; the C and the models of the files imported from it are generated too. Google's
+// well-known types need none: Courier's copies are always on the import path.
 // --check writes nothing: it fails when the committed generated code is not what the protos
 // give. In Courier's own package, without options, it runs the script's own jobs.
 import Foundation
@@ -17,6 +20,7 @@ import PackagePlugin
         let protos = extractor.extractOption(named: "protos")
         let cTargets = extractor.extractOption(named: "c-target")
         let modelTargets = extractor.extractOption(named: "models-target")
+        let includes = extractor.extractOption(named: "include")
         guard extractor.remainingArguments.isEmpty else {
             throw PluginFailure(
                 "unexpected arguments \(extractor.remainingArguments.joined(separator: " "))\n\(Self.usage)")
@@ -30,10 +34,11 @@ import PackagePlugin
             guard cTargets.count == 1, modelTargets.count == 1, protos.count <= 1 else {
                 throw PluginFailure("name the C target and the Swift models target once each\n\(Self.usage)")
             }
-            let job = [
-                protos.first ?? "Protos", try Self.folder(of: cTargets[0], in: package), cTargets[0],
-                try Self.folder(of: modelTargets[0], in: package),
-            ]
+            let job =
+                [
+                    protos.first ?? "Protos", try Self.folder(of: cTargets[0], in: package), cTargets[0],
+                    try Self.folder(of: modelTargets[0], in: package),
+                ] + (includes.isEmpty ? [] : [includes.joined(separator: ":")])
             scriptArguments += ["--package", package.directoryURL.path, "--job", job.joined(separator: "|")]
         }
 
@@ -55,7 +60,7 @@ import PackagePlugin
 
     static let usage = """
         usage: swift package --allow-writing-to-package-directory generate-protos \\
-                   --c-target NAME --models-target NAME [--protos FOLDER] [--check]
+                   --c-target NAME --models-target NAME [--protos FOLDER] [--include FOLDER ...] [--check]
         """
 
     /// Courier's package: this one, or the first dependency (at any depth) named Courier.

@@ -21,8 +21,24 @@ const ProtobufCMessageDescriptor *courier_descriptor_courier_demo_UserProfile_St
     return &courier__demo__user_profile__stats_entry__descriptor;
 }
 
+const ProtobufCMessageDescriptor *courier_descriptor_courier_shared_Money(void) {
+    return &courier__shared__money__descriptor;
+}
+
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Binary(void) {
     return &courier__test__binary__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_CatalogEntry(void) {
+    return &courier__test__catalog_entry__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_CatalogEntry_LeadTimesEntry(void) {
+    return &courier__test__catalog_entry__lead_times_entry__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_CatalogEntry_PricesByRegionEntry(void) {
+    return &courier__test__catalog_entry__prices_by_region_entry__descriptor;
 }
 
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Category(void) {
@@ -91,4 +107,72 @@ const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Repeated(void)
 
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Scalars(void) {
     return &courier__test__scalars__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_Any(void) {
+    return &google__protobuf__any__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_BoolValue(void) {
+    return &google__protobuf__bool_value__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_BytesValue(void) {
+    return &google__protobuf__bytes_value__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_DoubleValue(void) {
+    return &google__protobuf__double_value__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_Duration(void) {
+    return &google__protobuf__duration__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_Empty(void) {
+    return &google__protobuf__empty__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_FloatValue(void) {
+    return &google__protobuf__float_value__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_Int32Value(void) {
+    return &google__protobuf__int32_value__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_Int64Value(void) {
+    return &google__protobuf__int64_value__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_ListValue(void) {
+    return &google__protobuf__list_value__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_StringValue(void) {
+    return &google__protobuf__string_value__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_Struct(void) {
+    return &google__protobuf__struct__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_Struct_FieldsEntry(void) {
+    return &google__protobuf__struct__fields_entry__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_Timestamp(void) {
+    return &google__protobuf__timestamp__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_UInt32Value(void) {
+    return &google__protobuf__uint32_value__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_UInt64Value(void) {
+    return &google__protobuf__uint64_value__descriptor;
+}
+
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_Value(void) {
+    return &google__protobuf__value__descriptor;
 }

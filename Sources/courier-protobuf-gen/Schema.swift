@@ -5,6 +5,8 @@ struct SchemaType {
     enum Kind {
         case message(MessageDescriptor)
         case enumeration(EnumDescriptor)
+        /// A well-known type mapped to a Swift type (`swiftPath`); `zero` is its default value.
+        case wellKnown(zero: String)
     }
     /// The proto full name without the leading dot (`courier.test.Legacy.Child`).
     let fullName: String
@@ -22,7 +24,7 @@ struct Schema {
 
     init(files: [FileDescriptor]) throws {
         var topLevel: [String: String] = [:]
-        for file in files {
+        for file in files where !WellKnownTypes.generatesNoSwift(file) {
             let prefix = file.package.isEmpty ? "" : file.package + "."
             for message in file.messages {
                 try claim(message.name, fullName: prefix + message.name, in: &topLevel)
@@ -75,12 +77,22 @@ struct Schema {
     /// The type a message or enum field names.
     func type(of field: FieldDescriptor, in owner: String) throws -> SchemaType {
         let name = field.typeName.hasPrefix(".") ? String(field.typeName.dropFirst()) : field.typeName
+        if let (swiftType, zero) = WellKnownTypes.swiftType(of: name, qualified: qualified) {
+            return SchemaType(fullName: name, swiftPath: swiftType, kind: .wellKnown(zero: zero), file: "")
+        }
         guard let type = types[name] else {
             throw DescriptorError(
-                description: "\(owner).\(field.name): type \(field.typeName) is not in the generated protos "
-                    + "(imports from other folders and well-known types are not supported)")
+                description: "\(owner).\(field.name): type \(field.typeName) is not in the descriptor set"
+                    + (name.hasPrefix("google.protobuf.")
+                        ? " (Courier maps only the well-known types of "
+                            + "\(WellKnownTypes.files.sorted().joined(separator: ", ")))" : ""))
         }
         return type
+    }
+
+    /// A standard type's name, module-qualified when a generated type would shadow it.
+    func qualified(_ name: String, in module: String) -> String {
+        simpleNames.contains(name) ? "\(module).\(name)" : name
     }
 
     /// The singular message fields that lead back to their own message (`Category parent = 2;`,
@@ -116,4 +128,47 @@ struct Schema {
 /// The Swift spelling of a proto type name (protobuf type names are already UpperCamel).
 func swiftTypeName(_ name: String) -> String {
     name
+}
+
+/// Google's well-known types (google/protobuf/*.proto) that generated models hold as Swift types
+/// of Swift, Foundation and CourierProtobuf instead of generated structs.
+enum WellKnownTypes {
+    static let files: Set<String> = [
+        "google/protobuf/any.proto", "google/protobuf/duration.proto", "google/protobuf/empty.proto",
+        "google/protobuf/struct.proto", "google/protobuf/timestamp.proto", "google/protobuf/wrappers.proto",
+    ]
+
+    /// Whether `file` is one of them: its C is generated, its Swift is not.
+    static func generatesNoSwift(_ file: FileDescriptor) -> Bool {
+        file.package == "google.protobuf" && files.contains(file.name)
+    }
+
+    /// The Swift type and default value of the message `fullName`, or nil when it is not one of them.
+    static func swiftType(
+        of fullName: String, qualified: (_ name: String, _ module: String) -> String
+    ) -> (type: String, zero: String)? {
+        let value = qualified("ProtobufValue", "CourierProtobuf")
+        switch fullName {
+        case "google.protobuf.Timestamp": return made(qualified("ProtobufTimestamp", "CourierProtobuf"))
+        case "google.protobuf.Duration":
+            return (qualified("Duration", "Swift"), qualified("Duration", "Swift") + ".zero")
+        case "google.protobuf.DoubleValue": return (qualified("Double", "Swift"), "0")
+        case "google.protobuf.FloatValue": return (qualified("Float", "Swift"), "0")
+        case "google.protobuf.Int64Value": return (qualified("Int64", "Swift"), "0")
+        case "google.protobuf.UInt64Value": return (qualified("UInt64", "Swift"), "0")
+        case "google.protobuf.Int32Value": return (qualified("Int32", "Swift"), "0")
+        case "google.protobuf.UInt32Value": return (qualified("UInt32", "Swift"), "0")
+        case "google.protobuf.BoolValue": return (qualified("Bool", "Swift"), "false")
+        case "google.protobuf.StringValue": return (qualified("String", "Swift"), "\"\"")
+        case "google.protobuf.BytesValue": return made(qualified("Data", "Foundation"))
+        case "google.protobuf.Empty": return made(qualified("ProtobufEmpty", "CourierProtobuf"))
+        case "google.protobuf.Struct": return ("[\(qualified("String", "Swift")): \(value)]", "[:]")
+        case "google.protobuf.Value": return (value, value + ".null")
+        case "google.protobuf.ListValue": return ("[\(value)]", "[]")
+        case "google.protobuf.Any": return made(qualified("ProtobufAny", "CourierProtobuf"))
+        default: return nil
+        }
+    }
+
+    private static func made(_ type: String) -> (type: String, zero: String) { (type, type + "()") }
 }

@@ -178,7 +178,7 @@ struct SwiftGenerator {
 
     /// A standard type's name, module-qualified when a generated type would shadow it.
     func qualified(_ name: String, in module: String = "Swift") -> String {
-        schema.simpleNames.contains(name) ? "\(module).\(name)" : name
+        schema.qualified(name, in: module)
     }
 
     func escapedType(_ name: String) -> String {
@@ -238,7 +238,7 @@ struct SwiftField {
             } else {
                 let valueRead =
                     value.kind == .message
-                    ? "try $0.message(2) ?? \(valueAccess.swiftType)()" : "try $0.\(valueAccess.getter)(2)"
+                    ? "try $0.message(2) ?? \(valueAccess.messageZero)" : "try $0.\(valueAccess.getter)(2)"
                 read =
                     "try message.map(\(number), key: { try $0.\(keyAccess.getter)(1) }, "
                     + "value: { \(valueRead) })"
@@ -304,6 +304,8 @@ struct Access {
     let repeatedGetter: String
     let repeatedSetter: String
     let zero: String
+    /// The value of a message that is not there (a map entry without its value).
+    var messageZero = ""
 
     init(_ field: FieldDescriptor, owner: String, schema: Schema, names: SwiftGenerator) throws {
         func scalar(_ type: String, _ method: String, _ zero: String) -> (
@@ -339,6 +341,7 @@ struct Access {
         case .message:
             let type = try schema.type(of: field, in: owner)
             parts = (type.swiftPath, "message", "setMessage", "messages", "setMessages", "nil")
+            if case .wellKnown(let zero) = type.kind { messageZero = zero } else { messageZero = type.swiftPath + "()" }
         case .group:
             throw DescriptorError(description: "\(owner).\(field.name): groups are not supported")
         }

@@ -2,6 +2,7 @@
 //
 //   courier-protobuf-gen --descriptor-set FILE --c-module MODULE --output DIR [--internal]
 //   courier-protobuf-gen --descriptor-set FILE --protoc-plugin PLUGIN [--parameter P] --output DIR
+//   courier-protobuf-gen --descriptor-set FILE --list-files
 //
 // FILE is what `protoc-c --descriptor_set_out` writes for the .proto files whose C is in the
 // C target MODULE (scripts/generate-protos.sh runs both). For each .proto file it writes
@@ -11,6 +12,9 @@
 // With --protoc-plugin it instead runs a protoc code generator plugin (protoc-gen-NAME, for
 // example protoc-gen-swift) on the descriptor set, as protoc would, and writes the files it
 // returns: protoc-c has no --plugin option.
+//
+// With --list-files it prints the name of each .proto file of the set, one a line (with
+// `protoc --include_imports`, the files imported from other folders too).
 import Foundation
 
 func fail(_ message: String) -> Never {
@@ -24,6 +28,7 @@ var output: String?
 var access = "public"
 var plugin: String?
 var parameter = ""
+var listFiles = false
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     switch argument {
@@ -33,12 +38,14 @@ while let argument = arguments.popFirst() {
     case "--internal": access = "internal"
     case "--protoc-plugin": plugin = arguments.popFirst()
     case "--parameter": parameter = arguments.popFirst() ?? ""
+    case "--list-files": listFiles = true
     default: fail("unknown argument \(argument)")
     }
 }
-guard let descriptorSet, let output, cModule != nil || plugin != nil else {
+guard let descriptorSet, listFiles || output != nil && (cModule != nil || plugin != nil) else {
     fail(
-        "usage: courier-protobuf-gen --descriptor-set FILE (--c-module MODULE | --protoc-plugin PLUGIN) --output DIR")
+        "usage: courier-protobuf-gen --descriptor-set FILE (--c-module MODULE | --protoc-plugin PLUGIN) --output DIR"
+            + " | --list-files")
 }
 
 /// Runs `plugin` with a request for every file of the set; writes the files it returns.
@@ -66,6 +73,11 @@ func runPlugin(_ plugin: String, descriptorSet data: Data, parameter: String, ou
 
 do {
     guard let data = FileManager.default.contents(atPath: descriptorSet) else { fail("cannot read \(descriptorSet)") }
+    if listFiles {
+        for file in try readDescriptorSet([UInt8](data)) { print(file.name) }
+        exit(0)
+    }
+    guard let output else { fail("--output is required") }
     if let plugin {
         try runPlugin(plugin, descriptorSet: data, parameter: parameter, output: output)
         exit(0)
@@ -76,7 +88,7 @@ do {
     let generator = SwiftGenerator(
         schema: schema, cModule: cModule, access: access, indirectFields: schema.indirectFields())
     try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
-    for file in files where !file.messages.isEmpty || !file.enums.isEmpty {
+    for file in files where (!file.messages.isEmpty || !file.enums.isEmpty) && !WellKnownTypes.generatesNoSwift(file) {
         let base = file.name.hasSuffix(".proto") ? String(file.name.dropLast(6)) : file.name
         let path = output + "/" + base.replacingOccurrences(of: "/", with: "_") + ".pb.swift"
         try Data(try generator.source(for: file).utf8).write(to: URL(fileURLWithPath: path))

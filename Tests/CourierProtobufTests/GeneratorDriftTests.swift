@@ -11,7 +11,8 @@ import Testing
 
     /// What the script reads and compares, relative to the repository root.
     static let inputs = [
-        "scripts/generate-protos.sh", ".swift-format", "Protos", "Sources/CourierProtos", "Sources/CourierProtoModels",
+        "scripts/generate-protos.sh", ".swift-format", "Protos", "Fixtures/protobuf/shared", "Sources/CourierProtos",
+        "Sources/CourierProtoModels",
         "Benchmarks/Protos", "Benchmarks/Sources/CBenchProtos", "Benchmarks/Sources/BenchProtoModels",
         "Benchmarks/Sources/BenchSupport/bench.pb.swift",
     ]
@@ -33,6 +34,16 @@ import Testing
             }
         }
         return nil
+    }
+
+    /// What a Courier checkout gives the script when it runs for a user's package.
+    static func copyScript(to courier: URL) throws {
+        for input in ["scripts/generate-protos.sh", ".swift-format", "Protos/google/protobuf"] {
+            let target = courier.appendingPathComponent(input)
+            try FileManager.default.createDirectory(
+                at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.copyItem(at: Self.root.appendingPathComponent(input), to: target)
+        }
     }
 
     /// Runs the copied script with `--check`; returns its exit status and output.
@@ -107,12 +118,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let courier = folder.appendingPathComponent("courier")
         let user = folder.appendingPathComponent("user")
-        for input in ["scripts/generate-protos.sh", ".swift-format"] {
-            let target = courier.appendingPathComponent(input)
-            try FileManager.default.createDirectory(
-                at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try FileManager.default.copyItem(at: Self.root.appendingPathComponent(input), to: target)
-        }
+        try Self.copyScript(to: courier)
         try FileManager.default.createDirectory(
             at: user.appendingPathComponent("Protos/shop"), withIntermediateDirectories: true)
         try Data(
@@ -156,5 +162,69 @@ import Testing
         #expect(status == 1 && output.contains("Sources/ShopModels is out of date"), "\(output)")
         (status, output) = try run(["--package", user.path, "--job", "Missing|Sources/A|A|Sources/B"])
         #expect(status == 1 && output.contains("Missing: no such folder of .proto files"), "\(output)")
+    }
+
+    /// A user's protos that import a folder of shared protos (the job's fifth part, as
+    /// `--include` of the plugin) and Google's well-known types (from Courier's copies): the C
+    /// target gets the C of every imported file, the models the Swift of the shared file only,
+    /// and the well-known types are Swift types.
+    @Test func importsFromAnotherFolderAndWellKnownTypes() throws {
+        let generator = try #require(Self.generator(), "courier-protobuf-gen is not built (swift build --build-tests)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "courier-imports-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let courier = folder.appendingPathComponent("courier")
+        let user = folder.appendingPathComponent("user")
+        try Self.copyScript(to: courier)
+        for (path, text) in [
+            (
+                "Protos/shop/order.proto",
+                """
+                syntax = "proto3";
+                package shop;
+                import "common/money.proto";
+                import "google/protobuf/timestamp.proto";
+                import "google/protobuf/wrappers.proto";
+                message Order { common.Money total = 1; google.protobuf.Timestamp placed_at = 2;
+                  google.protobuf.StringValue note = 3; optional int32 count = 4; }
+                """
+            ),
+            (
+                "Shared/common/money.proto",
+                "syntax = \"proto3\";\npackage common;\nmessage Money { int64 units = 1; }\n"
+            ),
+        ] {
+            let file = user.appendingPathComponent(path)
+            try FileManager.default.createDirectory(
+                at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(text.utf8).write(to: file)
+        }
+        let script = courier.appendingPathComponent("scripts/generate-protos.sh")
+        func run(_ job: String, check: Bool = false) throws -> (Int32, String) {
+            try GeneratorTests.run(
+                script, (check ? ["--check"] : []) + ["--package", user.path, "--job", job], in: folder,
+                environment: ["COURIER_PROTOBUF_GEN": generator.path])
+        }
+        // Without the shared folder, protoc names the import it cannot find.
+        var (status, output) = try run("Protos|Sources/ShopProtos|ShopProtos|Sources/ShopModels")
+        #expect(status != 0 && output.contains("common/money.proto"), "\(output)")
+
+        let job = "Protos|Sources/ShopProtos|ShopProtos|Sources/ShopModels|Shared"
+        (status, output) = try run(job)
+        #expect(status == 0, "\(output)")
+        let c = user.appendingPathComponent("Sources/ShopProtos")
+        for file in ["shop/order.pb-c.c", "common/money.pb-c.c", "google/protobuf/timestamp.pb-c.c"] {
+            #expect(FileManager.default.fileExists(atPath: c.appendingPathComponent(file).path), "\(file)")
+        }
+        let models = try FileManager.default.contentsOfDirectory(
+            atPath: user.appendingPathComponent("Sources/ShopModels").path)
+        #expect(models.sorted() == ["common_money.pb.swift", "shop_order.pb.swift"])
+        let order = try String(
+            contentsOf: user.appendingPathComponent("Sources/ShopModels/shop_order.pb.swift"), encoding: .utf8)
+        #expect(order.contains("public var total: Money?"))
+        #expect(order.contains("public var placedAt: ProtobufTimestamp?"))
+        #expect(order.contains("public var note: String?"))
+        (status, output) = try run(job, check: true)
+        #expect(status == 0, "\(output)")
     }
 }

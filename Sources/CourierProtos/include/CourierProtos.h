@@ -5,11 +5,19 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "courier/demo/profile.pb-c.h"
+#include "courier/test/catalog.pb-c.h"
 #include "courier/test/envelope.pb-c.h"
 #include "courier/test/evolution.pb-c.h"
 #include "courier/test/kinds.pb-c.h"
 #include "courier/test/legacy.pb-c.h"
 #include "courier/test/recursive.pb-c.h"
+#include "google/protobuf/any.pb-c.h"
+#include "google/protobuf/duration.pb-c.h"
+#include "google/protobuf/empty.pb-c.h"
+#include "google/protobuf/struct.pb-c.h"
+#include "google/protobuf/timestamp.pb-c.h"
+#include "google/protobuf/wrappers.pb-c.h"
+#include "courier/shared/money.pb-c.h"
 
 // The address of each message descriptor (never take &descriptor from Swift).
 const ProtobufCMessageDescriptor *courier_descriptor_courier_demo_Address(void); // courier.demo.Address
@@ -17,7 +25,11 @@ const ProtobufCMessageDescriptor *courier_descriptor_courier_demo_Feed(void); //
 const ProtobufCMessageDescriptor *courier_descriptor_courier_demo_Post(void); // courier.demo.Post
 const ProtobufCMessageDescriptor *courier_descriptor_courier_demo_UserProfile(void); // courier.demo.UserProfile
 const ProtobufCMessageDescriptor *courier_descriptor_courier_demo_UserProfile_StatsEntry(void); // courier.demo.UserProfile.StatsEntry
+const ProtobufCMessageDescriptor *courier_descriptor_courier_shared_Money(void); // courier.shared.Money
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Binary(void); // courier.test.Binary
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_CatalogEntry(void); // courier.test.CatalogEntry
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_CatalogEntry_LeadTimesEntry(void); // courier.test.CatalogEntry.LeadTimesEntry
+const ProtobufCMessageDescriptor *courier_descriptor_courier_test_CatalogEntry_PricesByRegionEntry(void); // courier.test.CatalogEntry.PricesByRegionEntry
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Category(void); // courier.test.Category
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Category_RelatedEntry(void); // courier.test.Category.RelatedEntry
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Choice(void); // courier.test.Choice
@@ -35,5 +47,22 @@ const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Record(void); 
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Record_Inner(void); // courier.test.Record.Inner
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Repeated(void); // courier.test.Repeated
 const ProtobufCMessageDescriptor *courier_descriptor_courier_test_Scalars(void); // courier.test.Scalars
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_Any(void); // google.protobuf.Any
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_BoolValue(void); // google.protobuf.BoolValue
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_BytesValue(void); // google.protobuf.BytesValue
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_DoubleValue(void); // google.protobuf.DoubleValue
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_Duration(void); // google.protobuf.Duration
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_Empty(void); // google.protobuf.Empty
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_FloatValue(void); // google.protobuf.FloatValue
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_Int32Value(void); // google.protobuf.Int32Value
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_Int64Value(void); // google.protobuf.Int64Value
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_ListValue(void); // google.protobuf.ListValue
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_StringValue(void); // google.protobuf.StringValue
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_Struct(void); // google.protobuf.Struct
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_Struct_FieldsEntry(void); // google.protobuf.Struct.FieldsEntry
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_Timestamp(void); // google.protobuf.Timestamp
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_UInt32Value(void); // google.protobuf.UInt32Value
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_UInt64Value(void); // google.protobuf.UInt64Value
+const ProtobufCMessageDescriptor *courier_descriptor_google_protobuf_Value(void); // google.protobuf.Value
 
 #endif
