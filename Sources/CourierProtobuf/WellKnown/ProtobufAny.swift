@@ -17,6 +17,7 @@ public struct ProtobufAny: Sendable, Hashable, Codable {
     /// The message's wire bytes.
     public var value: Data
 
+    /// A packed message.
     /// - Parameters:
     ///   - typeURL: the type URL (`type.googleapis.com/courier.shared.Money`).
     ///   - value: the message's wire bytes.
@@ -74,6 +75,7 @@ public struct ProtobufTypeRegistry: Sendable {
     private typealias Unpack = @Sendable (Data, ProtobufDecoder) throws -> any ProtobufMessage & Sendable
     private var decoders: [String: Unpack] = [:]
 
+    /// A registry that unpacks the given message types.
     /// - Parameter types: the message types (generated models, or hand-written `ProtobufMessage`s).
     public init(_ types: [any (ProtobufMessage & Sendable & SendableMetatype).Type]) {
         for type in types { register(type) }

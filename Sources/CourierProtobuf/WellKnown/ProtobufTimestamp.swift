@@ -17,6 +17,7 @@ public struct ProtobufTimestamp: Sendable, Hashable, Comparable, Codable {
     /// The fraction of the second, 0...999,999,999 (also before 1970: −0.5 s is −1 s + 500,000,000 ns).
     public var nanos: Int32
 
+    /// A point in time, exact to the nanosecond.
     /// - Parameters:
     ///   - seconds: seconds since 1970-01-01T00:00:00Z.
     ///   - nanos: the fraction of the second in nanoseconds, 0...999,999,999.

@@ -9,9 +9,13 @@ import Foundation
 /// (which has no JSON form) and a `null_value` other than 0 are `.decoding` errors rather than
 /// values that would be sent back differently.
 public enum ProtobufValue: Sendable, Hashable {
+    /// `null_value`.
     case null
+    /// `number_value`.
     case number(Double)
+    /// `string_value`.
     case string(String)
+    /// `bool_value`.
     case bool(Bool)
     /// `google.protobuf.Struct`.
     case object([String: ProtobufValue])

@@ -62,6 +62,7 @@ extension Double: ProtobufDirectCodable {
 
 /// `google.protobuf.Empty`: a message with no fields (a field of this type is there or not).
 public struct ProtobufEmpty: Sendable, Hashable, Codable, ProtobufDirectCodable {
+    /// The empty message.
     public init() {}
     public init(protobuf message: ProtobufMessageReader) throws {}
     public func write(protobuf message: inout ProtobufMessageWriter) throws {}
