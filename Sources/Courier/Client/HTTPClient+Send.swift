@@ -99,8 +99,63 @@ extension HTTPClient {
     public func stream(
         _ request: HTTPRequest, body: RequestBody? = nil, options: CallOptions = .default
     ) async throws -> StreamedResponse {
-        var exchange = try Exchange(client: self, request: request, body: body, options: options.requestOptions)
-        return try await followRedirects(&exchange, StreamedHop.self)
+        guard telemetry.tracer != nil || telemetry.metrics != nil else {
+            var exchange = try Exchange(client: self, request: request, body: body, options: options.requestOptions)
+            return try await followRedirects(&exchange, StreamedHop.self)
+        }
+        return try await streamReported(request, body: body, options: options)
+    }
+
+    /// `stream` with a span and metrics, as `send` gets: they end when the body ends (read to
+    /// its end, failed, or dropped unread), not when the head arrives.
+    @inline(never)
+    private func streamReported(_ request: HTTPRequest, body: RequestBody?, options: CallOptions) async throws
+        -> StreamedResponse
+    {
+        let settings = liveSettings
+        var shown = request
+        if shown.scheme == nil || shown.authority == nil, let baseURL = settings.settings.baseURL {
+            try Self.resolve(&shown, against: baseURL)
+        }
+        var telemetry = CallTelemetry(
+            client: self, service: nil, server: shown.authority ?? "", logger: options.logger, id: CallID.next(),
+            operation: options.operationName, request: shown, credentialFieldNames: credentialFieldNames)
+        var reported = PreparedRequest(head: shown, body: body)
+        telemetry.willSend(&reported, attempt: 1)
+        var sent = request
+        sent.headerFields = reported.head.headerFields
+        var requestOptions = options.requestOptions
+        requestOptions.clientSettings = settings
+        var response: StreamedResponse
+        do {
+            var exchange = try Exchange(client: self, request: sent, body: body, options: requestOptions)
+            response = try await followRedirects(&exchange, StreamedHop.self)
+        } catch {
+            let failure =
+                error as? CourierError ?? CourierError(.cancelled, "the request was cancelled", underlying: error)
+            telemetry.failed(failure, attempts: 1)
+            throw error
+        }
+        let status = Int(response.head.status.code)
+        let ongoing = LockedValue<CallTelemetry?>(telemetry)
+        let request = reported
+        response.body = response.body.observed { end in
+            ongoing.withLock { telemetry in
+                switch end {
+                case .success(let bytes):
+                    telemetry?.finished(
+                        status: status, attempts: 1, request: request, responseBytes: Int(bytes), isFromCache: false,
+                        cache: nil)
+                case .failure(let error):
+                    let failure =
+                        error as? CourierError
+                        ?? CourierError(.cancelled, "the body was not read to its end", underlying: error)
+                    telemetry?.failed(failure, attempts: 1)
+                }
+                telemetry = nil
+            }
+        }
+        return response
     }
 
     /// The one redirect loop, for `send` and `stream`: one hop over the transport per turn,

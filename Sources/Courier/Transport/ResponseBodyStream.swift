@@ -20,6 +20,14 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
     /// The one iterator of this body; iterate the stream once.
     public func makeAsyncIterator() -> Iterator { Iterator(consumer: consumer) }
 
+    /// The same stream, calling `ended` once when the body ends: with the bytes read when the
+    /// iterator reached the end, with the error when it threw, or with `CancellationError` when
+    /// the stream was dropped before its end.
+    func observed(_ ended: @escaping @Sendable (Result<Int64, any Error>) -> Void) -> ResponseBodyStream {
+        consumer.observer.withLock { $0 = BodyObserver(ended: ended) }
+        return self
+    }
+
     /// Reads the rest of the body into one `Data`.
     /// - Throws: what the transfer failed with.
     public func collect() async throws -> Data {
@@ -36,10 +44,24 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
         /// - Throws: what the transfer failed with, or `CancellationError` when the task is cancelled.
         public mutating func next() async throws -> Data? {
             let buffer = consumer.buffer
-            return try await withTaskCancellationHandler {
-                try await buffer.next()
-            } onCancel: {
-                buffer.abort()
+            guard consumer.isObserved else {
+                return try await withTaskCancellationHandler {
+                    try await buffer.next()
+                } onCancel: {
+                    buffer.abort()
+                }
+            }
+            do {
+                let chunk = try await withTaskCancellationHandler {
+                    try await buffer.next()
+                } onCancel: {
+                    buffer.abort()
+                }
+                consumer.observe(chunk)
+                return chunk
+            } catch {
+                consumer.end(.failure(error))
+                throw error
             }
         }
     }
@@ -49,14 +71,49 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
         let buffer: StreamBuffer
         /// Keeps the transport (and its thread) alive while the body is read.
         let keepAlive: (any Sendable)?
+        /// Who learns how the body ended (the call's telemetry); nil once told, or when none.
+        let observer = LockedValue<BodyObserver?>(nil)
 
         init(buffer: StreamBuffer, keepAlive: (any Sendable)?) {
             self.buffer = buffer
             self.keepAlive = keepAlive
         }
 
-        deinit { buffer.abort() }
+        var isObserved: Bool { observer.withLock { $0 != nil } }
+
+        /// Counts a chunk, or reports the end at nil.
+        func observe(_ chunk: Data?) {
+            guard let chunk else {
+                let ended = observer.withLock { observer -> BodyObserver? in
+                    defer { observer = nil }
+                    return observer
+                }
+                ended.map { $0.ended(.success($0.bytes)) }
+                return
+            }
+            observer.withLock { $0?.bytes += Int64(chunk.count) }
+        }
+
+        /// Reports the end once.
+        func end(_ result: Result<Int64, any Error>) {
+            let ended = observer.withLock { observer -> BodyObserver? in
+                defer { observer = nil }
+                return observer
+            }
+            ended?.ended(result)
+        }
+
+        deinit {
+            buffer.abort()
+            end(.failure(CancellationError()))
+        }
     }
+}
+
+/// The end callback of an observed body, and the bytes read so far.
+struct BodyObserver: Sendable {
+    let ended: @Sendable (Result<Int64, any Error>) -> Void
+    var bytes: Int64 = 0
 }
 
 /// The chunks between the curl thread (producer) and the stream's iterator (consumer).

@@ -163,6 +163,40 @@ import Tracing
         #expect(try metrics.expectTimer("courier_request_duration", deleteLabels).values.count == 1)
     }
 
+    @Test func aStreamIsTracedUntilItsBodyEnds() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let tracer = W3CTestTracer()
+        let metrics = TestMetrics()
+        var configuration = HTTPClient.Configuration(baseURL: server.baseURL, notificationCenter: NotificationCenter())
+        configuration.tracer = tracer
+        configuration.metricsFactory = metrics
+        let client = try HTTPClient(configuration: configuration)
+        let streamed = try await client.stream(HTTPRequest(.get, server.url("/bytes/100000")))
+        #expect(streamed.head.status.code == 200)
+        // The head is in, the body is not: the call is still going.
+        #expect(tracer.memory.finishedSpans.isEmpty)
+        #expect(try await streamed.body.collect().count == 100_000)
+        let spans = tracer.memory.finishedSpans
+        #expect(spans.map(\.kind) == [.client, .internal])
+        #expect(spans[0].attributes["http.response.status_code"]?.toSpanAttribute() == 200)
+        #expect(server.recordedRequests.first?.header("traceparent") == "00-\(spans[0].traceID)-\(spans[0].spanID)-01")
+        let labels = [("service", "127.0.0.1"), ("method", "GET")]
+        #expect(try metrics.expectCounter("courier_response_bytes", labels).totalValue == 100_000)
+        #expect(try metrics.expectTimer("courier_request_duration", labels + [("status", "2xx")]).values.count == 1)
+
+        // A body dropped unread ends its call as cancelled.
+        do {
+            let dropped = try await client.stream(HTTPRequest(.get, server.url("/bytes/100000")))
+            #expect(dropped.head.status.code == 200)
+        }
+        let after = tracer.memory.finishedSpans
+        #expect(after.count == 4)
+        #expect(after.last?.status?.code == .error)
+        #expect(
+            try metrics.expectTimer("courier_request_duration", labels + [("status", "cancelled")]).values.count == 1)
+    }
+
     // MARK: - Metrics
 
     @Test func metricsCountCallsRetriesBytesAndCache() async throws {
