@@ -183,8 +183,10 @@ import Testing
         let server = try TestServer()
         defer { server.stop() }
         let content = TestServer.bytePattern(count: Self.size)
+        // The first piece at once, the next only after the test is over: the download cannot
+        // end before it is cancelled, however slowly the machine runs.
         server.route("/slow") { _ in
-            ScriptedResponse(body: content, fault: .trickle(bytes: 64 << 10, interval: .milliseconds(50)))
+            ScriptedResponse(body: content, fault: .trickle(bytes: 64 << 10, interval: .seconds(120)))
         }
         let destination = Destination()
         let client = try makeClient()

@@ -233,7 +233,18 @@ import Tracing
     /// The pool meters: connections open and requests waiting for one, per client.
     @Test func poolSizeAndQueueDepthAreMeasured() async throws {
         let server = try TestServer()
-        defer { server.stop() }
+        // Each request is answered only once the test has seen the queue.
+        let release = DispatchSemaphore(value: 0)
+        server.route("/held") { request in
+            release.wait()
+            return .json(["headers": [String: String](), "args": ["method": request.method]])
+        }
+        let other = try TestServer()
+        defer {
+            for _ in 0..<3 { release.signal() }
+            server.stop()
+            other.stop()
+        }
         let metrics = TestMetrics()
         var configuration = HTTPClient.Configuration(
             baseURL: server.baseURL, maxConnectionsPerHost: 1, notificationCenter: NotificationCenter())
@@ -242,25 +253,34 @@ import Tracing
         var feed = ServiceConfiguration()
         feed.name = "feed"
         let service = ServiceCore(client: client, configuration: feed)
+        // The same client and label, another host: not held behind the first host's limit.
+        var probeConfiguration = ServiceConfiguration(servers: try ServerPool(servers: [other.baseURL]))
+        probeConfiguration.name = "feed"
+        let probe = ServiceCore(client: client, configuration: probeConfiguration)
         #expect(client.transport.load == TransportLoad(connections: 0, queued: 0))
         let options = CallOptions(deduplicates: false)
         try await withThrowingTaskGroup { group in
             for _ in 0..<3 {
-                group.addTask { let _: EchoModel = try await service.get("delay/1500", options: options) }
+                group.addTask { let _: EchoModel = try await service.get("held", options: options) }
             }
-            // One request on the one connection allowed, two waiting for it.
+            // One request on the one connection allowed (held by the server), two waiting for it.
             #expect(await server.waitForRequests(atLeast: 1))
-            #expect(try await Self.waitUntil { client.transport.load?.queued == 2 })
+            #expect(try await Self.waitUntil(timeout: .seconds(60)) { client.transport.load?.queued == 2 })
             #expect(client.transport.load == TransportLoad(connections: 1, queued: 2))
+            // A call meanwhile reports the queue in the meters (at its start and its end).
+            let _: EchoModel = try await probe.get("anything")
+            for _ in 0..<3 { release.signal() }
             try await group.waitForAll()
         }
-        #expect(client.transport.load == TransportLoad(connections: 1, queued: 0))
+        // Both connections stay open in the pool; nothing waits.
+        #expect(client.transport.load == TransportLoad(connections: 2, queued: 0))
         let queued = try metrics.expectMeter("courier_requests_queued", [("service", "feed")])
         let connections = try metrics.expectMeter("courier_connections_open", [("service", "feed")])
-        // Set at each call's start and end: a queue was seen, and the last call left none.
-        #expect(queued.values.contains { $0 >= 1 })
+        // Set at each call's start and end: the probe saw the queue of two, the last call none.
+        #expect(queued.values.contains(2))
         #expect(queued.lastValue == 0)
-        #expect(connections.lastValue == 1)
+        #expect(connections.values.contains(2))
+        #expect(connections.lastValue == 2)
     }
 
     @Test func nothingIsMadeWithoutABackend() throws {
