@@ -31,21 +31,7 @@ extension HTTPClient {
     private func sendReported(_ request: HTTPRequest, body: RequestBody?, options: CallOptions) async throws
         -> Response
     {
-        let settings = liveSettings
-        // A request relative to the base URL is reported with it (and sent as it is).
-        var shown = request
-        if shown.scheme == nil || shown.authority == nil, let baseURL = settings.settings.baseURL {
-            try Self.resolve(&shown, against: baseURL)
-        }
-        var telemetry = CallTelemetry(
-            client: self, service: nil, server: shown.authority ?? "", logger: options.logger, id: CallID.next(),
-            operation: options.operationName, request: shown, credentialFieldNames: credentialFieldNames)
-        var reported = PreparedRequest(head: shown, body: body)
-        telemetry.willSend(&reported, attempt: 1)
-        var sent = request
-        sent.headerFields = reported.head.headerFields
-        var requestOptions = options.requestOptions
-        requestOptions.clientSettings = settings
+        var (telemetry, reported, sent, requestOptions) = try startReport(request, body: body, options: options)
         do {
             let response = try await send(sent, body: body, options: requestOptions)
             telemetry.finished(
@@ -53,9 +39,7 @@ extension HTTPClient {
                 responseBytes: response.body.count, isFromCache: response.isFromCache, cache: configuration.cache)
             return response
         } catch {
-            let failure =
-                error as? CourierError ?? CourierError(.cancelled, "the request was cancelled", underlying: error)
-            telemetry.failed(failure, attempts: 1)
+            telemetry.failed(Self.reported(error, "the request was cancelled"), attempts: 1)
             throw error
         }
     }
@@ -106,11 +90,12 @@ extension HTTPClient {
         return try await streamReported(request, body: body, options: options)
     }
 
-    /// `stream` with a span and metrics, as `send` gets: they end when the body ends (read to
-    /// its end, failed, or dropped unread), not when the head arrives.
-    @inline(never)
-    private func streamReported(_ request: HTTPRequest, body: RequestBody?, options: CallOptions) async throws
-        -> StreamedResponse
+    /// What `sendReported` and `streamReported` start with: the call's telemetry, started with
+    /// its one attempt; the request as reported (resolved against the base URL: a relative one
+    /// is reported with it and sent as it is); the request to send, with the fields the attempt
+    /// added (`traceparent`); and the options with the settings snapshot.
+    private func startReport(_ request: HTTPRequest, body: RequestBody?, options: CallOptions) throws
+        -> (CallTelemetry, PreparedRequest, HTTPRequest, RequestOptions)
     {
         let settings = liveSettings
         var shown = request
@@ -126,14 +111,28 @@ extension HTTPClient {
         sent.headerFields = reported.head.headerFields
         var requestOptions = options.requestOptions
         requestOptions.clientSettings = settings
+        return (telemetry, reported, sent, requestOptions)
+    }
+
+    /// A failure as the telemetry records it: a `CourierError` as it is, anything else (a
+    /// `CancellationError`) as `.cancelled` with `message`.
+    private static func reported(_ error: any Error, _ message: String) -> CourierError {
+        error as? CourierError ?? CourierError(.cancelled, message, underlying: error)
+    }
+
+    /// `stream` with a span and metrics, as `send` gets: they end when the body ends (read to
+    /// its end, failed, or dropped unread), not when the head arrives.
+    @inline(never)
+    private func streamReported(_ request: HTTPRequest, body: RequestBody?, options: CallOptions) async throws
+        -> StreamedResponse
+    {
+        var (telemetry, reported, sent, requestOptions) = try startReport(request, body: body, options: options)
         var response: StreamedResponse
         do {
             var exchange = try Exchange(client: self, request: sent, body: body, options: requestOptions)
             response = try await followRedirects(&exchange, StreamedHop.self)
         } catch {
-            let failure =
-                error as? CourierError ?? CourierError(.cancelled, "the request was cancelled", underlying: error)
-            telemetry.failed(failure, attempts: 1)
+            telemetry.failed(Self.reported(error, "the request was cancelled"), attempts: 1)
             throw error
         }
         let status = Int(response.head.status.code)
@@ -147,10 +146,7 @@ extension HTTPClient {
                         status: status, attempts: 1, request: request, responseBytes: Int(bytes), isFromCache: false,
                         cache: nil)
                 case .failure(let error):
-                    let failure =
-                        error as? CourierError
-                        ?? CourierError(.cancelled, "the body was not read to its end", underlying: error)
-                    telemetry?.failed(failure, attempts: 1)
+                    telemetry?.failed(Self.reported(error, "the body was not read to its end"), attempts: 1)
                 }
                 telemetry = nil
             }
