@@ -7,13 +7,9 @@ import Logging
 struct RequestOptions: Sendable {
     /// Replaces the client's total timeout (redirects included).
     var timeout: Duration?
-    /// Replaces the client's connect timeout.
-    var connectTimeout: Duration?
-    /// Replaces the client's stall timeout.
-    var stallTimeout: Duration?
     /// Replaces the client's maximum response size.
     var maxResponseSize: Int64?
-    /// Replaces the client's redirect configuration.
+    /// Replaces the client's `maxRedirects`.
     var maxRedirects: Int?
     /// More header names to redact in logs and drop on cross-origin redirects.
     var sensitiveHeaderNames: Set<HTTPField.Name>
@@ -49,8 +45,7 @@ struct RequestOptions: Sendable {
     var cancellationScope: CancellationScope?
 
     init(
-        timeout: Duration? = nil, connectTimeout: Duration? = nil, stallTimeout: Duration? = nil,
-        maxResponseSize: Int64? = nil, maxRedirects: Int? = nil,
+        timeout: Duration? = nil, maxResponseSize: Int64? = nil, maxRedirects: Int? = nil,
         sensitiveHeaderNames: Set<HTTPField.Name> = [],
         uploadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
         downloadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
@@ -58,8 +53,6 @@ struct RequestOptions: Sendable {
         cookieJar: CookieJar? = nil
     ) {
         self.timeout = timeout
-        self.connectTimeout = connectTimeout
-        self.stallTimeout = stallTimeout
         self.maxResponseSize = maxResponseSize
         self.maxRedirects = maxRedirects
         self.sensitiveHeaderNames = sensitiveHeaderNames
@@ -79,8 +72,6 @@ extension RequestOptions {
     func validated() throws(CourierError) -> RequestOptions {
         var checked = self
         checked.timeout = try ConfigurationBounds.timeout(timeout, "request timeout")
-        checked.connectTimeout = try ConfigurationBounds.timeout(connectTimeout, "request connect timeout")
-        checked.stallTimeout = try ConfigurationBounds.timeout(stallTimeout, "request stall timeout")
         if let maxResponseSize {
             checked.maxResponseSize = try ConfigurationBounds.size(maxResponseSize, "request maximum response size")
         }

@@ -57,8 +57,8 @@ extension HTTPClient {
             deadline = (options.timeout ?? settings.settings.timeout).map { ContinuousClock.now + $0 }
             logger = options.logger ?? configuration.logger
             transportOptions = TransportOptions(
-                timeout: nil, connectTimeout: options.connectTimeout ?? settings.settings.connectTimeout,
-                stallTimeout: options.stallTimeout ?? settings.settings.stallTimeout,
+                timeout: nil, connectTimeout: settings.settings.connectTimeout,
+                stallTimeout: settings.settings.stallTimeout,
                 maxResponseSize: options.maxResponseSize ?? configuration.maxResponseSize,
                 uploadProgress: options.uploadProgress, downloadProgress: options.downloadProgress)
             transportOptions.cancellationScope = options.cancellationScope

@@ -110,7 +110,7 @@ public struct CallOptions: Sendable {
         self.headers = headers
         self.timeout = timeout
         self.maxResponseSize = maxResponseSize
-        self.maxRedirects = maxRedirects.map { max(0, $0) }
+        self.maxRedirects = maxRedirects
         self.uploadProgress = uploadProgress
         self.downloadProgress = downloadProgress
         self.cachePolicy = cachePolicy
