@@ -84,23 +84,21 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
         /// Counts a chunk, or reports the end at nil.
         func observe(_ chunk: Data?) {
             guard let chunk else {
-                let ended = observer.withLock { observer -> BodyObserver? in
-                    defer { observer = nil }
-                    return observer
-                }
-                ended.map { $0.ended(.success($0.bytes)) }
+                takeObserver().map { $0.ended(.success($0.bytes)) }
                 return
             }
             observer.withLock { $0?.bytes += Int64(chunk.count) }
         }
 
         /// Reports the end once.
-        func end(_ result: Result<Int64, any Error>) {
-            let ended = observer.withLock { observer -> BodyObserver? in
+        func end(_ result: Result<Int64, any Error>) { takeObserver()?.ended(result) }
+
+        /// The observer, removed so that the end is reported once.
+        private func takeObserver() -> BodyObserver? {
+            observer.withLock { observer in
                 defer { observer = nil }
                 return observer
             }
-            ended?.ended(result)
         }
 
         deinit {
