@@ -207,12 +207,14 @@ extension HTTPClient {
             }
             try Self.resolve(&prepared, against: baseURL)
         }
-        for field in settings.settings.defaultHeaders where prepared.headerFields[field.name] == nil {
+        // Checked against the fields before the step, so a name repeated keeps all its values.
+        for field in settings.settings.defaultHeaders where request.headerFields[field.name] == nil {
             prepared.headerFields.append(field)
         }
         let auth = authorizationFields()
         if !auth.isEmpty, credentialScope.admits(request, decision: sendsCredential, baseOrigin: settings.origin) {
-            for field in auth where prepared.headerFields[field.name] == nil {
+            let given = prepared.headerFields
+            for field in auth where given[field.name] == nil {
                 prepared.headerFields.append(field)
             }
         }

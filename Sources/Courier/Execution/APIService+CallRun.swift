@@ -153,7 +153,8 @@ extension ServiceCore {
             // What the client adds to every hop belongs to the identity too: its default
             // headers (one client's Accept-Language is not another's) and its jar's cookies
             // (one user's session is not the next one's).
-            for field in clientSettings.settings.defaultHeaders where request.head.headerFields[field.name] == nil {
+            let given = base.head.headerFields
+            for field in clientSettings.settings.defaultHeaders where given[field.name] == nil {
                 request.head.headerFields.append(field)
             }
             let jar = service.configuration.cookieJar ?? client.cookieJar
@@ -161,7 +162,8 @@ extension ServiceCore {
                 request.head.headerFields[.cookie] = cookies
             }
             if sendsCredential {
-                for field in client.authorizationFields() where request.head.headerFields[field.name] == nil {
+                let beforeAuth = request.head.headerFields
+                for field in client.authorizationFields() where beforeAuth[field.name] == nil {
                     request.head.headerFields.append(field)
                 }
                 if let authentication = service.configuration.credentials {

@@ -113,7 +113,12 @@ extension ServiceCore {
         if !sendsCredential {
             for name in prepared.credentialFieldNames { fields[name] = nil }
         }
-        for field in options.headers { fields[field.name] = field.value }
+        if !options.headers.isEmpty {
+            // A call's field replaces every service field of its name; a name the call repeats
+            // keeps all its values.
+            for field in options.headers { fields[field.name] = nil }
+            fields.append(contentsOf: options.headers)
+        }
         if let acceptHeader, fields[.accept] == nil {
             // The service format's field is made (and its value checked) once.
             if let made = prepared.acceptField, made.value == acceptHeader {

@@ -217,3 +217,40 @@ import Testing
         #expect(seen.withLock { $0.count } == countBefore)
     }
 }
+
+@Suite struct RepeatedHeaderFieldTests {
+    static let tag = HTTPField.Name("X-Tag")!
+    static let env = HTTPField.Name("X-Env")!
+
+    /// A field name given twice keeps both values at every layer: the client's defaults, the
+    /// service's headers and a call's own; a call's name replaces every service value of it.
+    @Test func repeatedNamesKeepEveryValueAndACallReplacesTheServiceName() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try HTTPClient(
+            configuration: .init(
+                baseURL: ServiceFixture.base(server).url,
+                defaultHeaders: HTTPFields([
+                    .init(name: .acceptLanguage, value: "de"), .init(name: .acceptLanguage, value: "fr"),
+                ])))
+        let service = ServiceCore(
+            client: client,
+            configuration: ServiceConfiguration(
+                headers: HTTPFields([
+                    .init(name: Self.env, value: "s1"), .init(name: Self.env, value: "s2"),
+                    .init(name: Self.tag, value: "service"),
+                ])))
+        let options = CallOptions(
+            headers: HTTPFields([.init(name: Self.tag, value: "a"), .init(name: Self.tag, value: "b")]))
+        _ = try await service.head("anything/x", options: options)
+        let sent = try #require(server.recordedRequests.first).headers
+        #expect(sent[values: Self.tag] == ["a", "b"])
+        #expect(sent[values: Self.env] == ["s1", "s2"])
+        #expect(sent[values: .acceptLanguage] == ["de", "fr"])
+
+        // The plain client path keeps repeated default values too.
+        _ = try await client.send(HTTPRequest(.get, server.url("/anything/y")))
+        let plain = try #require(server.recordedRequests.last).headers
+        #expect(plain[values: .acceptLanguage] == ["de", "fr"])
+    }
+}
