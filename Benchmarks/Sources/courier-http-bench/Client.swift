@@ -11,6 +11,8 @@ enum Client: String, CaseIterable {
     case ahcE2E = "ahc-e2e"
     case urlSessionTransport = "urlsession-transport"
     case urlSessionE2E = "urlsession-e2e"
+    /// No client: the harness's tasks parked in groups of `--connections` (the memory baseline).
+    case callerOnly = "caller-only"
 
     /// - Parameters:
     ///   - url: what every request gets.
@@ -30,6 +32,7 @@ enum Client: String, CaseIterable {
             URLSessionRunner.make(url: url, connections: connections, decode: false, bodyBytes: bodyBytes)
         case .urlSessionE2E:
             URLSessionRunner.make(url: url, connections: connections, decode: true, bodyBytes: Catalog.body.count)
+        case .callerOnly: CallerOnlyRunner.make(connections: connections)
         }
     }
 }
