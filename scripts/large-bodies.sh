@@ -6,6 +6,14 @@
 #
 #   scripts/large-bodies.sh            # ROUNDS=3
 #   ROUNDS=5 SIZES="67108864 1073741824" scripts/large-bodies.sh
+#   SKIP_MEMORY=1 scripts/large-bodies.sh   # the throughput table only
+#
+# Then throughput against curl (issue 22 item 7): a THROUGHPUT_SIZE body (100 MiB) downloaded
+# into a file on tmpfs (/dev/shm, so that the fsync Courier's `download` does before its rename
+# costs nothing and curl, which does none, is not favoured) and uploaded from a file, Courier
+# and `curl` taking turns in each of THROUGHPUT_ROUNDS rounds. Each tool's own clock (the
+# bench's `seconds`, curl's `time_total`: neither counts process start-up); the ratio is
+# curl's seconds ÷ Courier's, round by round, then the median with min–max.
 #
 # nginx serves sparse files from a temporary folder and discards uploads (`return 204` with
 # `client_max_body_size 0`: nginx reads and drops the body). The bench checks that the
@@ -36,6 +44,7 @@ bench="$root/Benchmarks/.build/release/courier-large-body-bench"
 
 echo "load: $(uptime | sed 's/.*load average: //')"
 echo
+if [ -z "${SKIP_MEMORY:-}" ]; then
 echo "| Case | Body | Seconds (median of $rounds) | Peak RSS KiB (min–max) | RSS before KiB |"
 echo "|---|---|---|---|---|"
 for mode in download upload-file upload-stream; do
@@ -58,5 +67,39 @@ for mode in download upload-file upload-stream; do
         echo "| $mode | $((size >> 20)) MiB | $median | $low–$high | $before |"
     done
 done
+echo
+fi
+
+# --- Throughput against curl -----------------------------------------------------------------
+size="${THROUGHPUT_SIZE:-104857600}"
+throughput_rounds="${THROUGHPUT_ROUNDS:-9}"
+truncate -s "$size" "$work/www/body-$size"
+shm="$(mktemp -d /dev/shm/courier-large-bodies.XXXXXX)"
+trap 'rm -rf "$shm"; cleanup' EXIT
+seconds_of() { sed -E 's/.*seconds=([0-9.]+).*/\1/'; }
+: >"$work/throughput"
+for round in $(seq 1 "$throughput_rounds"); do
+    courier_down="$("$bench" download --url "$base/body-$size" --bytes "$size" --file "$shm/out" | seconds_of)"
+    curl_down="$(curl -fsS -o "$shm/out" -w '%{time_total}' "$base/body-$size")"
+    rm -f "$shm/out"
+    courier_up="$("$bench" upload-file --url "$base/upload" --bytes "$size" --file "$work/www/body-$size" | seconds_of)"
+    curl_up="$(curl -fsS -o /dev/null -w '%{time_total}' -T "$work/www/body-$size" "$base/upload")"
+    echo "$round $courier_down $curl_down $courier_up $curl_up" >>"$work/throughput"
+done
+python3 - "$work/throughput" "$size" <<'PY'
+import statistics, sys
+rows = [list(map(float, line.split()[1:])) for line in open(sys.argv[1])]
+size = int(sys.argv[2])
+def span(values): return f"{statistics.median(values):.3f} [{min(values):.3f}–{max(values):.3f}]"
+print(f"Throughput, {size >> 20} MiB, {len(rows)} rounds (seconds: median [min–max]; ratio = curl ÷ Courier per round)")
+print()
+print("| direction | Courier s | curl s | Courier MB/s (median) | curl MB/s (median) | Courier ÷ curl throughput |")
+print("| --- | ---: | ---: | ---: | ---: | ---: |")
+for name, courier, curl in (("download", 0, 1), ("upload (file)", 2, 3)):
+    c = [row[courier] for row in rows]
+    k = [row[curl] for row in rows]
+    ratios = [b / a for a, b in zip(c, k)]
+    print(f"| {name} | {span(c)} | {span(k)} | {size / statistics.median(c) / 1e6:.0f} | {size / statistics.median(k) / 1e6:.0f} | {statistics.median(ratios):.2f}× [{min(ratios):.2f}–{max(ratios):.2f}] |")
+PY
 echo
 echo "load after: $(uptime | sed 's/.*load average: //')"

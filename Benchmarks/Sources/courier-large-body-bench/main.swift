@@ -103,5 +103,5 @@ guard response.status.kind == .successful, moved == arguments.bytes else {
     exit(1)
 }
 print(
-    "\(arguments.mode) bytes=\(arguments.bytes) seconds=\(String(format: "%.2f", seconds)) "
+    "\(arguments.mode) bytes=\(arguments.bytes) seconds=\(String(format: "%.3f", seconds)) "
         + "progress_updates=\(updates) rss_before_kib=\(before) peak_rss_kib=\(status("VmHWM"))")

@@ -271,7 +271,7 @@ final class CurlLoop: @unchecked Sendable {
         settings.reportsProgress = options.uploadProgress != nil || options.downloadProgress != nil
         switch transfer.delivery {
         case .buffered: transfer.receiveBufferSize = receiveBufferSizes.size(for: transfer.origin)
-        case .streaming: transfer.receiveBufferSize = ReceiveBufferSizes.maximum
+        case .streaming: transfer.receiveBufferSize = ReceiveBufferSizes.streaming
         }
         settings.receiveBufferSize = transfer.receiveBufferSize
         try handle.prepare(
