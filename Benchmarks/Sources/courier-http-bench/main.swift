@@ -1,12 +1,14 @@
 // One HTTP client per process, so that its CPU time and peak RSS are its own.
 //
 //   courier-http-bench CLIENT --url URL [--requests N] [--concurrency C] [--connections K] [--warmup W]
-//                             [--body-bytes B]
+//                             [--body-bytes B] [--driver worker|task] [--sample-fds yes]
 //   courier-http-bench write-body PATH
 //
 // CLIENT is one of `Client.allCases`. Prints one JSON line with the figures of the measured
 // requests (warm-up excluded): requests per second, client CPU µs per request (getrusage user +
-// sys of the whole process over the measured phase) and the process's peak RSS.
+// sys of the whole process over the measured phase) and the process's peak RSS. `--driver task`
+// starts a task per request instead of long-lived workers (see `Driver`); `--sample-fds yes`
+// adds the most file descriptors held open during the measured phase (`max_fds`).
 import BenchSupport
 import Foundation
 
@@ -23,6 +25,8 @@ struct Options {
     var warmup = 500
     /// The body size of every response (the catalog's unless the URL serves another file).
     var bodyBytes = Catalog.body.count
+    var driver = Driver.worker
+    var samplesDescriptors = false
 }
 
 func parseOptions() -> Options {
@@ -53,6 +57,10 @@ func parseOptions() -> Options {
         case "--connections": options.connections = Int(value)
         case "--warmup": options.warmup = Int(value) ?? options.warmup
         case "--body-bytes": options.bodyBytes = Int(value) ?? options.bodyBytes
+        case "--driver":
+            guard let driver = Driver(rawValue: value) else { usage() }
+            options.driver = driver
+        case "--sample-fds": options.samplesDescriptors = value == "yes"
         default: usage()
         }
     }
@@ -65,7 +73,7 @@ func usage() -> Never {
     let clients = Client.allCases.map(\.rawValue).joined(separator: "|")
     fail(
         "usage: courier-http-bench \(clients) --url URL [--requests N] [--concurrency C] [--connections K] [--warmup W]"
-            + " [--body-bytes B]\n"
+            + " [--body-bytes B] [--driver worker|task] [--sample-fds yes]\n"
             + "       courier-http-bench write-body PATH")
 }
 
@@ -124,18 +132,21 @@ func measure(_ options: Options) async {
             try await run(
                 total: max(options.warmup, options.concurrency), concurrency: options.concurrency, runner.request)
         }
+        let sampler = options.samplesDescriptors ? DescriptorSampler() : nil
         let cpuBefore = cpuSeconds()
         let start = ContinuousClock.now
-        try await run(total: options.requests, concurrency: options.concurrency, runner.request)
+        try await options.driver.run(total: options.requests, concurrency: options.concurrency, runner.request)
         let elapsed = ContinuousClock.now - start
         let cpu = cpuSeconds() - cpuBefore
+        let descriptors = sampler?.stop()
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        let result: [String: Any] = [
+        var result: [String: Any] = [
             "client": options.client.rawValue, "requests": options.requests, "concurrency": options.concurrency,
             "connections": options.connections ?? options.concurrency, "seconds": seconds,
             "rps": Double(options.requests) / seconds, "cpu_us_per_request": cpu * 1e6 / Double(options.requests),
-            "peak_rss_kib": peakRSSKiB(),
+            "peak_rss_kib": peakRSSKiB(), "driver": options.driver.rawValue,
         ]
+        if let descriptors { result["max_fds"] = descriptors }
         let json = try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys])
         print(String(decoding: json, as: UTF8.self))
         try await runner.shutdown()

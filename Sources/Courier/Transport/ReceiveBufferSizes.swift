@@ -9,7 +9,7 @@
 /// reads (each read is a `recv` and a write callback).
 ///
 /// So transfers start at 2 KiB, enough for a typical API answer; an origin whose body needed
-/// more than one read gets a buffer that holds such a body (the next power of two, 16 KiB at
+/// more than one read gets a buffer that holds such a body (the next power of two, `maximum` at
 /// most) from its next transfer on, and goes back down one step after `shrinkAfter` transfers
 /// in a row whose bodies a quarter of the buffer would have held.
 /// Streams (large downloads, as a rule) read up to `streaming` bytes at a time: each read is a
@@ -31,8 +31,10 @@ struct ReceiveBufferSizes {
 
     /// The first size for an origin; libcurl accepts 1 KiB and more.
     static let minimum = 2 << 10
-    /// libcurl's default, the size before this policy.
-    static let maximum = 16 << 10
+    /// The largest learned size: an origin of large bodies is read 128 KiB at a time (the curl
+    /// tool reads 100 KiB). At libcurl's default of 16 KiB, 32 transfers of 1 MB bodies took
+    /// about 0.6× the curl tool's time: one read of each ready socket per pass of the loop.
+    static let maximum = 128 << 10
     /// A streamed transfer's buffer. Allocated per stream, not per request in flight; pages the
     /// socket never fills are not touched.
     static let streaming = 256 << 10

@@ -17,7 +17,8 @@ import Testing
         sizes.record(api, bodyBytes: 5_000, size: 2048)
         #expect(sizes.size(for: api) == 8192)
         sizes.record(cdn, bodyBytes: 10_000_000, size: 2048)
-        #expect(sizes.size(for: cdn) == 16384)
+        #expect(sizes.size(for: cdn) == ReceiveBufferSizes.maximum)
+        #expect(ReceiveBufferSizes.maximum == 128 << 10)
         // Origins are apart, and http is not https.
         #expect(sizes.size(for: .init(authority: "cdn.example.com", isHTTPS: false)) == 2048)
         #expect(sizes.size(for: api) == 8192)
@@ -25,16 +26,18 @@ import Testing
 
     @Test func shrinksOneStepAfterManySmallBodiesInARow() {
         var sizes = ReceiveBufferSizes()
+        let maximum = ReceiveBufferSizes.maximum
         sizes.record(cdn, bodyBytes: 1 << 20, size: 2048)
-        for _ in 0..<(ReceiveBufferSizes.shrinkAfter - 1) { sizes.record(cdn, bodyBytes: 100, size: 16384) }
-        #expect(sizes.size(for: cdn) == 16384)
-        // A body that needs the buffer starts the count again.
-        sizes.record(cdn, bodyBytes: 9_000, size: 16384)
-        for _ in 0..<(ReceiveBufferSizes.shrinkAfter - 1) { sizes.record(cdn, bodyBytes: 100, size: 16384) }
-        #expect(sizes.size(for: cdn) == 16384)
-        sizes.record(cdn, bodyBytes: 100, size: 16384)
-        #expect(sizes.size(for: cdn) == 8192)
-        for _ in 0..<(3 * ReceiveBufferSizes.shrinkAfter) { sizes.record(cdn, bodyBytes: 100, size: 8192) }
+        for _ in 0..<(ReceiveBufferSizes.shrinkAfter - 1) { sizes.record(cdn, bodyBytes: 100, size: maximum) }
+        #expect(sizes.size(for: cdn) == maximum)
+        // A body that needs the buffer (more than a quarter of it) starts the count again.
+        sizes.record(cdn, bodyBytes: Int64(maximum / 4 + 1), size: maximum)
+        for _ in 0..<(ReceiveBufferSizes.shrinkAfter - 1) { sizes.record(cdn, bodyBytes: 100, size: maximum) }
+        #expect(sizes.size(for: cdn) == maximum)
+        sizes.record(cdn, bodyBytes: 100, size: maximum)
+        #expect(sizes.size(for: cdn) == maximum / 2)
+        // One step per `shrinkAfter` small bodies, down to the minimum and no further.
+        for _ in 0..<(8 * ReceiveBufferSizes.shrinkAfter) { sizes.record(cdn, bodyBytes: 100, size: 8192) }
         #expect(sizes.size(for: cdn) == 2048)
     }
 
@@ -44,11 +47,11 @@ import Testing
             sizes.record(.init(authority: "host\(index)", isHTTPS: true), bodyBytes: 1 << 20, size: 2048)
         }
         let last = ReceiveBufferSizes.Origin(authority: "host\(ReceiveBufferSizes.capacity)", isHTTPS: true)
-        #expect(sizes.size(for: last) == 16384)
+        #expect(sizes.size(for: last) == ReceiveBufferSizes.maximum)
     }
 
     /// Large bodies arrive whole and in order whatever the buffer: the first transfer to the
-    /// origin reads 2 KiB at a time, the next ones 16 KiB.
+    /// origin reads 2 KiB at a time, the next ones 128 KiB.
     @Test func largeBodiesArriveIntactAtEverySize() async throws {
         let server = try TestServer()
         defer { server.stop() }
