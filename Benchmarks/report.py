@@ -14,6 +14,8 @@ p.add_argument("--load-start", default="unknown")
 p.add_argument("--load-end", help="1/5/15-minute load average when the measurements ended (default: now)")
 p.add_argument("--commit", help="the Courier commit measured (default: git HEAD of this checkout)")
 p.add_argument("--date", help="when the measurements ended, UTC (default: now)")
+p.add_argument("--sections", help="a folder of Markdown sections the other benchmark scripts wrote, "
+               "each with its own command, load and spread; included in name order")
 a = p.parse_args()
 
 rows = [json.loads(line) for line in open(a.results) if line.strip()]
@@ -432,6 +434,12 @@ if notes:
     for note in notes:
         w(f"- {note}")
 
+if a.sections and os.path.isdir(a.sections):
+    for name in sorted(os.listdir(a.sections)):
+        if name.endswith(".md"):
+            w("")
+            w(open(os.path.join(a.sections, name)).read().rstrip())
+
 w("")
 w("## Reproduce")
 w("")
@@ -440,6 +448,7 @@ w("scripts/benchmark.sh                      # from the repository root; rewrite
 w("RUNS=5 scripts/benchmark.sh               # more interleaved runs per figure (default 3)")
 w("REQUESTS=1000 RUNS=1 scripts/benchmark.sh # a quick pass (figures too short to quote)")
 w("SKIP_MICRO=1 scripts/benchmark.sh         # HTTP and memory figures only")
+w("SKIP_SECTIONS=1 scripts/benchmark.sh      # without the sections of the other scripts")
 w("```")
 w("")
 w("The script installs what is missing (nginx, wrk, curl, python3 and Courier's own system "

@@ -5,6 +5,14 @@
 #   RUNS=5 scripts/benchmark.sh     # more interleaved runs per figure (default 3)
 #   SKIP_MICRO=1 scripts/benchmark.sh   # HTTP figures only
 #   RAW_DIR=/tmp/raw scripts/benchmark.sh   # also keep the raw figures there
+#   SKIP_SECTIONS=1 scripts/benchmark.sh    # without the other scripts' sections (below)
+#
+# Then the other benchmark scripts, each writing one section of the file with its own command,
+# load and spread: scripts/parked-memory.sh (memory per parked request), scripts/scaling.sh
+# (C in flight × body size), scripts/service-overhead.sh (the service layer over `send`) and
+# scripts/large-bodies.sh (100 MiB throughput against curl, and flat memory). One command
+# regenerates the whole of Docs/Performance.md; the by-hand before/after comparisons of past
+# changes are in Docs/PerformanceHistory.md.
 #
 # nginx serves a 1 KB JSON file from a config in a temporary folder (one worker, access log off,
 # keepalive_requests high), on a free loopback port. Each HTTP client runs in its own process
@@ -149,11 +157,33 @@ if [ -z "${SKIP_MICRO:-}" ]; then
     done
 fi
 
+# --- the other scripts' sections ------------------------------------------------------------
+sections="$work/sections"
+mkdir -p "$sections"
+section() {  # file title command...
+    local file="$1" title="$2"
+    shift 2
+    echo "== $title: $*"
+    {
+        echo "## $title"
+        echo
+        echo "\`$*\`, $(date -u '+%Y-%m-%d %H:%M') UTC, load average $(cut -d" " -f1-3 /proc/loadavg) at the start."
+        echo
+        (cd "$root" && "$@" 2>/dev/null)
+    } >"$sections/$file" || { echo "   $title failed; its section is left out"; rm -f "$sections/$file"; }
+}
+if [ -z "${SKIP_SECTIONS:-}" ]; then
+    section 10-parked.md "Memory per request parked on a slow server" scripts/parked-memory.sh
+    section 20-scaling.md "Scaling: C in flight × body size" scripts/scaling.sh
+    section 30-service.md "Service overhead over send" scripts/service-overhead.sh
+    section 40-large.md "Large bodies" scripts/large-bodies.sh
+fi
+
 # --- report ------------------------------------------------------------------------------------
 finished=$(date +%s)
 load_end="$(cut -d" " -f1-3 /proc/loadavg | sed 's| | / |g')"
 python3 "$root/Benchmarks/report.py" --results "$results" --micro "$micro" --runs "$runs" \
     --requests "$requests" --inflight "$inflight_big" --seconds $((finished - started)) \
     --body-bytes "$(curl -fsS "$url" | wc -c)" --load-start "$load_start" \
-    --load-end "$load_end" --date "$(date -u '+%Y-%m-%d %H:%M')" >"$root/Docs/Performance.md"
+    --load-end "$load_end" --date "$(date -u '+%Y-%m-%d %H:%M')" --sections "$sections" >"$root/Docs/Performance.md"
 echo "== wrote Docs/Performance.md in $((finished - started)) s"
