@@ -458,4 +458,6 @@ w("The script installs what is missing (nginx, wrk, curl, python3 and Courier's 
   f"in turn in each run, then the micro benchmarks (`swift package benchmark` in `Benchmarks/`, "
   "which the cache benchmarks point at the same nginx), and writes this file with `Benchmarks/report.py`. "
   "On a shared machine, run it when the load average is low and compare ratios rather than absolute figures.")
+w("")
+w("Before/after comparisons of past changes, measured by hand: [PerformanceHistory.md](PerformanceHistory.md).")
 print("\n".join(out))
