@@ -255,8 +255,16 @@ public struct ProtobufMessageWriter {
         let array = session.allocate(count &* 8)
         // Borrow the elements: no copy (and no reference counting) per string.
         try values.withUnsafeBufferPointer { strings in
+            let first = strings.baseAddress.unsafelyUnwrapped
+            let smallStrings = session.arena.smallStrings
             for i in 0..<count {
-                guard let pointer = session.cStringIfValid(strings[i]) else { throw session.embeddedNULError(field) }
+                let copy: UnsafeMutableRawPointer?
+                if smallStrings, let small = SmallString.utf8(at: first + i) {
+                    copy = SmallString.cString(small) { session.allocate($0) }  // read in place, not copied
+                } else {
+                    copy = session.cStringIfValid(first[i])
+                }
+                guard let pointer = copy else { throw session.embeddedNULError(field) }
                 array.storeBytes(of: pointer, toByteOffset: i &* 8, as: UnsafeMutableRawPointer.self)
             }
         }
@@ -281,11 +289,14 @@ public struct ProtobufMessageWriter {
         let count = values.count
         let (child, array) = try beginMessages(number, count: count, [M].self)
         // Borrow the elements: copying one would retain each of its arrays and strings.
+        // (`UnsafePointer`'s subscript is an addressor and lends the element in place;
+        // `UnsafeBufferPointer`'s returns a copy.)
         try values.withUnsafeBufferPointer { elements in
+            let first = elements.baseAddress.unsafelyUnwrapped
             for i in 0..<count {
                 var writer = newElement(child, array, i)
                 do {
-                    try elements[i].write(protobuf: &writer)
+                    try first[i].write(protobuf: &writer)
                     try writer.checkRequired()
                 } catch {
                     throw elementError(error, number, i)
