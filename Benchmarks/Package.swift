@@ -56,6 +56,14 @@ let package = Package(
         .executableTarget(
             name: "courier-large-body-bench",
             dependencies: [.product(name: "Courier", package: "Courier")]),
+        // One protobuf path per process, N round trips, for callgrind (see Benchmarks/README.md).
+        .executableTarget(
+            name: "courier-protobuf-bench",
+            dependencies: [
+                "BenchSupport", "CBenchRaw",
+                .product(name: "CourierProtobuf", package: "Courier"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]),
         // One HTTP client per process: `courier-http-bench CLIENT --url URL --requests N --concurrency C`.
         .executableTarget(
             name: "courier-http-bench",

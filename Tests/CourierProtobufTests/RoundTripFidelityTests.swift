@@ -201,4 +201,52 @@ import Testing
         let unset = try ProtobufDecoder().decode(GChoice.self, from: Data())
         #expect(unset.maybeCount == nil && unset.maybeName == nil && unset.maybeRatio == nil && unset.maybeColor == nil)
     }
+
+    /// Short strings (up to 15 UTF-8 bytes) are read and written word by word (`SmallString`),
+    /// longer ones the general way: at every length around that boundary, with a NUL, an invalid
+    /// UTF-8 byte or a non-ASCII character at every position, a singular and a repeated string
+    /// decode to exactly their bytes or are refused, and encode to exactly their bytes or are
+    /// refused (a NUL), on the generated and the Codable path.
+    @Test func stringsOfEveryShortLengthAreCarriedOrRefusedExactly() throws {
+        let decoder = ProtobufDecoder()
+        let encoder = ProtobufEncoder()
+        for length in 0...20 {
+            let ascii = (0..<length).map { UInt8(ascii: "a") + UInt8($0 % 26) }
+            var cases: [(bytes: [UInt8], valid: Bool, nul: Bool)] = [(ascii, true, false)]
+            for position in 0..<length {
+                var nul = ascii
+                nul[position] = 0
+                var invalid = ascii
+                invalid[position] = 0xFF
+                var accented = ascii
+                accented.replaceSubrange(position..<position + 1, with: Array("\u{E9}".utf8))
+                cases += [(nul, true, true), (invalid, false, false), (accented, true, false)]
+            }
+            for (bytes, valid, nul) in cases {
+                let text = String(decoding: bytes, as: UTF8.self)
+                let singular = Self.field(14, bytes)
+                let repeated = Self.field(10, Array("x".utf8)) + Self.field(10, bytes)
+                if nul {
+                    #expect(Self.refuses(GScalars.self, singular, naming: "string_value"))
+                    #expect(Self.refuses(Scalars.self, singular, naming: "string_value"))
+                    #expect(Self.refuses(GRepeated.self, repeated, naming: "strings"))
+                    #expect(throws: CourierError.self) { try encoder.encode(GScalars(stringValue: text)) }
+                    #expect(throws: CourierError.self) { try encoder.encode(GRepeated(strings: ["x", text])) }
+                } else if !valid {
+                    #expect(throws: CourierError.self) { try decoder.decode(GScalars.self, from: Data(singular)) }
+                    #expect(throws: CourierError.self) { try decoder.decode(Scalars.self, from: Data(singular)) }
+                    #expect(throws: CourierError.self) { try decoder.decode(GRepeated.self, from: Data(repeated)) }
+                } else {
+                    let model = try decoder.decode(GScalars.self, from: Data(singular))
+                    #expect(Array(model.stringValue.utf8) == bytes)
+                    #expect(Array(try decoder.decode(Scalars.self, from: Data(singular)).stringValue.utf8) == bytes)
+                    let list = try decoder.decode(GRepeated.self, from: Data(repeated))
+                    #expect(list.strings.map { Array($0.utf8) } == [Array("x".utf8), bytes])
+                    #expect(try encoder.encode(model) == Data(bytes.isEmpty ? [] : singular))
+                    #expect(try encoder.encode(GScalars(stringValue: text)) == Data(bytes.isEmpty ? [] : singular))
+                    #expect(try encoder.encode(list) == Data(repeated))
+                }
+            }
+        }
+    }
 }

@@ -138,6 +138,9 @@ public struct ProtobufMessageReader {
 
     /// A Swift string from protobuf-c's C string, or an error naming the field.
     @usableFromInline func makeString(_ pointer: UnsafePointer<UInt8>, number: Int) throws -> String {
+        if planRef._withUnsafeGuaranteedRef({ $0.smallStrings }), let string = unpackedSmallString(pointer) {
+            return string
+        }
         guard let string = validString(pointer) else { throw invalidUTF8(try field(number)) }
         // The fast path reads proto3 implicit-presence strings only: no proto2 default.
         if isCut(pointer, string, defaultValue: nil) { throw embeddedNUL(try field(number)) }
@@ -239,12 +242,17 @@ public struct ProtobufMessageReader {
         guard count > 0, let array = base.load(fromByteOffset: field.offset, as: UnsafeRawPointer?.self) else {
             return []
         }
+        let smallStrings = planRef._withUnsafeGuaranteedRef { $0.smallStrings }
         var strings: [String] = []
         strings.reserveCapacity(count)
         for i in 0..<count {
             let pointer = array.load(fromByteOffset: i &* 8, as: UnsafePointer<UInt8>?.self)
             guard let pointer else {
                 strings.append("")
+                continue
+            }
+            if smallStrings, let string = unpackedSmallString(pointer) {
+                strings.append(string)
                 continue
             }
             guard let string = validString(pointer) else { throw invalidUTF8(field) }

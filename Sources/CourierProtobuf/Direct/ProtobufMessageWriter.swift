@@ -255,8 +255,16 @@ public struct ProtobufMessageWriter {
         let array = session.allocate(count &* 8)
         // Borrow the elements: no copy (and no reference counting) per string.
         try values.withUnsafeBufferPointer { strings in
+            let first = strings.baseAddress.unsafelyUnwrapped
+            let smallStrings = session.arena.smallStrings
             for i in 0..<count {
-                guard let pointer = session.cStringIfValid(strings[i]) else { throw session.embeddedNULError(field) }
+                let copy: UnsafeMutableRawPointer?
+                if smallStrings, let small = SmallString.utf8(at: first + i) {
+                    copy = SmallString.cString(small) { session.allocate($0) }  // read in place, not copied
+                } else {
+                    copy = session.cStringIfValid(first[i])
+                }
+                guard let pointer = copy else { throw session.embeddedNULError(field) }
                 array.storeBytes(of: pointer, toByteOffset: i &* 8, as: UnsafeMutableRawPointer.self)
             }
         }
@@ -280,12 +288,15 @@ public struct ProtobufMessageWriter {
     public mutating func setMessages<M: ProtobufDirectCodable>(_ number: Int, _ values: [M]) throws {
         let count = values.count
         let (child, array) = try beginMessages(number, count: count, [M].self)
-        // Borrow the elements: copying one would retain each of its arrays and strings.
+        // Borrow the elements: copying one would retain each of its arrays and strings. (Swift
+        // 6.3 still copies each element for the call to `write`, by either subscript: callgrind
+        // shows `initializeWithCopy` per element, about 110 instructions; Docs/Performance.md.)
         try values.withUnsafeBufferPointer { elements in
+            let first = elements.baseAddress.unsafelyUnwrapped
             for i in 0..<count {
                 var writer = newElement(child, array, i)
                 do {
-                    try elements[i].write(protobuf: &writer)
+                    try first[i].write(protobuf: &writer)
                     try writer.checkRequired()
                 } catch {
                     throw elementError(error, number, i)

@@ -35,6 +35,8 @@ struct Arena {
         var refused: Bool
         /// The size words stored before protobuf-c's allocations (not counted in ``used``).
         var bookkeeping: Int
+        /// ``SmallString/isAvailable``, read once per arena instead of once per string.
+        var smallStrings: Bool
     }
 
     static let chunkSize = 8192
@@ -53,7 +55,7 @@ struct Arena {
                 cursor: chunk + Self.headerSize, end: chunk + Self.chunkSize, start: chunk + Self.headerSize,
                 retired: 0, extra: nil, maps: nil,
                 allocator: ProtobufCAllocator(alloc: arenaAlloc, free: arenaFree, allocator_data: chunk),
-                limit: .max, refused: false, bookkeeping: 0))
+                limit: .max, refused: false, bookkeeping: 0, smallStrings: SmallString.isAvailable))
     }
 
     fileprivate init(header: UnsafeMutableRawPointer) {
@@ -79,6 +81,9 @@ struct Arena {
 
     /// Makes protobuf-c's allocations fail (so the unpack fails) once they would pass `bytes`.
     func limitAllocations(to bytes: Int) { header.pointee.limit = bytes }
+
+    /// Whether strings may be copied through ``SmallString`` (see ``SmallString/isAvailable``).
+    var smallStrings: Bool { header.pointee.smallStrings }
 
     /// Whether protobuf-c asked for more than the limit.
     var refusedAllocation: Bool { header.pointee.refused }

@@ -48,7 +48,13 @@ enum FieldSlot {
         case PROTOBUF_C_TYPE_DOUBLE: storageClass = double
         case PROTOBUF_C_TYPE_BOOL: storageClass = bool
         case PROTOBUF_C_TYPE_ENUM: storageClass = enumeration
-        case PROTOBUF_C_TYPE_STRING: storageClass = string
+        case PROTOBUF_C_TYPE_STRING:
+            // A proto2 default is a static C string, not one protobuf-c unpacked: the slow path.
+            // (proto3 strings name protobuf-c's shared empty string as their default.)
+            if let value = field.default_value, value != UnsafeRawPointer(courier_protobuf_c_empty_string()) {
+                return 0
+            }
+            storageClass = string
         default: return 0
         }
         let oneof = field.flags & UInt32(PROTOBUF_C_FIELD_FLAG_ONEOF.rawValue) != 0

@@ -120,6 +120,9 @@ final class MessagePlan: @unchecked Sendable {
     let slots: UnsafeMutableBufferPointer<UInt64>
     /// How deep a message of this type can nest (`Int.max`: a recursive schema).
     let schemaDepth: Int
+    /// ``SmallString/isAvailable``, read here so that the readers' hot path does not go
+    /// through the global's once-check per string.
+    let smallStrings = SmallString.isAvailable
 
     private init(_ descriptor: UnsafePointer<ProtobufCMessageDescriptor>) throws(ProtobufBridgeError) {
         self.descriptor = descriptor

@@ -135,6 +135,11 @@ func readString(_ address: UnsafeRawPointer, field: FieldPlan) throws(ProtobufBr
 func makeString(_ pointer: UnsafePointer<UInt8>, field: FieldPlan) throws(ProtobufBridgeError)
     -> String
 {
+    if UnsafeRawPointer(pointer) != field.defaultValue, field.ownerRef._withUnsafeGuaranteedRef({ $0.smallStrings }),
+        let string = unpackedSmallString(pointer)
+    {
+        return string
+    }
     guard let string = validString(pointer) else { throw invalidUTF8(field) }
     if isCut(pointer, string, defaultValue: field.defaultValue) { throw embeddedNUL(field) }
     return string
@@ -156,6 +161,20 @@ func embeddedNUL(_ field: FieldPlan) -> ProtobufBridgeError {
     ProtobufBridgeError(
         message: "\(field.owner.fullName).\(field.protoName): the string on the wire contains a NUL byte, which "
             + "protobuf-c cannot carry (its C strings would end there)")
+}
+
+/// The string protobuf-c unpacked at `pointer` (into a decode arena, or its shared empty string)
+/// when it is short, ASCII and free of NUL bytes: made without `strlen` or UTF-8 validation, from
+/// the length the arena recorded (``Arena/unpackedSize(_:)``). Nil for any other string, which
+/// the caller reads the general way (``validString(_:)``, ``isCut(_:_:defaultValue:)``).
+/// Only when ``SmallString/isAvailable`` (which callers read from their plan's `smallStrings`).
+@inline(__always)
+func unpackedSmallString(_ pointer: UnsafePointer<UInt8>) -> String? {
+    let raw = UnsafeRawPointer(pointer)
+    if raw == UnsafeRawPointer(courier_protobuf_c_empty_string()) { return "" }
+    let count = Arena.unpackedSize(raw) &- 1  // protobuf-c allocated the wire length + 1
+    guard count >= 0 && count <= 15 else { return nil }
+    return SmallString.ascii(raw, count: count)
 }
 
 /// A Swift string from a C string, or nil when it is not valid UTF-8.

@@ -35,6 +35,9 @@ struct EncodingSession {
     /// Reads the string's UTF-8 in place (no copy of the string itself, no reference counting).
     @inline(__always)
     func cStringIfValid(_ string: String) -> UnsafeMutableRawPointer? {
+        if arena.smallStrings, let small = SmallString.utf8(string) {
+            return SmallString.cString(small) { allocate($0) }
+        }
         if let result = string.utf8.withContiguousStorageIfAvailable({ cString(copying: $0) }) { return result }
         var string = string  // Not native UTF-8 (a bridged string): make it so.
         return string.withUTF8 { cString(copying: $0) }
