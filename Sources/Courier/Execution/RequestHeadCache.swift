@@ -1,0 +1,37 @@
+import HTTPTypes
+
+/// The request head a service made last for a method and path on a server, without header
+/// fields: the path validated and percent-encoded (`RelativePath`), the target composed and
+/// the pseudo-header values checked once, not on every call to the same endpoint.
+///
+/// One entry per service: an app calls the same few endpoints over and over, and a miss
+/// costs a comparison of two short strings before the parse it would do anyway. A path that
+/// fails validation is not kept (every call with it fails again, with the same error).
+final class RequestHeadCache: Sendable {
+    private struct Entry {
+        let method: HTTPRequest.Method
+        let path: String
+        let server: BaseURL
+        let head: HTTPRequest
+    }
+
+    private let last = LockedValue<Entry?>(nil)
+
+    init() {}
+
+    /// The head for `method` and `path` on `server` with no header fields.
+    /// - Throws: `CourierError.invalidRequest` when the path is unsafe or malformed.
+    func head(_ method: HTTPRequest.Method, _ path: String, on server: BaseURL) throws -> HTTPRequest {
+        let cached = last.withLock { entry -> HTTPRequest? in
+            guard let entry, entry.path == path, entry.method == method, entry.server.scheme == server.scheme,
+                entry.server.authority == server.authority, entry.server.pathPrefix == server.pathPrefix
+            else { return nil }
+            return entry.head
+        }
+        if let cached { return cached }
+        let head = server.request(method, try RelativePath(path))
+        let entry = Entry(method: method, path: path, server: server, head: head)
+        last.withLock { $0 = entry }
+        return head
+    }
+}
