@@ -23,8 +23,9 @@ final class RequestHeadCache: Sendable {
     /// - Throws: `CourierError.invalidRequest` when the path is unsafe or malformed.
     func head(_ method: HTTPRequest.Method, _ path: String, on server: BaseURL) throws -> HTTPRequest {
         let cached = last.withLock { entry -> HTTPRequest? in
-            guard let entry, entry.path == path, entry.method == method, entry.server.scheme == server.scheme,
-                entry.server.authority == server.authority, entry.server.pathPrefix == server.pathPrefix
+            guard let entry, Self.same(entry.path, path), entry.method == method,
+                Self.same(entry.server.scheme, server.scheme), Self.same(entry.server.authority, server.authority),
+                Self.same(entry.server.pathPrefix, server.pathPrefix)
             else { return nil }
             return entry.head
         }
@@ -33,5 +34,11 @@ final class RequestHeadCache: Sendable {
         let entry = Entry(method: method, path: path, server: server, head: head)
         last.withLock { $0 = entry }
         return head
+    }
+
+    /// The same bytes: `String`'s `==` finds `é` and `e` + U+0301 equal, whose percent-encoded
+    /// paths differ.
+    private static func same(_ one: String, _ other: String) -> Bool {
+        one.utf8.count == other.utf8.count && one.utf8.elementsEqual(other.utf8)
     }
 }
