@@ -178,7 +178,10 @@ extension ServiceCore {
     }
 
     /// Step 4: one transfer, shared with identical GETs in flight unless the call opts out.
-    @inline(never)
+    ///
+    /// Inlined into `perform`: one async frame fewer per attempt (the frame of `perform` then
+    /// holds the client's `Exchange` while the transfer is in flight, as this one did).
+    @inline(__always)
     private func transfer(_ request: PreparedRequest, for call: CallRun) async throws -> HTTPClient.Response {
         let sendOptions = call.requestOptions()
         guard call.options.deduplicates, request.isShareable else {

@@ -42,7 +42,8 @@ extension ServiceCore {
     ///
     /// Generic over the serializer, not over an `any ResponseSerializer`: the service's format
     /// (`DecodableResponseSerializer`, larger than an existential's inline buffer) is not boxed
-    /// on the heap for every call.
+    /// on the heap for every call. Inlined into the verbs: one async frame fewer per call.
+    @inline(__always)
     private func run<Serializer: ResponseSerializer>(
         _ method: HTTPRequest.Method, _ path: String, parameters: (any Encodable & Sendable)?,
         body: (any Encodable & Sendable)?, options: CallOptions, serializer: Serializer,
