@@ -70,7 +70,7 @@ extension ServiceCore {
         init(
             _ service: ServiceCore, method: HTTPRequest.Method, path: String, parameters: (any Encodable & Sendable)?,
             body: (any Encodable & Sendable)?, options: CallOptions, acceptHeader: String?, responseType: Any.Type,
-            id: CallID, scope: CancellationScope?, keepsResponse: Bool
+            id: CallID, scope: CancellationScope?, keepsResponse: Bool = false
         ) throws {
             // The configuration is read in place: a copy of the whole struct costs a reference
             // count per field.
