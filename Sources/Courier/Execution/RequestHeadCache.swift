@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 
 /// The request head a service made last for a method and path on a server, without header
@@ -37,8 +38,15 @@ final class RequestHeadCache: Sendable {
     }
 
     /// The same bytes: `String`'s `==` finds `é` and `e` + U+0301 equal, whose percent-encoded
-    /// paths differ.
+    /// paths differ. One `memcmp` (`utf8.elementsEqual` costs ~600 instructions a string).
     private static func same(_ one: String, _ other: String) -> Bool {
-        one.utf8.count == other.utf8.count && one.utf8.elementsEqual(other.utf8)
+        var one = one
+        var other = other
+        return one.withUTF8 { first in
+            other.withUTF8 { second in
+                first.count == second.count
+                    && (first.isEmpty || memcmp(first.baseAddress!, second.baseAddress!, first.count) == 0)
+            }
+        }
     }
 }
