@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Logging
 
 extension ServiceCore {
     /// The state of one call across its attempts, and the synchronous steps of `perform`.
@@ -29,7 +30,8 @@ extension ServiceCore {
         /// The endpoint key held in the in-flight guard, if the call holds one.
         private var guardKey: String?
         private let method: HTTPRequest.Method
-        private let path: String
+        /// The endpoint's path, as the call was given it.
+        let path: String
         private let parameters: (any Encodable & Sendable)?
         private let body: (any Encodable & Sendable)?
         private let acceptHeader: String?
@@ -55,6 +57,12 @@ extension ServiceCore {
         private var telemetry: CallTelemetry
         /// What the registry cancels when the call runs in its caller's task (see `perform`).
         let scope: CancellationScope?
+        /// The client's options for this call's transfers, made once (see `requestOptions()`).
+        private let transferOptions: RequestOptions
+        /// Whether `finish` keeps what `response(_:)` needs: a verb wants the value only.
+        private let keepsResponse: Bool
+        /// The final answer, the request as last sent and the call's figures, when kept.
+        private var outcome: (answer: HTTPClient.Response, request: HTTPRequest, metrics: CallMetrics)?
 
         /// Steps 1 and 2, and the monitors' `didStart`.
         /// - Throws: a bad server or path, or a request serializer's error (before `didStart`).
@@ -62,11 +70,12 @@ extension ServiceCore {
         init(
             _ service: ServiceCore, method: HTTPRequest.Method, path: String, parameters: (any Encodable & Sendable)?,
             body: (any Encodable & Sendable)?, options: CallOptions, acceptHeader: String?, responseType: Any.Type,
-            id: CallID, scope: CancellationScope?
+            id: CallID, scope: CancellationScope?, keepsResponse: Bool = false
         ) throws {
             // The configuration is read in place: a copy of the whole struct costs a reference
             // count per field.
             self.scope = scope
+            self.keepsResponse = keepsResponse
             let clientSettings = service.client.liveSettings
             let settings = service.settings
             var options = options
@@ -112,6 +121,9 @@ extension ServiceCore {
                 client: service.client, service: service.configuration.name, server: server.authority,
                 logger: options.logger, id: id, operation: options.operationName,
                 request: base.head, credentialFieldNames: service.prepared.credentialFieldNames)
+            transferOptions = Self.transferOptions(
+                options, service: service, sendsCredential: sendsCredential, clientSettings: clientSettings,
+                scope: scope, logger: telemetry.logger)
             if let monitor, let event { monitor.didStart(event) }
         }
 
@@ -207,9 +219,25 @@ extension ServiceCore {
             return InterceptorContext(callID: id, attempt: attempts, userInfo: options.userInfo)
         }
 
-        /// The client's options for this call's transfers.
+        /// The client's options for this call's transfers: the ones made at the start, with
+        /// what the current attempt changes (real-time parameters, a cache to bypass).
         @inline(never)
         func requestOptions() -> RequestOptions {
+            guard bypassesCache || !realTimeNames.isEmpty else { return transferOptions }
+            var transportOptions = transferOptions
+            if bypassesCache, transportOptions.cachePolicy != .returnCacheDataDontLoad {
+                transportOptions.cachePolicy = .reloadIgnoringCache
+            }
+            if !realTimeNames.isEmpty { transportOptions.realTimeQueryNames = realTimeNames }
+            return transportOptions
+        }
+
+        /// The client's options for every transfer of a call: made once per call, not per
+        /// attempt.
+        private static func transferOptions(
+            _ options: CallOptions, service: ServiceCore, sendsCredential: Bool,
+            clientSettings: HTTPClient.LiveSettings, scope: CancellationScope?, logger: Logger
+        ) -> RequestOptions {
             var transportOptions = options.requestOptions
             // The client stores every hop's cookies (a redirect's too) and sends the jar's on each.
             if transportOptions.cookieJar == nil { transportOptions.cookieJar = service.configuration.cookieJar }
@@ -220,13 +248,9 @@ extension ServiceCore {
             transportOptions.cancellationScope = scope
             let extra = service.prepared.extraCredentialNames
             if !extra.isEmpty { transportOptions.sensitiveHeaderNames.formUnion(extra) }
-            if bypassesCache, transportOptions.cachePolicy != .returnCacheDataDontLoad {
-                transportOptions.cachePolicy = .reloadIgnoringCache
-            }
             let queryNames = service.prepared.credentialQueryNames
             if sendsCredential, !queryNames.isEmpty { transportOptions.credentialQueryNames = queryNames }
-            if !realTimeNames.isEmpty { transportOptions.realTimeQueryNames = realTimeNames }
-            transportOptions.logger = telemetry.logger
+            transportOptions.logger = logger
             return transportOptions
         }
 
@@ -250,10 +274,11 @@ extension ServiceCore {
         /// - Throws: `CourierError.httpStatus` for a refused status, `.apiError` for an envelope
         ///   asking for a retry or a refresh (attempts to retry), or what validation, the
         ///   envelope, preprocessing or decoding threw.
+        /// - Returns: the value; what `response(_:)` adds to it is kept when the call wants it.
         @inline(never)
-        func finish<Model>(
-            _ answer: HTTPClient.Response, request: PreparedRequest, serializer: any ResponseSerializer<Model>
-        ) throws -> Response<Model> {
+        func finish<Serializer: ResponseSerializer>(
+            _ answer: HTTPClient.Response, request: PreparedRequest, serializer: Serializer
+        ) throws -> Serializer.Output {
             pool?.record(answer.head.status.code >= 500 ? .failure : .success, for: server)
             if let monitor, let event { monitor.didReceive(event, response: answer.head) }
             var context = ResponseContext(request: request.head, response: answer.head, body: answer.body)
@@ -269,8 +294,18 @@ extension ServiceCore {
                 status: Int(answer.head.status.code), attempts: attempts, request: request,
                 responseBytes: answer.body.count, isFromCache: answer.isFromCache,
                 cache: service.client.configuration.cache)
+            if keepsResponse { outcome = (answer, request.head, metrics) }
+            return value
+        }
+
+        /// The call's value with the response, metrics and attempts of its end; for a call
+        /// made with `keepsResponse` that finished.
+        func response<Model>(_ value: Model) -> Response<Model> {
+            guard let (answer, request, metrics) = outcome else {
+                preconditionFailure("a call's response is asked before it finished, or was not kept")
+            }
             var response = Response(
-                value: value, response: answer.head, body: answer.body, request: request.head,
+                value: value, response: answer.head, body: answer.body, request: request,
                 isFromCache: answer.isFromCache, transferMetrics: answer.metrics, metrics: metrics, callID: id)
             response.isStale = answer.isStale
             return response

@@ -20,26 +20,17 @@ extension ServiceCore {
     /// 7. preprocess, "no data" (`CallOptions.noData`), decode; the result veto. A call that
     ///    fails for good goes through the error mappers once (`ErrorMapping.swift`).
     ///
-    /// - Parameter scope: for a call that runs in its caller's task (`APIService.send`), what
-    ///   the registry cancels: the transfer honours it, and every other wait (interval,
-    ///   adapters, retriers, the retry delay) runs in a task of its own that it cancels. Nil for
-    ///   a call with a task of its own (`Call`), which the registry cancels directly.
-    func perform<Model: Sendable>(
-        _ endpoint: Endpoint<Model>, serializer: any ResponseSerializer<Model>, acceptHeader: String?, id: CallID,
-        scope: CancellationScope?
-    ) async throws -> Response<Model> {
-        // The call's state lives in one object: this async frame, allocated while the call is
-        // in flight, holds the reference and the values of the attempt under way only.
-        let call: CallRun
-        do {
-            call = try CallRun(
-                self, method: endpoint.method, path: endpoint.path, parameters: endpoint.parameters,
-                body: endpoint.body, options: endpoint.options, acceptHeader: acceptHeader,
-                responseType: type(of: serializer), id: id, scope: scope)
-        } catch {
-            // A call that fails before its first attempt is mapped too (an encoding error).
-            throw mapped(CourierError.fromCall(error), options: endpoint.options)
-        }
+    /// The call's state lives in one object, `call` (made by `startCall`): this async frame,
+    /// allocated while the call is in flight, holds the reference and the values of the
+    /// attempt under way only. Its `scope`, for a call that runs in its caller's task
+    /// (`APIService.send`), is what the registry cancels: the transfer honours it, and every
+    /// other wait (interval, adapters, retriers, the retry delay) runs in a task of its own
+    /// that it cancels. Nil for a call with a task of its own (`Call`), which the registry
+    /// cancels directly.
+    /// - Returns: the decoded value; `call.response(_:)` adds the rest when the call keeps it.
+    func perform<Serializer: ResponseSerializer>(_ call: CallRun, serializer: Serializer) async throws
+        -> Serializer.Output
+    {
         do {
             try call.checkVetoAndEnter()
             defer { call.leave() }
@@ -51,7 +42,7 @@ extension ServiceCore {
                 if !call.chain.adapters.isEmpty { request = try await adapt(request, context: context, for: call) }
                 // Signed last, per attempt, as sent: a retry carries a fresh signature.
                 if call.sendsCredential, let signer = configuration.signer {
-                    try signer.sign(&request, endpointPath: endpoint.path)
+                    try signer.sign(&request, endpointPath: call.path)
                 }
                 call.willSend(&request)
                 let failure: AttemptFailure
@@ -76,6 +67,38 @@ extension ServiceCore {
         } catch {
             throw call.end(error)
         }
+    }
+
+    /// Steps 1 and 2 and the monitors' `didStart`: the call's state, which every options
+    /// value of the call reads in place from now on (one copy of `options` per call).
+    /// - Parameter keepsResponse: whether the call will want `call.response(_:)`.
+    /// - Throws: a bad server or path, or a request serializer's error, mapped (an error of a
+    ///   call that fails before its first attempt is mapped too).
+    func startCall(
+        _ method: HTTPRequest.Method, _ path: String, parameters: (any Encodable & Sendable)?,
+        body: (any Encodable & Sendable)?, options: CallOptions, acceptHeader: String?, responseType: Any.Type,
+        id: CallID, scope: CancellationScope?, keepsResponse: Bool
+    ) throws -> CallRun {
+        do {
+            return try CallRun(
+                self, method: method, path: path, parameters: parameters, body: body, options: options,
+                acceptHeader: acceptHeader, responseType: responseType, id: id, scope: scope,
+                keepsResponse: keepsResponse)
+        } catch {
+            throw mapped(CourierError.fromCall(error), options: options)
+        }
+    }
+
+    /// A call with a task of its own (`Call`), which the registry cancels directly: its
+    /// response, with everything known about it.
+    func perform<Model: Sendable>(
+        _ endpoint: Endpoint<Model>, serializer: any ResponseSerializer<Model>, acceptHeader: String?, id: CallID
+    ) async throws -> Response<Model> {
+        let call = try startCall(
+            endpoint.method, endpoint.path, parameters: endpoint.parameters, body: endpoint.body,
+            options: endpoint.options, acceptHeader: acceptHeader, responseType: type(of: serializer), id: id,
+            scope: nil, keepsResponse: true)
+        return call.response(try await perform(call, serializer: serializer))
     }
 
     /// Step 3: the request interval.
@@ -108,7 +131,7 @@ extension ServiceCore {
         body: (any Encodable & Sendable)?, options: CallOptions,
         on server: BaseURL, acceptHeader: String?, sendsCredential: Bool = true, headers: HTTPFields? = nil
     ) throws -> PreparedRequest {
-        let path = try RelativePath(path)
+        var head = try prepared.heads.head(method, path, on: server)
         var fields = headers ?? settings.headers
         if !sendsCredential {
             for name in prepared.credentialFieldNames { fields[name] = nil }
@@ -127,7 +150,8 @@ extension ServiceCore {
                 fields[.accept] = acceptHeader
             }
         }
-        var request = PreparedRequest(head: server.request(method, path, headerFields: fields))
+        head.headerFields = fields
+        var request = PreparedRequest(head: head)
         // Real-time parameters are added per attempt (`CallRun.attemptRequest()`).
         if options.includesGeneralParameters, !configuration.generalParameters.isEmpty {
             request.appendQuery(Self.encodeQuery(configuration.generalParameters))
@@ -159,7 +183,10 @@ extension ServiceCore {
     }
 
     /// Step 4: one transfer, shared with identical GETs in flight unless the call opts out.
-    @inline(never)
+    ///
+    /// Inlined into `perform`: one async frame fewer per attempt (the frame of `perform` then
+    /// holds the client's `Exchange` while the transfer is in flight, as this one did).
+    @inline(__always)
     private func transfer(_ request: PreparedRequest, for call: CallRun) async throws -> HTTPClient.Response {
         let sendOptions = call.requestOptions()
         guard call.options.deduplicates, request.isShareable else {
@@ -201,16 +228,18 @@ extension ServiceCore {
     }
 
     /// Step 7.
-    func decode<Model>(
-        _ context: ResponseContext, serializer: any ResponseSerializer<Model>, options: CallOptions
-    ) throws -> Model {
+    func decode<Serializer: ResponseSerializer>(
+        _ context: ResponseContext, serializer: Serializer, options: CallOptions
+    ) throws -> Serializer.Output {
         var current = context
         if !current.hasNoContent {
             for preprocessor in configuration.pipeline.preprocessors + options.preprocessors {
                 current = try preprocessor.preprocess(current)
             }
         }
-        if !options.noData.isEmpty, let none: Model = try options.noData.value(for: current) { return none }
+        if !options.noData.isEmpty, let none: Serializer.Output = try options.noData.value(for: current) {
+            return none
+        }
         let value = try serializer.serialize(current)
         if let accepts = options.acceptsResult, !accepts(context) {
             throw CourierError(.skipped, "the result was vetoed", response: context.response, body: context.body)

@@ -88,16 +88,15 @@ extension APIService {
         try await value(.delete, path, query: parameters, serializer, options)
     }
 
-    /// The verbs' one body: the endpoint with the call's serializer, sent, its value.
+    /// The verbs' one body: the call with the call's serializer, its value
+    /// (`ServiceCore+Run.swift`).
     @inline(__always)  // one async frame and one set of generic metadata lookups fewer per call
     private func value<Model: Decodable & Sendable>(
         _ method: HTTPRequest.Method, _ path: String, query: (any Encodable & Sendable)? = nil,
         body: (any Encodable & Sendable)? = nil, _ serializer: (any ResponseSerializer<Model>)?,
         _ options: CallOptions
     ) async throws(CourierError) -> Model {
-        var endpoint = Endpoint<Model>(method, path, parameters: query, body: body, options: options)
-        endpoint.serializer = serializer
-        return try await core.send(endpoint).value
+        try await core.value(method, path, query: query, body: body, serializer, options)
     }
 
     /// HEADs `path`.
@@ -208,33 +207,6 @@ public final class ServiceCore: APIService {
         return try await run(endpoint, serializer: serializer, acceptHeader: serializer.acceptHeader)
     }
 
-    /// Runs a call whose caller waits for it: what `call(_:).run()` does, without a `Call`.
-    ///
-    /// The call is registered (cancellable by identifier and by `cancelAll()`) and runs in the
-    /// caller's task: one task and one resumption per call (issue 17). Cancelling it through
-    /// the registry cancels its `RunningCall.scope`, not the caller's task; cancelling the
-    /// caller cancels the call.
-    private func run<Model: Sendable>(
-        _ endpoint: Endpoint<Model>, serializer: any ResponseSerializer<Model>, acceptHeader: String?
-    ) async throws(CourierError) -> Response<Model> {
-        let id = CallID.next()
-        let running = RunningCall(id: id)
-        calls.track(running)
-        defer { calls.remove(id) }
-        do {
-            let response = try await withTaskCancellationHandler {
-                try await perform(
-                    endpoint, serializer: serializer, acceptHeader: acceptHeader, id: id, scope: running.scope)
-            } onCancel: {
-                running.cancel()
-            }
-            running.finish()
-            return response
-        } catch {
-            throw running.finish(CourierError.fromCall(error))
-        }
-    }
-
     /// Builds the call for an endpoint without starting it (deferred start): start it later,
     /// queue it, cancel it, or use the callback API on it.
     func call<Model: Decodable & Sendable>(_ endpoint: Endpoint<Model>) -> Call<Response<Model>> {
@@ -264,7 +236,7 @@ public final class ServiceCore: APIService {
     ) -> Call<Response<Model>> {
         let id = CallID.next()
         let call = Call<Response<Model>>(id: id) { [self] in
-            try await perform(endpoint, serializer: serializer, acceptHeader: acceptHeader, id: id, scope: nil)
+            try await perform(endpoint, serializer: serializer, acceptHeader: acceptHeader, id: id)
         }
         calls.register(call)
         return call
@@ -312,6 +284,8 @@ struct PreparedService: Sendable {
     /// The query items the authentication writes (a multi-part credential's): redacted in the
     /// monitors' logs, digested in the identities and in what the cache stores.
     let credentialQueryNames: Set<String>
+    /// The request head of the last endpoint called, its path checked.
+    let heads = RequestHeadCache()
 
     init(client: HTTPClient, configuration: ServiceConfiguration) {
         decoding = configuration.decoding ?? client.configuration.decoding
