@@ -149,7 +149,7 @@ record() {  # case round command...
     read -r accepted_before served_before <<<"$before"
     read -r accepted_after served_after <<<"$after"
     echo "$line" | sed "s/^{/{\"case\": \"$name\", \"round\": $round, \"load1\": $load1, \
-\"connections\": $((accepted_after - accepted_before - 1)), \"served\": $((served_after - served_before - 1)), /" \
+\"accepted\": $((accepted_after - accepted_before - 1)), \"served\": $((served_after - served_before - 1)), /" \
         >>"$results"
     echo "   $name: $line" >&2
 }
@@ -221,5 +221,5 @@ for case, title in cases.items():
               f"{spread([r['rps'] for r in runs], lambda v: f'{v:,.0f}')} | "
               f"{f'**{ratio:.2f}**' if client != 'curl' else ''} | "
               f"{statistics.median(r['cpu_us_per_request'] for r in runs):.0f} | "
-              f"{spread([r['connections'] for r in runs], lambda v: f'{v:.0f}')} | {failed} |")
+              f"{spread([r['accepted'] for r in runs], lambda v: f'{v:.0f}')} | {failed} |")
 PY
