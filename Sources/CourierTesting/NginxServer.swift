@@ -39,6 +39,9 @@ public final class NginxServer: Sendable {
     ///   - http2: Offer HTTP/2 (negotiated through ALPN with TLS; prior knowledge only without).
     ///   - root: The folder whose files are served.
     ///   - extraConfig: Directives added inside the `server` block, e.g. extra `location`s.
+    ///     `access_log access.log courier;` logs each request to ``accessLogURL`` as
+    ///     `connection requests-on-it tls-session-reused method uri status` (the connection is
+    ///     nginx's serial number; the session `r` when resumed, `.` when not).
     /// - Returns: the running server; call ``stop()`` when done.
     /// - Throws: ``Failure`` when nginx or openssl is missing or nginx does not come up.
     public static func start(tls: Bool = true, http2: Bool = true, root: URL, extraConfig: String = "") throws
@@ -119,6 +122,10 @@ public final class NginxServer: Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
+    /// Where `access_log access.log courier;` in `extraConfig` writes (a path relative to
+    /// nginx's prefix, the server's folder).
+    public var accessLogURL: URL { directory.appendingPathComponent("access.log") }
+
     /// The text of nginx's error log (useful when a test fails).
     public var errorLog: String {
         (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
@@ -159,6 +166,7 @@ public final class NginxServer: Sendable {
             events { worker_connections 4096; }
             http {
                 access_log off;
+                log_format courier '$connection $connection_requests $ssl_session_reused $request_method $request_uri $status';
                 client_body_temp_path \(dir)/client_body;
                 proxy_temp_path \(dir)/proxy;
                 fastcgi_temp_path \(dir)/fastcgi;

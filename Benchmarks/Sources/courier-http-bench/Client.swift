@@ -1,4 +1,5 @@
 import BenchSupport
+import Courier
 import Foundation
 
 /// The clients the executable can measure; `-transport` reads the body as bytes, `-e2e`
@@ -19,13 +20,19 @@ enum Client: String, CaseIterable {
     ///   - connections: the connection limit per host.
     ///   - bodyBytes: the body size every response must have (bytes clients only; the decoding
     ///     clients expect the catalog).
-    func makeRunner(url: URL, connections: Int, bodyBytes: Int) async throws -> Runner {
-        switch self {
+    ///   - caBundlePath: the CA to trust for https URLs (Courier clients only).
+    func makeRunner(url: URL, connections: Int, bodyBytes: Int, caBundlePath: String?) async throws -> Runner {
+        if caBundlePath != nil, ![.courierTransport, .courierE2E, .courierService].contains(self) {
+            throw UnexpectedResponse(description: "--ca is supported by the Courier clients only")
+        }
+        let tls = HTTPClient.TLSConfiguration(caBundlePath: caBundlePath)
+        return switch self {
         case .courierTransport:
-            try CourierRunner.make(url: url, connections: connections, decode: false, bodyBytes: bodyBytes)
+            try CourierRunner.make(url: url, connections: connections, decode: false, bodyBytes: bodyBytes, tls: tls)
         case .courierE2E:
-            try CourierRunner.make(url: url, connections: connections, decode: true, bodyBytes: Catalog.body.count)
-        case .courierService: try CourierRunner.makeService(url: url, connections: connections)
+            try CourierRunner.make(
+                url: url, connections: connections, decode: true, bodyBytes: Catalog.body.count, tls: tls)
+        case .courierService: try CourierRunner.makeService(url: url, connections: connections, tls: tls)
         case .ahcTransport: AHCRunner.make(url: url, connections: connections, decode: false, bodyBytes: bodyBytes)
         case .ahcE2E: AHCRunner.make(url: url, connections: connections, decode: true, bodyBytes: Catalog.body.count)
         case .urlSessionTransport:

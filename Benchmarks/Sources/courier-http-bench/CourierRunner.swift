@@ -4,9 +4,11 @@ import Foundation
 import HTTPTypes
 
 enum CourierRunner {
-    static func make(url: URL, connections: Int, decode: Bool, bodyBytes: Int) throws -> Runner {
+    static func make(
+        url: URL, connections: Int, decode: Bool, bodyBytes: Int, tls: HTTPClient.TLSConfiguration
+    ) throws -> Runner {
         let configuration = HTTPClient.Configuration(
-            maxConnectionsPerHost: connections, maxConnections: max(connections, 64))
+            maxConnectionsPerHost: connections, maxConnections: max(connections, 64), tls: tls)
         let client = try HTTPClient(configuration: configuration)
         let authority = "\(url.host ?? "127.0.0.1")\(url.port.map { ":\($0)" } ?? "")"
         let request = HTTPRequest(method: .get, scheme: url.scheme ?? "http", authority: authority, path: url.path)
@@ -39,10 +41,10 @@ enum CourierRunner {
     /// The calls opt out of the de-duplication of identical GETs in flight (on by default):
     /// with it, concurrent calls of the same URL would share transfers, and the run would make
     /// fewer HTTP requests than the peers it is compared with.
-    static func makeService(url: URL, connections: Int) throws -> Runner {
+    static func makeService(url: URL, connections: Int, tls: HTTPClient.TLSConfiguration) throws -> Runner {
         let base = url.deletingLastPathComponent()
         let configuration = HTTPClient.Configuration(
-            baseURL: base, maxConnectionsPerHost: connections, maxConnections: max(connections, 64))
+            baseURL: base, maxConnectionsPerHost: connections, maxConnections: max(connections, 64), tls: tls)
         let service = CatalogService(core: ServiceCore(client: try HTTPClient(configuration: configuration)))
         let path = url.lastPathComponent
         return Runner(

@@ -13,29 +13,48 @@ enum Driver: String {
     /// request handlers call a client.
     case task
 
-    func run(total: Int, concurrency: Int, _ body: @escaping @Sendable () async throws -> Void) async throws {
+    /// - Returns: how many calls failed (with `countsFailures`; else the first failure is thrown).
+    func run(
+        total: Int, concurrency: Int, countsFailures: Bool, _ body: @escaping @Sendable () async throws -> Void
+    ) async throws -> Int {
         switch self {
-        case .worker: try await courier_http_bench.run(total: total, concurrency: concurrency, body)
-        case .task: try await runTaskPerRequest(total: total, concurrency: concurrency, body)
+        case .worker:
+            try await courier_http_bench.run(
+                total: total, concurrency: concurrency, countsFailures: countsFailures, body)
+        case .task:
+            try await runTaskPerRequest(total: total, concurrency: concurrency, countsFailures: countsFailures, body)
         }
     }
 }
 
 /// Runs `total` calls of `body`, each in a task of its own, `concurrency` at a time.
-func runTaskPerRequest(total: Int, concurrency: Int, _ body: @escaping @Sendable () async throws -> Void)
-    async throws
-{
-    try await withThrowingTaskGroup(of: Void.self) { group in
+/// - Returns: how many calls failed (with `countsFailures`; else the first failure is thrown).
+func runTaskPerRequest(
+    total: Int, concurrency: Int, countsFailures: Bool, _ body: @escaping @Sendable () async throws -> Void
+) async throws -> Int {
+    try await withThrowingTaskGroup(of: Bool.self) { group in
+        let call: @Sendable () async throws -> Bool = {
+            do {
+                try await body()
+                return true
+            } catch {
+                guard countsFailures else { throw error }
+                return false
+            }
+        }
         var started = 0
+        var failures = 0
         while started < min(max(1, concurrency), total) {
-            group.addTask { try await body() }
+            group.addTask(operation: call)
             started += 1
         }
-        while try await group.next() != nil {
+        while let succeeded = try await group.next() {
+            if !succeeded { failures += 1 }
             guard started < total else { continue }
-            group.addTask { try await body() }
+            group.addTask(operation: call)
             started += 1
         }
+        return failures
     }
 }
 

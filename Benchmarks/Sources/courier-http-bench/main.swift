@@ -1,14 +1,17 @@
 // One HTTP client per process, so that its CPU time and peak RSS are its own.
 //
 //   courier-http-bench CLIENT --url URL [--requests N] [--concurrency C] [--connections K] [--warmup W]
-//                             [--body-bytes B] [--driver worker|task] [--sample-fds yes]
+//                             [--body-bytes B] [--driver worker|task] [--sample-fds yes] [--ca PEM]
+//                             [--failures stop|count]
 //   courier-http-bench write-body PATH
 //
 // CLIENT is one of `Client.allCases`. Prints one JSON line with the figures of the measured
 // requests (warm-up excluded): requests per second, client CPU µs per request (getrusage user +
 // sys of the whole process over the measured phase) and the process's peak RSS. `--driver task`
 // starts a task per request instead of long-lived workers (see `Driver`); `--sample-fds yes`
-// adds the most file descriptors held open during the measured phase (`max_fds`).
+// adds the most file descriptors held open during the measured phase (`max_fds`). `--ca` trusts
+// a test CA for https URLs (Courier clients only); `--failures count` goes on after a failed
+// request and reports how many failed (`failures`; the default stops at the first).
 import BenchSupport
 import Foundation
 
@@ -27,6 +30,9 @@ struct Options {
     var bodyBytes = Catalog.body.count
     var driver = Driver.worker
     var samplesDescriptors = false
+    var caBundlePath: String?
+    /// Count failed requests and go on, rather than stop at the first.
+    var countsFailures = false
 }
 
 func parseOptions() -> Options {
@@ -61,6 +67,10 @@ func parseOptions() -> Options {
             guard let driver = Driver(rawValue: value) else { usage() }
             options.driver = driver
         case "--sample-fds": options.samplesDescriptors = value == "yes"
+        case "--ca": options.caBundlePath = value
+        case "--failures":
+            guard value == "stop" || value == "count" else { usage() }
+            options.countsFailures = value == "count"
         default: usage()
         }
     }
@@ -73,7 +83,7 @@ func usage() -> Never {
     let clients = Client.allCases.map(\.rawValue).joined(separator: "|")
     fail(
         "usage: courier-http-bench \(clients) --url URL [--requests N] [--concurrency C] [--connections K] [--warmup W]"
-            + " [--body-bytes B] [--driver worker|task] [--sample-fds yes]\n"
+            + " [--body-bytes B] [--driver worker|task] [--sample-fds yes] [--ca PEM] [--failures stop|count]\n"
             + "       courier-http-bench write-body PATH")
 }
 
@@ -104,16 +114,31 @@ func peakRSSKiB() -> Int {
 }
 
 /// Runs `total` calls of `body`, `concurrency` at a time; each worker takes the next index.
-func run(total: Int, concurrency: Int, _ body: @escaping @Sendable () async throws -> Void) async throws {
-    try await withThrowingTaskGroup(of: Void.self) { group in
+/// - Parameter countsFailures: go on after a failed call (else the first failure is thrown).
+/// - Returns: how many calls failed.
+@discardableResult
+func run(
+    total: Int, concurrency: Int, countsFailures: Bool = false, _ body: @escaping @Sendable () async throws -> Void
+) async throws -> Int {
+    try await withThrowingTaskGroup(of: Int.self) { group in
         let workers = max(1, min(concurrency, total))
         for worker in 0..<workers {
             let share = total / workers + (worker < total % workers ? 1 : 0)
             group.addTask {
-                for _ in 0..<share { try await body() }
+                var failures = 0
+                for _ in 0..<share {
+                    do {
+                        try await body()
+                    } catch {
+                        guard countsFailures else { throw error }
+                        if failures == 0 { FileHandle.standardError.write(Data("first failure: \(error)\n".utf8)) }
+                        failures += 1
+                    }
+                }
+                return failures
             }
         }
-        try await group.waitForAll()
+        return try await group.reduce(0, +)
     }
 }
 
@@ -122,20 +147,25 @@ func measure(_ options: Options) async {
     let runner: Runner
     do {
         runner = try await options.client.makeRunner(
-            url: options.url, connections: options.connections ?? options.concurrency, bodyBytes: options.bodyBytes)
+            url: options.url, connections: options.connections ?? options.concurrency, bodyBytes: options.bodyBytes,
+            caBundlePath: options.caBundlePath)
     } catch {
         fail("\(options.client.rawValue): \(error)")
     }
     do {
         // Warm-up: open the connections and fault in the code paths.
+        var warmupFailures = 0
         if options.warmup > 0 {
-            try await run(
-                total: max(options.warmup, options.concurrency), concurrency: options.concurrency, runner.request)
+            warmupFailures = try await run(
+                total: max(options.warmup, options.concurrency), concurrency: options.concurrency,
+                countsFailures: options.countsFailures, runner.request)
         }
         let sampler = options.samplesDescriptors ? DescriptorSampler() : nil
         let cpuBefore = cpuSeconds()
         let start = ContinuousClock.now
-        try await options.driver.run(total: options.requests, concurrency: options.concurrency, runner.request)
+        let failures = try await options.driver.run(
+            total: options.requests, concurrency: options.concurrency, countsFailures: options.countsFailures,
+            runner.request)
         let elapsed = ContinuousClock.now - start
         let cpu = cpuSeconds() - cpuBefore
         let descriptors = sampler?.stop()
@@ -147,6 +177,10 @@ func measure(_ options: Options) async {
             "peak_rss_kib": peakRSSKiB(), "driver": options.driver.rawValue,
         ]
         if let descriptors { result["max_fds"] = descriptors }
+        if options.countsFailures {
+            result["failures"] = failures
+            result["warmup_failures"] = warmupFailures
+        }
         let json = try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys])
         print(String(decoding: json, as: UTF8.self))
         try await runner.shutdown()
