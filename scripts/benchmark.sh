@@ -10,7 +10,8 @@
 # Then the other benchmark scripts, each writing one section of the file with its own command,
 # load and spread: scripts/parked-memory.sh (memory per parked request), scripts/scaling.sh
 # (C in flight × body size), scripts/service-overhead.sh (the service layer over `send`) and
-# scripts/large-bodies.sh (100 MiB throughput against curl, and flat memory). One command
+# scripts/large-bodies.sh (100 MiB throughput against curl, and flat memory) and
+# scripts/bench-https.sh (TLS kept and new connections, HTTP/2 streams, GOAWAY). One command
 # regenerates the whole of Docs/Performance.md; the by-hand before/after comparisons of past
 # changes are in Docs/PerformanceHistory.md.
 #
@@ -177,6 +178,7 @@ if [ -z "${SKIP_SECTIONS:-}" ]; then
     section 20-scaling.md "Scaling: C in flight × body size" scripts/scaling.sh
     section 30-service.md "Service overhead over send" scripts/service-overhead.sh
     section 40-large.md "Large bodies" scripts/large-bodies.sh
+    section 50-https.md "HTTPS and HTTP/2" scripts/bench-https.sh
 fi
 
 # --- report ------------------------------------------------------------------------------------
