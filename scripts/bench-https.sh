@@ -25,21 +25,8 @@ rounds="${ROUNDS:-3}"
 requests="${REQUESTS:-10000}"
 handshakes="${HANDSHAKES:-2000}"
 goaway_requests="${GOAWAY_REQUESTS:-100000}"
-work="$(mktemp -d /tmp/courier-bench-https.XXXXXX)"
-nginx_pid=""
-cleanup() {
-    if [ -n "$nginx_pid" ] && kill -0 "$nginx_pid" 2>/dev/null; then
-        kill "$nginx_pid"
-        wait "$nginx_pid" 2>/dev/null || true
-    fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-if [ -z "${SKIP_BUILD:-}" ]; then
-    (cd "$root/Benchmarks" && swift build -c release --product courier-http-bench 2>&1 | tail -n 1) >&2
-fi
-bench="${BENCH:-$root/Benchmarks/.build/release/courier-http-bench}"
+. "$root/scripts/bench-nginx.sh"
+bench_setup courier-http-bench bench-https
 
 # --- certificates and nginx -----------------------------------------------------------------
 ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
@@ -54,24 +41,9 @@ mkdir -p "$work/www"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 status_port="$(free_port)" kept_port="$(free_port)" handshake_port="$(free_port)"
 h2_port="$(free_port)" goaway_port="$(free_port)"
-user_line=""
-[ "$(id -u)" -eq 0 ] && user_line="user root;"
-cat >"$work/nginx.conf" <<CONF
-$user_line
-daemon off;
-master_process on;
-worker_processes 1;
-worker_rlimit_nofile 16384;
-pid $work/nginx.pid;
-error_log $work/error.log warn;
-events { worker_connections 8192; }
-http {
-    access_log off;
-    client_body_temp_path $work/client_body;
-    proxy_temp_path $work/proxy;
-    fastcgi_temp_path $work/fastcgi;
-    uwsgi_temp_path $work/uwsgi;
-    scgi_temp_path $work/scgi;
+{
+    bench_nginx_head "$work"
+    cat <<CONF
     keepalive_timeout 300s;
     keepalive_requests 1000000;
     ssl_certificate $work/server.pem;
@@ -88,6 +60,7 @@ http {
     server { listen 127.0.0.1:$goaway_port ssl http2 backlog=4096; keepalive_requests 100; location / { } }
 }
 CONF
+} >"$work/nginx.conf"
 nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
 "$nginx_bin" -c "$work/nginx.conf" -p "$work" -e "$work/error.log" &
 nginx_pid=$!

@@ -1,17 +1,40 @@
-# Sourced by scripts/benchmark.sh and scripts/service-overhead.sh: the benchmarks' nginx.
+# Sourced by the benchmark scripts: the benchmarks' nginx, and the set-up they share.
 #
+#   bench_setup PRODUCT NAME      # builds PRODUCT of Benchmarks/ in release (unless SKIP_BUILD
+#                                 # is set) and sets `bench` (BENCH=path measures another build);
+#                                 # makes `work` (/tmp/courier-NAME.XXXXXX), removed at exit
+#                                 # with the nginx of `nginx_pid`, if any
+#   bench_nginx_head WORK         # prints the configuration's start, up to the http block's
+#                                 # shared lines (one worker, temp paths in WORK, no access log)
 #   start_bench_nginx WORK [EXTRA_SERVER_LINES]
 #
 # Serves WORK/www on a free loopback port with the benchmarks' configuration (one worker, kept
 # connections, no access log), waits until it answers WORK/www/catalog.json, and sets
 # `nginx_pid`, `port` and `url`. The caller stops nginx (`kill "$nginx_pid"`) in its cleanup.
-start_bench_nginx() {
-    local work="$1" extra="${2:-}"
-    local nginx_bin user_line=""
-    nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
-    port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+bench_setup() {
+    local product="$1" name="$2"
+    if [ -z "${SKIP_BUILD:-}" ]; then
+        echo "== building $product (release)" >&2
+        (cd "$root/Benchmarks" && swift build -c release --product "$product" 2>&1 | tail -n 1) >&2
+    fi
+    bench="${BENCH:-$root/Benchmarks/.build/release/$product}"
+    work="$(mktemp -d "/tmp/courier-$name.XXXXXX")"
+    nginx_pid=""
+    trap bench_cleanup EXIT
+}
+
+bench_cleanup() {
+    if [ -n "${nginx_pid:-}" ] && kill -0 "$nginx_pid" 2>/dev/null; then
+        kill "$nginx_pid"
+        wait "$nginx_pid" 2>/dev/null || true
+    fi
+    rm -rf "$work"
+}
+
+bench_nginx_head() {
+    local work="$1" user_line=""
     [ "$(id -u)" -eq 0 ] && user_line="user root;"
-    cat >"$work/nginx.conf" <<CONF
+    cat <<CONF
 $user_line
 daemon off;
 master_process on;
@@ -27,6 +50,17 @@ http {
     fastcgi_temp_path $work/fastcgi;
     uwsgi_temp_path $work/uwsgi;
     scgi_temp_path $work/scgi;
+CONF
+}
+
+start_bench_nginx() {
+    local work="$1" extra="${2:-}"
+    local nginx_bin
+    nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
+    port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    {
+        bench_nginx_head "$work"
+        cat <<CONF
     keepalive_requests 1000000;
     keepalive_timeout 300s;
     types { application/json json; }
@@ -39,6 +73,7 @@ http {
     }
 }
 CONF
+    } >"$work/nginx.conf"
     "$nginx_bin" -c "$work/nginx.conf" -p "$work" -e "$work/error.log" &
     nginx_pid=$!
     url="http://127.0.0.1:$port/catalog.json"

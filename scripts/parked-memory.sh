@@ -16,6 +16,7 @@
 # figure is the caller's own cost (a task and its frames), present under every client; the
 # "net" column subtracts it, round by round.
 set -euo pipefail
+. "$(dirname "$0")/bench-nginx.sh"
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 parked="${PARKED:-1000}"
@@ -24,18 +25,12 @@ clients="${CLIENTS:-caller-only courier-transport courier-service ahc-transport}
 load_start="$(cut -d" " -f1-3 /proc/loadavg)"
 command -v python3 >/dev/null || { echo "needs python3"; exit 1; }
 
-if [ -z "${SKIP_BUILD:-}" ]; then
-    echo "== building courier-http-bench (release)" >&2
-    (cd "$root/Benchmarks" && swift build -c release --product courier-http-bench 2>&1 | tail -n 1) >&2
-fi
-bench="${BENCH:-$root/Benchmarks/.build/release/courier-http-bench}"
-
-work="$(mktemp -d /tmp/courier-parked.XXXXXX)"
+bench_setup courier-http-bench parked
 pids=()
 cleanup() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     wait 2>/dev/null || true
-    rm -rf "$work"
+    bench_cleanup
 }
 trap cleanup EXIT
 

@@ -24,22 +24,7 @@ load_start="$(cut -d" " -f1-3 /proc/loadavg)"
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { echo "needs nginx (scripts/benchmark.sh installs it)"; exit 1; }
 command -v curl >/dev/null || { echo "needs curl"; exit 1; }
 
-if [ -z "${SKIP_BUILD:-}" ]; then
-    echo "== building courier-http-bench (release)" >&2
-    (cd "$root/Benchmarks" && swift build -c release --product courier-http-bench 2>&1 | tail -n 1) >&2
-fi
-bench="${BENCH:-$root/Benchmarks/.build/release/courier-http-bench}"
-
-work="$(mktemp -d /tmp/courier-scaling.XXXXXX)"
-nginx_pid=""
-cleanup() {
-    if [ -n "$nginx_pid" ] && kill -0 "$nginx_pid" 2>/dev/null; then
-        kill "$nginx_pid"
-        wait "$nginx_pid" 2>/dev/null || true
-    fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
+bench_setup courier-http-bench scaling
 ulimit -n 16384
 
 mkdir -p "$work/www"
