@@ -4,8 +4,11 @@ extension TestServer {
     /// How long the waits below wait by default. Generous on purpose: a wait returns as soon
     /// as its condition holds, so only a failing test pays it, and under ThreadSanitizer on a
     /// 2-core machine the parallel suite once kept a just-started request from reaching the
-    /// server for more than 10 seconds (HTTPClientCacheEdgeTests, 23 Nov 2026).
-    public static let defaultWaitTimeout: Duration = .seconds(30)
+    /// server for more than 10 seconds (HTTPClientCacheEdgeTests, 23 Nov 2026), and on 27 Nov
+    /// 2026, at load 4–6, it held every test back for about 50 seconds after the start, so a
+    /// 30-second wait ran out before the request of CourierTransportTests'
+    /// `cancellingTheTaskCancelsTheOperation` was sent.
+    public static let defaultWaitTimeout: Duration = .seconds(120)
 
     /// Waits until at most `limit` connections are open, or `timeout` passes, without blocking
     /// a thread of the cooperative pool (the wait runs on a thread of its own).
