@@ -207,16 +207,10 @@ extension HTTPClient {
             }
             try Self.resolve(&prepared, against: baseURL)
         }
-        // Checked against the fields before the step, so a name repeated keeps all its values.
-        for field in settings.settings.defaultHeaders where request.headerFields[field.name] == nil {
-            prepared.headerFields.append(field)
-        }
+        prepared.headerFields.appendAbsent(settings.settings.defaultHeaders)
         let auth = authorizationFields()
         if !auth.isEmpty, credentialScope.admits(request, decision: sendsCredential, baseOrigin: settings.origin) {
-            let given = prepared.headerFields
-            for field in auth where given[field.name] == nil {
-                prepared.headerFields.append(field)
-            }
+            prepared.headerFields.appendAbsent(auth)
         }
         (cookieJar ?? self.cookieJar)?.apply(to: &prepared)
         try RequestValidation.validate(prepared)

@@ -165,19 +165,13 @@ extension ServiceCore {
             // What the client adds to every hop belongs to the identity too: its default
             // headers (one client's Accept-Language is not another's) and its jar's cookies
             // (one user's session is not the next one's).
-            let given = base.head.headerFields
-            for field in clientSettings.settings.defaultHeaders where given[field.name] == nil {
-                request.head.headerFields.append(field)
-            }
+            request.head.headerFields.appendAbsent(clientSettings.settings.defaultHeaders)
             let jar = service.configuration.cookieJar ?? client.cookieJar
             if request.head.headerFields[.cookie] == nil, let cookies = jar?.cookieHeader(for: request.head) {
                 request.head.headerFields[.cookie] = cookies
             }
             if sendsCredential {
-                let beforeAuth = request.head.headerFields
-                for field in client.authorizationFields() where beforeAuth[field.name] == nil {
-                    request.head.headerFields.append(field)
-                }
+                request.head.headerFields.appendAbsent(client.authorizationFields())
                 if let authentication = service.configuration.credentials {
                     // Its fields, and its query items as credential values (digested, never kept).
                     var applied = request.head
