@@ -61,14 +61,8 @@ h2_port="$(free_port)" goaway_port="$(free_port)"
 }
 CONF
 } >"$work/nginx.conf"
-nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
-"$nginx_bin" -c "$work/nginx.conf" -p "$work" -e "$work/error.log" &
-nginx_pid=$!
 status_url="http://127.0.0.1:$status_port/status"
-for _ in $(seq 1 100); do
-    curl -fsS -o /dev/null "$status_url" 2>/dev/null && break
-    sleep 0.1  # waiting for nginx to bind (startup, not synchronisation between measurements)
-done
+run_bench_nginx "$work" "$status_url"
 curl -fsS -o /dev/null --cacert "$work/ca.pem" "https://127.0.0.1:$kept_port/catalog.json" || {
     cat "$work/error.log"
     exit 1

@@ -6,6 +6,7 @@
 #                                 # with the nginx of `nginx_pid`, if any
 #   bench_nginx_head WORK         # prints the configuration's start, up to the http block's
 #                                 # shared lines (one worker, temp paths in WORK, no access log)
+#   run_bench_nginx WORK READY_URL  # starts nginx on WORK/nginx.conf, waits for READY_URL
 #   start_bench_nginx WORK [EXTRA_SERVER_LINES]
 #
 # Serves WORK/www on a free loopback port with the benchmarks' configuration (one worker, kept
@@ -55,8 +56,6 @@ CONF
 
 start_bench_nginx() {
     local work="$1" extra="${2:-}"
-    local nginx_bin
-    nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
     port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
     {
         bench_nginx_head "$work"
@@ -74,12 +73,20 @@ start_bench_nginx() {
 }
 CONF
     } >"$work/nginx.conf"
+    url="http://127.0.0.1:$port/catalog.json"
+    run_bench_nginx "$work" "$url"
+}
+
+# Starts nginx with WORK/nginx.conf, sets `nginx_pid`, and waits until URL answers (its
+# error log and exit 1 when it never does).
+run_bench_nginx() {
+    local work="$1" ready="$2" nginx_bin
+    nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
     "$nginx_bin" -c "$work/nginx.conf" -p "$work" -e "$work/error.log" &
     nginx_pid=$!
-    url="http://127.0.0.1:$port/catalog.json"
     for _ in $(seq 1 100); do
-        curl -fsS -o /dev/null "$url" 2>/dev/null && break
+        curl -fsS -o /dev/null "$ready" 2>/dev/null && break
         sleep 0.1  # waiting for nginx to bind (startup, not synchronisation between measurements)
     done
-    curl -fsS -o /dev/null "$url" || { cat "$work/error.log"; exit 1; }
+    curl -fsS -o /dev/null "$ready" || { cat "$work/error.log"; exit 1; }
 }
