@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Turns the raw figures of scripts/benchmark.sh into Docs/Performance.md (Markdown on stdout)."""
-import argparse, datetime, glob, json, os, platform, statistics, subprocess
+import argparse, datetime, glob, json, os, platform, statistics, subprocess, sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import goals  # noqa: E402  (Benchmarks/goals.py: the goal rows and verdicts every benchmark script shares)
 
 p = argparse.ArgumentParser()
 p.add_argument("--results", required=True)
@@ -16,6 +19,9 @@ p.add_argument("--commit", help="the Courier commit measured (default: git HEAD 
 p.add_argument("--date", help="when the measurements ended, UTC (default: now)")
 p.add_argument("--sections", help="a folder of Markdown sections the other benchmark scripts wrote, "
                "each with its own command, load and spread; included in name order")
+p.add_argument("--goals", help="the JSON lines the other benchmark scripts' goal checks wrote (GOALS_FILE)")
+p.add_argument("--profiles", help="a Markdown file of profiles of the goals not reached (committed analysis, "
+               "dated; included as it is)")
 a = p.parse_args()
 
 rows = [json.loads(line) for line in open(a.results) if line.strip()]
@@ -29,6 +35,34 @@ def med(client, concurrency, key):
 def spread(client, concurrency, key):
     values = [r[key] for r in rows if r["client"] == client and r["concurrency"] == concurrency and key in r]
     return (min(values), max(values)) if values else None
+
+
+def per_run(client_a, client_b, concurrency, key, combine):
+    """`combine` of the two clients' figures in each run (both from the same run), as (min, max)."""
+    values = []
+    for run in sorted({r["run"] for r in rows if "run" in r}):
+        x = [r[key] for r in rows if r.get("run") == run and r["client"] == client_a and r["concurrency"] == concurrency]
+        y = [r[key] for r in rows if r.get("run") == run and r["client"] == client_b and r["concurrency"] == concurrency]
+        value = combine(x[0], y[0]) if x and y else None
+        if value is not None:
+            values.append(value)
+    return (min(values), max(values)) if values else None
+
+
+def per_run_ratio(client_a, client_b, concurrency, key):
+    return per_run(client_a, client_b, concurrency, key, lambda x, y: x / y if y else None)
+
+
+def per_run_diff(client_a, client_b, concurrency, key):
+    return per_run(client_a, client_b, concurrency, key, lambda x, y: x - y)
+
+
+def diff(a_, b_):
+    return None if a_ is None or b_ is None else a_ - b_
+
+
+def goal(text, compared, value, target, higher=True, unit="×", runs=None):
+    return goals.row(text, compared, value, target, higher=higher, unit=unit, runs=runs)
 
 
 def fmt(value, digits=0):
@@ -175,6 +209,36 @@ w("The machine is shared (other builds may run at the same time, see the load av
   "ratios between clients measured in the same run are more stable than absolute figures.")
 w("")
 
+w("## Goals (issue 22)")
+w("")
+w("Each goal as the benchmark that measures it checks it: the median over the interleaved runs, the "
+  "lowest and highest of the per-run figures, and the verdict (a median that is not reached in every run "
+  "says so). The first rows come from the HTTP tables below; the others from the sections further down, "
+  "each measured by its own script in the same `scripts/benchmark.sh` run. A goal not reached has its "
+  "profile in \"Where the time goes\" at the end.")
+w("")
+w("| goal | Courier path vs peer | median | per run | target | |")
+w("| --- | --- | ---: | ---: | ---: | --- |")
+w(goal("2. One in flight: requests/s", "`HTTPClient.send` bytes vs `curl` (one connection)",
+       ratio(med("courier-transport", 1, "rps"), med("curl", 1, "rps")), 0.95,
+       runs=per_run_ratio("courier-transport", "curl", 1, "rps")))
+w(goal("2. One in flight: requests/s", "`APIService.get` → model vs `curl` (one connection)",
+       ratio(med("courier-service", 1, "rps"), med("curl", 1, "rps")), 0.9,
+       runs=per_run_ratio("courier-service", "curl", 1, "rps")))
+w(goal("3. 32 in flight: requests/s", "`APIService.get` → model vs `curl --parallel`",
+       ratio(med("courier-service", 32, "rps"), med("curl", 32, "rps")), 1.3,
+       runs=per_run_ratio("courier-service", "curl", 32, "rps")))
+for c in (1, 32):
+    w(goal(f"3. Service overhead, {c} in flight: CPU per call", "`APIService.get` − (`send` + pipeline)",
+           diff(med("courier-service", c, "cpu_us_per_request"), med("courier-e2e", c, "cpu_us_per_request")),
+           2.0, higher=False, unit=" µs", runs=per_run_diff("courier-service", "courier-e2e", c, "cpu_us_per_request")))
+if a.goals and os.path.exists(a.goals):
+    for line in open(a.goals):
+        if line.strip():
+            g = json.loads(line)
+            w(goals.row(g["text"], g["compared"], g["value"], g["target"], g["higher"], g["unit"], tuple(g["runs"])))
+w("")
+
 names = {
     "courier-transport": "Courier `HTTPClient.send`, bytes",
     "courier-e2e": "Courier `send` + `ResponsePipeline` `.json` → model",
@@ -315,30 +379,6 @@ if checks:
 
 
 # Goals (issue 7).
-def per_run_ratio(client_a, client_b, concurrency, key):
-    """The ratio in each run (both figures from the same run), as (min, max)."""
-    values = []
-    for run in sorted({r["run"] for r in rows if "run" in r}):
-        x = [r[key] for r in rows if r.get("run") == run and r["client"] == client_a and r["concurrency"] == concurrency]
-        y = [r[key] for r in rows if r.get("run") == run and r["client"] == client_b and r["concurrency"] == concurrency]
-        if x and y and y[0]:
-            values.append(x[0] / y[0])
-    return (min(values), max(values)) if values else None
-
-
-def goal(text, compared, value, target, higher=True, unit="×", runs=None):
-    per_run = "—" if runs is None else f"{runs[0]:.2f}–{runs[1]:.2f}{unit}"
-    if value is None:
-        return f"| {text} | {compared} | not measured | {per_run} | {target}{unit} | — |"
-    def meets(x):
-        return x >= target if higher else x <= target
-
-    verdict = "reached" if meets(value) else "not reached"
-    if runs is not None and meets(runs[0]) != meets(runs[1]):
-        verdict += " (median; not in every run)" if meets(value) else " (median; reached in some runs)"
-    return f"| {text} | {compared} | {value:.2f}{unit} | {per_run} | {'≥' if higher else '≤'} {target}{unit} | {verdict} |"
-
-
 def micro_wall(prefix):
     return next((v["best"] for k, v in micro.items() if k.startswith(prefix) and v["best"]), None)
 
@@ -401,10 +441,6 @@ w("The protobuf goals use the model `scripts/generate-protos.sh` generates from 
   "no field mapping code) is the slower path in the protobuf table above.")
 
 # Notes computed from the figures above.
-def diff(a_, b_):
-    return None if a_ is None or b_ is None else a_ - b_
-
-
 notes = []
 for c in (1, 32):
     service = diff(med("courier-service", c, "cpu_us_per_request"), med("courier-e2e", c, "cpu_us_per_request"))
@@ -439,6 +475,10 @@ if a.sections and os.path.isdir(a.sections):
         if name.endswith(".md"):
             w("")
             w(open(os.path.join(a.sections, name)).read().rstrip())
+
+if a.profiles and os.path.exists(a.profiles):
+    w("")
+    w(open(a.profiles).read().rstrip())
 
 w("")
 w("## Reproduce")

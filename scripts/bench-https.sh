@@ -159,8 +159,9 @@ done
 load_end="$(cut -d" " -f1-3 /proc/loadavg)"
 
 # --- report -----------------------------------------------------------------------------------
-python3 - "$results" "$rounds" "$load_start" "$load_end" "$(($(date +%s) - started))" <<'PY'
+PYTHONPATH="$root/Benchmarks" python3 - "$results" "$rounds" "$load_start" "$load_end" "$(($(date +%s) - started))" <<'PY'
 import json, statistics, sys
+import goals
 path, rounds, load_start, load_end, seconds = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 rows = [json.loads(line) for line in open(path)]
 cases = {"kept-c32": "HTTPS HTTP/1.1, kept connections, 32 in flight",
@@ -189,4 +190,21 @@ for case, title in cases.items():
               f"{f'**{ratio:.2f}**' if client != 'curl' else ''} | "
               f"{statistics.median(r['cpu_us_per_request'] for r in runs):.0f} | "
               f"{spread([r['accepted'] for r in runs], lambda v: f'{v:.0f}')} | {failed} |")
+print()
+def per_round(case):
+    runs = {}
+    for r in rows:
+        if r["case"] == case:
+            runs.setdefault(r["round"], {})[r["client"]] = r
+    return [v["courier-transport"]["rps"] / v["curl"]["rps"] for v in runs.values() if len(v) == 2]
+for case, text, target in (("kept-c32", "5. HTTPS, kept connections, 32 in flight: requests/s", 1.2),
+                           ("handshake-c32", "5. HTTPS, new handshakes, 32 in flight: requests/s", 0.9),
+                           ("handshake-c1", "5. HTTPS, new handshakes, 1 in flight: requests/s", 0.9),
+                           ("h2-100-streams", "6. HTTP/2, 100 streams on one connection: requests/s", 1.0)):
+    goals.check(text, "`HTTPClient.send` vs `curl`", per_round(case), target)
+goaway = [r for r in rows if r["case"] == "goaway-100" and r["client"] == "courier-transport"]
+if goaway:
+    goals.check(f"6. HTTP/2 GOAWAY every 100 requests, {goaway[0]['requests']:,} requests: failed calls",
+                "`HTTPClient.send`", [r.get("failures", 0) + r.get("warmup_failures", 0) for r in goaway], 0,
+                higher=False, unit="")
 PY

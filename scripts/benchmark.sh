@@ -4,7 +4,7 @@
 #   scripts/benchmark.sh            # everything: HTTP (nginx on loopback), memory, micro benchmarks
 #   RUNS=5 scripts/benchmark.sh     # more interleaved runs per figure (default 3)
 #   SKIP_MICRO=1 scripts/benchmark.sh   # HTTP figures only
-#   RAW_DIR=/tmp/raw scripts/benchmark.sh   # also keep the raw figures there
+#   RAW_DIR=/tmp/raw scripts/benchmark.sh   # also keep the raw figures (and sections, goals) there
 #   SKIP_SECTIONS=1 scripts/benchmark.sh    # without the other scripts' sections (below)
 #
 # Then the other benchmark scripts, each writing one section of the file with its own command,
@@ -57,7 +57,7 @@ cleanup() {
     # RAW_DIR=folder keeps the raw figures (results.jsonl, micro/) to rerun Benchmarks/report.py on.
     if [ -n "${RAW_DIR:-}" ]; then
         mkdir -p "$RAW_DIR"
-        cp -r "$work/results.jsonl" "$work/micro" "$RAW_DIR/" 2>/dev/null || true
+        cp -r "$work/results.jsonl" "$work/micro" "$work/sections" "$work/goals.jsonl" "$RAW_DIR/" 2>/dev/null || true
     fi
     if [ -n "$nginx_pid" ] && kill -0 "$nginx_pid" 2>/dev/null; then
         kill "$nginx_pid"
@@ -161,6 +161,9 @@ fi
 # --- the other scripts' sections ------------------------------------------------------------
 sections="$work/sections"
 mkdir -p "$sections"
+# Each script's goal checks (Benchmarks/goals.py) add a line here for the goals table.
+export GOALS_FILE="$work/goals.jsonl"
+: >"$GOALS_FILE"
 section() {  # file title command...
     local file="$1" title="$2"
     shift 2
@@ -187,5 +190,6 @@ load_end="$(cut -d" " -f1-3 /proc/loadavg | sed 's| | / |g')"
 python3 "$root/Benchmarks/report.py" --results "$results" --micro "$micro" --runs "$runs" \
     --requests "$requests" --inflight "$inflight_big" --seconds $((finished - started)) \
     --body-bytes "$(curl -fsS "$url" | wc -c)" --load-start "$load_start" \
-    --load-end "$load_end" --date "$(date -u '+%Y-%m-%d %H:%M')" --sections "$sections" >"$root/Docs/Performance.md"
+    --load-end "$load_end" --date "$(date -u '+%Y-%m-%d %H:%M')" --sections "$sections" --goals "$GOALS_FILE" \
+    --profiles "$root/Benchmarks/profiles.md" >"$root/Docs/Performance.md"
 echo "== wrote Docs/Performance.md in $((finished - started)) s"

@@ -86,8 +86,9 @@ for round in $(seq 1 "$throughput_rounds"); do
     curl_up="$(curl -fsS -o /dev/null -w '%{time_total}' -T "$work/www/body-$size" "$base/upload")"
     echo "$round $courier_down $curl_down $courier_up $curl_up" >>"$work/throughput"
 done
-python3 - "$work/throughput" "$size" <<'PY'
+PYTHONPATH="$root/Benchmarks" python3 - "$work/throughput" "$size" <<'PY'
 import statistics, sys
+import goals
 rows = [list(map(float, line.split()[1:])) for line in open(sys.argv[1])]
 size = int(sys.argv[2])
 def span(values): return f"{statistics.median(values):.3f} [{min(values):.3f}–{max(values):.3f}]"
@@ -100,6 +101,10 @@ for name, courier, curl in (("download", 0, 1), ("upload (file)", 2, 3)):
     k = [row[curl] for row in rows]
     ratios = [b / a for a, b in zip(c, k)]
     print(f"| {name} | {span(c)} | {span(k)} | {size / statistics.median(c) / 1e6:.0f} | {size / statistics.median(k) / 1e6:.0f} | {statistics.median(ratios):.2f}× [{min(ratios):.2f}–{max(ratios):.2f}] |")
+print()
+for name, courier, curl in (("download", 0, 1), ("upload (file)", 2, 3)):
+    goals.check(f"7. Large bodies, {size >> 20} MiB {name}: throughput", "Courier vs `curl`",
+                [row[curl] / row[courier] for row in rows], 0.9)
 PY
 echo
 echo "load after: $(uptime | sed 's/.*load average: //')"

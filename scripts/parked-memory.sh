@@ -65,8 +65,9 @@ for round in $(seq 1 "$rounds"); do
     done
 done
 
-python3 - "$results" "$parked" "$load_start" "$(cut -d" " -f1-3 /proc/loadavg)" <<'PY'
+PYTHONPATH="$root/Benchmarks" python3 - "$results" "$parked" "$load_start" "$(cut -d" " -f1-3 /proc/loadavg)" <<'PY'
 import json, statistics, sys
+import goals
 path, parked, load_start, load_end = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 peaks = {}
 for line in open(path):
@@ -89,4 +90,9 @@ for client in clients:
     net = [per_request(client, r) - per_request("caller-only", r) for r in rounds] if "caller-only" in clients else None
     net_text = "—" if client == "caller-only" or net is None else fmt(net)
     print(f"| {client} | {statistics.median(one):.1f} | {statistics.median(many):.1f} | {fmt(gross)} | {net_text} |")
+print()
+for client, compared, target in (("courier-transport", "`HTTPClient.send`", 12), ("courier-service", "`APIService.get`", 16)):
+    if client in clients:
+        goals.check(f"4. Memory per request parked ({parked:,} on a slow server)", f"{compared}, KiB per request",
+                    [per_request(client, r) for r in rounds], target, higher=False, unit=" KiB")
 PY

@@ -76,8 +76,9 @@ for round in $(seq 1 "$rounds"); do
     done
 done
 
-python3 - "$results" "$driver" "$load_start" "$(cut -d" " -f1-3 /proc/loadavg)" <<'PY'
+PYTHONPATH="$root/Benchmarks" python3 - "$results" "$driver" "$load_start" "$(cut -d" " -f1-3 /proc/loadavg)" <<'PY'
 import json, statistics, sys
+import goals
 path, driver, load_start, load_end = sys.argv[1:5]
 cells = {}
 for line in open(path):
@@ -103,4 +104,12 @@ for (body, c), cell in sorted(cells.items(), key=lambda item: (order[item[0][0]]
           f"| {statistics.median(r['peak_rss_kib'] for r in courier.values()) / 1024:.1f} "
           f"| {max(r.get('max_fds', -1) for r in courier.values())} "
           f"| {statistics.median(r['peak_rss_kib'] for r in ahc.values()) / 1024:.1f} |")
+print()
+# Bounded descriptors: at most one socket per allowed connection, plus the process's own (the
+# loop's wakeup pair, stdio, the runtime's): 64 over C.
+for (body, c), cell in sorted(cells.items(), key=lambda item: (order[item[0][0]], item[0][1])):
+    fds = [r["max_fds"] for r in cell["courier-transport"].values() if r.get("max_fds", -1) >= 0]
+    if c == max(key[1] for key in cells) and fds:
+        goals.check(f"8. Descriptors bounded, {c} in flight, {body} bodies", "`HTTPClient.send`, most open",
+                    fds, c + 64, higher=False, unit=" fds")
 PY

@@ -145,8 +145,9 @@ fi
 load_end="$(cut -d" " -f1-3 /proc/loadavg)"
 commit="commit $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- Sources Benchmarks || echo '+changes')"
 [ -n "${BENCH:-}" ] && commit="binary $BENCH"
-python3 - "$results" "$cg_small" "$cg_large" "$requests" "$rounds" "$load_start" "$load_end" "$commit" <<'PY'
+PYTHONPATH="$root/Benchmarks" python3 - "$results" "$cg_small" "$cg_large" "$requests" "$rounds" "$load_start" "$load_end" "$commit" <<'PY'
 import json, os, statistics, subprocess, sys
+import goals
 path, small, large, requests, rounds, load_start, load_end, commit = sys.argv[1:9]
 small, large = int(small), int(large)
 rows = [json.loads(line) for line in open(path)]
@@ -200,6 +201,15 @@ if cpu:
                   f"| {statistics.median(svc_curl):.2f}× | {statistics.median(e2e_curl):.2f}× |")
     print()
     print("Differences and ratios are per round (same round, same load), then the median over rounds.")
+    print()
+    for c in sorted({r["concurrency"] for r in cpu}):
+        by_round = {}
+        for r in cpu:
+            if r["concurrency"] == c:
+                by_round.setdefault(r["round"], {})[r["client"]] = r["cpu"]
+        goals.check(f"3. Service overhead, {c} in flight: CPU per call", "`APIService.get` − (`send` + decode)",
+                    [v["courier-service"] - v["courier-e2e"] for v in by_round.values()], 2.0, higher=False,
+                    unit=" µs")
 PY
 
 # --- where the difference goes ------------------------------------------------------------------
