@@ -171,7 +171,7 @@ section() {  # file title command...
     {
         echo "## $title"
         echo
-        echo "\`$*\`, $(date -u '+%Y-%m-%d %H:%M') UTC, load average $(cut -d" " -f1-3 /proc/loadavg) at the start."
+        echo "\`$*\`, $(date -u '+%Y-%m-%d %H:%M') UTC, commit $(git -C "$root" rev-parse --short HEAD), load average $(cut -d" " -f1-3 /proc/loadavg) at the start."
         echo
         (cd "$root" && "$@" 2>/dev/null)
     } >"$sections/$file" || { echo "   $title failed; its section is left out"; rm -f "$sections/$file"; }
