@@ -23,10 +23,11 @@ extension ServiceCore {
     /// The call's state lives in one object, `call` (made by `startCall`): this async frame,
     /// allocated while the call is in flight, holds the reference and the values of the
     /// attempt under way only. Its `scope`, for a call that runs in its caller's task
-    /// (`APIService.send`), is what the registry cancels: the transfer honours it, and every
-    /// other wait (interval, adapters, retriers, the retry delay) runs in a task of its own
-    /// that it cancels. Nil for a call with a task of its own (`Call`), which the registry
-    /// cancels directly.
+    /// (`APIService.send`), is what the registry cancels: the transfer and the wait for a
+    /// shared (de-duplicated) transfer honour it, and every other wait (interval, adapters,
+    /// retriers, the retry delay) runs in a task of its own that it cancels
+    /// (`CancellationScope.run`, started on this thread: no hop when it does not suspend). Nil
+    /// for a call with a task of its own (`Call`), which the registry cancels directly.
     /// - Returns: the decoded value; `call.response(_:)` adds the rest when the call keeps it.
     func perform<Serializer: ResponseSerializer>(_ call: CallRun, serializer: Serializer) async throws
         -> Serializer.Output
@@ -203,19 +204,19 @@ extension ServiceCore {
         }
         var sharedOptions = sendOptions
         sharedOptions.cancellationScope = nil
-        let key = call.identity.key
-        return try await CancellationScope.run(in: call.scope) { [self, sharedOptions] in
-            try await deduplicatedTransfer(request, key: key, options: sharedOptions)
-        }
+        return try await deduplicatedTransfer(
+            request, key: call.identity.key, options: sharedOptions, scope: call.scope)
     }
 
+    /// The shared transfer's wait, in the call's task: the scope makes this call leave it (the
+    /// transfer goes on for the others), with no task of its own to cancel.
     @inline(never)
     private func deduplicatedTransfer(
-        _ request: PreparedRequest, key: String, options: RequestOptions
+        _ request: PreparedRequest, key: String, options: RequestOptions, scope: CancellationScope?
     ) async throws -> HTTPClient.Response {
         let client = self.client
         do {
-            return try await configuration.deduplicator.run(key: key) {
+            return try await configuration.deduplicator.run(key: key, scope: scope) {
                 do {
                     return try await client.send(request.head, body: request.body, options: options)
                 } catch is CancellationError {
