@@ -127,13 +127,43 @@ extension ServiceCore {
     ///   - sendsCredential: false for a server that gets no credential: the service's
     ///     own credential fields are left out (a call's own headers stay).
     ///   - headers: the service's headers as the call found them (nil: the current ones).
+    ///   - headersWithAccept: the same with the service format's `Accept` field
+    ///     (`LiveServiceSettings`), the fields of a call that adds none with that format.
     func prepare(
         method: HTTPRequest.Method, path: String, parameters: (any Encodable & Sendable)?,
         body: (any Encodable & Sendable)?, options: CallOptions,
-        on server: BaseURL, acceptHeader: String?, sendsCredential: Bool = true, headers: HTTPFields? = nil
+        on server: BaseURL, acceptHeader: String?, sendsCredential: Bool = true, headers: HTTPFields? = nil,
+        headersWithAccept: HTTPFields? = nil
     ) throws -> PreparedRequest {
         var head = try prepared.heads.head(method, path, on: server)
-        var fields = headers ?? settings.headers
+        if sendsCredential, options.headers.isEmpty, let headersWithAccept, acceptHeader == prepared.acceptHeader {
+            head.headerFields = headersWithAccept
+        } else {
+            head.headerFields = Self.fields(
+                headers ?? settings.headers, options: options, acceptHeader: acceptHeader,
+                sendsCredential: sendsCredential, prepared: prepared)
+        }
+        var request = PreparedRequest(head: head)
+        // Real-time parameters are added per attempt (`CallRun.attemptRequest()`).
+        if options.includesGeneralParameters, !configuration.generalParameters.isEmpty {
+            request.appendQuery(Self.encodeQuery(configuration.generalParameters))
+        }
+        if parameters != nil || body != nil {
+            // The label decides where a value goes (`RequestSerializer+Placement.swift`).
+            let requestSerializer = options.requestSerializer ?? configuration.requestSerializer
+            if let parameters { try Self.encode(parameters, at: .query, with: requestSerializer, into: &request) }
+            if let body { try Self.encode(body, at: .body, with: requestSerializer, into: &request) }
+        }
+        return request
+    }
+
+    /// A call's header fields: the service's (without its credential fields for a server
+    /// that gets no credential), the call's, and the `Accept` field of its format.
+    private static func fields(
+        _ service: HTTPFields, options: CallOptions, acceptHeader: String?, sendsCredential: Bool,
+        prepared: PreparedService
+    ) -> HTTPFields {
+        var fields = service
         if !sendsCredential {
             for name in prepared.credentialFieldNames { fields[name] = nil }
         }
@@ -151,19 +181,7 @@ extension ServiceCore {
                 fields[.accept] = acceptHeader
             }
         }
-        head.headerFields = fields
-        var request = PreparedRequest(head: head)
-        // Real-time parameters are added per attempt (`CallRun.attemptRequest()`).
-        if options.includesGeneralParameters, !configuration.generalParameters.isEmpty {
-            request.appendQuery(Self.encodeQuery(configuration.generalParameters))
-        }
-        if parameters != nil || body != nil {
-            // The label decides where a value goes (`RequestSerializer+Placement.swift`).
-            let requestSerializer = options.requestSerializer ?? configuration.requestSerializer
-            if let parameters { try Self.encode(parameters, at: .query, with: requestSerializer, into: &request) }
-            if let body { try Self.encode(body, at: .body, with: requestSerializer, into: &request) }
-        }
-        return request
+        return fields
     }
 
     /// The call's adapters and retriers; without authentication for a server that gets no
