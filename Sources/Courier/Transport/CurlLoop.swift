@@ -47,6 +47,9 @@ final class CurlLoop: @unchecked Sendable {
         var isShutDown = false
     }
     private let queue = LockedValue(Queue())
+    /// Large response-body buffers between bodies; thread-safe (they come back from whichever
+    /// thread drops their `Data`).
+    let bodyBuffers = BodyBufferPool()
 
     // MARK: loop thread only
     private var pending: [Command] = []
@@ -139,6 +142,8 @@ final class CurlLoop: @unchecked Sendable {
             curl_multi_perform(multi, &running)
             collectCompletions()
             curl_multi_poll(multi, nil, 0, 1000, nil)
+            // At least once a second (the poll's timeout), busy or idle.
+            bodyBuffers.trim()
         }
     }
 
@@ -239,6 +244,7 @@ final class CurlLoop: @unchecked Sendable {
         }
         active.removeAll()
         pool.removeAll()
+        bodyBuffers.close()
     }
 
     // MARK: Setting up a handle
@@ -270,7 +276,9 @@ final class CurlLoop: @unchecked Sendable {
         if let stall = options.stallTimeout { settings.stallSeconds = stall.wholeSecondsRoundedUp }
         settings.reportsProgress = options.uploadProgress != nil || options.downloadProgress != nil
         switch transfer.delivery {
-        case .buffered: transfer.receiveBufferSize = receiveBufferSizes.size(for: transfer.origin)
+        case .buffered:
+            transfer.receiveBufferSize = receiveBufferSizes.size(for: transfer.origin)
+            transfer.buffer.pool = bodyBuffers
         case .streaming: transfer.receiveBufferSize = ReceiveBufferSizes.streaming
         }
         settings.receiveBufferSize = transfer.receiveBufferSize

@@ -89,6 +89,9 @@ package final class CurlTransport: Transport {
     package let configuration: Configuration
     private let loop: CurlLoop
 
+    /// The transport's large-body buffers between uses.
+    var bodyBuffers: BodyBufferPool { loop.bodyBuffers }
+
     package var load: TransportLoad? {
         TransportLoad(
             connections: courier_transport_load_sockets(loop.load), queued: courier_transport_load_queued(loop.load))

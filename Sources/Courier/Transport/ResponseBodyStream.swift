@@ -188,6 +188,8 @@ final class StreamBuffer: Sendable {
             let action = state.withLock { state -> Action in
                 if state.head < state.chunks.count {
                     let chunk = state.chunks[state.head]
+                    // Not kept until the queue drains: the reader owns the chunk now.
+                    state.chunks[state.head] = Data()
                     state.head += 1
                     state.bufferedBytes -= chunk.count
                     if state.head == state.chunks.count {
