@@ -56,6 +56,7 @@ final class CurlLoop: @unchecked Sendable {
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     private var pool: [EasyHandle] = []
     private var receiveBufferSizes = ReceiveBufferSizes()
+    private let streamsToFlush = StreamsToFlush()
     private let constantSettings: EasyHandle.Settings.Constant
     /// The proxy of each scheme, read once (`.environment` reads the variables here).
     private let proxies: ResolvedProxy
@@ -140,6 +141,7 @@ final class CurlLoop: @unchecked Sendable {
             }
             pending.removeAll(keepingCapacity: true)
             curl_multi_perform(multi, &running)
+            streamsToFlush.flush()
             collectCompletions()
             curl_multi_poll(multi, nil, 0, 1000, nil)
             // At least once a second (the poll's timeout), busy or idle.
@@ -279,7 +281,9 @@ final class CurlLoop: @unchecked Sendable {
         case .buffered:
             transfer.receiveBufferSize = receiveBufferSizes.size(for: transfer.origin)
             transfer.buffer.pool = bodyBuffers
-        case .streaming: transfer.receiveBufferSize = ReceiveBufferSizes.streaming
+        case .streaming:
+            transfer.receiveBufferSize = ReceiveBufferSizes.streaming
+            transfer.streamsToFlush = streamsToFlush
         }
         settings.receiveBufferSize = transfer.receiveBufferSize
         try handle.prepare(
@@ -300,5 +304,17 @@ extension Duration {
     var wholeSecondsRoundedUp: Int {
         let (seconds, attoseconds) = clamped(to: ConfigurationBounds.maximumTimeout).components
         return Swift.max(1, Int(seconds) + (attoseconds > 0 ? 1 : 0))
+    }
+}
+
+/// The streams whose waiting reader gets the bytes of the loop's pass once it ended
+/// (`StreamBuffer.flush()`). Used on the loop's thread only.
+final class StreamsToFlush {
+    var streams: [StreamBuffer] = []
+
+    func flush() {
+        guard !streams.isEmpty else { return }
+        for stream in streams { stream.flush() }
+        streams.removeAll(keepingCapacity: true)
     }
 }

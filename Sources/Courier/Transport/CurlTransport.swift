@@ -131,7 +131,7 @@ package final class CurlTransport: Transport {
     package func stream(_ request: TransportRequest) async throws -> TransportStreamResponse {
         let loop = self.loop
         let reference = TransferReference()
-        let buffer = StreamBuffer { control in
+        let buffer = StreamBuffer(blocks: loop.bodyBuffers) { control in
             guard let transfer = reference.transfer else { return }
             switch control {
             case .resume: loop.enqueue(.resume(transfer))

@@ -138,3 +138,57 @@ import Testing
         #expect(transport.bodyBuffers.idle.count == 0)
     }
 }
+
+@Suite struct StreamBufferGatheringTests {
+    static func piece(_ count: Int, from start: Int) -> Data {
+        Data((start..<(start + count)).map { UInt8(truncatingIfNeeded: $0 % 251) })
+    }
+
+    /// Full 16 KiB pieces that come while no reader waits are one chunk, in one pooled block,
+    /// which goes back to the pool when the reader drops it.
+    @Test func piecesThatComeWhileTheReaderIsBusyAreOneChunk() async throws {
+        let pool = BodyBufferPool()
+        let stream = StreamBuffer(blocks: pool) { _ in }
+        var sent = Data()
+        for index in 0..<4 {
+            let piece = Self.piece(StreamBuffer.fullPiece, from: sent.count)
+            #expect(piece.withUnsafeBytes { stream.offer($0) } == .taken(flush: false), "piece \(index)")
+            sent.append(piece)
+        }
+        stream.finish(nil)
+        var chunk = try await stream.next()
+        #expect(chunk == sent)
+        #expect(try await stream.next() == nil)
+        #expect(pool.idle.count == 0)
+        chunk = nil
+        #expect(pool.idle.count == 1 && pool.idle.bytes == StreamBuffer.chunkBlock)
+    }
+
+    /// A small piece with no block open is a chunk of its own: a trickling stream holds no block.
+    @Test func aSmallPieceIsAChunkOfItsOwn() async throws {
+        let pool = BodyBufferPool()
+        let stream = StreamBuffer(blocks: pool) { _ in }
+        let small = Self.piece(1000, from: 0)
+        let large = Self.piece(StreamBuffer.fullPiece, from: 1000)
+        #expect(small.withUnsafeBytes { stream.offer($0) } == .taken(flush: false))
+        #expect(large.withUnsafeBytes { stream.offer($0) } == .taken(flush: false))
+        stream.finish(nil)
+        #expect(try await stream.next() == small)
+        #expect(try await stream.next() == large)
+        #expect(try await stream.next() == nil)
+    }
+
+    /// The high-water mark counts the bytes gathered in the open block.
+    @Test func theOpenBlockCountsTowardsTheHighWaterMark() async throws {
+        let resumed = LockedValue(0)
+        let stream = StreamBuffer(highWaterMark: 2 * StreamBuffer.fullPiece) { control in
+            if case .resume = control { resumed.withLock { $0 += 1 } }
+        }
+        let piece = Self.piece(StreamBuffer.fullPiece, from: 0)
+        #expect(piece.withUnsafeBytes { stream.offer($0) } == .taken(flush: false))
+        #expect(piece.withUnsafeBytes { stream.offer($0) } == .taken(flush: false))
+        #expect(piece.withUnsafeBytes { stream.offer($0) } == .full)
+        #expect(try await stream.next()?.count == 2 * StreamBuffer.fullPiece)
+        #expect(resumed.withLock { $0 } == 1)
+    }
+}
