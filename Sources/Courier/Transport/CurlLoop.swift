@@ -260,6 +260,9 @@ final class CurlLoop: @unchecked Sendable {
         if transfer.sendsBody {
             // -1: unknown, sent chunked.
             settings.uploadSize = transfer.bodyLength ?? -1
+            if (transfer.bodyLength ?? .max) >= ReceiveBufferSizes.largeUpload {
+                settings.uploadBufferSize = ReceiveBufferSizes.largeUploadBuffer
+            }
             if transfer.method != .put { settings.customRequest = transfer.method.rawValue }
             transfer.bodyReader = BodyReader(
                 body: transfer.body ?? RequestBody(segments: []), length: transfer.bodyLength
