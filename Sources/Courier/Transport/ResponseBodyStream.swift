@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -7,7 +8,6 @@ import Foundation
 #elseif canImport(Darwin)
     import Darwin
 #endif
-import Synchronization
 
 /// A response body arriving in chunks, as an `AsyncSequence` of `Data`.
 ///
@@ -16,7 +16,8 @@ import Synchronization
 /// Iterate it once. Dropping the sequence and its iterators before the end, or cancelling
 /// the task that iterates, aborts the transfer.
 public struct ResponseBodyStream: AsyncSequence, Sendable {
-    /// Each chunk as it arrived from the transfer.
+    /// The body's bytes in arrival order, in chunks of up to 256 KiB: bytes that come while
+    /// the reader is busy are gathered into one chunk.
     public typealias Element = Data
 
     private let consumer: Consumer
