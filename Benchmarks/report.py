@@ -27,6 +27,12 @@ p.add_argument("--profiles", help="a Markdown file of profiles of the goals not 
 a = p.parse_args()
 
 rows = [json.loads(line) for line in open(a.results) if line.strip()]
+# A task-per-request run (`--driver task`, the way a server's request handlers call a client) is
+# its own row beside the long-lived workers' one.
+TASK = " (task per request)"
+for r in rows:
+    if r.get("driver") == "task":
+        r["client"] += TASK
 
 
 def med(client, concurrency, key):
@@ -268,6 +274,10 @@ w("Each client runs in its own process (`courier-http-bench CLIENT`), with its c
   "transport rows, `JSONDecoder` into the model for decoded rows.")
 rows_order = ["courier-transport", "ahc-transport", "urlsession-transport", "curl", "courier-service", "courier-e2e",
               "ahc-e2e", "urlsession-e2e", "wrk"]
+for client in ["courier-transport", "ahc-transport", "courier-service", "ahc-e2e"]:
+    if any(r["client"] == client + TASK for r in rows):
+        rows_order.append(client + TASK)
+        names[client + TASK] = names[client] + ", a task per request"
 for c in (1, 32):
     w("")
     w(f"### {c} in flight" + (" (curl: `--parallel --parallel-max 32`)" if c > 1 else " (curl: one connection, sequential)"))
@@ -277,7 +287,8 @@ for c in (1, 32):
     curl_rps, curl_cpu = med("curl", c, "rps"), med("curl", c, "cpu_us_per_request")
     for client in rows_order:
         rps, cpu, rss = med(client, c, "rps"), med(client, c, "cpu_us_per_request"), med(client, c, "peak_rss_kib")
-        peer = "ahc-e2e" if client.endswith("e2e") or client == "courier-service" else "ahc-transport"
+        base = client.removesuffix(TASK)
+        peer = ("ahc-e2e" if base.endswith("e2e") or base == "courier-service" else "ahc-transport") + client[len(base):]
         s_ = spread(client, c, "rps")
         rng = f"{s_[0]:,.0f}–{s_[1]:,.0f}" if s_ else "—"
         is_peer = client == peer

@@ -126,6 +126,11 @@ for run in $(seq 1 "$runs"); do
         for client in "${clients[@]}"; do
             record "$run" "$bench" "$client" --url "$url" --requests "$requests" --concurrency "$concurrency"
         done
+        # The same work with a task per request (the way a server's request handlers call a client).
+        for client in courier-transport courier-service ahc-transport ahc-e2e; do
+            record "$run" "$bench" "$client" --url "$url" --requests "$requests" --concurrency "$concurrency" \
+                --driver task
+        done
         if [ "$concurrency" -eq 1 ]; then
             record "$run" measure_child curl 1 curl -s --no-progress-meter --config "$work/curl.conf"
         else
