@@ -108,10 +108,7 @@ extension CurlTransfer {
                 return 0
             }
         case .streaming(let stream):
-            switch stream.offer(bytes) {
-            case .full: return Int(CURL_WRITEFUNC_PAUSE)
-            case .taken(let flush): if flush { streamsToFlush?.streams.append(stream) }
-            }
+            guard stream.offer(bytes) else { return Int(CURL_WRITEFUNC_PAUSE) }
         }
         receivedBytes += Int64(length)
         return length
