@@ -167,8 +167,7 @@ public final class ServiceCore: APIService {
         self.client = client
         self.configuration = configuration
         self.prepared = PreparedService(client: client, configuration: configuration)
-        self.live = LockedValue(
-            LiveServiceSettings(settings: Settings(configuration), acceptField: prepared.acceptField))
+        self.live = LockedValue(LiveServiceSettings(settings: Settings(configuration)))
         self.session = SessionObserver(
             center: client.configuration.notificationCenter, scope: client.configuration.sessionScope,
             authentication: configuration.credentials, cookieJar: configuration.cookieJar,

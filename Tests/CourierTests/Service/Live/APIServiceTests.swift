@@ -175,7 +175,10 @@ import Testing
         let server = try TestServer()
         defer { server.stop() }
         let held = HeldRoute()
-        server.routeHeldFeed(held)
+        server.route("/feed") { _ in
+            held.hold()
+            return .json(["id": 1, "name": "feed"])
+        }
         let service = try ServiceFixture.service(server)
         let dedup = service.configuration.deduplicator
         let results = try await withThrowingTaskGroup(of: ServiceUser.self) { group in
