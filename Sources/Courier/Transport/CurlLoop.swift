@@ -47,12 +47,16 @@ final class CurlLoop: @unchecked Sendable {
         var isShutDown = false
     }
     private let queue = LockedValue(Queue())
+    /// Large response-body buffers between bodies; thread-safe (they come back from whichever
+    /// thread drops their `Data`).
+    let bodyBuffers = BodyBufferPool()
 
     // MARK: loop thread only
     private var pending: [Command] = []
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     private var pool: [EasyHandle] = []
     private var receiveBufferSizes = ReceiveBufferSizes()
+    private let streamsToFlush = StreamsToFlush()
     private let constantSettings: EasyHandle.Settings.Constant
     /// The proxy of each scheme, read once (`.environment` reads the variables here).
     private let proxies: ResolvedProxy
@@ -137,8 +141,11 @@ final class CurlLoop: @unchecked Sendable {
             }
             pending.removeAll(keepingCapacity: true)
             curl_multi_perform(multi, &running)
+            streamsToFlush.flush()
             collectCompletions()
             curl_multi_poll(multi, nil, 0, 1000, nil)
+            // At least once a second (the poll's timeout), busy or idle.
+            bodyBuffers.trim()
         }
     }
 
@@ -239,6 +246,7 @@ final class CurlLoop: @unchecked Sendable {
         }
         active.removeAll()
         pool.removeAll()
+        bodyBuffers.close()
     }
 
     // MARK: Setting up a handle
@@ -252,6 +260,9 @@ final class CurlLoop: @unchecked Sendable {
         if transfer.sendsBody {
             // -1: unknown, sent chunked.
             settings.uploadSize = transfer.bodyLength ?? -1
+            if (transfer.bodyLength ?? .max) >= ReceiveBufferSizes.largeUpload {
+                settings.uploadBufferSize = ReceiveBufferSizes.largeUploadBuffer
+            }
             if transfer.method != .put { settings.customRequest = transfer.method.rawValue }
             transfer.bodyReader = BodyReader(
                 body: transfer.body ?? RequestBody(segments: []), length: transfer.bodyLength
@@ -270,8 +281,12 @@ final class CurlLoop: @unchecked Sendable {
         if let stall = options.stallTimeout { settings.stallSeconds = stall.wholeSecondsRoundedUp }
         settings.reportsProgress = options.uploadProgress != nil || options.downloadProgress != nil
         switch transfer.delivery {
-        case .buffered: transfer.receiveBufferSize = receiveBufferSizes.size(for: transfer.origin)
-        case .streaming: transfer.receiveBufferSize = ReceiveBufferSizes.streaming
+        case .buffered:
+            transfer.receiveBufferSize = receiveBufferSizes.size(for: transfer.origin)
+            transfer.buffer.pool = bodyBuffers
+        case .streaming:
+            transfer.receiveBufferSize = ReceiveBufferSizes.streaming
+            transfer.streamsToFlush = streamsToFlush
         }
         settings.receiveBufferSize = transfer.receiveBufferSize
         try handle.prepare(
@@ -292,5 +307,17 @@ extension Duration {
     var wholeSecondsRoundedUp: Int {
         let (seconds, attoseconds) = clamped(to: ConfigurationBounds.maximumTimeout).components
         return Swift.max(1, Int(seconds) + (attoseconds > 0 ? 1 : 0))
+    }
+}
+
+/// The streams whose waiting reader gets the bytes of the loop's pass once it ended
+/// (`StreamBuffer.flush()`). Used on the loop's thread only.
+final class StreamsToFlush {
+    var streams: [StreamBuffer] = []
+
+    func flush() {
+        guard !streams.isEmpty else { return }
+        for stream in streams { stream.flush() }
+        streams.removeAll(keepingCapacity: true)
     }
 }

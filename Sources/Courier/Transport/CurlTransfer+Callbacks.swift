@@ -108,7 +108,10 @@ extension CurlTransfer {
                 return 0
             }
         case .streaming(let stream):
-            guard stream.offer(bytes) else { return Int(CURL_WRITEFUNC_PAUSE) }
+            switch stream.offer(bytes) {
+            case .full: return Int(CURL_WRITEFUNC_PAUSE)
+            case .taken(let flush): if flush { streamsToFlush?.streams.append(stream) }
+            }
         }
         receivedBytes += Int64(length)
         return length

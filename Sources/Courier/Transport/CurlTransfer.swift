@@ -57,6 +57,8 @@ final class CurlTransfer: @unchecked Sendable {
     /// A failure a callback decided on (size cap, unreadable body file); wins over curl's code.
     var callbackFailure: CourierError?
     var bodyReader: BodyReader?
+    /// Where a streamed body asks the loop to hand its bytes over after the pass.
+    var streamsToFlush: StreamsToFlush?
     /// The load counters the transfer counts in as waiting for a connection (nil: it is not).
     var queuedIn: OpaquePointer?
     var lastUpload = TransferProgress(completed: -1, total: nil)

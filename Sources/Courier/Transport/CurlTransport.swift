@@ -89,6 +89,9 @@ package final class CurlTransport: Transport {
     package let configuration: Configuration
     private let loop: CurlLoop
 
+    /// The transport's large-body buffers between uses.
+    var bodyBuffers: BodyBufferPool { loop.bodyBuffers }
+
     package var load: TransportLoad? {
         TransportLoad(
             connections: courier_transport_load_sockets(loop.load), queued: courier_transport_load_queued(loop.load))
@@ -128,7 +131,7 @@ package final class CurlTransport: Transport {
     package func stream(_ request: TransportRequest) async throws -> TransportStreamResponse {
         let loop = self.loop
         let reference = TransferReference()
-        let buffer = StreamBuffer { control in
+        let buffer = StreamBuffer(blocks: loop.bodyBuffers) { control in
             guard let transfer = reference.transfer else { return }
             switch control {
             case .resume: loop.enqueue(.resume(transfer))

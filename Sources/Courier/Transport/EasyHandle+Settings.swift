@@ -39,6 +39,8 @@ extension EasyHandle {
         var stallSeconds = 0
         var reportsProgress = false
         var receiveBufferSize = ReceiveBufferSizes.maximum
+        /// `CURLOPT_UPLOAD_BUFFERSIZE`: how much of the body one read callback may give.
+        var uploadBufferSize = ReceiveBufferSizes.upload
 
         /// How curl decides the method.
         fileprivate var methodParts: MethodParts {
@@ -84,7 +86,7 @@ extension EasyHandle {
             current = Settings(
                 constant: settings.constant, proxy: settings.proxy, timeoutMilliseconds: 0,
                 connectTimeoutMilliseconds: -1,
-                receiveBufferSize: -1)
+                receiveBufferSize: -1, uploadBufferSize: ReceiveBufferSizes.upload)
         }
         // Until every option below is set, the handle's settings are unknown.
         applied = nil
@@ -128,6 +130,9 @@ extension EasyHandle {
         }
         if settings.receiveBufferSize != current.receiveBufferSize {
             try setReceiveBufferSize(settings.receiveBufferSize)
+        }
+        if settings.uploadBufferSize != current.uploadBufferSize {
+            try setLong(CURLOPT_UPLOAD_BUFFERSIZE, settings.uploadBufferSize, "UPLOAD_BUFFERSIZE")
         }
         applied = settings
     }

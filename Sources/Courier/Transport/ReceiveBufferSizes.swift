@@ -38,6 +38,14 @@ struct ReceiveBufferSizes {
     /// A streamed transfer's buffer. Allocated per stream, not per request in flight; pages the
     /// socket never fills are not touched.
     static let streaming = 256 << 10
+    /// libcurl's upload buffer (`CURLOPT_UPLOAD_BUFFERSIZE`), its default.
+    static let upload = 64 << 10
+    /// The upload buffer of a body of `largeUpload` bytes or more, or of unknown length: one
+    /// read callback and one `send` move up to this much (libcurl's default of 64 KiB made a
+    /// 100 MB upload 1,600 of each, and as many progress reports).
+    static let largeUploadBuffer = 512 << 10
+    /// From this body size on, uploads get `largeUploadBuffer`.
+    static let largeUpload: Int64 = 1 << 20
     /// Small transfers in a row before the size goes down one step.
     static let shrinkAfter = 32
     /// Origins remembered (those at the minimum are not kept).

@@ -1,6 +1,14 @@
 import Foundation
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// A response body arriving in chunks, as an `AsyncSequence` of `Data`.
 ///
 /// Back-pressure: when the consumer falls behind by more than `highWaterMark` bytes, the
@@ -8,7 +16,8 @@ import Synchronization
 /// Iterate it once. Dropping the sequence and its iterators before the end, or cancelling
 /// the task that iterates, aborts the transfer.
 public struct ResponseBodyStream: AsyncSequence, Sendable {
-    /// Each chunk as it arrived from the transfer.
+    /// The body's bytes in arrival order, in chunks of up to 256 KiB: bytes that come while
+    /// the reader is busy are gathered into one chunk.
     public typealias Element = Data
 
     private let consumer: Consumer
@@ -115,6 +124,16 @@ struct BodyObserver: Sendable {
 }
 
 /// The chunks between the curl thread (producer) and the stream's iterator (consumer).
+///
+/// libcurl hands a body to the write callback in pieces of at most 16 KiB
+/// (`CURL_MAX_WRITE_SIZE`), however much one read brought. Bytes that come while the reader is
+/// busy or within one pass of the loop are gathered into one block (`chunkBlock` bytes, from
+/// the transport's `BodyBufferPool`), and a waiting reader is resumed once per pass
+/// (`flush()`), not once per piece: a 100 MB download is about 400 chunks, not 6,400, each one
+/// `Data`, one hand-over and one write to the file. Nothing waits for a block to fill: the
+/// reader takes what has come whenever it asks, and the loop flushes at the end of every pass,
+/// so a trickling body reaches the reader as it comes. A piece under 16 KiB that finds no
+/// block open is a chunk of its own (small streams never hold a block).
 final class StreamBuffer: Sendable {
     /// What the consumer side asks of the transfer.
     enum Control {
@@ -122,57 +141,125 @@ final class StreamBuffer: Sendable {
         case cancel
     }
 
+    /// What `offer` did with the bytes.
+    enum Offer: Equatable {
+        /// Taken; `flush` is true when the loop must call `flush()` after its pass (once per pass).
+        case taken(flush: Bool)
+        /// The consumer is behind: the bytes were not taken, pause the transfer.
+        case full
+    }
+
+    /// The block gathering bytes not yet cut into a chunk, by address (a raw pointer cannot
+    /// cross into the lock's region).
+    private struct Block {
+        var address: UInt
+        var count: Int
+
+        var pointer: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: address)! }
+    }
+
     private struct State {
         var chunks: [Data] = []
         var head = 0
+        /// Bytes in `chunks` from `head` on, and in `open`.
         var bufferedBytes = 0
+        var open: Block?
         var paused = false
+        var flushQueued = false
         var end: Result<Void, any Error>?
         var waiter: CheckedContinuation<Data?, any Error>?
     }
 
+    /// The size of a gathering block: the most one read of a stream brings (`ReceiveBufferSizes.streaming`).
+    static let chunkBlock = ReceiveBufferSizes.streaming
+    /// libcurl's `CURL_MAX_WRITE_SIZE`: a piece this large is part of a larger read.
+    static let fullPiece = 16 << 10
+
     let highWaterMark: Int
     private let state = LockedValue(State())
     private let control: @Sendable (Control) -> Void
+    /// Where blocks come from and go back to (nil: malloc and free).
+    private let blocks: BodyBufferPool?
 
-    init(highWaterMark: Int = 1 << 20, control: @escaping @Sendable (Control) -> Void) {
+    init(
+        highWaterMark: Int = 1 << 20, blocks: BodyBufferPool? = nil, control: @escaping @Sendable (Control) -> Void
+    ) {
         self.highWaterMark = highWaterMark
+        self.blocks = blocks
         self.control = control
+    }
+
+    deinit {
+        let open = state.withLock { state in
+            defer { state.open = nil }
+            return state.open
+        }
+        if let open { release(open.pointer) }
     }
 
     // MARK: Producer (curl thread)
 
     /// Offers bytes from the write callback.
-    /// - Returns: false when the consumer is behind: the bytes were not taken, pause the transfer.
-    func offer(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        let chunk = Data(bytes)
-        let (accepted, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Data?, any Error>?) in
-            if state.end != nil { return (true, nil) }
-            if let waiter = state.waiter {
-                state.waiter = nil
-                return (true, waiter)
-            }
+    func offer(_ bytes: UnsafeRawBufferPointer) -> Offer {
+        let size = Self.chunkBlock
+        return state.withLock { state -> Offer in
+            if state.end != nil { return .taken(flush: false) }
             if state.bufferedBytes >= highWaterMark {
                 state.paused = true
-                return (false, nil)
+                return .full
             }
-            state.chunks.append(chunk)
-            state.bufferedBytes += chunk.count
-            return (true, nil)
+            if var open = state.open, open.count + bytes.count <= size {
+                (open.pointer + open.count).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+                open.count += bytes.count
+                state.open = open
+            } else {
+                cutOpenBlock(&state)
+                if bytes.count >= Self.fullPiece, bytes.count <= size, let block = allocate() {
+                    block.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+                    state.open = Block(address: UInt(bitPattern: block), count: bytes.count)
+                } else {
+                    state.chunks.append(Data(bytes))
+                }
+            }
+            state.bufferedBytes += bytes.count
+            guard state.waiter != nil, !state.flushQueued else { return .taken(flush: false) }
+            state.flushQueued = true
+            return .taken(flush: true)
         }
-        waiter?.resume(returning: chunk)
-        return accepted
     }
 
-    /// Ends the stream: `nil` for a complete body, or the failure.
-    func finish(_ error: (any Error)?) {
-        let waiter = state.withLock { state -> CheckedContinuation<Data?, any Error>? in
-            guard state.end == nil else { return nil }
-            state.end = error.map { .failure($0) } ?? .success(())
-            defer { state.waiter = nil }
-            return state.waiter
+    /// Hands what has come to a waiting reader; the loop calls it after a pass in which
+    /// `offer` asked for it.
+    func flush() {
+        let (waiter, chunk, resumeTransfer) = state.withLock {
+            state -> (CheckedContinuation<Data?, any Error>?, Data?, Bool) in
+            state.flushQueued = false
+            guard let waiter = state.waiter, let taken = takeChunk(&state) else { return (nil, nil, false) }
+            state.waiter = nil
+            return (waiter, taken.chunk, taken.resume)
         }
-        if let error { waiter?.resume(throwing: error) } else { waiter?.resume(returning: nil) }
+        if resumeTransfer { control(.resume) }
+        waiter?.resume(returning: chunk)
+    }
+
+    /// Ends the stream: `nil` for a complete body, or the failure. A waiting reader gets what
+    /// has come first.
+    func finish(_ error: (any Error)?) {
+        let (waiter, chunk) = state.withLock { state -> (CheckedContinuation<Data?, any Error>?, Data?) in
+            guard state.end == nil else { return (nil, nil) }
+            state.end = error.map { .failure($0) } ?? .success(())
+            guard let waiter = state.waiter else { return (nil, nil) }
+            state.waiter = nil
+            return (waiter, takeChunk(&state)?.chunk)
+        }
+        guard let waiter else { return }
+        if let chunk {
+            waiter.resume(returning: chunk)
+        } else if let error {
+            waiter.resume(throwing: error)
+        } else {
+            waiter.resume(returning: nil)
+        }
     }
 
     // MARK: Consumer
@@ -186,19 +273,7 @@ final class StreamBuffer: Sendable {
                 case wait
             }
             let action = state.withLock { state -> Action in
-                if state.head < state.chunks.count {
-                    let chunk = state.chunks[state.head]
-                    state.head += 1
-                    state.bufferedBytes -= chunk.count
-                    if state.head == state.chunks.count {
-                        state.chunks.removeAll(keepingCapacity: true)
-                        state.head = 0
-                    }
-                    // Resume at half the mark, so a pause is not undone for every chunk read.
-                    let resume = state.paused && state.bufferedBytes <= highWaterMark / 2
-                    if resume { state.paused = false }
-                    return .give(chunk, resumeTransfer: resume)
-                }
+                if let taken = takeChunk(&state) { return .give(taken.chunk, resumeTransfer: taken.resume) }
                 switch state.end {
                 case .success: return .give(nil, resumeTransfer: false)
                 case .failure(let error): return .fail(error)
@@ -223,5 +298,48 @@ final class StreamBuffer: Sendable {
         guard running else { return }
         control(.cancel)
         finish(CancellationError())
+    }
+
+    // MARK: Chunks and blocks
+
+    /// The oldest chunk, the open block cut into one when no other is queued; and whether a
+    /// paused transfer may go on (at half the mark, so a pause is not undone for every chunk).
+    private func takeChunk(_ state: inout State) -> (chunk: Data, resume: Bool)? {
+        if state.head == state.chunks.count { cutOpenBlock(&state) }
+        guard state.head < state.chunks.count else { return nil }
+        let chunk = state.chunks[state.head]
+        // Not kept until the queue drains: the reader owns the chunk now.
+        state.chunks[state.head] = Data()
+        state.head += 1
+        state.bufferedBytes -= chunk.count
+        if state.head == state.chunks.count {
+            state.chunks.removeAll(keepingCapacity: true)
+            state.head = 0
+        }
+        let resume = state.paused && state.bufferedBytes <= highWaterMark / 2
+        if resume { state.paused = false }
+        return (chunk, resume)
+    }
+
+    /// Queues the open block, if any, as a chunk that gives the block back when dropped.
+    private func cutOpenBlock(_ state: inout State) {
+        guard let open = state.open else { return }
+        state.open = nil
+        let blocks = self.blocks
+        let size = Self.chunkBlock
+        state.chunks.append(
+            Data(
+                bytesNoCopy: open.pointer, count: open.count,
+                deallocator: .custom { block, _ in
+                    if let blocks { blocks.giveBack(block, capacity: size) } else { free(block) }
+                }))
+    }
+
+    private func allocate() -> UnsafeMutableRawPointer? {
+        blocks?.take(capacity: Self.chunkBlock) ?? malloc(Self.chunkBlock)
+    }
+
+    private func release(_ block: UnsafeMutableRawPointer) {
+        if let blocks { blocks.giveBack(block, capacity: Self.chunkBlock) } else { free(block) }
     }
 }
