@@ -161,9 +161,9 @@ final class StreamBuffer: Sendable {
     private struct State {
         var chunks: [Data] = []
         var head = 0
-        /// Bytes in `chunks` from `head` on, and in `open`.
+        /// Bytes in `chunks` from `head` on, and in `gathering`.
         var bufferedBytes = 0
-        var open: Block?
+        var gathering: Block?
         var paused = false
         var flushQueued = false
         var end: Result<Void, any Error>?
@@ -190,11 +190,11 @@ final class StreamBuffer: Sendable {
     }
 
     deinit {
-        let open = state.withLock { state in
-            defer { state.open = nil }
-            return state.open
+        let gathering = state.withLock { state in
+            defer { state.gathering = nil }
+            return state.gathering
         }
-        if let open { release(open.pointer) }
+        if let gathering { release(gathering.pointer) }
     }
 
     // MARK: Producer (curl thread)
@@ -208,15 +208,15 @@ final class StreamBuffer: Sendable {
                 state.paused = true
                 return .full
             }
-            if var open = state.open, open.count + bytes.count <= size {
-                (open.pointer + open.count).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
-                open.count += bytes.count
-                state.open = open
+            if var gathering = state.gathering, gathering.count + bytes.count <= size {
+                (gathering.pointer + gathering.count).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+                gathering.count += bytes.count
+                state.gathering = gathering
             } else {
                 cutOpenBlock(&state)
                 if bytes.count >= Self.fullPiece, bytes.count <= size, let block = allocate() {
                     block.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
-                    state.open = Block(address: UInt(bitPattern: block), count: bytes.count)
+                    state.gathering = Block(address: UInt(bitPattern: block), count: bytes.count)
                 } else {
                     state.chunks.append(Data(bytes))
                 }
@@ -323,13 +323,13 @@ final class StreamBuffer: Sendable {
 
     /// Queues the open block, if any, as a chunk that gives the block back when dropped.
     private func cutOpenBlock(_ state: inout State) {
-        guard let open = state.open else { return }
-        state.open = nil
+        guard let gathering = state.gathering else { return }
+        state.gathering = nil
         let blocks = self.blocks
         let size = Self.chunkBlock
         state.chunks.append(
             Data(
-                bytesNoCopy: open.pointer, count: open.count,
+                bytesNoCopy: gathering.pointer, count: gathering.count,
                 deallocator: .custom { block, _ in
                     if let blocks { blocks.giveBack(block, capacity: size) } else { free(block) }
                 }))
