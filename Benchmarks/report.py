@@ -73,6 +73,15 @@ def goal(text, compared, value, target, higher=True, unit="×", runs=None):
     return goals.row(text, compared, value, target, higher=higher, unit=unit, runs=runs)
 
 
+def client_goal(text, compared, client, peer, concurrency, key, target, higher=True):
+    """The goal row of `client` ÷ `peer` on `key` with `concurrency` in flight, with its per-run range."""
+    return goal(text, compared, ratio(med(client, concurrency, key), med(peer, concurrency, key)), target,
+                higher=higher, runs=per_run_ratio(client, peer, concurrency, key))
+
+
+GOALS_HEADER = "| goal | Courier path vs peer | median | per run | target | |\n| --- | --- | ---: | ---: | ---: | --- |"
+
+
 def fmt(value, digits=0):
     if value is None:
         return "—"
@@ -228,17 +237,13 @@ w("Each goal as the benchmark that measures it checks it: the median over the in
   "down, each checked by its own script. A goal not reached has its "
   "profile in \"Where the time goes\" at the end.")
 w("")
-w("| goal | Courier path vs peer | median | per run | target | |")
-w("| --- | --- | ---: | ---: | ---: | --- |")
-w(goal("2. One in flight: requests/s", "`HTTPClient.send` bytes vs `curl` (one connection)",
-       ratio(med("courier-transport", 1, "rps"), med("curl", 1, "rps")), 0.95,
-       runs=per_run_ratio("courier-transport", "curl", 1, "rps")))
-w(goal("2. One in flight: requests/s", "`APIService.get` → model vs `curl` (one connection)",
-       ratio(med("courier-service", 1, "rps"), med("curl", 1, "rps")), 0.9,
-       runs=per_run_ratio("courier-service", "curl", 1, "rps")))
-w(goal("3. 32 in flight: requests/s", "`APIService.get` → model vs `curl --parallel`",
-       ratio(med("courier-service", 32, "rps"), med("curl", 32, "rps")), 1.3,
-       runs=per_run_ratio("courier-service", "curl", 32, "rps")))
+w(GOALS_HEADER)
+w(client_goal("2. One in flight: requests/s", "`HTTPClient.send` bytes vs `curl` (one connection)",
+              "courier-transport", "curl", 1, "rps", 0.95))
+w(client_goal("2. One in flight: requests/s", "`APIService.get` → model vs `curl` (one connection)",
+              "courier-service", "curl", 1, "rps", 0.9))
+w(client_goal("3. 32 in flight: requests/s", "`APIService.get` → model vs `curl --parallel`",
+              "courier-service", "curl", 32, "rps", 1.3))
 for c in (1, 32):
     w(goal(f"3. Service overhead, {c} in flight: CPU per call", "`APIService.get` − (`send` + pipeline)",
            diff(med("courier-service", c, "cpu_us_per_request"), med("courier-e2e", c, "cpu_us_per_request")),
@@ -406,20 +411,15 @@ w("Speed ratios are Courier ÷ peer for requests/s and peer time ÷ Courier time
   "(higher is faster); CPU and memory are Courier ÷ peer (lower is better). \"Per run\" is the same ratio "
   "within each interleaved run (each pass of the micro suite), to show how much the verdict depends on the run.")
 w("")
-w("| goal | Courier path vs peer | median | per run | target | |")
-w("| --- | --- | ---: | ---: | ---: | --- |")
-w(goal("Transport, 32 in flight: requests/s", "`HTTPClient.send` bytes vs `curl --parallel`",
-       ratio(med("courier-transport", 32, "rps"), med("curl", 32, "rps")), 1.2,
-       runs=per_run_ratio("courier-transport", "curl", 32, "rps")))
-w(goal("Transport, 32 in flight: CPU per request", "`HTTPClient.send` bytes vs `curl --parallel`",
-       ratio(med("courier-transport", 32, "cpu_us_per_request"), med("curl", 32, "cpu_us_per_request")), 0.8,
-       higher=False, runs=per_run_ratio("courier-transport", "curl", 32, "cpu_us_per_request")))
-w(goal("End to end, 32 in flight: requests/s", "`APIService.get` → model vs AsyncHTTPClient + `JSONDecoder`",
-       ratio(med("courier-service", 32, "rps"), med("ahc-e2e", 32, "rps")), 2.0,
-       runs=per_run_ratio("courier-service", "ahc-e2e", 32, "rps")))
-w(goal("1 in flight: requests/s", "`HTTPClient.send` bytes vs `curl` (one connection)",
-       ratio(med("courier-transport", 1, "rps"), med("curl", 1, "rps")), 0.9,
-       runs=per_run_ratio("courier-transport", "curl", 1, "rps")))
+w(GOALS_HEADER)
+w(client_goal("Transport, 32 in flight: requests/s", "`HTTPClient.send` bytes vs `curl --parallel`",
+              "courier-transport", "curl", 32, "rps", 1.2))
+w(client_goal("Transport, 32 in flight: CPU per request", "`HTTPClient.send` bytes vs `curl --parallel`",
+              "courier-transport", "curl", 32, "cpu_us_per_request", 0.8, higher=False))
+w(client_goal("End to end, 32 in flight: requests/s", "`APIService.get` → model vs AsyncHTTPClient + `JSONDecoder`",
+              "courier-service", "ahc-e2e", 32, "rps", 2.0))
+w(client_goal("1 in flight: requests/s", "`HTTPClient.send` bytes vs `curl` (one connection)",
+              "courier-transport", "curl", 1, "rps", 0.9))
 generated = "Protobuf decode+encode: Courier generated model"
 direct = micro_wall(generated)
 w(goal("Protobuf model decode+encode: speed", "generated model (`ProtobufDirectCodable`) vs raw protobuf-c",
