@@ -326,20 +326,21 @@ final class StreamBuffer: Sendable {
         guard let gathering = state.gathering else { return }
         state.gathering = nil
         let blocks = self.blocks
-        let size = Self.chunkBlock
         state.chunks.append(
             Data(
                 bytesNoCopy: gathering.pointer, count: gathering.count,
-                deallocator: .custom { block, _ in
-                    if let blocks { blocks.giveBack(block, capacity: size) } else { free(block) }
-                }))
+                deallocator: .custom { block, _ in Self.release(block, to: blocks) }))
     }
 
     private func allocate() -> UnsafeMutableRawPointer? {
         blocks?.take(capacity: Self.chunkBlock) ?? malloc(Self.chunkBlock)
     }
 
-    private func release(_ block: UnsafeMutableRawPointer) {
-        if let blocks { blocks.giveBack(block, capacity: Self.chunkBlock) } else { free(block) }
+    private func release(_ block: UnsafeMutableRawPointer) { Self.release(block, to: blocks) }
+
+    /// Gives a block back to `blocks`, or frees it without a pool (also from a chunk's
+    /// deallocator, which may run after the stream is gone).
+    private static func release(_ block: UnsafeMutableRawPointer, to blocks: BodyBufferPool?) {
+        if let blocks { blocks.giveBack(block, capacity: chunkBlock) } else { free(block) }
     }
 }
