@@ -7,6 +7,8 @@
 #   ROUNDS=7 REQUESTS=20000 scripts/service-overhead.sh
 #   SKIP_CALLGRIND=1 scripts/service-overhead.sh   # CPU time only
 #   SKIP_RUSAGE=1 scripts/service-overhead.sh      # instruction counts only
+#   KERNEL=1 SKIP_CALLGRIND=1 SKIP_RUSAGE=1 scripts/service-overhead.sh
+#       # system calls, context switches, migrations, user and system CPU per request
 #   PROFILE_DIR=/tmp/cg scripts/service-overhead.sh  # keep the callgrind files, print the
 #                                                     # functions whose cost differs most
 #   BEFORE=/tmp/old/courier-service-bench SKIP_CALLGRIND=1 scripts/service-overhead.sh
@@ -142,6 +144,51 @@ print(json.dumps({'kind': 'cpu', 'round': $round, 'client': '$client', 'concurre
     done
 fi
 
+# --- kernel work (strace, perf, getrusage) -------------------------------------------------------
+# KERNEL=1: what each path asks of the kernel per request, as the difference of two runs
+# (KERNEL_SMALL and KERNEL_LARGE measured requests after the same warm-up, KERNEL_ROUNDS rounds,
+# medians): system calls by name (`strace -f -c`, a run of its own: ptrace slows every call),
+# then context switches, CPU migrations (`perf stat`) and user and system CPU time (getrusage of
+# the process) in runs without strace.
+if [ -n "${KERNEL:-}" ]; then
+    command -v strace >/dev/null && command -v perf >/dev/null || { echo "KERNEL=1 needs strace and perf"; exit 1; }
+    k_small="${KERNEL_SMALL:-2000}"
+    k_large="${KERNEL_LARGE:-10000}"
+    for round in $(seq 1 "${KERNEL_ROUNDS:-3}"); do
+        for concurrency in $concurrencies; do
+            for client in courier-e2e courier-service; do
+                for n in "$k_small" "$k_large"; do
+                    echo "== kernel round $round, $client, $concurrency in flight, $n requests" >&2
+                    args=("$client" --url "$url" --requests "$n" --concurrency "$concurrency" --warmup 200)
+                    strace -f -c -o "$work/strace.out" "$bench" "${args[@]}" >/dev/null
+                    python3 - "$work/strace.out" "$work/perf.out" "$round" "$client" "$concurrency" "$n" \
+                        "$bench" "${args[@]}" >>"$results" <<'PY'
+import json, resource, subprocess, sys
+strace_out, perf_out, round_, client, concurrency, n = sys.argv[1:7]
+command = sys.argv[7:]
+calls = {}
+for line in open(strace_out):
+    fields = line.split()
+    if len(fields) >= 5 and fields[0][0].isdigit() and fields[-1] != "total":
+        calls[fields[-1]] = int(fields[3])
+subprocess.run(["perf", "stat", "-x", ",", "-o", perf_out, "-e", "context-switches,cpu-migrations", "--"] + command,
+               check=True, stdout=subprocess.DEVNULL)
+perf = {}
+for line in open(perf_out):
+    fields = line.strip().split(",")
+    if len(fields) > 2 and fields[0].replace(".", "").isdigit():
+        perf[fields[2]] = float(fields[0])
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # the perf run (perf and the bench)
+print(json.dumps({"kind": "kernel", "round": int(round_), "client": client, "concurrency": int(concurrency),
+                  "requests": int(n), "syscalls": calls, "switches": perf.get("context-switches", 0),
+                  "migrations": perf.get("cpu-migrations", 0), "user": usage.ru_utime, "sys": usage.ru_stime}))
+PY
+                done
+            done
+        done
+    done
+fi
+
 load_end="$(cut -d" " -f1-3 /proc/loadavg)"
 commit="commit $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- Sources Benchmarks || echo '+changes')"
 [ -n "${BENCH:-}" ] && commit="binary $BENCH"
@@ -207,6 +254,47 @@ if cpu:
     for c, diffs in overheads.items():
         goals.check(f"3. Service overhead, {c} in flight: CPU per call", "`APIService.get` − (`send` + decode)",
                     diffs, 2.0, higher=False, unit=" µs")
+kernel = [r for r in rows if r["kind"] == "kernel"]
+if kernel:
+    sizes = sorted({r["requests"] for r in kernel})
+    small, large = sizes[0], sizes[-1]
+    print()
+    print(f"Kernel work per request (({large} − {small} requests) difference, median of "
+          f"{len({r['round'] for r in kernel})} rounds [min–max]; system calls by `strace -f -c`, the "
+          "rest from runs without strace):")
+    print()
+    names = set()
+    for r in kernel:
+        names |= set(r["syscalls"])
+    def per_request(client, c, value):
+        out = []
+        for round_ in sorted({r["round"] for r in kernel}):
+            pair = {r["requests"]: r for r in kernel
+                    if r["client"] == client and r["concurrency"] == c and r["round"] == round_}
+            if small in pair and large in pair:
+                out.append((value(pair[large]) - value(pair[small])) / (large - small))
+        return out
+    def fmt(values, scale=1.0, digits=2):
+        if not values:
+            return "–"
+        v = [x * scale for x in values]
+        return f"{statistics.median(v):.{digits}f} [{min(v):.{digits}f}–{max(v):.{digits}f}]"
+    top = sorted(names, key=lambda name: -max(
+        [abs(x) for c in {r["concurrency"] for r in kernel} for client in ("courier-e2e", "courier-service")
+         for x in per_request(client, c, lambda r: r["syscalls"].get(name, 0))] or [0]))[:6]
+    print("| in flight | path | system calls | " + " | ".join(f"`{name}`" for name in top)
+          + " | context switches | migrations | user µs | sys µs |")
+    print("| ---: | --- | ---: | " + " | ".join("---:" for _ in top) + " | ---: | ---: | ---: | ---: |")
+    for c in sorted({r["concurrency"] for r in kernel}):
+        for client in ("courier-e2e", "courier-service"):
+            cells = [fmt(per_request(client, c, lambda r: sum(r["syscalls"].values())))]
+            cells += [fmt(per_request(client, c, lambda r, name=name: r["syscalls"].get(name, 0))) for name in top]
+            cells += [fmt(per_request(client, c, lambda r: r["switches"])),
+                      fmt(per_request(client, c, lambda r: r["migrations"]), digits=3),
+                      fmt(per_request(client, c, lambda r: r["user"]), 1e6, 1),
+                      fmt(per_request(client, c, lambda r: r["sys"]), 1e6, 1)]
+            label = "`send` + decode" if client == "courier-e2e" else "`APIService.get`"
+            print(f"| {c} | {label} | " + " | ".join(cells) + " |")
 PY
 
 # --- where the difference goes ------------------------------------------------------------------

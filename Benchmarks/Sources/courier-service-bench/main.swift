@@ -5,7 +5,9 @@
 //   courier-service-bench write-body PATH
 //
 // CLIENT is `courier-transport`, `courier-e2e` or `courier-service`, with the same code as
-// courier-http-bench's `CourierRunner` (keep them in step) and the same output: one JSON line
+// courier-http-bench's `CourierRunner` (keep them in step), or `courier-service-default`: the
+// same service call with the default options, de-duplication on (identical GETs in flight share
+// one transfer: compare it with the others at 1 in flight only). The same output: one JSON line
 // with requests per second and CPU µs per request (getrusage of the process over the measured
 // requests, warm-up excluded). A target of its own, depending on Courier only, so that it
 // builds in release without AsyncHTTPClient and swift-protobuf (minutes on a shared machine);
@@ -33,6 +35,11 @@ struct CatalogService: APIService {
 
     func catalog(path: String) async throws(CourierError) -> Catalog {
         try await get(path, options: Self.everyCallSent)
+    }
+
+    /// The call with the default options: what an app's `get` does.
+    func catalogWithDefaults(path: String) async throws(CourierError) -> Catalog {
+        try await get(path)
     }
 }
 
@@ -62,14 +69,15 @@ func makeRequest(client: String, url: URL, connections: Int) throws -> @Sendable
             let catalog = try pipeline.process(context, with: serializer)
             guard catalog.count == 10 else { throw UnexpectedResponse(description: "decoded \(catalog.count) items") }
         }
-    case "courier-service":
+    case "courier-service", "courier-service-default":
         let configuration = HTTPClient.Configuration(
             baseURL: url.deletingLastPathComponent(), maxConnectionsPerHost: connections,
             maxConnections: max(connections, 64))
         let service = CatalogService(core: ServiceCore(client: try HTTPClient(configuration: configuration)))
         let path = url.lastPathComponent
+        let defaults = client == "courier-service-default"
         return {
-            let catalog = try await service.catalog(path: path)
+            let catalog = try await defaults ? service.catalogWithDefaults(path: path) : service.catalog(path: path)
             guard catalog.count == 10 else { throw UnexpectedResponse(description: "decoded \(catalog.count) items") }
         }
     default:
@@ -115,7 +123,7 @@ struct Options: Sendable {
 func parseOptions() -> Options {
     var arguments = Array(CommandLine.arguments.dropFirst())
     let usage =
-        "usage: courier-service-bench courier-transport|courier-e2e|courier-service --url URL"
+        "usage: courier-service-bench courier-transport|courier-e2e|courier-service|courier-service-default --url URL"
         + " [--requests N] [--concurrency C] [--warmup W]\n       courier-service-bench write-body PATH"
     guard !arguments.isEmpty else { fail(usage) }
     if arguments.count == 2, arguments[0] == "write-body" {

@@ -14,7 +14,9 @@ extension ServiceCore {
         let options: CallOptions
         let id: CallID
         let clock: any ServiceClock
-        private let started: ContinuousClock.Instant
+        /// When the call started, for its `CallMetrics`: read only when someone gets them (the
+        /// monitors, or a call that keeps its response).
+        private let started: ContinuousClock.Instant?
         /// The service's monitors; nil without any, and then no event is made.
         private let monitor: CompositeEventMonitor?
         private let pool: ServerPool?
@@ -77,7 +79,8 @@ extension ServiceCore {
             self.scope = scope
             self.keepsResponse = keepsResponse
             let clientSettings = service.client.liveSettings
-            let settings = service.settings
+            let live = service.live.withLock { $0 }
+            let settings = live.settings
             var options = options
             if options.timeout == nil, let timeout = settings.timeout { options.timeout = timeout }
             self.service = service
@@ -92,9 +95,9 @@ extension ServiceCore {
             self.acceptHeader = acceptHeader
             self.responseType = ObjectIdentifier(responseType)
             clock = service.configuration.clock
-            started = clock.now
             monitor =
                 service.configuration.monitors.isEmpty ? nil : CompositeEventMonitor(service.configuration.monitors)
+            started = monitor != nil || keepsResponse ? clock.now : nil
             let callServer = try options.validatedServer()
             pool = callServer == nil ? service.configuration.servers : nil
             environment = pool?.environment
@@ -105,7 +108,8 @@ extension ServiceCore {
                 } ?? true
             base = try service.prepare(
                 method: method, path: path, parameters: parameters, body: body, options: options, on: server,
-                acceptHeader: acceptHeader, sendsCredential: sendsCredential, headers: settings.headers)
+                acceptHeader: acceptHeader, sendsCredential: sendsCredential, headers: settings.headers,
+                headersWithAccept: live.headersWithAccept)
             if monitor != nil {
                 var event = CallEvent(id: id, request: base.head, attempt: 0, userInfo: options.userInfo)
                 event.credentialFieldNames = service.prepared.credentialFieldNames
@@ -280,15 +284,19 @@ extension ServiceCore {
             // The body-level outcome: a retry or refresh code fails the attempt as a status would.
             if let envelope = service.configuration.envelope { context = try envelope.unwrap(context) }
             let value = try service.decode(context, serializer: serializer, options: options)
-            let metrics = CallMetrics(
-                attempts: attempts, duration: clock.now - started, isFromCache: answer.isFromCache,
-                responseBytes: answer.body.count, transfer: answer.metrics)
-            if let monitor, let event { monitor.didFinish(event, result: .success(answer.head), metrics: metrics) }
+            let metrics = started.map {
+                CallMetrics(
+                    attempts: attempts, duration: clock.now - $0, isFromCache: answer.isFromCache,
+                    responseBytes: answer.body.count, transfer: answer.metrics)
+            }
+            if let monitor, let event, let metrics {
+                monitor.didFinish(event, result: .success(answer.head), metrics: metrics)
+            }
             telemetry.finished(
                 status: Int(answer.head.status.code), attempts: attempts, request: request,
                 responseBytes: answer.body.count, isFromCache: answer.isFromCache,
                 cache: service.client.configuration.cache)
-            if keepsResponse { outcome = (answer, request.head, metrics) }
+            if keepsResponse, let metrics { outcome = (answer, request.head, metrics) }
             return value
         }
 
@@ -411,8 +419,11 @@ extension ServiceCore {
         @inline(never)
         func end(_ error: any Error) -> CourierError {
             let courier = service.mapped(CourierError.fromCall(error), options: options)
-            let metrics = CallMetrics(attempts: attempts, duration: clock.now - started)
-            if let monitor, let event { monitor.didFinish(event, result: .failure(courier), metrics: metrics) }
+            if let monitor, let event, let started {
+                monitor.didFinish(
+                    event, result: .failure(courier),
+                    metrics: CallMetrics(attempts: attempts, duration: clock.now - started))
+            }
             telemetry.failed(courier, attempts: attempts)
             return courier
         }

@@ -23,10 +23,11 @@ extension ServiceCore {
     /// The call's state lives in one object, `call` (made by `startCall`): this async frame,
     /// allocated while the call is in flight, holds the reference and the values of the
     /// attempt under way only. Its `scope`, for a call that runs in its caller's task
-    /// (`APIService.send`), is what the registry cancels: the transfer honours it, and every
-    /// other wait (interval, adapters, retriers, the retry delay) runs in a task of its own
-    /// that it cancels. Nil for a call with a task of its own (`Call`), which the registry
-    /// cancels directly.
+    /// (`APIService.send`), is what the registry cancels: the transfer and the wait for a
+    /// shared (de-duplicated) transfer honour it, and every other wait (interval, adapters,
+    /// retriers, the retry delay) runs in a task of its own that it cancels
+    /// (`CancellationScope.run`, started on this thread: no hop when it does not suspend). Nil
+    /// for a call with a task of its own (`Call`), which the registry cancels directly.
     /// - Returns: the decoded value; `call.response(_:)` adds the rest when the call keeps it.
     func perform<Serializer: ResponseSerializer>(_ call: CallRun, serializer: Serializer) async throws
         -> Serializer.Output
@@ -126,13 +127,43 @@ extension ServiceCore {
     ///   - sendsCredential: false for a server that gets no credential: the service's
     ///     own credential fields are left out (a call's own headers stay).
     ///   - headers: the service's headers as the call found them (nil: the current ones).
+    ///   - headersWithAccept: the same with the service format's `Accept` field
+    ///     (`LiveServiceSettings`), the fields of a call that adds none with that format.
     func prepare(
         method: HTTPRequest.Method, path: String, parameters: (any Encodable & Sendable)?,
         body: (any Encodable & Sendable)?, options: CallOptions,
-        on server: BaseURL, acceptHeader: String?, sendsCredential: Bool = true, headers: HTTPFields? = nil
+        on server: BaseURL, acceptHeader: String?, sendsCredential: Bool = true, headers: HTTPFields? = nil,
+        headersWithAccept: HTTPFields? = nil
     ) throws -> PreparedRequest {
         var head = try prepared.heads.head(method, path, on: server)
-        var fields = headers ?? settings.headers
+        if sendsCredential, options.headers.isEmpty, let headersWithAccept, acceptHeader == prepared.acceptHeader {
+            head.headerFields = headersWithAccept
+        } else {
+            head.headerFields = Self.fields(
+                headers ?? settings.headers, options: options, acceptHeader: acceptHeader,
+                sendsCredential: sendsCredential, prepared: prepared)
+        }
+        var request = PreparedRequest(head: head)
+        // Real-time parameters are added per attempt (`CallRun.attemptRequest()`).
+        if options.includesGeneralParameters, !configuration.generalParameters.isEmpty {
+            request.appendQuery(Self.encodeQuery(configuration.generalParameters))
+        }
+        if parameters != nil || body != nil {
+            // The label decides where a value goes (`RequestSerializer+Placement.swift`).
+            let requestSerializer = options.requestSerializer ?? configuration.requestSerializer
+            if let parameters { try Self.encode(parameters, at: .query, with: requestSerializer, into: &request) }
+            if let body { try Self.encode(body, at: .body, with: requestSerializer, into: &request) }
+        }
+        return request
+    }
+
+    /// A call's header fields: the service's (without its credential fields for a server
+    /// that gets no credential), the call's, and the `Accept` field of its format.
+    private static func fields(
+        _ service: HTTPFields, options: CallOptions, acceptHeader: String?, sendsCredential: Bool,
+        prepared: PreparedService
+    ) -> HTTPFields {
+        var fields = service
         if !sendsCredential {
             for name in prepared.credentialFieldNames { fields[name] = nil }
         }
@@ -150,19 +181,7 @@ extension ServiceCore {
                 fields[.accept] = acceptHeader
             }
         }
-        head.headerFields = fields
-        var request = PreparedRequest(head: head)
-        // Real-time parameters are added per attempt (`CallRun.attemptRequest()`).
-        if options.includesGeneralParameters, !configuration.generalParameters.isEmpty {
-            request.appendQuery(Self.encodeQuery(configuration.generalParameters))
-        }
-        if parameters != nil || body != nil {
-            // The label decides where a value goes (`RequestSerializer+Placement.swift`).
-            let requestSerializer = options.requestSerializer ?? configuration.requestSerializer
-            if let parameters { try Self.encode(parameters, at: .query, with: requestSerializer, into: &request) }
-            if let body { try Self.encode(body, at: .body, with: requestSerializer, into: &request) }
-        }
-        return request
+        return fields
     }
 
     /// The call's adapters and retriers; without authentication for a server that gets no
@@ -203,19 +222,19 @@ extension ServiceCore {
         }
         var sharedOptions = sendOptions
         sharedOptions.cancellationScope = nil
-        let key = call.identity.key
-        return try await CancellationScope.run(in: call.scope) { [self, sharedOptions] in
-            try await deduplicatedTransfer(request, key: key, options: sharedOptions)
-        }
+        return try await deduplicatedTransfer(
+            request, key: call.identity.key, options: sharedOptions, scope: call.scope)
     }
 
+    /// The shared transfer's wait, in the call's task: the scope makes this call leave it (the
+    /// transfer goes on for the others), with no task of its own to cancel.
     @inline(never)
     private func deduplicatedTransfer(
-        _ request: PreparedRequest, key: String, options: RequestOptions
+        _ request: PreparedRequest, key: String, options: RequestOptions, scope: CancellationScope?
     ) async throws -> HTTPClient.Response {
         let client = self.client
         do {
-            return try await configuration.deduplicator.run(key: key) {
+            return try await configuration.deduplicator.run(key: key, scope: scope) {
                 do {
                     return try await client.send(request.head, body: request.body, options: options)
                 } catch is CancellationError {

@@ -38,6 +38,12 @@ extension ServiceCore {
     /// caller's task: one task and one resumption per call (issue 17). Its `CancellationScope`
     /// is the registry's handle: cancelling it through the registry cancels the scope, not the
     /// caller's task; cancelling the caller cancels the call.
+    ///
+    /// No cancellation handler of its own on the caller's task: every wait the call installs
+    /// on its scope (the transfer, `CancellationScope.run`, the de-duplicated wait) has one
+    /// that cancels it when the caller is cancelled, and a caller cancelled before the end is
+    /// read from the task (`finish(_:taskIsCancelled:)`). A handler here cost an async closure
+    /// frame and a status record per call.
     /// - Returns: the value, and the call's state for `CallRun.response(_:)`.
     ///
     /// Generic over the serializer, not over an `any ResponseSerializer`: the service's format
@@ -57,15 +63,11 @@ extension ServiceCore {
             let call = try startCall(
                 method, path, parameters: parameters, body: body, options: options, acceptHeader: acceptHeader,
                 responseType: Serializer.self, id: id, scope: scope, keepsResponse: keepsResponse)
-            let value = try await withTaskCancellationHandler {
-                try await perform(call, serializer: serializer)
-            } onCancel: {
-                scope.cancel()
-            }
+            let value = try await perform(call, serializer: serializer)
             scope.finish()
             return (value, call)
         } catch {
-            throw scope.finish(CourierError.fromCall(error))
+            throw scope.finish(CourierError.fromCall(error), taskIsCancelled: Task.isCancelled)
         }
     }
 }

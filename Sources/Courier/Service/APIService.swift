@@ -167,7 +167,8 @@ public final class ServiceCore: APIService {
         self.client = client
         self.configuration = configuration
         self.prepared = PreparedService(client: client, configuration: configuration)
-        self.live = LockedValue(LiveServiceSettings(settings: Settings(configuration)))
+        self.live = LockedValue(
+            LiveServiceSettings(settings: Settings(configuration), acceptField: prepared.acceptField))
         self.session = SessionObserver(
             center: client.configuration.notificationCenter, scope: client.configuration.sessionScope,
             authentication: configuration.credentials, cookieJar: configuration.cookieJar,

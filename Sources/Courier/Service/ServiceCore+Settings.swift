@@ -40,9 +40,10 @@ extension ServiceCore {
             try change(&changed)
             changed.timeout = try ConfigurationBounds.timeout(changed.timeout, "service timeout")
             for field in changed.headers { try RequestValidation.validate(field) }
+            let next = LiveServiceSettings(settings: changed, version: version &+ 1, acceptField: prepared.acceptField)
             let committed = live.withLock { live in
                 guard live.version == version else { return false }
-                live = LiveServiceSettings(settings: changed, version: version &+ 1)
+                live = next
                 return true
             }
             if committed { return }
@@ -53,6 +54,18 @@ extension ServiceCore {
 /// A service's settings behind its lock, with a version so that updates commit only over
 /// the values they read.
 struct LiveServiceSettings: Sendable {
-    var settings: ServiceCore.Settings
-    var version: UInt64 = 0
+    let settings: ServiceCore.Settings
+    let version: UInt64
+    /// `settings.headers` with the service format's `Accept` field when they set none: the
+    /// fields of every call that adds none of its own, made once per change instead of copied
+    /// and appended to by each call (`ServiceCore.prepare`).
+    let headersWithAccept: HTTPFields
+
+    init(settings: ServiceCore.Settings, version: UInt64 = 0, acceptField: HTTPField?) {
+        self.settings = settings
+        self.version = version
+        var fields = settings.headers
+        if let acceptField, fields[.accept] == nil { fields.append(acceptField) }
+        headersWithAccept = fields
+    }
 }

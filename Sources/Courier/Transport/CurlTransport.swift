@@ -153,10 +153,8 @@ package final class CurlTransport: Transport {
     private func run(_ transfer: CurlTransfer) async throws {
         let loop = self.loop
         // A service call's scope cancels the transfer without cancelling the awaiting task.
-        if let scope = transfer.options.cancellationScope {
-            if !scope.install({ if transfer.cancel() { loop.enqueue(.cancel(transfer)) } }) {
-                _ = transfer.cancel()  // cancelled already: `install` below resumes at once
-            }
+        if let scope = transfer.options.cancellationScope, !scope.install(transfer, on: loop) {
+            _ = transfer.cancel()  // cancelled already: `install` below resumes at once
         }
         defer { transfer.options.cancellationScope?.removeHandler() }
         try await withTaskCancellationHandler {

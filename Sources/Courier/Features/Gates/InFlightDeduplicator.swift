@@ -63,10 +63,15 @@ final class InFlightDeduplicator<Value: Sendable>: Sendable {
     /// Runs `operation` for `key`, or joins the run already under way for it.
     /// - Parameters:
     ///   - key: what makes two calls identical.
+    ///   - scope: the caller's service call, when it runs in a task it does not own: cancelling
+    ///     the scope makes this caller leave, as cancelling its task does (without a task of
+    ///     its own to cancel: the wait is this task's).
     ///   - operation: the work; runs at most once at a time per key.
     /// - Returns: the shared result.
     /// - Throws: the shared error, or `CancellationError` when this caller is cancelled.
-    func run(key: String, operation: @escaping @Sendable () async throws -> Value) async throws -> Value {
+    func run(
+        key: String, scope: CancellationScope? = nil, operation: @escaping @Sendable () async throws -> Value
+    ) async throws -> Value {
         let (entry, isNew, waiterID) = table.withLock { table -> (Entry, Bool, UInt64) in
             table.nextWaiter += 1
             if let entry = table.entries[key] { return (entry, false, table.nextWaiter) }
@@ -83,9 +88,11 @@ final class InFlightDeduplicator<Value: Sendable>: Sendable {
             }
             // The work starts on this thread, without waiting for a thread of the pool; unless
             // this caller is cancelled already, which abandons the work before it starts.
-            let task = Task.isCancelled ? Task(operation: work) : Task.immediate(operation: work)
+            let isCancelled = Task.isCancelled || scope?.isCancelled == true
+            let task = isCancelled ? Task(operation: work) : Task.immediate(operation: work)
             entry.state.withLock { $0.task = task }
         }
+        defer { scope?.removeHandler() }
         return try await withTaskCancellationHandler {
             defer { ThreadSanitizer.continuationReturned() }
             return try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Value, any Error>) in
@@ -95,7 +102,12 @@ final class InFlightDeduplicator<Value: Sendable>: Sendable {
                     state.waiters[waiterID] = continuation
                     return nil
                 }
-                if let finished { continuation.resume(with: finished) }
+                if let finished {
+                    continuation.resume(with: finished)
+                } else if let scope, !scope.install({ self.leave(key: key, entry: entry, waiterID: waiterID) }) {
+                    // Cancelled already: leave now (the result may have come since: then a no-op).
+                    leave(key: key, entry: entry, waiterID: waiterID)
+                }
             }
         } onCancel: {
             self.leave(key: key, entry: entry, waiterID: waiterID)

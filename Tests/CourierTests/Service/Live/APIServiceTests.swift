@@ -175,10 +175,7 @@ import Testing
         let server = try TestServer()
         defer { server.stop() }
         let held = HeldRoute()
-        server.route("/feed") { _ in
-            held.hold()
-            return .json(["id": 1, "name": "feed"])
-        }
+        server.routeHeldFeed(held)
         let service = try ServiceFixture.service(server)
         let dedup = service.configuration.deduplicator
         let results = try await withThrowingTaskGroup(of: ServiceUser.self) { group in

@@ -85,4 +85,74 @@ import Testing
         #expect(server.count("/users/1") == 0)
         #expect(service.calls.count == 0)
     }
+
+    /// A call waiting for a transfer it shares with an identical GET waits in its caller's task
+    /// (no task of its own): the registry's cancel makes it leave, and the other call still
+    /// gets the one transfer's answer.
+    @Test func cancellingOneOfTwoCallsSharingATransferEndsItAlone() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = HeldRoute()
+        server.routeHeldFeed(held)
+        let service = try ServiceFixture.service(server)
+        let dedup = service.configuration.deduplicator
+        func call() -> Task<(Result<ServiceUser, CourierError>, Bool), Never> {
+            Task {
+                let result: Result<ServiceUser, CourierError>
+                do throws(CourierError) {
+                    result = .success(try await service.get("feed"))
+                } catch {
+                    result = .failure(error)
+                }
+                return (result, Task.isCancelled)
+            }
+        }
+        let first = call()
+        while dedup.waiterCount < 1 || held.arrived.value < 1 { await Task.yield() }
+        let second = call()
+        while dedup.waiterCount < 2 { await Task.yield() }
+        let ids = service.calls.identifiers
+        #expect(ids.count == 2)
+        #expect(service.calls.cancel(try #require(ids.last)))
+        let (secondResult, secondCallerCancelled) = await second.value
+        #expect(!secondCallerCancelled)
+        guard case .failure(let error) = secondResult else {
+            Issue.record("expected the cancelled call to fail")
+            held.release(1)
+            return
+        }
+        #expect(error.code == .cancelled)
+        #expect(dedup.waiterCount == 1)
+        held.release(1)
+        let (firstResult, _) = await first.value
+        #expect((try? firstResult.get())?.name == "feed")
+        #expect(server.count("/feed") == 1)
+        #expect(service.calls.count == 0)
+    }
+
+    /// An adapter runs in a task of its own (the registry cancels it without the caller), but
+    /// that task starts on the call's thread: one that does not suspend has finished before
+    /// the call goes on, with no hop to another thread and back.
+    @Test func anAdapterThatDoesNotSuspendRunsOnTheCallsThread() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/users/1") { _ in .json(["id": 1, "name": "Ann"]) }
+        let threads = LockedValue<[String: UInt]>([:])
+        let monitor = ClosureEventMonitor(onStart: { _ in
+            threads.withLock { $0["start"] = UInt(pthread_self()) }
+        })
+        let adapter = ClosureRequestAdapter { request, _ in
+            threads.withLock { $0["adapter"] = UInt(pthread_self()) }
+            return request
+        }
+        let service = try ServiceFixture.service(server) {
+            $0.monitors = [monitor]
+            $0.adapters = [adapter]
+        }
+        let user: ServiceUser = try await service.get("users/1")
+        #expect(user.name == "Ann")
+        let seen = threads.withLock { $0 }
+        #expect(seen.count == 2)
+        #expect(seen["start"] == seen["adapter"])
+    }
 }

@@ -71,4 +71,12 @@ final class HeldRoute: Sendable {
 extension TestServer {
     /// The number of recorded requests for `path`.
     func count(_ path: String) -> Int { recordedRequests(path: path).count }
+
+    /// A `/feed` route whose answer (a `ServiceUser` named "feed") waits for `held` to release it.
+    func routeHeldFeed(_ held: HeldRoute) {
+        route("/feed") { _ in
+            held.hold()
+            return .json(["id": 1, "name": "feed"])
+        }
+    }
 }
