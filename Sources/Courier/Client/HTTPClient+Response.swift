@@ -13,7 +13,18 @@ extension HTTPClient {
         /// The request that produced this response (after redirects).
         public var request: HTTPRequest
         /// The URL that answered, after redirects.
-        public var url: URL
+        ///
+        /// Made from ``request`` when first read, unless a redirect or an assignment set it:
+        /// most callers never read it, and a Foundation `URL` parse per response is measurable.
+        /// A request target Foundation's parser refuses (libcurl accepted it) reads as
+        /// `about:blank`.
+        public var url: URL {
+            get { answeredURL ?? request.absoluteURL ?? Self.unparsable }
+            set { answeredURL = newValue }
+        }
+        /// The URL a redirect (or the caller) set; nil when it is the request's own.
+        private var answeredURL: URL?
+        static let unparsable = URL(string: "about:blank")!
         /// How many redirects were followed.
         public var redirectCount: Int
         /// Timings and sizes of each redirect hop before the final one, in order (empty
@@ -25,14 +36,14 @@ extension HTTPClient {
         public var isStale = false
 
         init(
-            head: HTTPResponse, body: Data, metrics: TransferMetrics, request: HTTPRequest, url: URL,
+            head: HTTPResponse, body: Data, metrics: TransferMetrics, request: HTTPRequest, url: URL?,
             redirectCount: Int
         ) {
             self.head = head
             self.body = body
             self.metrics = metrics
             self.request = request
-            self.url = url
+            answeredURL = url
             self.redirectCount = redirectCount
         }
 
@@ -48,9 +59,21 @@ extension HTTPClient {
         public var body: ResponseBodyStream
         /// The request that produced this response (after redirects).
         public var request: HTTPRequest
-        /// The URL that answered, after redirects.
-        public var url: URL
+        /// The URL that answered, after redirects; made as ``Response/url`` is.
+        public var url: URL {
+            get { answeredURL ?? request.absoluteURL ?? Response.unparsable }
+            set { answeredURL = newValue }
+        }
+        private var answeredURL: URL?
         /// How many redirects were followed.
         public var redirectCount: Int
+
+        init(head: HTTPResponse, body: ResponseBodyStream, request: HTTPRequest, url: URL?, redirectCount: Int) {
+            self.head = head
+            self.body = body
+            self.request = request
+            answeredURL = url
+            self.redirectCount = redirectCount
+        }
     }
 }

@@ -271,7 +271,7 @@ enum StreamedHop: ExchangeHop {
         }
         guard try exchange.followsRedirect(after: response.head, metrics: TransferMetrics()) else {
             return HTTPClient.StreamedResponse(
-                head: response.head, body: response.body, request: exchange.current, url: exchange.url,
+                head: response.head, body: response.body, request: exchange.current, url: exchange.redirectedURL,
                 redirectCount: exchange.redirectCount)
         }
         _ = try? await response.body.collect()

@@ -16,8 +16,10 @@ extension HTTPClient {
         /// The request of the current hop.
         private(set) var current: HTTPRequest
         private var body: RequestBody?
-        /// The URL of the current hop.
-        private(set) var url: URL
+        /// The URL of the current hop when a redirect set it: the first hop's is made from
+        /// `current` only when asked (a redirect to resolve, a streamed response), not parsed
+        /// for every request.
+        private(set) var redirectedURL: URL?
         private(set) var redirectCount = 0
         /// The metrics of the redirect hops before the current one.
         private var redirectMetrics: [TransferMetrics] = []
@@ -43,10 +45,6 @@ extension HTTPClient {
             self.client = client
             current = try client.prepare(
                 request, cookieJar: options.cookieJar, sendsCredential: options.sendsCredential, settings: settings)
-            guard let url = current.absoluteURL else {
-                throw CourierError(.invalidRequest, "the request has no valid URL")
-            }
-            self.url = url
             self.body = body
             limit = options.maxRedirects ?? configuration.maxRedirects
             cookieJar = options.cookieJar ?? client.cookieJar
@@ -62,6 +60,15 @@ extension HTTPClient {
                 maxResponseSize: options.maxResponseSize ?? configuration.maxResponseSize,
                 uploadProgress: options.uploadProgress, downloadProgress: options.downloadProgress)
             transportOptions.cancellationScope = options.cancellationScope
+        }
+
+        /// The URL of the current hop.
+        /// - Throws: `CourierError.invalidRequest` when Foundation cannot parse the target.
+        func url() throws(CourierError) -> URL {
+            guard let url = redirectedURL ?? current.absoluteURL else {
+                throw CourierError(.invalidRequest, "the request has no valid URL")
+            }
+            return url
         }
 
         /// The client's one redaction list, with the request's own sensitive names.
@@ -137,9 +144,9 @@ extension HTTPClient {
                 "courier: ← \(head.status.code) \(current.method) \(target)",
                 metadata: logger.logLevel <= .trace
                     ? ["headers": .string(redaction.describe(head.headerFields))] : nil)
-            guard limit > 0,
+            guard limit > 0, RedirectHandler.isRedirect(head),
                 let next = try RedirectHandler(sensitiveHeaderNames: sensitive).nextHop(
-                    after: current, body: body, url: url, response: head)
+                    after: current, body: body, url: url(), response: head)
             else { return false }
             guard redirectCount < limit else {
                 throw CourierError(.redirect, "more than \(limit) redirects", response: head)
@@ -153,7 +160,7 @@ extension HTTPClient {
                 cookieJar.apply(to: &current)
             }
             body = next.body
-            url = next.url
+            redirectedURL = next.url
             return true
         }
 
@@ -161,8 +168,8 @@ extension HTTPClient {
         @inline(never)
         func response(_ final: TransportResponse) -> Response {
             var answer = Response(
-                head: final.head, body: final.body, metrics: final.metrics, request: current, url: url,
-                redirectCount: redirectCount)
+                head: final.head, body: final.body, metrics: final.metrics, request: current,
+                url: redirectedURL, redirectCount: redirectCount)
             answer.redirectMetrics = redirectMetrics
             return answer
         }

@@ -25,6 +25,15 @@ struct RedirectHandler {
         var url: URL
     }
 
+    /// Whether `response` is a redirect this handler follows (a 301, 302, 303, 307 or 308
+    /// with a `Location`), before anything about its target is known.
+    static func isRedirect(_ response: HTTPResponse) -> Bool {
+        switch response.status.code {
+        case 301, 302, 303, 307, 308: response.headerFields[.location] != nil
+        default: false
+        }
+    }
+
     /// The request to send next, or `nil` when `response` is not a redirect to follow.
     /// - Throws: `CourierError.redirect` for a downgrade, a malformed or non-http(s) location.
     func nextHop(

@@ -23,6 +23,29 @@ import Testing
         #expect(response.metrics.bytesReceived > 0)
     }
 
+    /// Without a redirect the URL is made from the request when read (not parsed per
+    /// response): it is the URL asked for, query included, for `send` and `stream`, and an
+    /// assigned URL is kept.
+    @Test func theURLOfAnAnswerWithoutRedirectIsTheOneAskedFor() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try makeClient()
+        let asked = server.url("/get?name=a%20b&x=1")
+        var response = try await client.send(HTTPRequest(.get, asked))
+        #expect(response.redirectCount == 0)
+        #expect(response.url == asked)
+        #expect(response.url.query == "name=a%20b&x=1")
+        let elsewhere = try #require(URL(string: "https://elsewhere.test/x"))
+        response.url = elsewhere
+        #expect(response.url == elsewhere)
+        let streamed = try await client.stream(HTTPRequest(.get, asked))
+        #expect(streamed.url == asked)
+        _ = try await streamed.body.collect()
+        let redirected = try await client.stream(HTTPRequest(.get, server.url("/redirect/1")))
+        #expect(redirected.url == server.url("/get"))
+        _ = try await redirected.body.collect()
+    }
+
     /// A transport of the app's own gets every hop: the client talks to the `Transport` protocol only.
     @Test func aTransportOfYourOwnSeesEveryHop() async throws {
         final class Recording: Transport {
