@@ -4,6 +4,7 @@ import argparse, datetime, glob, json, os, platform, statistics, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import goals  # noqa: E402  (Benchmarks/goals.py: the goal rows and verdicts every benchmark script shares)
+import reproduce  # noqa: E402  (Benchmarks/reproduce.py: this run against a previous one)
 
 p = argparse.ArgumentParser()
 p.add_argument("--results", required=True)
@@ -24,6 +25,10 @@ p.add_argument("--note", help="a sentence for the top of the file, e.g. how the 
 p.add_argument("--goals", help="the JSON lines the other benchmark scripts' goal checks wrote (GOALS_FILE)")
 p.add_argument("--profiles", help="a Markdown file of profiles of the goals not reached (committed analysis, "
                "dated; included as it is)")
+p.add_argument("--previous", help="the raw folder (RAW_DIR) of a previous run of the script on this machine: "
+               "adds the reproducibility table, this run's figures against that run's (Benchmarks/reproduce.py)")
+p.add_argument("--previous-label", default="the previous run",
+               help="how the table names the previous run, e.g. its commit and time")
 a = p.parse_args()
 
 rows = [json.loads(line) for line in open(a.results) if line.strip()]
@@ -238,6 +243,13 @@ w("Each goal as the benchmark that measures it checks it: the median over the in
   "profile in \"Where the time goes\" at the end.")
 w("")
 w(GOALS_HEADER)
+reproducibility, counts = ("", None) if not a.previous else reproduce.section(
+    os.path.dirname(os.path.abspath(a.results)), a.previous, a.previous_label)
+if reproducibility:
+    compared = sum(counts.values()) - counts["one round each"]
+    share = 100 * counts["within"] / compared if compared else None
+    w(goal("1. A rerun lands within the stated spread", f"figures within, of {compared} against {a.previous_label}",
+           share, 100, unit="%"))
 w(client_goal("2. One in flight: requests/s", "`HTTPClient.send` bytes vs `curl` (one connection)",
               "courier-transport", "curl", 1, "rps", 0.95))
 w(client_goal("2. One in flight: requests/s", "`APIService.get` → model vs `curl` (one connection)",
@@ -254,6 +266,11 @@ if a.goals and os.path.exists(a.goals):
     for g in sorted(checked, key=lambda g: int(g["text"].split(".")[0])):
         w(goals.row(g["text"], g["compared"], g["value"], g["target"], g["higher"], g["unit"], tuple(g["runs"])))
 w("")
+
+if reproducibility:
+    w("## Reproducibility (issue 22, item 1)")
+    w("")
+    w(reproducibility)
 
 names = {
     "courier-transport": "Courier `HTTPClient.send`, bytes",

@@ -6,6 +6,9 @@
 #   SKIP_MICRO=1 scripts/benchmark.sh   # HTTP figures only
 #   RAW_DIR=/tmp/raw scripts/benchmark.sh   # also keep the raw figures (and sections, goals) there
 #   SKIP_SECTIONS=1 scripts/benchmark.sh    # without the other scripts' sections (below)
+#   PREVIOUS=/tmp/raw scripts/benchmark.sh  # also compares this run with the one kept in /tmp/raw
+#                                           # (RAW_DIR of an earlier run on this machine): does a
+#                                           # rerun land within the stated spread? (reproduce.py)
 #
 # Then the other benchmark scripts, each writing one section of the file with its own command,
 # load and spread: scripts/parked-memory.sh (memory per parked request), scripts/scaling.sh
@@ -196,5 +199,7 @@ python3 "$root/Benchmarks/report.py" --results "$results" --micro "$micro" --run
     --requests "$requests" --inflight "$inflight_big" --seconds $((finished - started)) \
     --body-bytes "$(curl -fsS "$url" | wc -c)" --load-start "$load_start" \
     --load-end "$load_end" --date "$(date -u '+%Y-%m-%d %H:%M')" --sections "$sections" --goals "$GOALS_FILE" \
-    --profiles "$root/Benchmarks/profiles.md" >"$root/Docs/Performance.md"
+    --profiles "$root/Benchmarks/profiles.md" \
+    ${PREVIOUS:+--previous "$PREVIOUS" --previous-label "${PREVIOUS_LABEL:-the run kept in $PREVIOUS}"} \
+    >"$root/Docs/Performance.md"
 echo "== wrote Docs/Performance.md in $((finished - started)) s"
