@@ -109,7 +109,7 @@ enum PublicSurfaceSample {
                     generalParameters: [("os", "linux")], retryPolicy: RetryPolicy(maximumRetries: 1),
                     monitors: [PublicSurfaceSample.FinishedCounter { statuses.append($0) }, LoggingEventMonitor()])))
 
-        var options = CallOptions(headers: [.acceptLanguage: "fr"], timeout: .seconds(5))
+        var options = CallOptions(headers: [.acceptLanguage: "fr"], timeout: .seconds(30))
         options.userInfo = [.showsActivity: true]
         let item = try await service.item(7, options: options.with(\.maxResponseSize, 1 << 20))
         #expect(item.id == 7)
@@ -123,7 +123,7 @@ enum PublicSurfaceSample {
         // The client on its own takes the same per-call options.
         let raw = try await client.send(
             HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/items/7"),
-            options: CallOptions(timeout: .seconds(5), maxResponseSize: 1 << 20))
+            options: CallOptions(timeout: .seconds(30), maxResponseSize: 1 << 20))
         #expect(raw.status == .ok)
         #expect(String(decoding: raw.body, as: UTF8.self).contains("7"))
     }
