@@ -19,12 +19,11 @@ extension HTTPClient {
         /// A request target Foundation's parser refuses (libcurl accepted it) reads as
         /// `about:blank`.
         public var url: URL {
-            get { answeredURL ?? request.absoluteURL ?? Self.unparsable }
+            get { answeredURL ?? request.responseURL }
             set { answeredURL = newValue }
         }
         /// The URL a redirect (or the caller) set; nil when it is the request's own.
         private var answeredURL: URL?
-        static let unparsable = URL(string: "about:blank")!
         /// How many redirects were followed.
         public var redirectCount: Int
         /// Timings and sizes of each redirect hop before the final one, in order (empty
@@ -61,7 +60,7 @@ extension HTTPClient {
         public var request: HTTPRequest
         /// The URL that answered, after redirects; made as ``Response/url`` is.
         public var url: URL {
-            get { answeredURL ?? request.absoluteURL ?? Response.unparsable }
+            get { answeredURL ?? request.responseURL }
             set { answeredURL = newValue }
         }
         private var answeredURL: URL?
@@ -77,3 +76,11 @@ extension HTTPClient {
         }
     }
 }
+
+extension HTTPRequest {
+    /// The URL a response to this request reports when no redirect set another: its own, or
+    /// `about:blank` for a target Foundation's parser refuses (libcurl accepted it).
+    fileprivate var responseURL: URL { absoluteURL ?? unparsable }
+}
+
+private let unparsable = URL(string: "about:blank")!

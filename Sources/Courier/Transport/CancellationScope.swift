@@ -17,7 +17,7 @@ final class CancellationScope: CancellableCall {
         func run() {
             switch self {
             case .closure(let cancel): cancel()
-            case .transfer(let transfer, let loop): if transfer.cancel() { loop.enqueue(.cancel(transfer)) }
+            case .transfer(let transfer, let loop): loop.requestCancel(transfer)
             }
         }
     }

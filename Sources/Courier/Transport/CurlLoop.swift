@@ -104,6 +104,12 @@ final class CurlLoop: @unchecked Sendable {
         courier_transport_load_destroy(load)
     }
 
+    /// Cancels `transfer` from any thread: its caller is resumed with `CancellationError`, and
+    /// a transfer already handed to the loop is removed there.
+    func requestCancel(_ transfer: CurlTransfer) {
+        if transfer.cancel() { enqueue(.cancel(transfer)) }
+    }
+
     /// Hands a command to the loop thread.
     func enqueue(_ command: Command) {
         let (accepted, wakes) = queue.withLock { queue -> (Bool, Bool) in

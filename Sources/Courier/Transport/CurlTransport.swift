@@ -135,7 +135,7 @@ package final class CurlTransport: Transport {
             guard let transfer = reference.transfer else { return }
             switch control {
             case .resume: loop.enqueue(.resume(transfer))
-            case .cancel: if transfer.cancel() { loop.enqueue(.cancel(transfer)) }
+            case .cancel: loop.requestCancel(transfer)
             }
         }
         let transfer = try CurlTransfer(request: request, delivery: .streaming(buffer))
@@ -163,7 +163,7 @@ package final class CurlTransport: Transport {
                 if transfer.install(continuation) { loop.enqueue(.add(transfer)) }
             }
         } onCancel: {
-            if transfer.cancel() { loop.enqueue(.cancel(transfer)) }
+            loop.requestCancel(transfer)
         }
     }
 }
