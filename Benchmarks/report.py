@@ -31,13 +31,8 @@ p.add_argument("--previous-label", default="the previous run",
                help="how the table names the previous run, e.g. its commit and time")
 a = p.parse_args()
 
-rows = [json.loads(line) for line in open(a.results) if line.strip()]
-# A task-per-request run (`--driver task`, the way a server's request handlers call a client) is
-# its own row beside the long-lived workers' one.
-TASK = " (task per request)"
-for r in rows:
-    if r.get("driver") == "task":
-        r["client"] += TASK
+rows = reproduce.read_results(a.results)
+TASK = reproduce.TASK
 
 
 def med(client, concurrency, key):

@@ -21,15 +21,23 @@ import statistics
 import sys
 
 
-def load_results(folder):
-    path = os.path.join(folder, "results.jsonl")
-    if not os.path.exists(path):
-        return []
+# A task-per-request run (`--driver task`, the way a server's request handlers call a client) is
+# its own row beside the long-lived workers' one.
+TASK = " (task per request)"
+
+
+def read_results(path):
+    """The rows of a results.jsonl, a task-per-request run's client named with `TASK`."""
     rows = [json.loads(line) for line in open(path) if line.strip()]
     for r in rows:
         if r.get("driver") == "task":
-            r["client"] += " (task per request)"
+            r["client"] += TASK
     return rows
+
+
+def load_results(folder):
+    path = os.path.join(folder, "results.jsonl")
+    return read_results(path) if os.path.exists(path) else []
 
 
 def load_goals(folder):
