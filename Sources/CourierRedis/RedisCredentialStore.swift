@@ -57,7 +57,7 @@ final class RedisCredentialStore: Sendable {
     }
 
     private var credentialKey: String { fleet.key("c", RedisFleet.digest(name)) }
-    private var lockKey: String { fleet.key("l", RedisFleet.digest(name)) }
+    var lockKey: String { fleet.key("l", RedisFleet.digest(name)) }
     private var fenceKey: String { fleet.key("g", RedisFleet.digest(name)) }
 
     enum Read {
@@ -90,12 +90,21 @@ final class RedisCredentialStore: Sendable {
 
     /// Single-flight refresh across the fleet.
     func refresh(expired: String, using refresher: @Sendable (String) async throws -> String) async throws -> String {
-        let giveUp = ContinuousClock.now + lease * 2
+        var giveUp = ContinuousClock.now + lease * 2
         var pause = Duration.milliseconds(5)
+        // A token this process got but could not publish: the lock had passed to another
+        // holder. It is published under a later lock, or returned when the wait runs out; it
+        // is never fetched twice.
+        var unpublished: String?
+        func obtain() async throws -> String {
+            if let unpublished { return unpublished }
+            return try await refresher(expired)
+        }
         while true {
+            if let unpublished, ContinuousClock.now >= giveUp { return unpublished }
             switch await read(client: fleet.lockClient) {
             case .unavailable:
-                return try await refresher(expired)
+                return try await obtain()
             case .value(let generation, let token) where token != expired:
                 note(generation)
                 return token
@@ -104,7 +113,7 @@ final class RedisCredentialStore: Sendable {
             }
             switch await acquire() {
             case .unavailable:
-                return try await refresher(expired)
+                return try await obtain()
             case .acquired(let owner, let fence):
                 // Someone may have published between the read and the lock.
                 if case .value(let generation, let token) = await read(client: fleet.lockClient), token != expired {
@@ -114,7 +123,7 @@ final class RedisCredentialStore: Sendable {
                 }
                 let fresh: String
                 do {
-                    fresh = try await refresher(expired)
+                    fresh = try await obtain()
                 } catch {
                     release(owner)
                     throw error
@@ -123,19 +132,28 @@ final class RedisCredentialStore: Sendable {
                     note(fence)
                     return fresh
                 }
-                // Our lease ran out and a newer generation was published: that one wins.
-                if case .value(let generation, let token) = await read(client: fleet.lockClient) {
-                    note(generation)
-                    return token
+                // Our lease ran out: a newer generation is published (the next read returns
+                // it), or another holder has the lock and is about to publish. Wait for that
+                // one as long as its lease, or ours twice over, allows.
+                if unpublished == nil {
+                    giveUp = ContinuousClock.now + max(lease * 2, await remainingLease())
                 }
-                return fresh
+                unpublished = fresh
+                pause = .milliseconds(5)
             case .held:
                 // The holder died or hangs past the lease twice over: refresh here.
-                if ContinuousClock.now >= giveUp { return try await refresher(expired) }
+                if ContinuousClock.now >= giveUp { return try await obtain() }
                 try await Task.sleep(for: pause)
                 pause = min(pause * 2, .milliseconds(100))
             }
         }
+    }
+
+    /// How long the current holder's lock has left (zero when free or unknown).
+    private func remainingLease() async -> Duration {
+        let reply = await fleet.lockClient.run([Data("PTTL".utf8), Data(lockKey.utf8)])
+        guard case .success(let value) = reply, let left = value.integer, left > 0 else { return .zero }
+        return .milliseconds(left)
     }
 
     private func note(_ generation: UInt64) {
@@ -148,7 +166,7 @@ final class RedisCredentialStore: Sendable {
         case unavailable
     }
 
-    private func acquire() async -> Acquired {
+    func acquire() async -> Acquired {
         let owner = UUID().uuidString
         let reply = await fleet.lockClient.eval(
             Self.acquireScript, keys: [lockKey, fenceKey],
@@ -157,7 +175,7 @@ final class RedisCredentialStore: Sendable {
         return fence > 0 ? .acquired(owner: owner, fence: UInt64(fence)) : .held
     }
 
-    private func publish(_ token: String, fence: UInt64, owner: String) async -> Bool {
+    func publish(_ token: String, fence: UInt64, owner: String) async -> Bool {
         guard let sealed = seal(token, generation: fence) else { return false }
         let reply = await fleet.lockClient.eval(
             Self.publishScript, keys: [credentialKey, lockKey],

@@ -91,6 +91,57 @@ import Testing
         #expect(published == "from-the-new-holder")
     }
 
+    @Test func aStaleHolderWaitsForTheProcessThatTookTheLockOver() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let store = RedisCredentialStore(fleet: try redis.fleet(), name: "api", lease: .seconds(5))
+        let other = RedisCredentialStore(fleet: try redis.fleet(), name: "api", lease: .seconds(5))
+        let slowStarted = AsyncStream<Void>.makeStream()
+        let slowMayReturn = AsyncStream<Void>.makeStream()
+        let slowRefreshes = LockedValue(0)
+        let slow = Task {
+            try await store.refresh(expired: "t1") { _ in
+                slowRefreshes.withLock { $0 += 1 }
+                slowStarted.continuation.yield()
+                for await _ in slowMayReturn.stream { break }
+                return "from-the-stale-holder"
+            }
+        }
+        for await _ in slowStarted.stream { break }
+        // Its lease runs out (the lock is dropped as Redis would expire it) and the other
+        // process takes the lock and is refreshing.
+        _ = try redis.command("DEL", store.lockKey)
+        guard case .acquired(let owner, let fence) = await other.acquire() else {
+            Issue.record("the other process did not get the lock")
+            return
+        }
+        let scriptsBefore = try Self.scriptsRun(redis)
+        slowMayReturn.continuation.yield()
+        // The stale holder tries to publish (a script), is refused while the lock is the other
+        // process's, and nothing newer is published yet.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try Self.scriptsRun(redis) == scriptsBefore, ContinuousClock.now < deadline { await Task.yield() }
+        #expect(await other.publish("from-the-new-holder", fence: fence, owner: owner))
+        // It must take the other process's token, not keep its own.
+        #expect(try await slow.value == "from-the-new-holder")
+        #expect(slowRefreshes.withLock { $0 } == 1)
+        guard case .value(_, let published) = await store.read() else {
+            Issue.record("nothing published")
+            return
+        }
+        #expect(published == "from-the-new-holder")
+    }
+
+    /// How many scripts Redis has run (`EVAL` calls, from INFO commandstats).
+    private static func scriptsRun(_ redis: RedisTestServer) throws -> Int {
+        guard case .string(let info) = try redis.command("INFO", "commandstats") else { return 0 }
+        let line = String(decoding: info, as: UTF8.self).split(whereSeparator: \.isNewline)
+            .first { $0.hasPrefix("cmdstat_eval:") }
+        guard let line, let calls = line.split(separator: "=").dropFirst().first?.split(separator: ",").first
+        else { return 0 }
+        return Int(calls) ?? 0
+    }
+
     @Test func withRedisDownEachProcessRefreshesOnItsOwn() async throws {
         let redis = try await RedisTestServer.make()
         let port = redis.port
