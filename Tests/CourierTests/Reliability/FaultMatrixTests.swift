@@ -25,6 +25,10 @@ struct FaultCase: Sendable, CustomTestStringConvertible {
     /// A total timeout of its own, for a fault that must end by something else (the redirect
     /// limit) and would otherwise race the matrix's short timeout on a busy pool.
     var timeout: Duration?
+    /// A stall timeout of its own, for a fault that must end by the head bound: a server that
+    /// builds a large head on a starved pool (ThreadSanitizer, the whole suite at once) sends
+    /// nothing for seconds, and the matrix's 2 s stall timeout would end it first.
+    var stallTimeout: Duration?
     /// The body a fault that must succeed reads.
     var successBody = 50_000
 
@@ -73,13 +77,19 @@ struct FaultCase: Sendable, CustomTestStringConvertible {
         FaultCase(path: "/gzip-bomb?size=\(256 << 20)", codes: [.responseTooLarge], unboundedWithoutCap: true),
         // Hostile heads (issue 16 item 9), written byte for byte by `BuiltInRoutes+Hostile`.
         // Tens of thousands of field lines: Courier's head bound stops them, not a timeout.
-        FaultCase(path: "/fault/header-flood?lines=50000", codes: [.responseTooLarge], unboundedWithoutCap: true),
+        FaultCase(
+            path: "/fault/header-flood?lines=50000", codes: [.responseTooLarge], unboundedWithoutCap: true,
+            timeout: .seconds(60), stallTimeout: .seconds(30)),
         // One 200 kB field line, above curl's 100 KiB limit for one line.
-        FaultCase(path: "/fault/long-header?size=200000", codes: [.responseTooLarge, .transport]),
+        FaultCase(
+            path: "/fault/long-header?size=200000", codes: [.responseTooLarge, .transport], timeout: .seconds(60),
+            stallTimeout: .seconds(30)),
         // A value folded over three lines reads as one value; over 100,000 lines it hits the
         // bound in linear time.
         FaultCase(path: "/fault/folded-header?lines=3", codes: [], successBody: 2),
-        FaultCase(path: "/fault/folded-header?lines=100000", codes: [.responseTooLarge]),
+        FaultCase(
+            path: "/fault/folded-header?lines=100000", codes: [.responseTooLarge], timeout: .seconds(60),
+            stallTimeout: .seconds(30)),
         FaultCase(path: "/fault/control-bytes", codes: [], successBody: 2),
         FaultCase(path: "/fault/bad-chunk-size?size=zz", codes: [.invalidResponse, .transport]),
         FaultCase(path: "/fault/bad-chunk-size?size=1ffffffffffffffffffff", codes: [.invalidResponse, .transport]),
@@ -101,7 +111,7 @@ struct FaultCase: Sendable, CustomTestStringConvertible {
         let timeout = fault.timeout ?? Self.timeout
         let client = try makeClient {
             $0.timeout = timeout
-            $0.stallTimeout = .seconds(2)
+            $0.stallTimeout = fault.stallTimeout ?? .seconds(2)
             $0.maxResponseSize = Self.cap
             if let limit = fault.maxRedirects { $0.maxRedirects = limit }
         }
