@@ -176,7 +176,7 @@ extension ServiceCore {
             }
             if sendsCredential {
                 request.head.headerFields.appendAbsent(client.authorizationFields())
-                if let authentication = service.configuration.credentials {
+                if let authentication = service.prepared.credentials {
                     // Its fields, and its query items as credential values (digested, never kept).
                     var applied = request.head
                     authentication.applyCurrent(to: &applied)

@@ -41,45 +41,104 @@ struct RequestIdentity: Hashable, Sendable {
         cachePolicy: CachePolicy, client: ObjectIdentifier? = nil
     ) {
         let head = request.head
-        var key = head.method.rawValue
-        key += " "
-        key += head.scheme ?? ""
-        key += "://"
-        key += head.authority ?? ""
-        key += head.path ?? "/"
-        var fields: [(name: String, value: String)] = []
+        // Built as bytes, in one buffer, and made a string once: this runs for every
+        // de-duplicated GET (the default), and `String.append` costs hundreds of instructions
+        // a piece.
+        var key = KeyBytes()
+        key.append(head.method.rawValue)
+        key.append(" ")
+        key.append(head.scheme ?? "")
+        key.append("://")
+        key.append(head.authority ?? "")
+        key.append(head.path ?? "/")
+        var fields: [HTTPField] = []
+        fields.reserveCapacity(head.headerFields.count)
         var credential: [(name: String, value: String)] = []
         for field in head.headerFields {
-            if credentialFieldNames.contains(field.name) {
+            if Self.isCredential(field.name, among: credentialFieldNames) {
                 credential.append((field.name.canonicalName, field.value))
             } else {
-                fields.append((field.name.canonicalName, field.value))
+                fields.append(field)
             }
         }
-        for field in fields.sorted(by: Self.order) {
-            key += "\n\(field.name): \(field.value)"
+        if fields.count > 1 { fields.sort(by: Self.order) }
+        for field in fields {
+            key.append("\n")
+            key.append(field.name.canonicalName)
+            key.append(": ")
+            key.append(field.value)
         }
         for item in credentialQuery { credential.append(("?" + item.name, item.value)) }
         if !credential.isEmpty {
             let text = credential.sorted(by: Self.order).map { "\($0.name): \($0.value)\n" }.joined()
-            key += "\ncredential: " + Self.digest(text.utf8)
+            key.append("\ncredential: ")
+            key.append(Self.digest(text.utf8))
         }
         if let body = request.body {
-            key += "\nbody:"
+            key.append("\nbody:")
             for segment in body.segments {
                 switch segment {
-                case .data(let data): key += " data " + Self.digest(data)
-                case .file(let path): key += " file " + Self.digest(path.utf8)
+                case .data(let data):
+                    key.append(" data ")
+                    key.append(Self.digest(data))
+                case .file(let path):
+                    key.append(" file ")
+                    key.append(Self.digest(path.utf8))
                 // Read once: never the same as another call's body.
                 case .stream(let source):
-                    key += " stream " + String(UInt(bitPattern: ObjectIdentifier(source).hashValue), radix: 16)
+                    key.append(" stream ")
+                    key.appendHex(UInt(bitPattern: ObjectIdentifier(source).hashValue))
                 }
             }
         }
-        key += "\nas: " + String(UInt(bitPattern: responseType), radix: 16)
-        if cachePolicy != .useProtocolCachePolicy { key += "\ncache: \(cachePolicy)" }
-        if let client { key += "\nclient: " + String(UInt(bitPattern: client), radix: 16) }
-        self.key = key
+        key.append("\nas: ")
+        key.appendHex(UInt(bitPattern: responseType))
+        if cachePolicy != .useProtocolCachePolicy { key.append("\ncache: \(cachePolicy)") }
+        if let client {
+            key.append("\nclient: ")
+            key.appendHex(UInt(bitPattern: client))
+        }
+        self.key = String(decoding: key.bytes, as: UTF8.self)
+    }
+
+    /// The key's UTF-8 bytes while it is built.
+    private struct KeyBytes {
+        var bytes: [UInt8] = []
+
+        init() { bytes.reserveCapacity(256) }
+
+        mutating func append(_ text: String) {
+            let copied: Void? = text.utf8.withContiguousStorageIfAvailable { bytes.append(contentsOf: $0) }
+            if copied == nil { bytes.append(contentsOf: text.utf8) }
+        }
+
+        /// `value` in lowercase hexadecimal, as `String(value, radix: 16)` writes it.
+        mutating func appendHex(_ value: UInt) {
+            var digits: (UInt64, UInt64) = (0, 0)
+            withUnsafeMutableBytes(of: &digits) { buffer in
+                var rest = value
+                var start = buffer.count
+                repeat {
+                    start -= 1
+                    let digit = UInt8(truncatingIfNeeded: rest & 0xf)
+                    buffer[start] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") - 10 + digit
+                    rest >>= 4
+                } while rest != 0
+                bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[start...]))
+            }
+        }
+    }
+
+    /// Whether `name` is a credential field: a scan, not a hash, for the few names a client
+    /// has (a name's equality compares its canonical form, a small string).
+    private static func isCredential(_ name: HTTPField.Name, among names: Set<HTTPField.Name>) -> Bool {
+        guard names.count <= 16 else { return names.contains(name) }
+        for candidate in names where candidate == name { return true }
+        return false
+    }
+
+    private static func order(_ a: HTTPField, _ b: HTTPField) -> Bool {
+        a.name != b.name ? a.name.canonicalName < b.name.canonicalName : a.value < b.value
     }
 
     private static func order(_ a: (name: String, value: String), _ b: (name: String, value: String)) -> Bool {

@@ -285,6 +285,9 @@ struct PreparedService: Sendable {
     /// The query items the authentication writes (a multi-part credential's): redacted in the
     /// monitors' logs, digested in the identities and in what the cache stores.
     let credentialQueryNames: Set<String>
+    /// The authentication's credential as the identity reads it (`ServiceConfiguration.credentials`,
+    /// a dynamic cast made once here rather than per call).
+    let credentials: (any CredentialCarrying)?
     /// The request head of the last endpoint called, its path checked.
     let heads = RequestHeadCache()
 
@@ -298,7 +301,8 @@ struct PreparedService: Sendable {
         extraCredentialNames =
             configuration.credentials?.credentialFieldNames.subtracting(client.credentialFieldNames) ?? []
         credentialFieldNames = client.credentialFieldNames.union(extraCredentialNames)
-        credentialQueryNames = configuration.credentials?.credentialQueryNames ?? []
+        credentials = configuration.credentials
+        credentialQueryNames = credentials?.credentialQueryNames ?? []
     }
 }
 

@@ -29,6 +29,30 @@ import Testing
         #expect(Self.identity(fields: fields) == Self.identity(fields: reordered))
     }
 
+    @Test func theKeyReadsAsTheRequestWithSortedFieldsAndItsTypeAndClient() {
+        final class Client {}
+        let client = Client()
+        let fields: HTTPFields = [
+            .acceptLanguage: "fr", .accept: "application/json", .accept: "text/plain", .authorization: "Bearer a",
+        ]
+        let head = HTTPRequest(
+            method: .get, scheme: "https", authority: "api.example.com", path: "/feed?page=1", headerFields: fields)
+        let identity = RequestIdentity(
+            request: PreparedRequest(head: head), credentialFieldNames: Self.names,
+            responseType: ObjectIdentifier(Int.self), cachePolicy: .useProtocolCachePolicy,
+            client: ObjectIdentifier(client))
+        let lines = identity.key.split(separator: "\n").map(String.init)
+        #expect(lines.first == "GET https://api.example.com/feed?page=1")
+        // Sorted by name, then value; the credential only as a digest.
+        #expect(
+            Array(lines.dropFirst().prefix(3)) == [
+                "accept: application/json", "accept: text/plain", "accept-language: fr",
+            ])
+        #expect(lines.contains { $0.hasPrefix("credential: ") && !$0.contains("Bearer") })
+        #expect(lines.contains("as: " + String(UInt(bitPattern: ObjectIdentifier(Int.self)), radix: 16)))
+        #expect(lines.last == "client: " + String(UInt(bitPattern: ObjectIdentifier(client)), radix: 16))
+    }
+
     @Test func everythingThatChangesTheAnswerChangesTheIdentity() {
         let base = Self.identity(fields: [.accept: "application/json"])
         let others = [

@@ -10,9 +10,26 @@ import Synchronization
 final class InFlightDeduplicator<Value: Sendable>: Sendable {
     private final class Entry: Sendable {
         struct State {
-            var waiters: [UInt64: UnsafeContinuation<Value, any Error>] = [:]
+            /// The waiters: most runs have one, kept without a dictionary (no allocation, no
+            /// hashing); the rest join `others`.
+            var first: (id: UInt64, continuation: UnsafeContinuation<Value, any Error>)?
+            var others: [UInt64: UnsafeContinuation<Value, any Error>] = [:]
             var result: Result<Value, any Error>?
             var task: Task<Void, Never>?
+
+            var count: Int { (first == nil ? 0 : 1) + others.count }
+
+            mutating func add(_ id: UInt64, _ continuation: UnsafeContinuation<Value, any Error>) {
+                if first == nil { first = (id, continuation) } else { others[id] = continuation }
+            }
+
+            mutating func remove(_ id: UInt64) -> UnsafeContinuation<Value, any Error>? {
+                if let first, first.id == id {
+                    self.first = nil
+                    return first.continuation
+                }
+                return others.removeValue(forKey: id)
+            }
         }
         let state = LockedValue(State())
     }
@@ -21,7 +38,21 @@ final class InFlightDeduplicator<Value: Sendable>: Sendable {
         var entries: [String: Entry] = [:]
         var nextWaiter: UInt64 = 0
         var executions = 0
+
+        /// Removes `key`'s entry if it is still `entry` (a later run may have replaced it),
+        /// hashing the key once.
+        mutating func remove(_ key: String, ifIs entry: Entry) {
+            guard let index = entries.index(forKey: key), entries.values[index] === entry else { return }
+            entries.remove(at: index)
+        }
     }
+
+    private static func newEntry(_ isNew: inout Bool) -> Entry {
+        isNew = true
+        return Entry()
+    }
+
+    private static func value(of entry: inout Entry) -> Entry { entry }
 
     private let table = LockedValue(Table())
 
@@ -33,7 +64,7 @@ final class InFlightDeduplicator<Value: Sendable>: Sendable {
     /// The number of callers waiting, over all keys.
     var waiterCount: Int {
         let entries = table.withLock { Array($0.entries.values) }
-        return entries.reduce(0) { count, entry in count + entry.state.withLock { $0.waiters.count } }
+        return entries.reduce(0) { count, entry in count + entry.state.withLock { $0.count } }
     }
 
     /// How many times an operation was really started (not joined).
@@ -74,11 +105,11 @@ final class InFlightDeduplicator<Value: Sendable>: Sendable {
     ) async throws -> Value {
         let (entry, isNew, waiterID) = table.withLock { table -> (Entry, Bool, UInt64) in
             table.nextWaiter += 1
-            if let entry = table.entries[key] { return (entry, false, table.nextWaiter) }
-            let entry = Entry()
-            table.entries[key] = entry
-            table.executions += 1
-            return (entry, true, table.nextWaiter)
+            // One lookup of the key (hashed once), which inserts a new entry when missing.
+            var isNew = false
+            let entry = Self.value(of: &table.entries[key, default: Self.newEntry(&isNew)])
+            if isNew { table.executions += 1 }
+            return (entry, isNew, table.nextWaiter)
         }
         if isNew {
             let work: @Sendable () async -> Void = {
@@ -99,7 +130,7 @@ final class InFlightDeduplicator<Value: Sendable>: Sendable {
                 let finished = entry.state.withLock { state -> Result<Value, any Error>? in
                     if let result = state.result { return result }
                     if Task.isCancelled { return .failure(CancellationError()) }
-                    state.waiters[waiterID] = continuation
+                    state.add(waiterID, continuation)
                     return nil
                 }
                 if let finished {
@@ -117,29 +148,30 @@ final class InFlightDeduplicator<Value: Sendable>: Sendable {
     private func leave(key: String, entry: Entry, waiterID: UInt64) {
         let (continuation, taskToCancel) = entry.state.withLock {
             state -> (UnsafeContinuation<Value, any Error>?, Task<Void, Never>?) in
-            let continuation = state.waiters.removeValue(forKey: waiterID)
-            let abandon = continuation != nil && state.waiters.isEmpty && state.result == nil
+            let continuation = state.remove(waiterID)
+            let abandon = continuation != nil && state.count == 0 && state.result == nil
             return (continuation, abandon ? state.task : nil)
         }
         continuation?.resume(throwing: CancellationError())
         if let taskToCancel {
             // Nobody waits any more: later callers must not join a cancelled run.
-            table.withLock { table in
-                if table.entries[key] === entry { table.entries.removeValue(forKey: key) }
-            }
+            table.withLock { $0.remove(key, ifIs: entry) }
             taskToCancel.cancel()
         }
     }
 
     private func finish(key: String, entry: Entry, result: Result<Value, any Error>) {
-        table.withLock { table in
-            if table.entries[key] === entry { table.entries.removeValue(forKey: key) }
-        }
-        let waiters = entry.state.withLock { state -> [UnsafeContinuation<Value, any Error>] in
+        table.withLock { $0.remove(key, ifIs: entry) }
+        let (first, others) = entry.state.withLock {
+            state -> (UnsafeContinuation<Value, any Error>?, [UnsafeContinuation<Value, any Error>]) in
             state.result = result
-            defer { state.waiters.removeAll() }
-            return Array(state.waiters.values)
+            let first = state.first?.continuation
+            state.first = nil
+            guard !state.others.isEmpty else { return (first, []) }
+            defer { state.others = [:] }
+            return (first, Array(state.others.values))
         }
-        waiters.forEach { $0.resume(with: result) }
+        first?.resume(with: result)
+        others.forEach { $0.resume(with: result) }
     }
 }
