@@ -19,15 +19,34 @@ struct CallTelemetry {
     /// The call's logger: the call's own (`CallOptions.logger`) or the client's, with
     /// `courier.call_id` in its metadata.
     let logger: Logger
-    private let tracer: (any Tracer)?
-    private var callSpan: (any Span)?
-    private var attemptSpan: (any Span)?
-    private let handles: MetricHandles?
-    private let metrics: MetricHandles.Set?
-    private let started: ContinuousClock.Instant?
-    /// The client's transport, for the pool meters (nil without metrics).
-    private let transport: (any Transport)?
-    private let redaction: Redaction
+    /// Nil at the usual log levels without a tracer or a metrics backend: then a call makes
+    /// and keeps nothing else (one optional reference in its `CallRun`).
+    private let active: Active?
+
+    /// The spans, meters and redaction of a call that reports something.
+    private final class Active {
+        let tracer: (any Tracer)?
+        var callSpan: (any Span)?
+        var attemptSpan: (any Span)?
+        let handles: MetricHandles?
+        let metrics: MetricHandles.Set?
+        let started: ContinuousClock.Instant?
+        /// The client's transport, for the pool meters (nil without metrics).
+        let transport: (any Transport)?
+        let redaction: Redaction
+
+        init(
+            tracer: (any Tracer)?, handles: MetricHandles?, metrics: MetricHandles.Set?,
+            transport: (any Transport)?, redaction: Redaction
+        ) {
+            self.tracer = tracer
+            self.handles = handles
+            self.metrics = metrics
+            started = metrics == nil ? nil : .now
+            self.transport = transport
+            self.redaction = redaction
+        }
+    }
 
     /// Starts the call's span, counts it in flight and logs its start.
     @inline(never)
@@ -38,15 +57,18 @@ struct CallTelemetry {
         var logger = logger ?? client.configuration.logger
         let telemetry = client.telemetry
         let logs = logger.logLevel <= .debug
+        guard logs || telemetry.tracer != nil || telemetry.metrics != nil else {
+            self.logger = logger
+            active = nil
+            return
+        }
         // Made only when something will use them: a call pays nothing at the usual log levels
         // without a tracer or metrics backend.
-        redaction =
+        let redaction =
             logs || telemetry.tracer != nil
             ? client.credentialScope.redaction.adding(credentialFieldNames) : Redaction.default
         // The service label: its name, else its server's host (bounded, unlike paths).
-        let service =
-            logs || telemetry.tracer != nil || telemetry.metrics != nil
-            ? name ?? Self.split(server, isHTTPS: false).0 : ""
+        let service = name ?? Self.split(server, isHTTPS: false).0
         if logs {
             logger[metadataKey: "courier.call_id"] = "\(id.rawValue)"
             logger.debug(
@@ -54,8 +76,17 @@ struct CallTelemetry {
                 metadata: ["courier.service": .string(service)])
         }
         self.logger = logger
-        tracer = telemetry.tracer
-        if let tracer {
+        var metrics: MetricHandles.Set?
+        if let handles = telemetry.metrics {
+            let set = handles.handles(service: service, method: request.method, operation: operation)
+            set.inFlight.increment()
+            metrics = set
+            Self.reportLoad(of: client.transport, to: set)
+        }
+        let active = Active(
+            tracer: telemetry.tracer, handles: telemetry.metrics, metrics: metrics,
+            transport: metrics == nil ? nil : client.transport, redaction: redaction)
+        if let tracer = telemetry.tracer {
             let span = tracer.startSpan(
                 operation ?? "\(request.method.rawValue) \(service)",
                 context: InstrumentationContext.current ?? .topLevel,
@@ -63,42 +94,31 @@ struct CallTelemetry {
             Self.describe(request, on: span, redaction: redaction)
             span.attributes["courier.call_id"] = Int(truncatingIfNeeded: id.rawValue)
             if let operation { span.attributes["courier.operation"] = operation }
-            callSpan = span
+            active.callSpan = span
         }
-        handles = telemetry.metrics
-        if let handles {
-            let set = handles.handles(service: service, method: request.method, operation: operation)
-            set.inFlight.increment()
-            metrics = set
-            started = .now
-            transport = client.transport
-            Self.reportLoad(of: client.transport, to: set)
-        } else {
-            metrics = nil
-            started = nil
-            transport = nil
-        }
+        self.active = active
     }
 
     /// An attempt is sent: its span starts, and its context goes into the request's fields.
     @inline(never)
     mutating func willSend(_ request: inout PreparedRequest, attempt: Int) {
-        if attempt > 1 { metrics?.retries.increment() }
-        guard let tracer, let callSpan else { return }
+        guard let active else { return }
+        if attempt > 1 { active.metrics?.retries.increment() }
+        guard let tracer = active.tracer, let callSpan = active.callSpan else { return }
         endAttempt(status: nil, error: nil)
         let span = tracer.startSpan(
             request.head.method.rawValue, context: callSpan.context, ofKind: .client, at: DefaultTracerClock.now,
             function: #function, file: #fileID, line: #line)
-        Self.describe(request.head, on: span, redaction: redaction)
+        Self.describe(request.head, on: span, redaction: active.redaction)
         if attempt > 1 { span.attributes["http.request.resend_count"] = attempt - 1 }
         tracer.inject(span.context, into: &request.head.headerFields, using: HTTPFieldsInjector())
-        attemptSpan = span
+        active.attemptSpan = span
     }
 
     /// The attempt got an answer (`status`) or failed (`error`).
     mutating func endAttempt(status: Int?, error: CourierError?) {
-        guard let span = attemptSpan else { return }
-        attemptSpan = nil
+        guard let active, let span = active.attemptSpan else { return }
+        active.attemptSpan = nil
         Self.finish(span, status: status, error: error)
     }
 
@@ -115,14 +135,15 @@ struct CallTelemetry {
     ) {
         endAttempt(status: isFromCache ? nil : status, error: nil)
         logger.debug("courier: call ended \(status) after \(attempts) attempt(s)\(isFromCache ? ", from cache" : "")")
-        if let span = callSpan {
-            callSpan = nil
+        guard let active else { return }
+        if let span = active.callSpan {
+            active.callSpan = nil
             span.attributes["courier.attempts"] = attempts
             Self.finish(span, status: status, error: nil)
         }
-        guard let metrics, let handles, let started else { return }
+        guard let metrics = active.metrics, let handles = active.handles, let started = active.started else { return }
         metrics.inFlight.decrement()
-        Self.reportLoad(of: transport, to: metrics)
+        Self.reportLoad(of: active.transport, to: metrics)
         if let body = request.body, let count = try? body.contentLength(), count > 0 {
             metrics.requestBytes.increment(by: count)
         }
@@ -143,14 +164,15 @@ struct CallTelemetry {
     mutating func failed(_ error: CourierError, attempts: Int) {
         endAttempt(status: error.response.map { Int($0.status.code) }, error: error)
         logger.debug("courier: call failed after \(attempts) attempt(s): \(error.code): \(error.message)")
-        if let span = callSpan {
-            callSpan = nil
+        guard let active else { return }
+        if let span = active.callSpan {
+            active.callSpan = nil
             span.attributes["courier.attempts"] = attempts
             Self.finish(span, status: error.response.map { Int($0.status.code) }, error: error)
         }
-        guard let metrics, let handles, let started else { return }
+        guard let metrics = active.metrics, let handles = active.handles, let started = active.started else { return }
         metrics.inFlight.decrement()
-        Self.reportLoad(of: transport, to: metrics)
+        Self.reportLoad(of: active.transport, to: metrics)
         handles.duration(metrics, status: "\(error.code)").recordNanoseconds(
             (ContinuousClock.now - started).nanoseconds)
     }
