@@ -64,18 +64,3 @@ struct RequestOptions: Sendable {
         self.cookieJar = cookieJar
     }
 }
-
-extension RequestOptions {
-    /// The options with every value checked as the client's are (see `ConfigurationBounds`).
-    /// - Throws: `CourierError.configuration` for a timeout of zero or less, or a maximum
-    ///   response size below 1.
-    func validated() throws(CourierError) -> RequestOptions {
-        var checked = self
-        checked.timeout = try ConfigurationBounds.timeout(timeout, "request timeout")
-        if let maxResponseSize {
-            checked.maxResponseSize = try ConfigurationBounds.size(maxResponseSize, "request maximum response size")
-        }
-        if let maxRedirects { checked.maxRedirects = max(0, maxRedirects) }
-        return checked
-    }
-}

@@ -38,26 +38,30 @@ extension HTTPClient {
         @inline(never)
         init(client: HTTPClient, request: HTTPRequest, body: RequestBody?, options: RequestOptions) throws {
             let configuration = client.configuration
-            // Checked here, the one place every send and stream passes (ConfigurationBounds).
-            let options = try options.validated()
+            // Checked here, the one place every send and stream passes (ConfigurationBounds);
+            // the values, not a checked copy of the whole options (a reference count per field).
+            let timeout = try ConfigurationBounds.timeout(options.timeout, "request timeout")
+            let maxResponseSize = try options.maxResponseSize.map { (size) throws(CourierError) in
+                try ConfigurationBounds.size(size, "request maximum response size")
+            }
             // One snapshot of the live settings for every hop of the request.
             let settings = options.clientSettings ?? client.liveSettings
             self.client = client
             current = try client.prepare(
                 request, cookieJar: options.cookieJar, sendsCredential: options.sendsCredential, settings: settings)
             self.body = body
-            limit = options.maxRedirects ?? configuration.maxRedirects
+            limit = options.maxRedirects.map { max(0, $0) } ?? configuration.maxRedirects
             cookieJar = options.cookieJar ?? client.cookieJar
             extraSensitive = options.sensitiveHeaderNames
             sensitive =
                 extraSensitive.isEmpty
                 ? client.credentialFieldNames : client.credentialFieldNames.union(extraSensitive)
-            deadline = (options.timeout ?? settings.settings.timeout).map { ContinuousClock.now + $0 }
+            deadline = (timeout ?? settings.settings.timeout).map { ContinuousClock.now + $0 }
             logger = options.logger ?? configuration.logger
             transportOptions = TransportOptions(
                 timeout: nil, connectTimeout: settings.settings.connectTimeout,
                 stallTimeout: settings.settings.stallTimeout,
-                maxResponseSize: options.maxResponseSize ?? configuration.maxResponseSize,
+                maxResponseSize: maxResponseSize ?? configuration.maxResponseSize,
                 uploadProgress: options.uploadProgress, downloadProgress: options.downloadProgress)
             transportOptions.cancellationScope = options.cancellationScope
         }
