@@ -124,10 +124,10 @@ if [ -z "${SKIP_RUSAGE:-}" ]; then
         for concurrency in $concurrencies; do
             echo "== CPU round $round/$rounds, $concurrency in flight" >&2
             clients=(courier-e2e courier-service curl)
-            # The other build goes after this one in odd rounds and before it in even ones: with a
-            # fixed order the build that always ran second measured up to 6% less CPU with 1 in
-            # flight on the same code (27 Nov 2026: the e2e path, 500 instructions apart, 173.9
-            # vs 180.3 µs; alternated whole-process pairs gave 1.005× [0.98–1.02]).
+            # The other build goes after this one in odd rounds and before it in even ones, so that
+            # an order effect cannot hide in a fixed position (27 Nov 2026, 1 in flight: the e2e
+            # path of two builds 500 instructions apart read 180.3 vs 173.9 µs in fixed order, ranges
+            # overlapping; alternated whole-process pairs gave 1.005× [0.98–1.02]).
             if [ -n "${BEFORE:-}" ]; then
                 if [ $((round % 2)) -eq 1 ]; then
                     clients+=("before courier-e2e" "before courier-service")
