@@ -52,10 +52,11 @@ final class CurlLoop: @unchecked Sendable {
     let bodyBuffers = BodyBufferPool()
 
     // MARK: loop thread only
-    private var pending: [Command] = []
-    private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
-    private var pool: [EasyHandle] = []
-    private var receiveBufferSizes = ReceiveBufferSizes()
+    // Without dynamic exclusivity checks, as `CurlTransfer`'s curl-thread state.
+    @exclusivity(unchecked) private var pending: [Command] = []
+    @exclusivity(unchecked) private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    @exclusivity(unchecked) private var pool: [EasyHandle] = []
+    @exclusivity(unchecked) private var receiveBufferSizes = ReceiveBufferSizes()
     private let streamsToFlush = StreamsToFlush()
     private let constantSettings: EasyHandle.Settings.Constant
     /// The proxy of each scheme, read once (`.environment` reads the variables here).
@@ -319,7 +320,8 @@ extension Duration {
 /// The streams whose waiting reader gets the bytes of the loop's pass once it ended
 /// (`StreamBuffer.flush()`). Used on the loop's thread only.
 final class StreamsToFlush {
-    var streams: [StreamBuffer] = []
+    /// Loop thread only, without dynamic exclusivity checks (as `CurlTransfer`'s state).
+    @exclusivity(unchecked) var streams: [StreamBuffer] = []
 
     func flush() {
         guard !streams.isEmpty else { return }
