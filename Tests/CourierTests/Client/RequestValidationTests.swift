@@ -65,4 +65,47 @@ import Testing
         #expect(request.path == "/a/b?x=1")
         try RequestValidation.validate(request)
     }
+
+    @Test(arguments: [
+        ("http", true), ("https", true), ("HTTP", true), ("hTtPs", true), ("", false), ("htt", false),
+        ("httpx", false), ("https ", false), ("ftp", false), ("hxxp", false), ("httpss", false), ("h\u{0}tp", false),
+    ])
+    func schemesInAnyCaseAndNothingElse(_ scheme: String, _ allowed: Bool) {
+        #expect(RequestValidation.isHTTPScheme(scheme) == allowed)
+    }
+
+    @Test(
+        arguments: [
+            ("api.example.com", "/v1/users?page=2", nil),
+            ("api.example.com:8443", "/", nil),
+            ("[::1]:8080", "/", nil),
+            ("user@api.example.com", "/", "credentials in the URL"),
+            ("api.example.com/evil", "/", "forbidden character"),
+            ("api.example.com?x", "/", "forbidden character"),
+            ("api.example.com\\x", "/", "forbidden character"),
+            ("api example.com", "/", "forbidden character"),
+            ("api.example.com", "/a b", "control character"),
+            ("api.example.com", "/a#b", "control character"),
+            ("api.example.com", "/é", nil),
+        ] as [(String, String, String?)])
+    func eachRefusalNamesItsReason(_ authority: String, _ path: String, _ refusal: String?) {
+        let request = HTTPRequest(method: .get, scheme: "https", authority: authority, path: path)
+        do {
+            try RequestValidation.validate(request)
+            #expect(refusal == nil, "let through")
+        } catch {
+            #expect(error.code == .invalidRequest)
+            #expect(refusal.map { error.message.contains($0) } == true, "refused: \(error.message)")
+        }
+    }
+
+    @Test func aMissingSchemeOrHostIsRefused() {
+        for request in [
+            HTTPRequest(method: .get, scheme: nil, authority: "api.example.com", path: "/"),
+            HTTPRequest(method: .get, scheme: "https", authority: "", path: "/"),
+            HTTPRequest(method: .get, scheme: "https", authority: nil, path: "/"),
+        ] {
+            #expect(throws: CourierError.self) { try RequestValidation.validate(request) }
+        }
+    }
 }
