@@ -248,12 +248,24 @@ import Testing
 
     static func chunks(of content: Data, size: Int = 50_000) -> Chunks { Chunks(content: content, size: size) }
 
+    /// A client for the streamed uploads: each chunk of an `AsyncSequence` body is produced by a
+    /// task of the cooperative pool, which the whole suite shares; under ThreadSanitizer (two
+    /// cores, every suite at once) a producer waited past the 30 s stall timeout, and the
+    /// upload ended `.timedOut` instead of what the test checks. A stall is not what these
+    /// tests are about: no stall timeout, and a total bound far past the suite's slowest test.
+    static func streamingClient() throws -> HTTPClient {
+        try makeClient {
+            $0.stallTimeout = nil
+            $0.timeout = .seconds(300)
+        }
+    }
+
     @Test(arguments: [false, true])
     func anAsyncSequenceUploadArrivesByteExact(lengthKnown: Bool) async throws {
         let server = try TestServer()
         defer { server.stop() }
         let content = TestServer.bytePattern(count: Self.size)
-        let client = try makeClient()
+        let client = try Self.streamingClient()
         let body = RequestBody.stream(Self.chunks(of: content), length: lengthKnown ? Int64(Self.size) : nil)
         let transfer = client.upload(HTTPRequest(.post, server.url("/upload")), body: body)
         let progress = Self.collect(transfer.progress)
@@ -301,7 +313,7 @@ import Testing
         let server = try TestServer()
         defer { server.stop() }
         server.route("/moved") { _ in .redirect(to: "/upload", status: 307) }
-        let client = try makeClient()
+        let client = try Self.streamingClient()
         let body = RequestBody.stream(Self.chunks(of: Data(repeating: 7, count: 1000)), length: 1000)
         let error = await courierError {
             _ = try await client.send(HTTPRequest(.post, server.url("/moved")), body: body)
@@ -314,7 +326,7 @@ import Testing
         struct Broken: Error {}
         let server = try TestServer()
         defer { server.stop() }
-        let client = try makeClient()
+        let client = try Self.streamingClient()
         let chunks = AsyncThrowingStream<Data, any Error> { continuation in
             continuation.yield(Data(repeating: 1, count: 10_000))
             continuation.finish(throwing: Broken())
