@@ -50,11 +50,10 @@ enum RequestValidation {
         }
     }
 
-    /// `body` over `text`'s UTF-8 bytes in place (a copy only for a string without contiguous
-    /// storage).
+    /// `body` over `text`'s UTF-8 bytes in place, as the project reads strings elsewhere.
     private static func withBytes<Result>(of text: String, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
-        if let result = text.utf8.withContiguousStorageIfAvailable(body) { return result }
-        return Array(text.utf8).withUnsafeBufferPointer(body)
+        var text = text
+        return text.withUTF8(body)
     }
 
     /// HTTPTypes turns CR, LF and NUL in values into spaces when a field is made from a

@@ -46,12 +46,13 @@ final class RequestHeadCache: Sendable {
     /// The same bytes: `String`'s `==` finds `é` and `e` + U+0301 equal, whose percent-encoded
     /// paths differ. One `memcmp` (`utf8.elementsEqual` costs ~600 instructions a string).
     private static func same(_ one: String, _ other: String) -> Bool {
-        let compared = one.utf8.withContiguousStorageIfAvailable { first in
-            other.utf8.withContiguousStorageIfAvailable { second in
+        var one = one
+        var other = other
+        return one.withUTF8 { first in
+            other.withUTF8 { second in
                 first.count == second.count
                     && (first.isEmpty || memcmp(first.baseAddress!, second.baseAddress!, first.count) == 0)
             }
         }
-        return compared.flatMap { $0 } ?? one.utf8.elementsEqual(other.utf8)
     }
 }

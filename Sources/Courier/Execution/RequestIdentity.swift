@@ -108,8 +108,8 @@ struct RequestIdentity: Hashable, Sendable {
         init() { bytes.reserveCapacity(256) }
 
         mutating func append(_ text: String) {
-            let copied: Void? = text.utf8.withContiguousStorageIfAvailable { bytes.append(contentsOf: $0) }
-            if copied == nil { bytes.append(contentsOf: text.utf8) }
+            var text = text
+            text.withUTF8 { bytes.append(contentsOf: $0) }
         }
 
         /// `value` in lowercase hexadecimal, as `String(value, radix: 16)` writes it.

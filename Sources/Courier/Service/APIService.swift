@@ -298,10 +298,9 @@ struct PreparedService: Sendable {
         chain = InterceptorChain(configuration: configuration, options: CallOptions())
         chainWithoutCredential = InterceptorChain(
             configuration: configuration, options: CallOptions(), authentication: false)
-        extraCredentialNames =
-            configuration.credentials?.credentialFieldNames.subtracting(client.credentialFieldNames) ?? []
-        credentialFieldNames = client.credentialFieldNames.union(extraCredentialNames)
         credentials = configuration.credentials
+        extraCredentialNames = credentials?.credentialFieldNames.subtracting(client.credentialFieldNames) ?? []
+        credentialFieldNames = client.credentialFieldNames.union(extraCredentialNames)
         credentialQueryNames = credentials?.credentialQueryNames ?? []
     }
 }
