@@ -4,10 +4,13 @@ import HTTPTypes
 extension CurlTransfer {
     /// The failures a pooled connection that went bad while idle ends in: the server closed it
     /// (nothing, or a reset, comes back), or bytes it left behind (a body longer than its
-    /// `Content-Length`) are read as the start of the next response.
+    /// `Content-Length`) are read as the start of the next response. On HTTP/2, a stream the
+    /// server reset before answering, or one a GOAWAY cut (libcurl 7.88 reports some of those
+    /// as a framing error instead of retrying them itself, as later versions do).
     private static let staleConnectionFailures: Set<UInt32> = [
         CURLE_GOT_NOTHING.rawValue, CURLE_RECV_ERROR.rawValue, CURLE_SEND_ERROR.rawValue,
-        CURLE_UNSUPPORTED_PROTOCOL.rawValue, CURLE_WEIRD_SERVER_REPLY.rawValue,
+        CURLE_UNSUPPORTED_PROTOCOL.rawValue, CURLE_WEIRD_SERVER_REPLY.rawValue, CURLE_HTTP2.rawValue,
+        CURLE_HTTP2_STREAM.rawValue,
     ]
 
     /// Whether a transfer that failed on a reused connection before any response arrived
