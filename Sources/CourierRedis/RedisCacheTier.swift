@@ -167,8 +167,10 @@ enum RedisScripts {
 }
 
 extension Duration {
-    /// Whole milliseconds, at least 1.
+    /// Whole milliseconds, at least 1 and at most about 31 years: a configured
+    /// `.seconds(Int64.max)` (or `.min`) must not overflow the conversion.
     var redisMilliseconds: Int64 {
-        max(1, components.seconds * 1_000 + components.attoseconds / 1_000_000_000_000_000)
+        let (seconds, attoseconds) = max(.zero, min(self, .seconds(1_000_000_000))).components
+        return max(1, seconds * 1_000 + attoseconds / 1_000_000_000_000_000)
     }
 }

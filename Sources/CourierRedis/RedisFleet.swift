@@ -75,8 +75,8 @@ public final class RedisFleet: Sendable {
     let lockClient: RedisClient
 
     /// Connects lazily: creating a fleet never blocks and never fails because Redis is down.
-    /// - Throws: `CourierError.configuration` for a short identity key or a namespace with
-    ///   braces or whitespace.
+    /// - Throws: `CourierError.configuration` for a short identity key, a namespace with
+    ///   braces or whitespace, or a timeout that is not positive (long ones are cut to 24 days).
     public init(configuration: Configuration) throws(CourierError) {
         guard configuration.identityKey.count >= 32 else {
             throw CourierError(.configuration, "the fleet's identity key must have at least 32 bytes")
@@ -89,11 +89,20 @@ public final class RedisFleet: Sendable {
         guard (1...65_535).contains(configuration.port), !configuration.host.isEmpty else {
             throw CourierError(.configuration, "the Redis host or port is not valid")
         }
+        // hiredis refuses a timeout past its milliseconds and times out at once on zero: either
+        // would leave the fleet silently on its local tiers.
+        for (name, timeout) in [("connect", configuration.connectTimeout), ("command", configuration.commandTimeout)] {
+            guard timeout > .zero else {
+                throw CourierError(.configuration, "the fleet's \(name) timeout must be positive (got \(timeout))")
+            }
+        }
         self.configuration = configuration
+        let longest = Duration.seconds(24 * 86_400)
         let endpoint = RedisConnection.Endpoint(
             host: configuration.host, port: configuration.port, username: configuration.username,
             password: configuration.password, database: configuration.database,
-            connectTimeout: configuration.connectTimeout, commandTimeout: configuration.commandTimeout)
+            connectTimeout: min(configuration.connectTimeout, longest),
+            commandTimeout: min(configuration.commandTimeout, longest))
         client = RedisClient(endpoint: endpoint, retryAfter: configuration.retryAfter, label: "data")
         lockClient = RedisClient(endpoint: endpoint, retryAfter: configuration.retryAfter, label: "locks")
     }

@@ -277,6 +277,53 @@ import Testing
         #expect(try await second.send(get("/cache/etag?etag=q&max-age=60")).isFromCache)
     }
 
+    /// On the old code a fill lease or stale retention of `.seconds(Int64.max)` overflowed
+    /// converting to Redis's milliseconds and trapped the process at the first miss.
+    @Test func extremeLeasesAndRetentionsAreClampedNotTrapped() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let server = try TestServer()
+        defer { server.stop() }
+        func fleet() throws -> RedisFleet {
+            var configuration = try redis.fleet().configuration
+            configuration.fillLease = .seconds(Int64.max)
+            configuration.staleRetention = .seconds(Int64.max)
+            return try RedisFleet(configuration: configuration)
+        }
+        let first = try makeClient(server, try fleet())
+        let second = try makeClient(server, try fleet())
+        _ = try await first.send(get("/cache/etag?etag=x&max-age=60"))
+        #expect(try await second.send(get("/cache/etag?etag=x&max-age=60")).isFromCache)
+        #expect(server.requestCount == 1)
+        #expect(Duration.seconds(Int64.max).redisMilliseconds == 1_000_000_000_000)
+        #expect(Duration.seconds(Int64.min).redisMilliseconds == 1)
+        #expect(Duration.milliseconds(1500).redisMilliseconds == 1500)
+    }
+
+    /// On the old code a zero or negative timeout made every connection fail at once and
+    /// `.seconds(Int64.max)` was refused by hiredis: the fleet silently never shared.
+    @Test(arguments: [Duration.seconds(Int64.min), .zero, .seconds(Int64.max)])
+    func fleetTimeoutsAreRefusedOrClamped(_ timeout: Duration) async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let server = try TestServer()
+        defer { server.stop() }
+        var configuration = try redis.fleet().configuration
+        configuration.connectTimeout = timeout
+        configuration.commandTimeout = timeout
+        guard timeout > .zero else {
+            let error = #expect(throws: CourierError.self) { try RedisFleet(configuration: configuration) }
+            #expect(error?.code == .configuration)
+            #expect(error?.message.contains("must be positive") == true)
+            return
+        }
+        let first = try makeClient(server, try RedisFleet(configuration: configuration))
+        let second = try makeClient(server, try RedisFleet(configuration: configuration))
+        _ = try await first.send(get("/cache/etag?etag=t&max-age=60"))
+        #expect(try await second.send(get("/cache/etag?etag=t&max-age=60")).isFromCache)
+        #expect(server.requestCount == 1)
+    }
+
     @Test func aShortIdentityKeyOrDiskStorageIsRefused() throws {
         #expect(throws: CourierError.self) {
             try RedisFleet(configuration: .init(identityKey: [1, 2, 3]))

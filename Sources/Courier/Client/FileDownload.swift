@@ -90,6 +90,8 @@ struct FileDownload {
         }
         let streamed = try await client.stream(head, options: options)
         let answer = streamed.head
+        // The byte a `206` body must end at: its length is framed apart from its Content-Range.
+        var rangeEnd: Int64?
         switch answer.status.code {
         case 206:
             let range = try ContentRange(answer.headerFields[.contentRange], expectedStart: state.offset)
@@ -98,7 +100,14 @@ struct FileDownload {
                 throw CourierError(
                     .invalidResponse, "the server sent bytes \(range.first)-\(range.last) of \(total), not the rest")
             }
+            // If-Range asked for the rest of this version only: a server that ignores it must not
+            // append another version's bytes to the file (RFC 9110 §15.3.7.3).
+            if let validator = state.validator, !Self.matches(answer, validator) {
+                throw CourierError(
+                    .invalidResponse, "the server resumed the download from another version of the file")
+            }
             state.total = range.total ?? state.total
+            rangeEnd = range.last + 1
         case 200...299:
             // A full body: the server ignored the range (or none was asked for): start over.
             if state.offset > 0 { try output.truncate() }
@@ -118,9 +127,22 @@ struct FileDownload {
             state.offset += Int64(chunk.count)
             progress.report(TransferProgress(completed: state.offset, total: state.total))
         }
+        if let rangeEnd, state.offset != rangeEnd {
+            throw CourierError(
+                .invalidResponse,
+                "the server's Content-Range ends at byte \(rangeEnd), its body at byte \(state.offset)")
+        }
         return HTTPClient.Response(
             head: answer, body: Data(), metrics: TransferMetrics(), request: streamed.request, url: streamed.url,
             redirectCount: streamed.redirectCount)
+    }
+
+    /// Whether a `206` is of the version `validator` names: the same strong `ETag`, or the same
+    /// `Last-Modified` when that was the validator; a response that names neither is taken at
+    /// its word (it answered the `If-Range`).
+    static func matches(_ response: HTTPResponse, _ validator: String) -> Bool {
+        let named = validator.hasPrefix("\"") ? response.headerFields[.eTag] : response.headerFields[.lastModified]
+        return named.map { $0 == validator } ?? true
     }
 
     /// The `If-Range` value a resumed request may carry: a strong `ETag`, else `Last-Modified`;
@@ -149,7 +171,7 @@ struct ContentRange: Equatable {
         let span = parts.count == 2 ? parts[1].split(separator: "/", maxSplits: 1) : []
         let bounds = span.first?.split(separator: "-", maxSplits: 1) ?? []
         guard parts.first == "bytes", span.count == 2, bounds.count == 2,
-            let first = Int64(bounds[0]), let last = Int64(bounds[1]), first <= last,
+            let first = Int64(bounds[0]), let last = Int64(bounds[1]), first <= last, last < Int64.max,
             span[1] == "*" || Int64(span[1]).map({ $0 > last }) == true
         else {
             throw CourierError(.invalidResponse, "a 206 response with a malformed Content-Range: \(header.prefix(80))")

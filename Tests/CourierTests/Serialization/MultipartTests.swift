@@ -125,6 +125,29 @@ import Testing
         #expect(request.head.path == "/items")
     }
 
+    /// On the old code a CR LF in a caller's boundary wrote the caller's header lines into the body.
+    @Test(arguments: [
+        "", "a\r\nX-Injected: 1", String(repeating: "b", count: 71), "trailing ", "quo\"te", "semi;colon", "nul\u{0}",
+        "é",
+    ])
+    func boundariesRFC2046DoesNotAllowAreRefused(_ boundary: String) {
+        var form = MultipartFormData(boundary: boundary)
+        form.append("v", name: "k")
+        #expect(thrownError { _ = try form.makeBody() }?.code == .encoding)
+        var request = makeRequest()
+        #expect(thrownError { try RequestSerializerBox(.multipart).serialize(form, into: &request) }?.code == .encoding)
+    }
+
+    @Test func aBoundaryWithSeparatorsIsQuotedInTheContentType() throws {
+        var form = MultipartFormData(boundary: "a b:c=d?'()+_,-./")
+        form.append("v", name: "k")
+        #expect(form.contentType == "multipart/form-data; boundary=\"a b:c=d?'()+_,-./\"")
+        #expect(try materialize(try form.makeBody()).starts(with: Data("--a b:c=d?'()+_,-./\r\n".utf8)))
+        let longest = String(repeating: "b", count: 70)
+        #expect(MultipartFormData(boundary: longest).contentType == "multipart/form-data; boundary=" + longest)
+        #expect(throws: Never.self) { _ = try MultipartFormData(boundary: longest).makeBody() }
+    }
+
     @Test func errors() throws {
         var request = makeRequest()
         let missingFile = thrownError {

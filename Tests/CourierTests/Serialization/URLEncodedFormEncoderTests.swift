@@ -68,6 +68,34 @@ import Testing
         #expect(try encode(["d": date], custom) == "d=today")
     }
 
+    /// A date decoded from a server can hold anything: on the old code 1e300 s (or infinity)
+    /// trapped converting to 64-bit milliseconds.
+    @Test(arguments: [1e300, -1e300, .infinity, -.infinity, .nan, 9.3e15, 253_402_300_800])
+    func datesAStrategyCannotWriteAreEncodingErrors(seconds: Double) throws {
+        let date = Date(timeIntervalSince1970: seconds)
+        let strategies: [URLEncodedFormEncoder.DateEncodingStrategy] = [
+            .deferredToDate, .secondsSince1970, .millisecondsSince1970, .iso8601,
+        ]
+        for strategy in strategies {
+            let writable =
+                switch strategy {
+                case .millisecondsSince1970: seconds.isFinite && abs(seconds * 1000) < 9.2e18
+                case .iso8601: HTTPDateFormat.representableSeconds.contains(seconds)
+                default: seconds.isFinite
+                }
+            do {
+                let text = try encode(["d": date], URLEncodedFormEncoder(dates: strategy))
+                #expect(writable, "\(strategy): \(seconds) s written as \(text)")
+            } catch let error as CourierError {
+                #expect(!writable, "\(strategy): \(error)")
+                #expect(error.code == .encoding, "\(strategy): \(error)")
+            }
+        }
+        #expect(
+            try encode(["d": Date(timeIntervalSince1970: 253_402_300_799)], URLEncodedFormEncoder(dates: .iso8601))
+                == "d=9999-12-31T23%3A59%3A59Z")
+    }
+
     @Test func dataIsBase64OrCustom() throws {
         let data = Data([0xFB, 0xFF, 0x00])
         #expect(try encode(["b": data]) == "b=%2B%2F8A")

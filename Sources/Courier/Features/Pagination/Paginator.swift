@@ -43,7 +43,8 @@ public enum PaginationStyle: Sendable, Hashable {
 /// Walks a paginated endpoint: `first()`, then `next()` while `hasMore`.
 ///
 /// The end is known from, in order: a missing next cursor (cursor style), the page's
-/// `hasMore`, its `total`, or a page shorter than the page size (an empty page ends too).
+/// `hasMore`, its `total`, or a page shorter than the page size (an empty page ends too), and
+/// after page number `Int.max`. A next cursor already fetched (pages that loop) is an error.
 /// Concurrent `next()` calls are served one after another, never fetching a page twice.
 public actor Paginator<Item: Sendable> {
     /// Fetches the page a ``PageRequest`` describes.
@@ -56,6 +57,10 @@ public actor Paginator<Item: Sendable> {
     private var loading: Task<[Item], any Error>?
     private var generation: UInt64 = 0
     private var loadedCount = 0
+    /// The hashes of the cursors fetched since `first()`: a next cursor among them means the
+    /// server's pages loop. Hashes, not the cursors, so a server's long cursors are not kept;
+    /// a false match needs a 64-bit collision.
+    private var fetchedCursors: Set<Int> = []
 
     /// A paginator that has fetched nothing yet.
     /// - Parameters:
@@ -80,11 +85,13 @@ public actor Paginator<Item: Sendable> {
         generation &+= 1
         started = false
         loadedCount = 0
+        fetchedCursors = []
         return try await load(firstRequest)
     }
 
     /// Loads the page after the last one loaded (the first page if none was).
     /// - Returns: its items; empty when there are no more pages.
+    /// - Throws: `CourierError.invalidResponse` when the next cursor is one already fetched.
     public func next() async throws -> [Item] {
         while let current = loading {
             _ = try? await current.value
@@ -93,6 +100,9 @@ public actor Paginator<Item: Sendable> {
         }
         guard started else { return try await load(firstRequest) }
         guard let request = nextRequest else { return [] }
+        if let cursor = request.cursor, fetchedCursors.contains(cursor.hashValue) {
+            throw CourierError(.invalidResponse, "the endpoint's next cursor is one already fetched: its pages loop")
+        }
         return try await load(request)
     }
 
@@ -138,6 +148,7 @@ public actor Paginator<Item: Sendable> {
         // A `first()` while this page was loading started over: this page is not part of it.
         guard generation == self.generation else { throw CancellationError() }
         started = true
+        if let cursor = request.cursor { fetchedCursors.insert(cursor.hashValue) }
         loadedCount += page.items.count
         nextRequest = following(request, page: page)
         return page.items
@@ -157,7 +168,11 @@ public actor Paginator<Item: Sendable> {
             return nil
         }
         var next = request
-        next.page = request.page.map { $0 + 1 }
+        // A page after `Int.max` cannot be asked for: the walk ends there.
+        if let number = request.page {
+            guard number < Int.max else { return nil }
+            next.page = number + 1
+        }
         next.offset = request.offset.map { $0 + page.items.count }
         return next
     }

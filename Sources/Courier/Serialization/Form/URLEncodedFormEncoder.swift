@@ -175,12 +175,27 @@ public struct URLEncodedFormEncoder: Sendable {
         }
     }
 
+    /// - Throws: `CourierError.encoding` for a date the strategy cannot write: not finite, past
+    ///   64-bit milliseconds, or (ISO 8601) outside years 0001–9999. A date decoded from a
+    ///   server can hold anything, and converting it must not trap.
     func format(_ date: Date) throws -> String {
+        let seconds = date.timeIntervalSince1970
+        func unwritable() -> CourierError {
+            CourierError(.encoding, "the date \(seconds) s after 1970 cannot be written as \(dates)")
+        }
         switch dates {
-        case .deferredToDate: return String(date.timeIntervalSinceReferenceDate)
-        case .secondsSince1970: return String(date.timeIntervalSince1970)
-        case .millisecondsSince1970: return String(Int64((date.timeIntervalSince1970 * 1000).rounded()))
-        case .iso8601: return date.formatted(.iso8601)
+        case .deferredToDate:
+            guard seconds.isFinite else { throw unwritable() }
+            return String(date.timeIntervalSinceReferenceDate)
+        case .secondsSince1970:
+            guard seconds.isFinite else { throw unwritable() }
+            return String(seconds)
+        case .millisecondsSince1970:
+            guard let milliseconds = Int64(exactly: (seconds * 1000).rounded()) else { throw unwritable() }
+            return String(milliseconds)
+        case .iso8601:
+            guard HTTPDateFormat.representableSeconds.contains(seconds) else { throw unwritable() }
+            return date.formatted(.iso8601)
         case .custom(let format): return try format(date)
         }
     }

@@ -3,8 +3,15 @@ import Foundation
 extension MultipartFormData {
     /// The body: in-memory boundaries and headers with file parts as streamed segments.
     /// - Returns: the body; its ``RequestBody/contentLength()`` reads file sizes from disk.
-    /// - Throws: `CourierError.encoding` when a content type holds CR, LF or NUL.
+    /// - Throws: `CourierError.encoding` when the boundary is not one RFC 2046 allows, or a
+    ///   content type holds CR, LF or NUL.
     func makeBody() throws -> RequestBody {
+        // A CR or LF in the boundary would write header lines of the caller's making into the body.
+        guard Self.isValidBoundary(boundary) else {
+            throw CourierError(
+                .encoding,
+                "the multipart boundary must be 1 to 70 letters, digits, spaces (not last) or '()+_,-./:=?")
+        }
         var segments: [RequestBody.Segment] = []
         var pending = Data()
         pending.reserveCapacity(256)
@@ -32,6 +39,20 @@ extension MultipartFormData {
         pending.append(contentsOf: Array("--\r\n".utf8))
         segments.append(.data(pending))
         return RequestBody(segments: segments)
+    }
+
+    /// Whether `boundary` is 1 to 70 of RFC 2046's `bchars`, not ending in a space.
+    static func isValidBoundary(_ boundary: String) -> Bool {
+        let bytes = boundary.utf8
+        guard (1...70).contains(bytes.count), bytes.last != UInt8(ascii: " ") else { return false }
+        return bytes.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "A")...UInt8(ascii: "Z"):
+                true
+            default: "'()+_,-./:=? ".utf8.contains(byte)
+            }
+        }
     }
 
     /// In-memory parts at least this big are not copied into the surrounding boundary bytes.

@@ -76,7 +76,8 @@ public struct MultipartFormData: Sendable, Encodable {
 
     /// An empty form.
     /// - Parameters:
-    ///   - boundary: the boundary; a fresh random one by default.
+    ///   - boundary: the boundary, 1 to 70 characters RFC 2046 allows (checked when the body is
+    ///     made); a fresh random one by default.
     ///   - fileNameEncoding: how names and file names are written.
     public init(boundary: String = MultipartFormData.makeBoundary(), fileNameEncoding: FileNameEncoding = .utf8) {
         self.boundary = boundary
@@ -93,8 +94,11 @@ public struct MultipartFormData: Sendable, Encodable {
             + String(repeating: "0", count: 16 - low.count) + low
     }
 
-    /// The `Content-Type` header value, with the boundary.
-    public var contentType: String { "multipart/form-data; boundary=\(boundary)" }
+    /// The `Content-Type` header value, with the boundary (quoted when it holds a separator).
+    public var contentType: String {
+        let isToken = !boundary.utf8.contains { "()/:=?, ".utf8.contains($0) }
+        return "multipart/form-data; boundary=" + (isToken ? boundary : "\"\(boundary)\"")
+    }
 
     /// Adds a text field.
     public mutating func append(_ value: String, name: String) {

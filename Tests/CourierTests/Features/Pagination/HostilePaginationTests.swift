@@ -1,0 +1,56 @@
+import CourierTesting
+import Foundation
+import Testing
+
+@testable import Courier
+
+/// Pagination against a server that loops and a caller who starts at the last page number.
+@Suite struct HostilePaginationTests {
+    struct ItemsPage: Decodable, Sendable {
+        var items: [Int]
+        var next: String?
+    }
+
+    /// On the old code the next page number was `Int.max + 1`: the process trapped after the
+    /// first full page.
+    @Test(arguments: [Int.max, Int.max - 1])
+    func aWalkStartingNearIntMaxEndsAtItInsteadOfTrapping(_ first: Int) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/items") { _ in .json(["items": [1, 2]]) }
+        let service = try ServiceFixture.service(server)
+        let pages = service.paginator("items", style: .page(first: first, size: 2), as: ItemsPage.self) {
+            Page(items: $0.items)
+        }
+        #expect(try await pages.all() == Array(repeating: [1, 2], count: Int.max - first + 1).flatMap { $0 })
+        #expect(await pages.hasMore == false)
+        #expect(try await pages.next() == [])
+        #expect(
+            server.recordedRequests(path: "/items").map { $0.queryValue("page") } == (first...Int.max).map { "\($0)" })
+    }
+
+    /// On the old code a cursor cycle (a → b → a) was fetched round and round until
+    /// `maximumPages`, the same items appended each time.
+    @Test func aCursorThatComesBackEndsTheWalkWithAnError() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/feed") { request in
+            switch request.queryValue("cursor") {
+            case nil: return .json(["items": [1], "next": "a"])
+            case "a": return .json(["items": [2], "next": "b"])
+            default: return .json(["items": [3], "next": "a"])
+            }
+        }
+        let service = try ServiceFixture.service(server)
+        let pages = service.paginator("feed", style: .cursor(limit: 1), as: ItemsPage.self) {
+            Page(items: $0.items, nextCursor: $0.next)
+        }
+        let error = await courierError { _ = try await pages.all(maximumPages: 100) }
+        #expect(error?.code == .invalidResponse)
+        #expect(error?.message.contains("loop") == true, "\(String(describing: error))")
+        #expect(server.recordedRequests(path: "/feed").map { $0.queryValue("cursor") } == [nil, "a", "b"])
+        // Starting over forgets the cursors seen.
+        #expect(try await pages.first() == [1])
+        #expect(try await pages.next() == [2])
+    }
+}

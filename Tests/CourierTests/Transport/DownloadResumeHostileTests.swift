@@ -1,0 +1,87 @@
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+@testable import Courier
+
+/// A server that lies when a download resumes. The resumed bytes must come from the version
+/// of the file the first response named, and be exactly the rest its `Content-Range`
+/// announces; otherwise the download fails and leaves no file. On the old code both cases
+/// renamed a mixed or wrongly sized `.part` file as if it were the whole download.
+@Suite struct DownloadResumeHostileTests {
+    static let options = CallOptions(maxResponseSize: 8 << 20)
+
+    /// The download's error, after a first response cut mid-body and a resumption `ranged` answers.
+    static func resumedDownloadError(
+        _ server: TestServer, _ destination: LargeBodyTests.Destination,
+        ranged: @escaping @Sendable (Int, Data) -> ScriptedResponse
+    ) async throws -> CourierError? {
+        let content = TestServer.bytePattern(count: LargeBodyTests.size)
+        LargeBodyTests.serve(server, "/file", content, first: .closeDuringBody, ranged: ranged)
+        let client = try makeClient()
+        return await courierError {
+            _ = try await client.download(
+                HTTPRequest(.get, server.url("/file")), to: destination.url, options: Self.options
+            ).response
+        }
+    }
+
+    @Test func aResumptionFromAnotherVersionOfTheFileIsRefused() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let destination = LargeBodyTests.Destination()
+        // The server ignores If-Range and answers the range from a new version, with its new ETag.
+        let error = try await Self.resumedDownloadError(server, destination) { start, content in
+            var response = LargeBodyTests.partial(Data(content.reversed()), from: start)
+            response.headers[.eTag] = "\"v2\""
+            return response
+        }
+        #expect(error?.code == .invalidResponse)
+        #expect(error?.message.contains("another version") == true, "\(String(describing: error))")
+        #expect(server.recordedRequests(path: "/file").last?.header("If-Range") == LargeBodyTests.etag)
+        #expect(!destination.exists)
+        #expect(!destination.partExists)
+    }
+
+    @Test(arguments: [-1_000, 1_000])
+    func aResumedBodyOfAnotherLengthThanItsRangeIsRefused(_ difference: Int) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let destination = LargeBodyTests.Destination()
+        // Content-Range says "the rest of the file"; the body (and its Content-Length) says otherwise.
+        let error = try await Self.resumedDownloadError(server, destination) { start, content in
+            var response = LargeBodyTests.partial(content, from: start)
+            response.body =
+                difference < 0
+                ? response.body.dropLast(-difference) : response.body + Data(repeating: 0, count: difference)
+            return response
+        }
+        #expect(error?.code == .invalidResponse)
+        #expect(error?.message.contains("Content-Range") == true, "\(String(describing: error))")
+        #expect(server.recordedRequests(path: "/file").count == 2)
+        #expect(!destination.exists)
+        #expect(!destination.partExists)
+    }
+
+    /// A `206` to a request without `Range` whose range reaches past its body: on the old code the
+    /// ten bytes were renamed as the whole file; a range ending at `Int64.max` must not trap.
+    @Test(arguments: ["bytes 0-99/*", "bytes 0-9223372036854775806/*", "bytes 0-9223372036854775807/*"])
+    func anUnaskedPartialWhoseRangeOutrunsItsBodyIsRefused(_ contentRange: String) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/file") { _ in
+            ScriptedResponse(status: 206, headers: [.contentRange: contentRange], body: Data(count: 10))
+        }
+        let destination = LargeBodyTests.Destination()
+        let client = try makeClient()
+        let error = await courierError {
+            _ = try await client.download(
+                HTTPRequest(.get, server.url("/file")), to: destination.url, options: Self.options
+            ).response
+        }
+        #expect(error?.code == .invalidResponse)
+        #expect(!destination.exists)
+        #expect(!destination.partExists)
+    }
+}
