@@ -36,6 +36,11 @@ public final class HTTPClient: Sendable {
     let cookieJar: CookieJar?
     /// The tracer and metrics calls report to (none when nothing is bootstrapped).
     let telemetry: Telemetry
+    /// This client in a `RequestIdentity`: a number no other client of the process has had.
+    /// Not its address, which the allocator gives the next client once this one is released,
+    /// while the gates of a shared service configuration still hold keys made with it.
+    let identityNumber = HTTPClient.identityNumbers.wrappingAdd(1, ordering: .relaxed).newValue
+    private static let identityNumbers = Atomic<UInt64>(0)
 
     struct State {
         var credential: String?

@@ -187,7 +187,7 @@ extension ServiceCore {
             return RequestIdentity(
                 request: request, credentialQuery: credentialQuery,
                 credentialFieldNames: service.prepared.credentialFieldNames,
-                responseType: responseType, cachePolicy: options.cachePolicy, client: ObjectIdentifier(client))
+                responseType: responseType, cachePolicy: options.cachePolicy, client: client.identityNumber)
         }
 
         /// The request of the next attempt: the base request on the current server, with

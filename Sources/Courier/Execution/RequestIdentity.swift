@@ -34,11 +34,11 @@ struct RequestIdentity: Hashable, Sendable {
     ///   - credentialFieldNames: the fields whose values are digested instead of kept.
     ///   - responseType: the response serializer's type (its model type included).
     ///   - cachePolicy: the call's cache policy.
-    ///   - client: the client that sends the call.
+    ///   - client: the client that sends the call (`HTTPClient.identityNumber`).
     init(
         request: PreparedRequest, credentialQuery: [(name: String, value: String)] = [],
         credentialFieldNames: Set<HTTPField.Name>, responseType: ObjectIdentifier,
-        cachePolicy: CachePolicy, client: ObjectIdentifier? = nil
+        cachePolicy: CachePolicy, client: UInt64? = nil
     ) {
         let head = request.head
         // Built as bytes, in one buffer, and made a string once: this runs for every
@@ -87,7 +87,7 @@ struct RequestIdentity: Hashable, Sendable {
                 // Read once: never the same as another call's body.
                 case .stream(let source):
                     key.append(" stream ")
-                    key.appendHex(UInt(bitPattern: ObjectIdentifier(source).hashValue))
+                    key.appendHex(UInt(source.identityNumber))
                 }
             }
         }
@@ -96,7 +96,7 @@ struct RequestIdentity: Hashable, Sendable {
         if cachePolicy != .useProtocolCachePolicy { key.append("\ncache: \(cachePolicy)") }
         if let client {
             key.append("\nclient: ")
-            key.appendHex(UInt(bitPattern: client))
+            key.appendHex(UInt(client))
         }
         self.key = String(decoding: key.bytes, as: UTF8.self)
     }

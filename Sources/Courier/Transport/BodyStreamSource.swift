@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The `AsyncSequence` behind a `.stream(_:length:)` body, and the bounded buffer between the
 /// task that pulls it and curl's read callback.
@@ -11,6 +12,10 @@ import Foundation
 final class BodyStreamSource: Sendable {
     /// The body's length when the caller gave it (`Content-Length`); `nil`: sent chunked.
     let length: Int64?
+    /// This body in a `RequestIdentity`: a number no other streamed body of the process has
+    /// had (its address is given to a later one once it is released).
+    let identityNumber = BodyStreamSource.identityNumbers.wrappingAdd(1, ordering: .relaxed).newValue
+    private static let identityNumbers = Atomic<UInt64>(0)
     let highWaterMark: Int
     /// The loop that pulls the sequence; taken (set to nil) by the first `start`.
     private let pump: LockedValue<(@Sendable (BodyStreamSource) async throws -> Void)?>

@@ -30,8 +30,7 @@ import Testing
     }
 
     @Test func theKeyReadsAsTheRequestWithSortedFieldsAndItsTypeAndClient() {
-        final class Client {}
-        let client = Client()
+        let client: UInt64 = 0xC0FFEE
         let fields: HTTPFields = [
             .acceptLanguage: "fr", .accept: "application/json", .accept: "text/plain", .authorization: "Bearer a",
         ]
@@ -40,7 +39,7 @@ import Testing
         let identity = RequestIdentity(
             request: PreparedRequest(head: head), credentialFieldNames: Self.names,
             responseType: ObjectIdentifier(Int.self), cachePolicy: .useProtocolCachePolicy,
-            client: ObjectIdentifier(client))
+            client: client)
         let lines = identity.key.split(separator: "\n").map(String.init)
         #expect(lines.first == "GET https://api.example.com/feed?page=1")
         // Sorted by name, then value; the credential only as a digest.
@@ -50,7 +49,7 @@ import Testing
             ])
         #expect(lines.contains { $0.hasPrefix("credential: ") && !$0.contains("Bearer") })
         #expect(lines.contains("as: " + String(UInt(bitPattern: ObjectIdentifier(Int.self)), radix: 16)))
-        #expect(lines.last == "client: " + String(UInt(bitPattern: ObjectIdentifier(client)), radix: 16))
+        #expect(lines.last == "client: " + String(client, radix: 16))
     }
 
     @Test func everythingThatChangesTheAnswerChangesTheIdentity() {
@@ -94,5 +93,42 @@ import Testing
     @Test func digestIsSHA256() {
         #expect(
             RequestIdentity.digest("abc".utf8) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    }
+}
+
+extension RequestIdentityTests {
+    /// A client made after another was released must not inherit its identity: the gates
+    /// (request interval, double-tap veto) keep keys after the call, and a service
+    /// configuration, with its gates, may be shared by clients that come and go. The old key
+    /// used the client's address, which the allocator hands out again.
+    @Test func aClientMadeAfterAnotherWasReleasedNeverSharesItsIdentity() throws {
+        let head = HTTPRequest(method: .get, scheme: "https", authority: "api.example.com", path: "/feed")
+        var keys = Set<String>()
+        for _ in 0..<20 {
+            let client = try HTTPClient(configuration: .init())
+            let identity = RequestIdentity(
+                request: PreparedRequest(head: head), credentialFieldNames: Self.names,
+                responseType: ObjectIdentifier(Int.self), cachePolicy: .useProtocolCachePolicy,
+                client: client.identityNumber)
+            keys.insert(identity.key)
+        }
+        #expect(keys.count == 20)
+    }
+}
+
+extension RequestIdentityTests {
+    /// A streamed body is read once, so no two calls with one are the same request, even when
+    /// the second body's source takes the memory of the first, released one.
+    @Test func streamedBodiesMadeOneAfterAnotherNeverShareAnIdentity() {
+        let head = HTTPRequest(method: .put, scheme: "https", authority: "api.example.com", path: "/upload")
+        var keys = Set<String>()
+        for _ in 0..<20 {
+            let body = RequestBody.stream(AsyncStream<Data> { $0.finish() }, length: 0)
+            let identity = RequestIdentity(
+                request: PreparedRequest(head: head, body: body), credentialFieldNames: Self.names,
+                responseType: ObjectIdentifier(Int.self), cachePolicy: .useProtocolCachePolicy)
+            keys.insert(identity.key)
+        }
+        #expect(keys.count == 20)
     }
 }
