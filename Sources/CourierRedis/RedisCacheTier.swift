@@ -167,10 +167,10 @@ enum RedisScripts {
 }
 
 extension Duration {
-    /// Whole milliseconds, at least 1 and at most about 31 years: a configured
-    /// `.seconds(Int64.max)` (or `.min`) must not overflow the conversion.
+    /// Whole milliseconds, at least 1 and at most the core's longest wait (about 31 years): a
+    /// configured `.seconds(Int64.max)` (or `.min`) must not overflow the conversion.
     var redisMilliseconds: Int64 {
-        let (seconds, attoseconds) = max(.zero, min(self, .seconds(1_000_000_000))).components
+        let (seconds, attoseconds) = clamped(to: ConfigurationBounds.maximumWait).components
         return max(1, seconds * 1_000 + attoseconds / 1_000_000_000_000_000)
     }
 }

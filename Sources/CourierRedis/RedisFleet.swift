@@ -90,19 +90,16 @@ public final class RedisFleet: Sendable {
             throw CourierError(.configuration, "the Redis host or port is not valid")
         }
         // hiredis refuses a timeout past its milliseconds and times out at once on zero: either
-        // would leave the fleet silently on its local tiers.
-        for (name, timeout) in [("connect", configuration.connectTimeout), ("command", configuration.commandTimeout)] {
-            guard timeout > .zero else {
-                throw CourierError(.configuration, "the fleet's \(name) timeout must be positive (got \(timeout))")
-            }
-        }
+        // would leave the fleet silently on its local tiers. The client's rule: zero or less is
+        // refused, longer than 24 days is cut to 24 days.
+        let connectTimeout = try ConfigurationBounds.timeout(configuration.connectTimeout, "fleet's connect timeout")
+        let commandTimeout = try ConfigurationBounds.timeout(configuration.commandTimeout, "fleet's command timeout")
         self.configuration = configuration
-        let longest = Duration.seconds(24 * 86_400)
         let endpoint = RedisConnection.Endpoint(
             host: configuration.host, port: configuration.port, username: configuration.username,
             password: configuration.password, database: configuration.database,
-            connectTimeout: min(configuration.connectTimeout, longest),
-            commandTimeout: min(configuration.commandTimeout, longest))
+            connectTimeout: connectTimeout ?? ConfigurationBounds.maximumTimeout,
+            commandTimeout: commandTimeout ?? ConfigurationBounds.maximumTimeout)
         client = RedisClient(endpoint: endpoint, retryAfter: configuration.retryAfter, label: "data")
         lockClient = RedisClient(endpoint: endpoint, retryAfter: configuration.retryAfter, label: "locks")
     }

@@ -12,11 +12,11 @@ import Foundation
 /// - a size or a connection limit below 1 is refused;
 /// - counts (retries, attempts, redirects) below their minimum are raised to it;
 /// - waits (back-off, `Retry-After`, request-interval delays) are cut to ``maximumWait``.
-enum ConfigurationBounds {
+package enum ConfigurationBounds {
     /// The longest timeout honoured: 24 days, under libcurl's 2³¹ milliseconds.
-    static let maximumTimeout: Duration = .seconds(24 * 86_400)
+    package static let maximumTimeout: Duration = .seconds(24 * 86_400)
     /// The longest a service sleeps in one wait: about 31 years, far from the runtime's limit.
-    static let maximumWait: Duration = .seconds(1_000_000_000)
+    package static let maximumWait: Duration = .seconds(1_000_000_000)
 
     /// A timeout checked and clamped.
     /// - Parameters:
@@ -24,7 +24,7 @@ enum ConfigurationBounds {
     ///   - name: what the error message calls it.
     /// - Returns: `value`, at most ``maximumTimeout``.
     /// - Throws: `CourierError.configuration` when `value` is zero or negative.
-    static func timeout(_ value: Duration?, _ name: String) throws(CourierError) -> Duration? {
+    package static func timeout(_ value: Duration?, _ name: String) throws(CourierError) -> Duration? {
         guard let value else { return nil }
         guard value > .zero else {
             throw CourierError(.configuration, "the \(name) must be positive (got \(value))")
@@ -42,5 +42,5 @@ enum ConfigurationBounds {
 
 extension Duration {
     /// The duration between zero and `limit`.
-    func clamped(to limit: Duration) -> Duration { Swift.min(Swift.max(self, .zero), limit) }
+    package func clamped(to limit: Duration) -> Duration { Swift.min(Swift.max(self, .zero), limit) }
 }
