@@ -88,6 +88,10 @@ final class ServerCore: Sendable {
         let first = state.withLock { state -> Bool in
             guard !state.stopped else { return false }
             state.stopped = true
+            // The listener stops listening now (a connect is refused from here on), not when the
+            // accept thread gets to close it: on a loaded machine that thread may not run for
+            // seconds. Still ours: the accept thread closes it only once it sees `stopped`.
+            Socket.shutdownBoth(listenFD)
             // Under the lock: a connection thread removes its descriptor before closing it,
             // so every descriptor here is still ours.
             for fd in state.connections.values { Socket.shutdownBoth(fd) }
