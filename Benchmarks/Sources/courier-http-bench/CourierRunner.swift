@@ -16,9 +16,14 @@ enum CourierRunner {
         if decode {
             let serializer: DecodableResponseSerializer<Catalog> = .decodable(Catalog.self)
             let pipeline = ResponsePipeline.default
+            // The request `APIService.get` makes for this model: its format's `Accept` header
+            // (libcurl's own `Accept: */*` otherwise), so that the two paths do the same work.
+            let jsonRequest = HTTPRequest(
+                method: .get, scheme: request.scheme, authority: request.authority, path: request.path,
+                headerFields: [.accept: serializer.acceptHeader ?? "*/*"])
             return Runner(
                 request: {
-                    let response = try await client.send(request)
+                    let response = try await client.send(jsonRequest)
                     let context = ResponseContext(
                         request: response.request, response: response.head, body: response.body)
                     let catalog = try pipeline.process(context, with: serializer)
