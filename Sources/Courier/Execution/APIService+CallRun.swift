@@ -46,6 +46,11 @@ extension ServiceCore {
         /// The names of the real-time parameters the current attempt carries: the cache's key
         /// leaves them out, as the identity does.
         private var realTimeNames: Set<String> = []
+        /// The failure of the attempt that just ended, for `prepareRetry`: kept here rather
+        /// than in `perform`'s async frame, which lives as long as the call; boxed, made only
+        /// when an attempt fails, to keep this object within malloc's per-thread cache sizes
+        /// (see `outcome`).
+        private var failure: FailedAttempt?
         /// Set after an envelope asked for another attempt: the answer may have been cached
         /// (its headers allowed it), and the next attempt must not get it again.
         private var bypassesCache = false
@@ -232,6 +237,16 @@ extension ServiceCore {
             return transportOptions
         }
 
+        /// The options of a transfer shared with identical calls (de-duplication): this
+        /// attempt's, without the call's cancellation scope (the transfer is not this call's
+        /// alone; the scope cancels this call's wait for it).
+        @inline(never)
+        func sharedRequestOptions() -> RequestOptions {
+            var options = requestOptions()
+            options.cancellationScope = nil
+            return options
+        }
+
         /// The client's options for every transfer of a call: made once per call, not per
         /// attempt.
         private static func transferOptions(
@@ -304,6 +319,25 @@ extension ServiceCore {
             return value
         }
 
+        /// An answer's outcome: `finish`, or nil when the call refuses the answer (a status, a
+        /// response check, an envelope asking for a retry or a refresh), with the attempt's
+        /// failure kept for `prepareRetry`. Apart from `perform`, so that the errors it
+        /// catches are not kept in that async frame, which lives as long as the call.
+        /// - Throws: what fails the attempt otherwise (decoding, a check that is not retryable, …).
+        @inline(never)
+        func conclude<Serializer: ResponseSerializer>(
+            _ answer: HTTPClient.Response, request: PreparedRequest, serializer: Serializer
+        ) throws -> Serializer.Output? {
+            do {
+                return try finish(answer, request: request, serializer: serializer)
+            } catch let error as CourierError
+                where error.code == .httpStatus || error.refusalIsRetryable != nil || error.isEnvelopeRetry
+            {
+                failure = FailedAttempt(refused(answer, sent: request, error: error))
+                return nil
+            }
+        }
+
         /// The call's value with the response, metrics and attempts of its end; for a call
         /// made with `keepsResponse` that finished.
         func response<Model>(_ value: Model) -> Response<Model> {
@@ -353,6 +387,16 @@ extension ServiceCore {
             cache.invalidate(url: CacheRequest.removingQueryItems(named: names, from: answer.url.absoluteString))
         }
 
+        /// What an attempt threw: a `CourierError` fails the attempt (`failed(_:)`, kept for
+        /// `prepareRetry`), any other error (a cancellation) ends the call. Out of line, so
+        /// that the error read from the existential is not kept in `perform`'s async frame.
+        /// - Throws: `error` when it is not a `CourierError`.
+        @inline(never)
+        func fail(_ error: any Error) throws {
+            guard let courier = error as? CourierError else { throw error }
+            failure = FailedAttempt(failed(courier))
+        }
+
         /// An attempt that ended without an answer to validate: its failover outcome.
         /// - Returns: what retriers and `RetryDecision` see of it.
         @inline(never)
@@ -390,6 +434,25 @@ extension ServiceCore {
             return try decide(after: failure, sent: request, verdict: verdict)
         }
 
+        /// Step 6 whole, for the attempt that failed (`failure`): the verdict and the decision (`retryDelay`), the wait on the service
+        /// clock, then a failover that moved the pool during the attempt moves the retry to its
+        /// new server.
+        ///
+        /// Its own async frame: the values of a retry are not kept in `perform`'s, which every
+        /// call in flight holds for as long as it waits for its answer.
+        /// - Throws: the error that ends the call.
+        @inline(never)
+        func prepareRetry(sent request: PreparedRequest, context: InterceptorContext) async throws {
+            guard let failure = self.failure?.failure else {
+                preconditionFailure("a retry is prepared for an attempt that did not fail")
+            }
+            self.failure = nil
+            let delay = try await retryDelay(after: failure, sent: request, context: context)
+            let clock = self.clock
+            try await CancellationScope.run(in: scope) { try await clock.sleep(for: delay) }
+            try failOver()
+        }
+
         /// `RetryDecision` on the failed attempt, then `willRetry`.
         /// - Returns: how long to wait before the next attempt.
         /// - Throws: the error that ends the call.
@@ -420,6 +483,10 @@ extension ServiceCore {
                 acceptHeader: acceptHeader, sendsCredential: sendsCredential, headers: serviceHeaders)
         }
 
+        /// `end(_:)`, boxed here: the `CourierError` is not kept in `perform`'s async frame.
+        @inline(never)
+        func ending(_ error: any Error) -> any Error { end(error) }
+
         /// The call's error, mapped (`ErrorMapping.swift`), after telling the monitors.
         @inline(never)
         func end(_ error: any Error) -> CourierError {
@@ -432,6 +499,13 @@ extension ServiceCore {
             telemetry.failed(courier, attempts: attempts)
             return courier
         }
+    }
+
+    /// An attempt's failure, kept by its `CallRun` until the retry is prepared.
+    final class FailedAttempt {
+        let failure: AttemptFailure
+
+        init(_ failure: AttemptFailure) { self.failure = failure }
     }
 
     /// What a call that keeps its response keeps of its end (see `CallRun.outcome`).

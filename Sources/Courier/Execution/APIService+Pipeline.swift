@@ -46,27 +46,17 @@ extension ServiceCore {
                     try signer.sign(&request, endpointPath: call.path)
                 }
                 call.willSend(&request)
-                let failure: AttemptFailure
                 do {
                     let answer = try await transfer(request, for: call)
-                    do {
-                        return try call.finish(answer, request: request, serializer: serializer)
-                    } catch let error as CourierError
-                        where error.code == .httpStatus || error.refusalIsRetryable != nil || error.isEnvelopeRetry
-                    {
-                        failure = call.refused(answer, sent: request, error: error)
-                    }
-                } catch let error as CourierError {
-                    failure = call.failed(error)
+                    // Nil: the call refused the answer, and holds the attempt's failure.
+                    if let value = try call.conclude(answer, request: request, serializer: serializer) { return value }
+                } catch {
+                    try call.fail(error)
                 }
-                let delay = try await call.retryDelay(after: failure, sent: request, context: context)
-                let clock = call.clock
-                try await CancellationScope.run(in: call.scope) { try await clock.sleep(for: delay) }
-                // Failover: a pool that moved during the attempt moves the retry to its new server.
-                try call.failOver()
+                try await call.prepareRetry(sent: request, context: context)
             }
         } catch {
-            throw call.end(error)
+            throw call.ending(error)
         }
     }
 
@@ -207,31 +197,31 @@ extension ServiceCore {
     /// holds the client's `Exchange` while the transfer is in flight, as this one did).
     @inline(__always)
     private func transfer(_ request: PreparedRequest, for call: CallRun) async throws -> HTTPClient.Response {
-        let sendOptions = call.requestOptions()
         guard call.options.deduplicates, request.isShareable else {
             do {
-                return try await client.send(request.head, body: request.body, options: sendOptions)
+                return try await client.send(request.head, body: request.body, options: call.requestOptions())
             } catch is CancellationError {
                 throw CourierError(.cancelled, "the call was cancelled in flight")
             }
         }
-        // The shared transfer is not this call's alone: the scope cancels this call's wait. A
-        // call cancelled before it gets here starts no shared transfer at all.
-        if call.scope?.isCancelled == true || Task.isCancelled {
-            throw CourierError(.cancelled, "the call was cancelled before it was sent")
-        }
-        var sharedOptions = sendOptions
-        sharedOptions.cancellationScope = nil
-        return try await deduplicatedTransfer(
-            request, key: call.identity.key, options: sharedOptions, scope: call.scope)
+        return try await deduplicatedTransfer(request, for: call)
     }
 
     /// The shared transfer's wait, in the call's task: the scope makes this call leave it (the
-    /// transfer goes on for the others), with no task of its own to cancel.
+    /// transfer goes on for the others), with no task of its own to cancel. Out of line: its
+    /// values are not kept in `perform`'s frame by the calls that opt out.
     @inline(never)
-    private func deduplicatedTransfer(
-        _ request: PreparedRequest, key: String, options: RequestOptions, scope: CancellationScope?
-    ) async throws -> HTTPClient.Response {
+    private func deduplicatedTransfer(_ request: PreparedRequest, for call: CallRun) async throws
+        -> HTTPClient.Response
+    {
+        // The shared transfer is not this call's alone: the scope cancels this call's wait. A
+        // call cancelled before it gets here starts no shared transfer at all.
+        let scope = call.scope
+        if scope?.isCancelled == true || Task.isCancelled {
+            throw CourierError(.cancelled, "the call was cancelled before it was sent")
+        }
+        let options = call.sharedRequestOptions()
+        let key = call.identity.key
         let client = self.client
         do {
             return try await configuration.deduplicator.run(key: key, scope: scope) {

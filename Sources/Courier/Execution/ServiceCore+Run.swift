@@ -67,7 +67,7 @@ extension ServiceCore {
             scope.finish()
             return (value, call)
         } catch {
-            throw scope.finish(CourierError.fromCall(error), taskIsCancelled: Task.isCancelled)
+            throw scope.failed(error)
         }
     }
 }

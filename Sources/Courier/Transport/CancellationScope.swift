@@ -93,6 +93,14 @@ final class CancellationScope: CancellableCall {
         return CourierError(.cancelled, "the call was cancelled", underlying: error)
     }
 
+    /// `finish(_:taskIsCancelled:)` for what a call threw, read as a `CourierError`; out of
+    /// line, so that its temporaries are not kept in the async frame of the caller, which
+    /// lives as long as the call.
+    @inline(never)
+    func failed(_ error: any Error) -> CourierError {
+        finish(CourierError.fromCall(error), taskIsCancelled: Task.isCancelled)
+    }
+
     /// Runs `operation` in a task of its own that cancelling the scope, or the waiting task,
     /// cancels; without a scope, right here (the waiting task is the call's own).
     ///
