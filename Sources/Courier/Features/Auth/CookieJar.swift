@@ -30,7 +30,8 @@ public struct Cookie: Sendable, Hashable {
 /// off. A cookie whose `Domain` does not match the answering host, or names a public suffix
 /// (`com`, `co.uk`, `github.io`: the Public Suffix List, through libpsl), is refused, so one
 /// site cannot set cookies for another. A `Secure` cookie is taken only from an https answer
-/// and sent only over https.
+/// and sent only over https; an http answer cannot replace it, and names starting `__Secure-`
+/// or `__Host-` need what their prefix promises (RFC 6265bis).
 ///
 /// The jar belongs to whoever made it: one per client (`HTTPClient.Configuration.cookieJar`)
 /// or per service. Nothing is kept on connections or transfer handles, so a client sharing a
@@ -97,6 +98,9 @@ public final class CookieJar: Sendable {
         guard !parsed.isEmpty else { return }
         cookies.withLock { stored in
             for cookie in parsed {
+                // RFC 6265bis §5.7 step 16: an http answer neither replaces nor shadows (nor
+                // deletes) a `Secure` cookie, which only an https answer could have set.
+                if !secure, stored.contains(where: { $0.secure && Self.shadows(cookie, $0) }) { continue }
                 stored.removeAll { $0.name == cookie.name && $0.domain == cookie.domain && $0.path == cookie.path }
                 // An already-expired cookie is how a server deletes one.
                 if !cookie.isExpired(at: now) { stored.append(cookie) }
@@ -175,6 +179,7 @@ public final class CookieJar: Sendable {
             name: name, value: value, domain: host, hostOnly: true, path: defaultPath(requestPath), secure: false,
             httpOnly: false, expires: nil)
         var maxAge: Int?
+        var hasPathAttribute = false
         for attribute in parts.dropFirst() {
             let pieces = attribute.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let key = pieces[0].trimmingCharacters(in: .whitespaces).lowercased()
@@ -199,7 +204,10 @@ public final class CookieJar: Sendable {
                 cookie.domain = domain
                 cookie.hostOnly = false
             case "path":
-                if argument.hasPrefix("/") { cookie.path = argument }
+                if argument.hasPrefix("/") {
+                    cookie.path = argument
+                    hasPathAttribute = true
+                }
             case "secure":
                 cookie.secure = true
             case "httponly":
@@ -210,7 +218,23 @@ public final class CookieJar: Sendable {
         }
         if let maxAge { cookie.expires = now.addingTimeInterval(TimeInterval(maxAge)) }
         if cookie.secure && !secureOrigin { return nil }
+        // RFC 6265bis §4.1.3: the name prefixes (in any case) promise how the cookie was set;
+        // an http answer or another subdomain must not plant one a server then trusts.
+        let lowercasedName = name.lowercased()
+        if lowercasedName.hasPrefix("__secure-"), !cookie.secure { return nil }
+        if lowercasedName.hasPrefix("__host-"),
+            !cookie.secure || !cookie.hostOnly || !hasPathAttribute || cookie.path != "/"
+        {
+            return nil
+        }
         return cookie
+    }
+
+    /// Whether `new` would replace or shadow `old` (same name, either domain within the other,
+    /// `new`'s path within `old`'s): what an insecure answer may not do to a `Secure` cookie.
+    private static func shadows(_ new: Cookie, _ old: Cookie) -> Bool {
+        new.name == old.name && (domainMatches(new.domain, old.domain) || domainMatches(old.domain, new.domain))
+            && pathMatches(new.path, old.path)
     }
 
     private static func isSafe(_ text: String) -> Bool {

@@ -75,6 +75,47 @@ import Testing
         #expect(try await cookieSent(by: client, to: host.appendingPathComponent("echo")) == "site=3")
     }
 
+    /// Cookies named `__Secure-…` and `__Host-…` promise they were set `Secure` over https: a
+    /// plain http answer (a network attacker's) must not plant one the https site then trusts.
+    @Test func anHTTPAnswerCannotPlantPrefixedCookies() async throws {
+        let server = try server(setting: [
+            "__Secure-sid=evil", "__Host-sid=evil; Path=/", "__host-id=evil; Path=/", "plain=1",
+        ])
+        defer { server.stop() }
+        let jar = CookieJar()
+        let client = try makeClient { $0.cookieJar = jar }
+        _ = try await client.send(HTTPRequest(.get, server.url("/set")))
+        #expect(jar.all.map(\.name) == ["plain"])
+        #expect(try await cookieSent(by: client, to: server.url("/echo")) == "plain=1")
+    }
+
+    /// A plain http answer for the host of an https site (same host, another port here) replaced
+    /// the site's `Secure` session cookie with its own, which then went out over https.
+    @Test(.enabled(if: NginxServer.isInstalled, "needs nginx (scripts/bootstrap.sh installs it)"))
+    func anHTTPAnswerCannotReplaceASecureCookie() async throws {
+        let plain = try server(setting: ["secure=evil; Path=/"])
+        defer { plain.stop() }
+        let root = try TLSTests.makeRoot()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let nginx = try await offPool {
+            try NginxServer.start(
+                tls: true, http2: true, root: root,
+                extraConfig: """
+                    location = /set { add_header Set-Cookie "secure=3; Secure; Path=/"; return 200 "set"; }
+                    location = /cookie { return 200 "[$http_cookie]"; }
+                    """)
+        }
+        defer { nginx.stop() }
+        let client = try makeClient {
+            $0.cookieJar = CookieJar()
+            $0.tls = .init(caBundlePath: nginx.caBundlePath)
+        }
+        _ = try await client.send(HTTPRequest(.get, nginx.url("/set")))
+        _ = try await client.send(HTTPRequest(.get, plain.url("/set")))
+        let overHTTPS = try await client.send(HTTPRequest(.get, nginx.url("/cookie")))
+        #expect(String(decoding: overHTTPS.body, as: UTF8.self) == "[secure=3]")
+    }
+
     /// A `Secure` cookie set over http is refused; one set over https is sent over https only.
     @Test(.enabled(if: NginxServer.isInstalled, "needs nginx (scripts/bootstrap.sh installs it)"))
     func secureCookiesNeedHTTPS() async throws {
