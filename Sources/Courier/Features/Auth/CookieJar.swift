@@ -25,7 +25,8 @@ public struct Cookie: Sendable, Hashable {
 /// A cookie jar for one client: stores `Set-Cookie` answers and adds the `Cookie` header
 /// to requests, following the domain, path, secure and expiry rules of RFC 6265.
 ///
-/// Bounded (`maximumCookies` in total, `maximumCookiesPerDomain`), cleared with
+/// Bounded (`maximumCookies` in total, `maximumCookiesPerDomain` per site: a registrable domain
+/// and its subdomains together), cleared with
 /// `removeAll()` — which the client and the service do on logout unless `clearsOnLogout` is
 /// off. A cookie whose `Domain` does not match the answering host, or names a public suffix
 /// (`com`, `co.uk`, `github.io`: the Public Suffix List, through libpsl), is refused, so one
@@ -47,7 +48,8 @@ public final class CookieJar: Sendable {
     /// An empty jar with the given limits.
     /// - Parameters:
     ///   - maximumCookies: the most cookies kept; the oldest are dropped first.
-    ///   - maximumCookiesPerDomain: the most cookies kept per domain.
+    ///   - maximumCookiesPerDomain: the most cookies kept per site (`example.co.uk` and its
+    ///     subdomains together).
     ///   - clearsOnLogout: whether logout forgets every cookie (the default); off for cookies
     ///     that belong to the device rather than the user (a consent choice, a device id).
     public convenience init(
@@ -106,13 +108,16 @@ public final class CookieJar: Sendable {
                 if !cookie.isExpired(at: now) { stored.append(cookie) }
             }
             stored.removeAll { $0.isExpired(at: now) }
-            let domains = Set(parsed.map(\.domain))
-            for domain in domains {
-                let count = stored.lazy.filter { $0.domain == domain }.count
+            // Bounded per site, not per domain name: a host with many labels sets cookies for
+            // each of its parents, and could push every other site's cookies out of the jar.
+            for site in Set(parsed.map { Self.site(of: $0.domain) }) {
+                let subdomains = "." + site
+                let inSite = { (cookie: Cookie) in cookie.domain == site || cookie.domain.hasSuffix(subdomains) }
+                let count = stored.lazy.filter(inSite).count
                 if count > maximumCookiesPerDomain {
                     var excess = count - maximumCookiesPerDomain
                     stored.removeAll { cookie in
-                        guard excess > 0, cookie.domain == domain else { return false }
+                        guard excess > 0, inSite(cookie) else { return false }
                         excess -= 1
                         return true
                     }
@@ -268,6 +273,16 @@ public final class CookieJar: Sendable {
     static func isPublicSuffix(_ domain: String) -> Bool {
         guard let list = psl_builtin() else { return !domain.contains(".") }
         return psl_is_public_suffix(list, domain) != 0
+    }
+
+    /// The site a cookie's domain belongs to: its registrable domain (`example.co.uk` for
+    /// `a.b.example.co.uk`), or the domain itself (an IP address, a public suffix host).
+    static func site(of domain: String) -> String {
+        guard !isIPAddress(domain), let list = psl_builtin() else { return domain }
+        // The answer points into the argument: read it while the C string lives.
+        return domain.withCString { name in
+            psl_registrable_domain(list, name).map { String(cString: $0) } ?? domain
+        }
     }
 
     static func isIPAddress(_ host: String) -> Bool {

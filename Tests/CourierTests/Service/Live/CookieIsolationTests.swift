@@ -75,6 +75,35 @@ import Testing
         #expect(try await cookieSent(by: client, to: host.appendingPathComponent("echo")) == "site=3")
     }
 
+    /// A host of many labels sets its cookies for each of its parent domains: bounded per domain
+    /// name, its one answer pushed the API's session cookie out of the jar.
+    @Test func oneSiteCannotPushAnotherSitesCookiesOut() async throws {
+        let labels = (1...20).map { "a\($0)." }
+        let host = labels.joined() + "evil.test"
+        let parents = labels.indices.map { labels[$0...].joined() + "evil.test" } + ["evil.test"]
+        let server = try server(setting: ["session=alice"])
+        defer { server.stop() }
+        server.route("/flood") { _ in
+            var response = ScriptedResponse.text("flood")
+            for (index, parent) in parents.enumerated() {
+                for number in 0..<10 {
+                    response.headers.append(
+                        HTTPField(name: .setCookie, value: "c\(index)x\(number)=1; Domain=\(parent)"))
+                }
+            }
+            return response
+        }
+        let jar = CookieJar(maximumCookies: 100, maximumCookiesPerDomain: 10)
+        let client = try makeClient {
+            $0.cookieJar = jar
+            $0.resolve = [.init(host: host, port: Int(server.port))]
+        }
+        _ = try await client.send(HTTPRequest(.get, server.url("/set")))
+        _ = try await client.send(HTTPRequest(.get, URL(string: "http://\(host):\(server.port)/flood")!))
+        #expect(try await cookieSent(by: client, to: server.url("/echo")) == "session=alice")
+        #expect(jar.all.count == 11)
+    }
+
     /// Cookies named `__Secure-…` and `__Host-…` promise they were set `Secure` over https: a
     /// plain http answer (a network attacker's) must not plant one the https site then trusts.
     @Test func anHTTPAnswerCannotPlantPrefixedCookies() async throws {
