@@ -223,7 +223,22 @@ extension ServiceCore {
         var sharedOptions = sendOptions
         sharedOptions.cancellationScope = nil
         return try await deduplicatedTransfer(
-            request, key: call.identity.key, options: sharedOptions, scope: call.scope)
+            request, key: Self.sharingKey(call.identity.key, sendOptions), options: sharedOptions, scope: call.scope)
+    }
+
+    /// The key identical calls share one transfer under: the identity, and the limits the
+    /// call sets on its transfer when it sets any. A call that joined a transfer made with
+    /// other limits waited past its own timeout (as long as the first call's), or took a body
+    /// over its own size limit or a redirect it refused.
+    static func sharingKey(_ identity: String, _ options: RequestOptions) -> String {
+        guard options.timeout != nil || options.maxResponseSize != nil || options.maxRedirects != nil else {
+            return identity
+        }
+        let limits = [
+            options.timeout.map { "\($0)" }, options.maxResponseSize.map(String.init),
+            options.maxRedirects.map(String.init),
+        ]
+        return identity + "\nlimits:" + limits.map { " " + ($0 ?? "-") }.joined()
     }
 
     /// The shared transfer's wait, in the call's task: the scope makes this call leave it (the
