@@ -124,6 +124,21 @@ import Testing
     func anHTTPAnswerCannotReplaceASecureCookie() async throws {
         let plain = try server(setting: ["secure=evil; Path=/"])
         defer { plain.stop() }
+        try await withSecureSite { nginx in
+            let client = try makeClient {
+                $0.cookieJar = CookieJar()
+                $0.tls = .init(caBundlePath: nginx.caBundlePath)
+            }
+            _ = try await client.send(HTTPRequest(.get, nginx.url("/set")))
+            _ = try await client.send(HTTPRequest(.get, plain.url("/set")))
+            let overHTTPS = try await client.send(HTTPRequest(.get, nginx.url("/cookie")))
+            #expect(String(decoding: overHTTPS.body, as: UTF8.self) == "[secure=3]")
+        }
+    }
+
+    /// Runs `body` with nginx over https on 127.0.0.1: `/set` sets the `Secure` cookie
+    /// `secure=3`, `/cookie` answers the request's Cookie field as `[…]`.
+    func withSecureSite(_ body: (NginxServer) async throws -> Void) async throws {
         let root = try TLSTests.makeRoot()
         defer { try? FileManager.default.removeItem(at: root) }
         let nginx = try await offPool {
@@ -135,14 +150,7 @@ import Testing
                     """)
         }
         defer { nginx.stop() }
-        let client = try makeClient {
-            $0.cookieJar = CookieJar()
-            $0.tls = .init(caBundlePath: nginx.caBundlePath)
-        }
-        _ = try await client.send(HTTPRequest(.get, nginx.url("/set")))
-        _ = try await client.send(HTTPRequest(.get, plain.url("/set")))
-        let overHTTPS = try await client.send(HTTPRequest(.get, nginx.url("/cookie")))
-        #expect(String(decoding: overHTTPS.body, as: UTF8.self) == "[secure=3]")
+        try await body(nginx)
     }
 
     /// A `Secure` cookie set over http is refused; one set over https is sent over https only.
@@ -150,31 +158,22 @@ import Testing
     func secureCookiesNeedHTTPS() async throws {
         let plain = try server(setting: ["insecure=1; Secure", "plain=2"])
         defer { plain.stop() }
-        let root = try TLSTests.makeRoot()
-        defer { try? FileManager.default.removeItem(at: root) }
-        let nginx = try await offPool {
-            try NginxServer.start(
-                tls: true, http2: true, root: root,
-                extraConfig: """
-                    location = /set { add_header Set-Cookie "secure=3; Secure; Path=/"; return 200 "set"; }
-                    location = /cookie { return 200 "[$http_cookie]"; }
-                    """)
-        }
-        defer { nginx.stop() }
-        let jar = CookieJar()
-        let client = try makeClient {
-            $0.cookieJar = jar
-            $0.tls = .init(caBundlePath: nginx.caBundlePath)
-        }
+        try await withSecureSite { nginx in
+            let jar = CookieJar()
+            let client = try makeClient {
+                $0.cookieJar = jar
+                $0.tls = .init(caBundlePath: nginx.caBundlePath)
+            }
 
-        _ = try await client.send(HTTPRequest(.get, plain.url("/set")))
-        #expect(jar.all.map(\.name) == ["plain"])
+            _ = try await client.send(HTTPRequest(.get, plain.url("/set")))
+            #expect(jar.all.map(\.name) == ["plain"])
 
-        _ = try await client.send(HTTPRequest(.get, nginx.url("/set")))
-        #expect(Set(jar.all.map(\.name)) == ["plain", "secure"])
-        let overHTTPS = try await client.send(HTTPRequest(.get, nginx.url("/cookie")))
-        #expect(String(decoding: overHTTPS.body, as: UTF8.self) == "[plain=2; secure=3]")
-        // Same host (127.0.0.1), plain http: the Secure cookie stays home.
-        #expect(try await cookieSent(by: client, to: plain.url("/echo")) == "plain=2")
+            _ = try await client.send(HTTPRequest(.get, nginx.url("/set")))
+            #expect(Set(jar.all.map(\.name)) == ["plain", "secure"])
+            let overHTTPS = try await client.send(HTTPRequest(.get, nginx.url("/cookie")))
+            #expect(String(decoding: overHTTPS.body, as: UTF8.self) == "[plain=2; secure=3]")
+            // Same host (127.0.0.1), plain http: the Secure cookie stays home.
+            #expect(try await cookieSent(by: client, to: plain.url("/echo")) == "plain=2")
+        }
     }
 }
