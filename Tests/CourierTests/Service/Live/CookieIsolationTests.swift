@@ -104,6 +104,19 @@ import Testing
         #expect(jar.all.count == 11)
     }
 
+    /// The jar's cookies went out as one `Cookie` line each (HTTPTypes keeps them as separate
+    /// fields): RFC 6265 §5.4 allows one, and a server that joins repeated fields with ", "
+    /// (this one, as many do) read `a` as `1, b=2`.
+    @Test func cookiesGoOutInOneField() async throws {
+        let server = try server(setting: ["a=1", "b=2; Path=/", "c=3"])
+        defer { server.stop() }
+        let client = try makeClient { $0.cookieJar = CookieJar() }
+        _ = try await client.send(HTTPRequest(.get, server.url("/set")))
+        #expect(try await cookieSent(by: client, to: server.url("/echo")) == "a=1; b=2; c=3")
+        let lines = server.recordedRequests.last?.headerList.filter { $0.name.lowercased() == "cookie" }
+        #expect(lines?.count == 1)
+    }
+
     /// Cookies named `__Secure-…` and `__Host-…` promise they were set `Secure` over https: a
     /// plain http answer (a network attacker's) must not plant one the https site then trusts.
     @Test func anHTTPAnswerCannotPlantPrefixedCookies() async throws {
