@@ -180,6 +180,9 @@ public final class CookieJar: Sendable {
         let name = pair[..<equals].trimmingCharacters(in: .whitespaces)
         let value = pair[pair.index(after: equals)...].trimmingCharacters(in: .whitespaces)
         guard !name.isEmpty, Self.isSafe(name), Self.isSafe(value) else { return nil }
+        // RFC 6265bis §5.6 step 4: a name and value over 4,096 bytes are ignored, or a server's
+        // few answers could fill the jar with megabytes sent back on every request.
+        guard name.utf8.count + value.utf8.count <= Self.maximumNameAndValueBytes else { return nil }
         var cookie = Cookie(
             name: name, value: value, domain: host, hostOnly: true, path: defaultPath(requestPath), secure: false,
             httpOnly: false, expires: nil)
@@ -241,6 +244,9 @@ public final class CookieJar: Sendable {
         new.name == old.name && (domainMatches(new.domain, old.domain) || domainMatches(old.domain, new.domain))
             && pathMatches(new.path, old.path)
     }
+
+    /// The most bytes of a cookie's name and value together (RFC 6265bis, as browsers keep).
+    static let maximumNameAndValueBytes = 4_096
 
     private static func isSafe(_ text: String) -> Bool {
         !text.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || $0 == ";" }

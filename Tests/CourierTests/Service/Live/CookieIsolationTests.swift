@@ -104,6 +104,19 @@ import Testing
         #expect(jar.all.count == 11)
     }
 
+    /// A cookie of any size was kept: a server's answers (256 KiB of head each) could fill the
+    /// jar with megabytes, sent back with every request to it.
+    @Test func cookiesOverFourKilobytesAreIgnored() async throws {
+        let big = String(repeating: "x", count: 4_093)
+        let server = try server(setting: ["big=\(big)y", "fits=\(big.dropLast(2))", "ok=1"])
+        defer { server.stop() }
+        let jar = CookieJar()
+        let client = try makeClient { $0.cookieJar = jar }
+        _ = try await client.send(HTTPRequest(.get, server.url("/set")))
+        #expect(jar.all.map(\.name) == ["fits", "ok"])
+        #expect(try await cookieSent(by: client, to: server.url("/echo")) == "fits=\(big.dropLast(2)); ok=1")
+    }
+
     /// The jar's cookies went out as one `Cookie` line each (HTTPTypes keeps them as separate
     /// fields): RFC 6265 §5.4 allows one, and a server that joins repeated fields with ", "
     /// (this one, as many do) read `a` as `1, b=2`.
