@@ -12,6 +12,11 @@ extension HTTPClient {
     ) async throws -> Response {
         // Read before `prepare` reads the credential: a logout in between must count.
         let generation = state.withLock { $0.sessionGeneration }
+        // Checked here too: a stored answer does not go through the transfer that checks it.
+        let limit =
+            try options.maxResponseSize.map { (size) throws(CourierError) in
+                try ConfigurationBounds.size(size, "request maximum response size")
+            } ?? configuration.maxResponseSize
         // One snapshot of the live settings for the lookup and the network alike.
         var options = options
         if options.clientSettings == nil { options.clientSettings = liveSettings }
@@ -42,6 +47,9 @@ extension HTTPClient {
                 response: response.head, body: response.body, mayStore: response.redirectCount == 0)
         }
         if result.source == .network, let network { return network }
+        // Stored under another call's limit (or another client's, sharing the cache): this
+        // call's holds as it would for the network.
+        guard Int64(result.body.count) <= limit else { throw CourierError.tooLarge(limit) }
         // The request's own URL before the entry's: the cache keeps secret query values only
         // as digests (an entry is never stored for a redirected response, so they agree).
         guard let url = network?.url ?? prepared.absoluteURL ?? result.url else {

@@ -122,7 +122,9 @@ struct ProxyRoute: Sendable, Hashable, CustomStringConvertible {
     init(_ text: String) {
         let full = text.contains("://") ? text : "http://" + text
         guard var components = URLComponents(string: full) else {
-            url = full
+            // Unreadable (a CR or LF, a space in the host): `validate()` refuses it with
+            // `description` in its message, so the credentials come out by hand all the same.
+            (url, username, password) = Self.splitCredentials(full)
             return
         }
         username = components.user
@@ -130,6 +132,22 @@ struct ProxyRoute: Sendable, Hashable, CustomStringConvertible {
         components.user = nil
         components.password = nil
         url = components.string ?? full
+    }
+
+    /// The URL without its `user:password@`, and the two apart, for a URL `URLComponents`
+    /// cannot read: the user information ends at the last `@` before the path.
+    private static func splitCredentials(_ text: String) -> (String, String?, String?) {
+        guard let separator = text.range(of: "://") else { return (text, nil, nil) }
+        let rest = text[separator.upperBound...]
+        let authority = rest[..<(rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex)]
+        guard let at = authority.lastIndex(of: "@") else { return (text, nil, nil) }
+        let userInfo = authority[..<at]
+        let colon = userInfo.firstIndex(of: ":")
+        let decoded = { (part: Substring) -> String in part.removingPercentEncoding ?? String(part) }
+        let url = String(text[..<separator.upperBound]) + String(rest[rest.index(after: at)...])
+        let username = decoded(userInfo[..<(colon ?? userInfo.endIndex)])
+        let password = colon.map { decoded(userInfo[userInfo.index(after: $0)...]) }
+        return (url, username, password)
     }
 
     var scheme: String? { URLComponents(string: url)?.scheme?.lowercased() }

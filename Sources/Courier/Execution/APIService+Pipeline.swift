@@ -207,6 +207,21 @@ extension ServiceCore {
         return try await deduplicatedTransfer(request, for: call)
     }
 
+    /// The key identical calls share one transfer under: the identity, and the limits the
+    /// call sets on its transfer when it sets any. A call that joined a transfer made with
+    /// other limits waited past its own timeout (as long as the first call's), or took a body
+    /// over its own size limit or a redirect it refused.
+    static func sharingKey(_ identity: String, _ options: RequestOptions) -> String {
+        guard options.timeout != nil || options.maxResponseSize != nil || options.maxRedirects != nil else {
+            return identity
+        }
+        let limits = [
+            options.timeout.map { "\($0)" }, options.maxResponseSize.map(String.init),
+            options.maxRedirects.map(String.init),
+        ]
+        return identity + "\nlimits:" + limits.map { " " + ($0 ?? "-") }.joined()
+    }
+
     /// The shared transfer's wait, in the call's task: the scope makes this call leave it (the
     /// transfer goes on for the others), with no task of its own to cancel. Out of line: its
     /// values are not kept in `perform`'s frame by the calls that opt out.
@@ -221,7 +236,7 @@ extension ServiceCore {
             throw CourierError(.cancelled, "the call was cancelled before it was sent")
         }
         let options = call.sharedRequestOptions()
-        let key = call.identity.key
+        let key = Self.sharingKey(call.identity.key, options)
         let client = self.client
         do {
             return try await configuration.deduplicator.run(key: key, scope: scope) {

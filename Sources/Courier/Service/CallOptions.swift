@@ -158,7 +158,8 @@ public struct CallOptions: Sendable {
         get { storage.fields.retriers }
         set { set(\.retriers, newValue) }
     }
-    /// Whether an identical GET in flight is shared (true by default; GET and HEAD only).
+    /// Whether an identical GET in flight is shared (true by default; GET and HEAD only; not
+    /// by calls with another `timeout`, `maxResponseSize` or `maxRedirects`).
     public var deduplicates: Bool {
         get { storage.fields.deduplicates }
         set { set(\.deduplicates, newValue) }

@@ -191,9 +191,25 @@ final class CurlTransfer: @unchecked Sendable {
     ) throws(CourierError) -> UnsafeMutablePointer<curl_slist>? {
         var list: UnsafeMutablePointer<curl_slist>?
         var hasExpect = false
+        var hasCookie = false
         var line = [UInt8]()
-        for field in fields {
+        for var field in fields {
             if field.name == .expect { hasExpect = true }
+            if field.name == .cookie {
+                // HTTPTypes keeps `a=1; b=2` as one field per cookie (HTTP/2's crumbs); RFC 6265
+                // §5.4 allows one Cookie line, and servers that join repeated fields with ", "
+                // or read the first only got other cookies than the ones sent.
+                if hasCookie { continue }
+                hasCookie = true
+                let values = fields[values: .cookie]
+                if values.count > 1 {
+                    if values.contains(where: { $0.utf8.contains { $0 == 0 || $0 == 10 || $0 == 13 } }) {
+                        curl_slist_free_all(list)
+                        throw CourierError(.invalidRequest, "the value of header \(field.name) contains CR, LF or NUL")
+                    }
+                    field = HTTPField(name: .cookie, value: values.joined(separator: "; "))
+                }
+            }
             line.removeAll(keepingCapacity: true)
             line.append(contentsOf: field.name.rawName.utf8)
             let isEmpty = field.withUnsafeBytesOfValue { value in

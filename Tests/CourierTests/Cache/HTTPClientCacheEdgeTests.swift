@@ -34,6 +34,27 @@ import Testing
         return options
     }
 
+    /// A stored body was served to a call whose `maxResponseSize` it is over: the network
+    /// answer would have failed, the cache's was taken as right.
+    @Test func aStoredBodyOverTheCallsSizeLimitIsRefused() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/big") { _ in
+            var response = ScriptedResponse.text(String(repeating: "x", count: 10_000))
+            response.headers[.cacheControl] = "max-age=600"
+            return response
+        }
+        let (client, _) = try makeClient(server)
+        #expect(try await client.send(request("/big")).body.count == 10_000)
+        var small = CallOptions()
+        small.maxResponseSize = 1_000
+        let error = await courierError { _ = try await client.send(request("/big"), options: small) }
+        #expect(error?.code == .responseTooLarge)
+        #expect(server.requestCount == 1)
+        // The entry stays for the calls that accept it.
+        #expect(try await client.send(request("/big")).isFromCache)
+    }
+
     @Test func maxAgeZeroIsStoredAndRevalidatedOnEveryCall() async throws {
         let server = try TestServer()
         defer { server.stop() }

@@ -169,6 +169,20 @@ import Testing
         #expect(error?.code == .configuration)
     }
 
+    /// A proxy URL `URLComponents` cannot read (a CR LF in it, a space in the host) kept its
+    /// `user:password@` whole: the configuration error and `description` showed the password.
+    @Test(arguments: ["http://alice:hunter2@proxy.test:1\r\nX: y", "http://alice:hunter2@pro xy.test:1"])
+    func anUnreadableProxyURLFailsWithoutShowingItsPassword(_ url: String) {
+        let fixed = Proxy(mode: .fixed(ProxyRoute(url), bypass: []))
+        #expect(!fixed.description.contains("hunter2"))
+        #expect(fixed.description.contains("alice:\(Redaction.marker)@"))
+        for proxy in [fixed, .environment(["http_proxy": url]), .environment(["https_proxy": url])] {
+            let error = #expect(throws: CourierError.self) { _ = try makeClient { $0.proxy = proxy } }
+            #expect(error?.code == .configuration)
+            #expect(error.map { !String(describing: $0).contains("hunter2") } == true)
+        }
+    }
+
     @Test func invalidBypassAndEnvironmentAreConfigurationErrors() {
         for proxy in [
             Proxy.url(URL(string: "http://proxy.test:3128")!, bypass: ["a,b"]),

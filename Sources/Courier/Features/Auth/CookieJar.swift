@@ -25,12 +25,14 @@ public struct Cookie: Sendable, Hashable {
 /// A cookie jar for one client: stores `Set-Cookie` answers and adds the `Cookie` header
 /// to requests, following the domain, path, secure and expiry rules of RFC 6265.
 ///
-/// Bounded (`maximumCookies` in total, `maximumCookiesPerDomain`), cleared with
+/// Bounded (`maximumCookies` in total, `maximumCookiesPerDomain` per site: a registrable domain
+/// and its subdomains together), cleared with
 /// `removeAll()` — which the client and the service do on logout unless `clearsOnLogout` is
 /// off. A cookie whose `Domain` does not match the answering host, or names a public suffix
 /// (`com`, `co.uk`, `github.io`: the Public Suffix List, through libpsl), is refused, so one
 /// site cannot set cookies for another. A `Secure` cookie is taken only from an https answer
-/// and sent only over https.
+/// and sent only over https; an http answer cannot replace it, and names starting `__Secure-`
+/// or `__Host-` need what their prefix promises (RFC 6265bis).
 ///
 /// The jar belongs to whoever made it: one per client (`HTTPClient.Configuration.cookieJar`)
 /// or per service. Nothing is kept on connections or transfer handles, so a client sharing a
@@ -46,7 +48,8 @@ public final class CookieJar: Sendable {
     /// An empty jar with the given limits.
     /// - Parameters:
     ///   - maximumCookies: the most cookies kept; the oldest are dropped first.
-    ///   - maximumCookiesPerDomain: the most cookies kept per domain.
+    ///   - maximumCookiesPerDomain: the most cookies kept per site (`example.co.uk` and its
+    ///     subdomains together).
     ///   - clearsOnLogout: whether logout forgets every cookie (the default); off for cookies
     ///     that belong to the device rather than the user (a consent choice, a device id).
     public convenience init(
@@ -97,18 +100,24 @@ public final class CookieJar: Sendable {
         guard !parsed.isEmpty else { return }
         cookies.withLock { stored in
             for cookie in parsed {
+                // RFC 6265bis §5.7 step 16: an http answer neither replaces nor shadows (nor
+                // deletes) a `Secure` cookie, which only an https answer could have set.
+                if !secure, stored.contains(where: { $0.secure && Self.shadows(cookie, $0) }) { continue }
                 stored.removeAll { $0.name == cookie.name && $0.domain == cookie.domain && $0.path == cookie.path }
                 // An already-expired cookie is how a server deletes one.
                 if !cookie.isExpired(at: now) { stored.append(cookie) }
             }
             stored.removeAll { $0.isExpired(at: now) }
-            let domains = Set(parsed.map(\.domain))
-            for domain in domains {
-                let count = stored.lazy.filter { $0.domain == domain }.count
+            // Bounded per site, not per domain name: a host with many labels sets cookies for
+            // each of its parents, and could push every other site's cookies out of the jar.
+            for site in Set(parsed.map { Self.site(of: $0.domain) }) {
+                let subdomains = "." + site
+                let inSite = { (cookie: Cookie) in cookie.domain == site || cookie.domain.hasSuffix(subdomains) }
+                let count = stored.lazy.filter(inSite).count
                 if count > maximumCookiesPerDomain {
                     var excess = count - maximumCookiesPerDomain
                     stored.removeAll { cookie in
-                        guard excess > 0, cookie.domain == domain else { return false }
+                        guard excess > 0, inSite(cookie) else { return false }
                         excess -= 1
                         return true
                     }
@@ -171,10 +180,14 @@ public final class CookieJar: Sendable {
         let name = pair[..<equals].trimmingCharacters(in: .whitespaces)
         let value = pair[pair.index(after: equals)...].trimmingCharacters(in: .whitespaces)
         guard !name.isEmpty, Self.isSafe(name), Self.isSafe(value) else { return nil }
+        // RFC 6265bis §5.6 step 4: a name and value over 4,096 bytes are ignored, or a server's
+        // few answers could fill the jar with megabytes sent back on every request.
+        guard name.utf8.count + value.utf8.count <= Self.maximumNameAndValueBytes else { return nil }
         var cookie = Cookie(
             name: name, value: value, domain: host, hostOnly: true, path: defaultPath(requestPath), secure: false,
             httpOnly: false, expires: nil)
         var maxAge: Int?
+        var hasPathAttribute = false
         for attribute in parts.dropFirst() {
             let pieces = attribute.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let key = pieces[0].trimmingCharacters(in: .whitespaces).lowercased()
@@ -199,7 +212,10 @@ public final class CookieJar: Sendable {
                 cookie.domain = domain
                 cookie.hostOnly = false
             case "path":
-                if argument.hasPrefix("/") { cookie.path = argument }
+                if argument.hasPrefix("/") {
+                    cookie.path = argument
+                    hasPathAttribute = true
+                }
             case "secure":
                 cookie.secure = true
             case "httponly":
@@ -210,8 +226,27 @@ public final class CookieJar: Sendable {
         }
         if let maxAge { cookie.expires = now.addingTimeInterval(TimeInterval(maxAge)) }
         if cookie.secure && !secureOrigin { return nil }
+        // RFC 6265bis §4.1.3: the name prefixes (in any case) promise how the cookie was set;
+        // an http answer or another subdomain must not plant one a server then trusts.
+        let lowercasedName = name.lowercased()
+        if lowercasedName.hasPrefix("__secure-"), !cookie.secure { return nil }
+        if lowercasedName.hasPrefix("__host-"),
+            !cookie.secure || !cookie.hostOnly || !hasPathAttribute || cookie.path != "/"
+        {
+            return nil
+        }
         return cookie
     }
+
+    /// Whether `new` would replace or shadow `old` (same name, either domain within the other,
+    /// `new`'s path within `old`'s): what an insecure answer may not do to a `Secure` cookie.
+    private static func shadows(_ new: Cookie, _ old: Cookie) -> Bool {
+        new.name == old.name && (domainMatches(new.domain, old.domain) || domainMatches(old.domain, new.domain))
+            && pathMatches(new.path, old.path)
+    }
+
+    /// The most bytes of a cookie's name and value together (RFC 6265bis, as browsers keep).
+    static let maximumNameAndValueBytes = 4_096
 
     private static func isSafe(_ text: String) -> Bool {
         !text.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || $0 == ";" }
@@ -244,6 +279,16 @@ public final class CookieJar: Sendable {
     static func isPublicSuffix(_ domain: String) -> Bool {
         guard let list = psl_builtin() else { return !domain.contains(".") }
         return psl_is_public_suffix(list, domain) != 0
+    }
+
+    /// The site a cookie's domain belongs to: its registrable domain (`example.co.uk` for
+    /// `a.b.example.co.uk`), or the domain itself (an IP address, a public suffix host).
+    static func site(of domain: String) -> String {
+        guard !isIPAddress(domain), let list = psl_builtin() else { return domain }
+        // The answer points into the argument: read it while the C string lives.
+        return domain.withCString { name in
+            psl_registrable_domain(list, name).map { String(cString: $0) } ?? domain
+        }
     }
 
     static func isIPAddress(_ host: String) -> Bool {

@@ -131,6 +131,11 @@ public actor Paginator<Item: Sendable> {
     }
 
     private func load(_ request: PageRequest) async throws -> [Item] {
+        // A size below 1 asks for no page at all: a server that ignores it sent full pages,
+        // never "shorter than the size", until `maximumPages`.
+        guard request.limit >= 1 else {
+            throw CourierError(.configuration, "the page size must be at least 1 (got \(request.limit))")
+        }
         let generation = self.generation
         // The task updates the paginator's state itself, before anyone awaiting it resumes.
         let task = Task { try await self.fetchAndApply(request, generation: generation) }

@@ -67,6 +67,32 @@ import Testing
         #expect(jar.cookieHeader(for: request("http://h.example/")) == "p=2")
     }
 
+    /// RFC 6265bis §4.1.3: `__Secure-` needs `Secure`; `__Host-` needs `Secure`, no `Domain`
+    /// and `Path=/`; the prefixes match in any case.
+    @Test func namePrefixesNeedWhatTheyPromise() {
+        let jar = CookieJar(clock: ManualServiceClock())
+        jar.store(
+            from: setting(
+                "__Secure-a=1", "__Secure-b=2; Secure", "__secure-c=3", "__Host-d=4; Secure",
+                "__Host-e=5; Secure; Path=/; Domain=example.com", "__HOST-f=6; Path=/", "__Host-g=7; Secure; Path=/",
+                "__Host-h=8; Secure; Path=/login"),
+            for: request("https://www.example.com/login"))
+        #expect(jar.all.map(\.name) == ["__Secure-b", "__Host-g"])
+    }
+
+    /// RFC 6265bis §5.7 step 16: an http answer for the same host cannot replace, shadow or
+    /// delete a `Secure` cookie; an https answer can.
+    @Test func plainHTTPLeavesSecureCookiesAlone() {
+        let jar = CookieJar(clock: ManualServiceClock())
+        jar.store(from: setting("sid=good; Secure; Path=/"), for: request("https://example.com/"))
+        jar.store(
+            from: setting("sid=evil; Path=/", "sid=evil; Path=/admin", "sid=x; Max-Age=0", "other=1"),
+            for: request("http://example.com/"))
+        #expect(jar.cookieHeader(for: request("https://example.com/admin")) == "sid=good; other=1")
+        jar.store(from: setting("sid=new; Secure; Path=/"), for: request("https://example.com/"))
+        #expect(jar.cookieHeader(for: request("https://example.com/")) == "other=1; sid=new")
+    }
+
     @Test func logOutClearsUnlessTheJarKeepsItsCookies() {
         let clearing = CookieJar(clock: ManualServiceClock())
         let keeping = CookieJar(clock: ManualServiceClock(), clearsOnLogout: false)

@@ -29,6 +29,22 @@ import Testing
             server.recordedRequests(path: "/items").map { $0.queryValue("page") } == (first...Int.max).map { "\($0)" })
     }
 
+    /// A page size below 1 was sent as it was: a server that ignores it answered full pages,
+    /// never shorter than the size, and the walk went on until `maximumPages`.
+    @Test(arguments: [0, -1, Int.min])
+    func aPageSizeBelowOneIsAConfigurationError(_ size: Int) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/items") { _ in .json(["items": [1, 2]]) }
+        let service = try ServiceFixture.service(server)
+        for style in [PaginationStyle.page(size: size), .offset(limit: size), .cursor(limit: size)] {
+            let pages = service.paginator("items", style: style, as: ItemsPage.self) { Page(items: $0.items) }
+            let error = await courierError { _ = try await pages.all(maximumPages: 3) }
+            #expect(error?.code == .configuration)
+        }
+        #expect(server.count("/items") == 0)
+    }
+
     /// On the old code a cursor cycle (a → b → a) was fetched round and round until
     /// `maximumPages`, the same items appended each time.
     @Test func aCursorThatComesBackEndsTheWalkWithAnError() async throws {

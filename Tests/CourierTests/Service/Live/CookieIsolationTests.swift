@@ -75,11 +75,96 @@ import Testing
         #expect(try await cookieSent(by: client, to: host.appendingPathComponent("echo")) == "site=3")
     }
 
-    /// A `Secure` cookie set over http is refused; one set over https is sent over https only.
+    /// A host of many labels sets its cookies for each of its parent domains: bounded per domain
+    /// name, its one answer pushed the API's session cookie out of the jar.
+    @Test func oneSiteCannotPushAnotherSitesCookiesOut() async throws {
+        let labels = (1...20).map { "a\($0)." }
+        let host = labels.joined() + "evil.test"
+        let parents = labels.indices.map { labels[$0...].joined() + "evil.test" } + ["evil.test"]
+        let server = try server(setting: ["session=alice"])
+        defer { server.stop() }
+        server.route("/flood") { _ in
+            var response = ScriptedResponse.text("flood")
+            for (index, parent) in parents.enumerated() {
+                for number in 0..<10 {
+                    response.headers.append(
+                        HTTPField(name: .setCookie, value: "c\(index)x\(number)=1; Domain=\(parent)"))
+                }
+            }
+            return response
+        }
+        let jar = CookieJar(maximumCookies: 100, maximumCookiesPerDomain: 10)
+        let client = try makeClient {
+            $0.cookieJar = jar
+            $0.resolve = [.init(host: host, port: Int(server.port))]
+        }
+        _ = try await client.send(HTTPRequest(.get, server.url("/set")))
+        _ = try await client.send(HTTPRequest(.get, URL(string: "http://\(host):\(server.port)/flood")!))
+        #expect(try await cookieSent(by: client, to: server.url("/echo")) == "session=alice")
+        #expect(jar.all.count == 11)
+    }
+
+    /// A cookie of any size was kept: a server's answers (256 KiB of head each) could fill the
+    /// jar with megabytes, sent back with every request to it.
+    @Test func cookiesOverFourKilobytesAreIgnored() async throws {
+        let big = String(repeating: "x", count: 4_093)
+        let server = try server(setting: ["big=\(big)y", "fits=\(big.dropLast(2))", "ok=1"])
+        defer { server.stop() }
+        let jar = CookieJar()
+        let client = try makeClient { $0.cookieJar = jar }
+        _ = try await client.send(HTTPRequest(.get, server.url("/set")))
+        #expect(jar.all.map(\.name) == ["fits", "ok"])
+        #expect(try await cookieSent(by: client, to: server.url("/echo")) == "fits=\(big.dropLast(2)); ok=1")
+    }
+
+    /// The jar's cookies went out as one `Cookie` line each (HTTPTypes keeps them as separate
+    /// fields): RFC 6265 §5.4 allows one, and a server that joins repeated fields with ", "
+    /// (this one, as many do) read `a` as `1, b=2`.
+    @Test func cookiesGoOutInOneField() async throws {
+        let server = try server(setting: ["a=1", "b=2; Path=/", "c=3"])
+        defer { server.stop() }
+        let client = try makeClient { $0.cookieJar = CookieJar() }
+        _ = try await client.send(HTTPRequest(.get, server.url("/set")))
+        #expect(try await cookieSent(by: client, to: server.url("/echo")) == "a=1; b=2; c=3")
+        let lines = server.recordedRequests.last?.headerList.filter { $0.name.lowercased() == "cookie" }
+        #expect(lines?.count == 1)
+    }
+
+    /// Cookies named `__Secure-…` and `__Host-…` promise they were set `Secure` over https: a
+    /// plain http answer (a network attacker's) must not plant one the https site then trusts.
+    @Test func anHTTPAnswerCannotPlantPrefixedCookies() async throws {
+        let server = try server(setting: [
+            "__Secure-sid=evil", "__Host-sid=evil; Path=/", "__host-id=evil; Path=/", "plain=1",
+        ])
+        defer { server.stop() }
+        let jar = CookieJar()
+        let client = try makeClient { $0.cookieJar = jar }
+        _ = try await client.send(HTTPRequest(.get, server.url("/set")))
+        #expect(jar.all.map(\.name) == ["plain"])
+        #expect(try await cookieSent(by: client, to: server.url("/echo")) == "plain=1")
+    }
+
+    /// A plain http answer for the host of an https site (same host, another port here) replaced
+    /// the site's `Secure` session cookie with its own, which then went out over https.
     @Test(.enabled(if: NginxServer.isInstalled, "needs nginx (scripts/bootstrap.sh installs it)"))
-    func secureCookiesNeedHTTPS() async throws {
-        let plain = try server(setting: ["insecure=1; Secure", "plain=2"])
+    func anHTTPAnswerCannotReplaceASecureCookie() async throws {
+        let plain = try server(setting: ["secure=evil; Path=/"])
         defer { plain.stop() }
+        try await withSecureSite { nginx in
+            let client = try makeClient {
+                $0.cookieJar = CookieJar()
+                $0.tls = .init(caBundlePath: nginx.caBundlePath)
+            }
+            _ = try await client.send(HTTPRequest(.get, nginx.url("/set")))
+            _ = try await client.send(HTTPRequest(.get, plain.url("/set")))
+            let overHTTPS = try await client.send(HTTPRequest(.get, nginx.url("/cookie")))
+            #expect(String(decoding: overHTTPS.body, as: UTF8.self) == "[secure=3]")
+        }
+    }
+
+    /// Runs `body` with nginx over https on 127.0.0.1: `/set` sets the `Secure` cookie
+    /// `secure=3`, `/cookie` answers the request's Cookie field as `[…]`.
+    func withSecureSite(_ body: (NginxServer) async throws -> Void) async throws {
         let root = try TLSTests.makeRoot()
         defer { try? FileManager.default.removeItem(at: root) }
         let nginx = try await offPool {
@@ -91,20 +176,30 @@ import Testing
                     """)
         }
         defer { nginx.stop() }
-        let jar = CookieJar()
-        let client = try makeClient {
-            $0.cookieJar = jar
-            $0.tls = .init(caBundlePath: nginx.caBundlePath)
+        try await body(nginx)
+    }
+
+    /// A `Secure` cookie set over http is refused; one set over https is sent over https only.
+    @Test(.enabled(if: NginxServer.isInstalled, "needs nginx (scripts/bootstrap.sh installs it)"))
+    func secureCookiesNeedHTTPS() async throws {
+        let plain = try server(setting: ["insecure=1; Secure", "plain=2"])
+        defer { plain.stop() }
+        try await withSecureSite { nginx in
+            let jar = CookieJar()
+            let client = try makeClient {
+                $0.cookieJar = jar
+                $0.tls = .init(caBundlePath: nginx.caBundlePath)
+            }
+
+            _ = try await client.send(HTTPRequest(.get, plain.url("/set")))
+            #expect(jar.all.map(\.name) == ["plain"])
+
+            _ = try await client.send(HTTPRequest(.get, nginx.url("/set")))
+            #expect(Set(jar.all.map(\.name)) == ["plain", "secure"])
+            let overHTTPS = try await client.send(HTTPRequest(.get, nginx.url("/cookie")))
+            #expect(String(decoding: overHTTPS.body, as: UTF8.self) == "[plain=2; secure=3]")
+            // Same host (127.0.0.1), plain http: the Secure cookie stays home.
+            #expect(try await cookieSent(by: client, to: plain.url("/echo")) == "plain=2")
         }
-
-        _ = try await client.send(HTTPRequest(.get, plain.url("/set")))
-        #expect(jar.all.map(\.name) == ["plain"])
-
-        _ = try await client.send(HTTPRequest(.get, nginx.url("/set")))
-        #expect(Set(jar.all.map(\.name)) == ["plain", "secure"])
-        let overHTTPS = try await client.send(HTTPRequest(.get, nginx.url("/cookie")))
-        #expect(String(decoding: overHTTPS.body, as: UTF8.self) == "[plain=2; secure=3]")
-        // Same host (127.0.0.1), plain http: the Secure cookie stays home.
-        #expect(try await cookieSent(by: client, to: plain.url("/echo")) == "plain=2")
     }
 }

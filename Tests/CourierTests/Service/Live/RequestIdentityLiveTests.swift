@@ -163,6 +163,46 @@ import Testing
         #expect(server.count("/feed") == 1)
     }
 
+    /// A call with its own short timeout joined an identical GET in flight and waited on that
+    /// transfer past its own timeout, for as long as the first call's (here until the client's
+    /// 30-second stall timeout failed both).
+    @Test func aCallWithItsOwnTimeoutDoesNotWaitOnAnotherCallsTransfer() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = HeldRoute()
+        server.routeHeldFeed(held)
+        let service = try ServiceFixture.service(server) { $0.retryPolicy = .none }
+        let first = Task { () async throws -> ServiceUser in try await service.get("feed") }
+        while held.arrived.value == 0 { await Task.yield() }
+        let short = CallOptions.default.with(\.timeout, .seconds(1)).with(\.retryPolicy, RetryPolicy.none)
+        let error = await courierError { let _: ServiceUser = try await service.get("feed", options: short) }
+        #expect(error?.code == .timedOut)
+        // It timed out on a transfer of its own: the first call's is still held.
+        #expect(service.configuration.deduplicator.executionCount == 2)
+        held.release(2)
+        #expect(try await first.value.name == "feed")
+    }
+
+    /// A call with its own size limit joined an identical GET in flight and took its body,
+    /// over the limit.
+    @Test func aCallWithItsOwnSizeLimitDoesNotTakeAnotherCallsBody() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = HeldRoute()
+        server.routeHeldFeed(held)
+        let service = try ServiceFixture.service(server)
+        let first = Task { () async throws -> ServiceUser in try await service.get("feed") }
+        while held.arrived.value == 0 { await Task.yield() }
+        let small = CallOptions.default.with(\.maxResponseSize, 8).with(\.retryPolicy, RetryPolicy.none)
+        let second = Task { () async throws -> ServiceUser in try await service.get("feed", options: small) }
+        let dedup = service.configuration.deduplicator
+        while held.arrived.value < 2 && dedup.waiterCount < 2 { await Task.yield() }
+        held.release(2)
+        #expect(try await first.value.name == "feed")
+        let error = await courierError { _ = try await second.value }
+        #expect(error?.code == .responseTooLarge)
+    }
+
     @Test func theIntervalAppliesToACallWithATimestamp() async throws {
         let server = try TestServer()
         defer { server.stop() }
