@@ -31,6 +31,7 @@ if [ "${1:-}" != "--demo" ]; then
         "redis-server (fleet-mode tests start their own)|redis-server|command -v redis-server || [ -x /usr/bin/redis-server ]"
         "tinyproxy (HTTP proxy tests)|tinyproxy|command -v tinyproxy"
         "dante (SOCKS5 proxy tests)|dante-server|command -v danted || [ -x /usr/sbin/danted ]"
+        "python3 (the test run's watchdog, scripts/watchdog.py)|python3-minimal|command -v python3"
     )
 fi
 

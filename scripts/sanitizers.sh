@@ -42,7 +42,7 @@ for kind in "${kinds[@]}"; do
   echo "== $kind sanitizer: testing"
   start=$(date +%s)
   # Parallel test execution stays on: interleavings between tests are what TSan needs to see.
-  if swift test --skip-build --sanitize="$kind" --scratch-path "$scratch" ${extra[@]+"${extra[@]}"}; then
+  if scripts/watchdog.py swift test --skip-build --sanitize="$kind" --scratch-path "$scratch" ${extra[@]+"${extra[@]}"}; then
     verdict=passed
   else
     verdict=FAILED

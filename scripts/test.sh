@@ -10,7 +10,9 @@ scripts/check-locks.sh
 if [ -x scripts/generate-protos.sh ]; then scripts/generate-protos.sh --check; fi
 
 swift build --build-tests
-swift test --skip-build "$@"
+# Through the watchdog: a test that hangs ends the run after 10 minutes without output, with
+# the tests still running and every thread's stack, instead of holding CI to its time limit.
+scripts/watchdog.py swift test --skip-build "$@"
 
 # The demo tour doubles as a smoke test (it exits non-zero when a step misbehaves); the debug
 # build made above is enough. Skipped when arguments select tests (e.g. --filter).
