@@ -101,7 +101,6 @@ final class RedisCredentialStore: Sendable {
             return try await refresher(expired)
         }
         while true {
-            if let unpublished, ContinuousClock.now >= giveUp { return unpublished }
             switch await read(client: fleet.lockClient) {
             case .unavailable:
                 return try await obtain()
@@ -111,6 +110,9 @@ final class RedisCredentialStore: Sendable {
             default:
                 break
             }
+            // Checked after the read, not before: a process starved past its wait (a loaded
+            // machine) still takes a token published meanwhile rather than keep its own.
+            if let unpublished, ContinuousClock.now >= giveUp { return unpublished }
             switch await acquire() {
             case .unavailable:
                 return try await obtain()
@@ -136,7 +138,10 @@ final class RedisCredentialStore: Sendable {
                 // it), or another holder has the lock and is about to publish. Wait for that
                 // one as long as its lease, or ours twice over, allows.
                 if unpublished == nil {
-                    giveUp = ContinuousClock.now + max(lease * 2, await remainingLease())
+                    // From when the holder's lease is known: the wait is not used up by the
+                    // command that asks for it.
+                    let left = await remainingLease()
+                    giveUp = ContinuousClock.now + max(lease * 2, left)
                 }
                 unpublished = fresh
                 pause = .milliseconds(5)

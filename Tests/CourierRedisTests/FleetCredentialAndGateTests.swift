@@ -62,9 +62,14 @@ import Testing
     @Test func aStaleLockHolderCannotPublishOverANewerGeneration() async throws {
         let redis = try await RedisTestServer.make()
         defer { redis.stop() }
-        let fleet = try redis.fleet()
+        // Commands get 10 s, not the test fleets' 200 ms: a command that times out makes Redis
+        // unavailable, and then each process keeps its own token by design (a ThreadSanitizer
+        // run at load ~3 failed this test so, 28 Nov 2026). This test is about a Redis that
+        // answers.
+        let fleet = try redis.fleet(commandTimeout: .seconds(10))
         let store = RedisCredentialStore(fleet: fleet, name: "api", lease: .milliseconds(50))
-        let newer = RedisCredentialStore(fleet: try redis.fleet(), name: "api", lease: .seconds(5))
+        let newer = RedisCredentialStore(
+            fleet: try redis.fleet(commandTimeout: .seconds(10)), name: "api", lease: .seconds(5))
         let slowStarted = AsyncStream<Void>.makeStream()
         let newerPublished = AsyncStream<Void>.makeStream()
         let slow = Task {
@@ -92,8 +97,11 @@ import Testing
     @Test func aStaleHolderWaitsForTheProcessThatTookTheLockOver() async throws {
         let redis = try await RedisTestServer.make()
         defer { redis.stop() }
-        let store = RedisCredentialStore(fleet: try redis.fleet(), name: "api", lease: .seconds(5))
-        let other = RedisCredentialStore(fleet: try redis.fleet(), name: "api", lease: .seconds(5))
+        // 10 s per command, as above: this test too is about a Redis that answers.
+        let store = RedisCredentialStore(
+            fleet: try redis.fleet(commandTimeout: .seconds(10)), name: "api", lease: .seconds(5))
+        let other = RedisCredentialStore(
+            fleet: try redis.fleet(commandTimeout: .seconds(10)), name: "api", lease: .seconds(5))
         let slowStarted = AsyncStream<Void>.makeStream()
         let slowMayReturn = AsyncStream<Void>.makeStream()
         let slowRefreshes = LockedValue(0)
