@@ -17,7 +17,8 @@ public struct FailoverPolicy: Sendable, Hashable {
     /// A policy; the defaults are ``default``.
     /// - Parameters:
     ///   - errorRateThreshold: Switch when the share of failed requests in the window is above
-    ///     this (0.1 = 10%).
+    ///     this (0.1 = 10%; 1 or more never switches on the rate). NaN or a negative value makes
+    ///     the `ServerPool` that gets this policy throw `CourierError.configuration`.
     ///   - minimumRequests: The error rate is judged only once the window holds at least this
     ///     many requests (at least 1).
     ///   - window: How far back the sliding window reaches.
@@ -39,6 +40,17 @@ public struct FailoverPolicy: Sendable, Hashable {
 
     /// 10% over at least 20 requests in the last minute, or one connection failure.
     public static let `default` = FailoverPolicy()
+
+    /// Refuses a threshold no error rate can be compared with: NaN never switched a pool, and
+    /// a negative one switched it after every `minimumRequests` requests, failed or not.
+    /// - Throws: `CourierError.configuration`.
+    func validated() throws(CourierError) -> FailoverPolicy {
+        guard !errorRateThreshold.isNaN, errorRateThreshold >= 0 else {
+            throw CourierError(
+                .configuration, "a failover policy's error rate threshold must be 0 or more, not \(errorRateThreshold)")
+        }
+        return self
+    }
 }
 
 /// How one request to a server of the pool ended.

@@ -42,7 +42,8 @@ public final class ServerPool: Sendable {
     ///   - servers: the base URLs (`http` or `https`, a host, an optional path prefix), in order
     ///     of preference.
     ///   - policy: when to switch.
-    /// - Throws: `CourierError.configuration` when `servers` is empty or one is not a usable base URL.
+    /// - Throws: `CourierError.configuration` when `servers` is empty, one is not a usable base URL,
+    ///   or the policy's error rate threshold is NaN or negative.
     public convenience init(servers: [URL], policy: FailoverPolicy = .default) throws {
         try self.init(servers: servers.map(BaseURL.init), policy: policy, clock: .system)
     }
@@ -54,6 +55,7 @@ public final class ServerPool: Sendable {
 
     init(servers: [BaseURL], policy: FailoverPolicy = .default, clock: any ServiceClock) throws {
         guard !servers.isEmpty else { throw CourierError(.configuration, "a server pool needs at least one server") }
+        let policy = try policy.validated()
         self.clock = clock
         self.state = LockedValue(
             State(failover: FailoverState(servers: servers, policy: policy), environments: [:], environment: nil))
@@ -64,8 +66,8 @@ public final class ServerPool: Sendable {
     ///   - environments: the servers of each environment.
     ///   - environment: the one to start with.
     ///   - policy: when to switch servers within an environment.
-    /// - Throws: `CourierError.configuration` when `environment` is unknown or has no servers, or a
-    ///   server is not a usable base URL.
+    /// - Throws: `CourierError.configuration` when `environment` is unknown or has no servers, a
+    ///   server is not a usable base URL, or the policy's error rate threshold is NaN or negative.
     public convenience init(
         environments: [ServerEnvironment: [URL]], current environment: ServerEnvironment,
         policy: FailoverPolicy = .default
@@ -90,6 +92,7 @@ public final class ServerPool: Sendable {
         guard let servers = environments[environment], !servers.isEmpty else {
             throw CourierError(.configuration, "the environment '\(environment)' has no servers")
         }
+        let policy = try policy.validated()
         self.clock = clock
         self.state = LockedValue(
             State(

@@ -168,7 +168,19 @@ public struct RequestSigner: Sendable {
                     throw CourierError(.invalidRequest, "cannot read the body file at \(path) to sign it")
                 }
                 defer { try? handle.close() }
-                while let chunk = try? handle.read(upToCount: 1 << 16), !chunk.isEmpty { hash.update(data: chunk) }
+                // A read error ends the signing, not the file: a digest of part of it would sign
+                // something else than what is sent, and the server's refusal would not say why.
+                while true {
+                    let chunk: Data?
+                    do {
+                        chunk = try handle.read(upToCount: 1 << 16)
+                    } catch {
+                        throw CourierError(
+                            .invalidRequest, "cannot read the body file at \(path) to sign it", underlying: error)
+                    }
+                    guard let chunk, !chunk.isEmpty else { break }
+                    hash.update(data: chunk)
+                }
             case .stream:
                 throw CourierError(
                     .invalidRequest, "a streamed body (RequestBody.stream) cannot be signed; use a file or data body")

@@ -33,6 +33,36 @@ import Testing
         #expect(pool.errorRate.count == 0)
     }
 
+    /// NaN never switched (no rate is above it) and a negative threshold switched after every
+    /// `minimumRequests` requests, all of them successes: both are refused, by either init.
+    @Test(arguments: [Double.nan, -0.1, -Double.infinity])
+    func aThresholdNoRateCanBeComparedWithIsAConfigurationError(_ threshold: Double) throws {
+        let policy = FailoverPolicy(errorRateThreshold: threshold)
+        #expect(throws: CourierError.self) {
+            try ServerPool(servers: [a, b], policy: policy, clock: ManualServiceClock())
+        }
+        do {
+            _ = try ServerPool(
+                environments: [.production: [a.url, b.url]], current: .production, policy: policy)
+            Issue.record("a threshold of \(threshold) was accepted")
+        } catch let error as CourierError {
+            #expect(error.code == .configuration)
+            #expect(error.message.contains("threshold"))
+        }
+    }
+
+    /// 0 (any failure), 1 and infinity (never on the rate) are thresholds a rate compares with.
+    @Test func thresholdsFromZeroUpAreAccepted() throws {
+        for threshold in [0, 1, Double.infinity] {
+            let pool = try ServerPool(
+                servers: [a, b], policy: FailoverPolicy(errorRateThreshold: threshold, minimumRequests: 2),
+                clock: ManualServiceClock())
+            pool.record(.success, for: a)
+            pool.record(.success, for: a)
+            #expect(pool.current == a.url, "threshold \(threshold) switched on successes alone")
+        }
+    }
+
     @Test func needsTheMinimumNumberOfRequests() throws {
         let pool = try ServerPool(servers: [a, b], clock: ManualServiceClock())
         for _ in 0..<19 { pool.record(.failure, for: a) }

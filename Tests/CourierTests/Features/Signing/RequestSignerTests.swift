@@ -86,6 +86,22 @@ import Testing
         }
     }
 
+    /// A body file that opens but cannot be read (here a folder: `read` fails with EISDIR) is
+    /// an error, not the digest of what was read before the failure (of nothing, here), which
+    /// signed another body than the one sent.
+    @Test func aBodyFileThatCannotBeReadIsAnErrorNotAPartialDigest() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-sign-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        do {
+            let digest = try RequestSigner.bodyDigest(RequestBody(segments: [.file(path: folder.path)]))
+            Issue.record("a folder was signed as the body \(digest)")
+        } catch {
+            #expect(error.code == .invalidRequest)
+            #expect(error.message.contains("cannot read the body file"))
+        }
+    }
+
     @Test func everyAttemptCarriesAFreshSignatureOverTheFinalRequest() async throws {
         let server = try TestServer()
         defer { server.stop() }
