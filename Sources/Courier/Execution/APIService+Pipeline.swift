@@ -207,17 +207,23 @@ extension ServiceCore {
         return try await deduplicatedTransfer(request, for: call)
     }
 
-    /// The key identical calls share one transfer under: the identity, and the limits the
-    /// call sets on its transfer when it sets any. A call that joined a transfer made with
-    /// other limits waited past its own timeout (as long as the first call's), or took a body
-    /// over its own size limit or a redirect it refused.
+    /// The key identical calls share one transfer under: the identity, and the limits and
+    /// cache settings the call sets on its transfer when it sets any. A call that joined a
+    /// transfer made with other limits waited past its own timeout (as long as the first
+    /// call's), or took a body over its own size limit or a redirect it refused; one that asked
+    /// for a stale copy on error got the first call's error, and one with its own cache
+    /// lifetime had the answer stored for the first call's.
     static func sharingKey(_ identity: String, _ options: RequestOptions) -> String {
-        guard options.timeout != nil || options.maxResponseSize != nil || options.maxRedirects != nil else {
+        guard
+            options.timeout != nil || options.maxResponseSize != nil || options.maxRedirects != nil
+                || options.staleIfError != nil || options.cacheLifetime != nil
+        else {
             return identity
         }
         let limits = [
             options.timeout.map { "\($0)" }, options.maxResponseSize.map(String.init),
-            options.maxRedirects.map(String.init),
+            options.maxRedirects.map(String.init), options.staleIfError.map { "\($0)" },
+            options.cacheLifetime.map { "\($0)" },
         ]
         return identity + "\nlimits:" + limits.map { " " + ($0 ?? "-") }.joined()
     }

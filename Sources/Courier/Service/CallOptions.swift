@@ -159,7 +159,8 @@ public struct CallOptions: Sendable {
         set { set(\.retriers, newValue) }
     }
     /// Whether an identical GET in flight is shared (true by default; GET and HEAD only; not
-    /// by calls with another `timeout`, `maxResponseSize` or `maxRedirects`).
+    /// by calls with another `timeout`, `maxResponseSize`, `maxRedirects`, `staleIfError` or
+    /// `cacheLifetime`).
     public var deduplicates: Bool {
         get { storage.fields.deduplicates }
         set { set(\.deduplicates, newValue) }

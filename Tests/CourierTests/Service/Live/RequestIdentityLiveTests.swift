@@ -203,6 +203,32 @@ import Testing
         #expect(error?.code == .responseTooLarge)
     }
 
+    /// A call that asks for a stale copy on error, or sets its own cache lifetime, joined an
+    /// identical GET in flight whose transfer the cache ran with the first call's settings:
+    /// on an error it got that error instead of its stale copy. Each now has a transfer of its
+    /// own (both reach the server).
+    @Test(arguments: [
+        CallOptions.default.with(\.staleIfError, true),
+        CallOptions.default.with(\.cacheLifetime, .seconds(60)),
+    ])
+    func aCallWithItsOwnCacheSettingsDoesNotJoinAnotherCallsTransfer(_ options: CallOptions) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = HeldRoute()
+        server.routeHeldFeed(held)
+        let service = try ServiceFixture.service(server)
+        let first = Task { () async throws -> ServiceUser in try await service.get("feed") }
+        while held.arrived.value == 0 { await Task.yield() }
+        let second = Task { () async throws -> ServiceUser in try await service.get("feed", options: options) }
+        let dedup = service.configuration.deduplicator
+        while held.arrived.value < 2 && dedup.waiterCount < 2 { await Task.yield() }
+        held.release(2)
+        #expect(try await first.value.name == "feed")
+        #expect(try await second.value.name == "feed")
+        #expect(held.arrived.value == 2)
+        #expect(dedup.executionCount == 2)
+    }
+
     @Test func theIntervalAppliesToACallWithATimestamp() async throws {
         let server = try TestServer()
         defer { server.stop() }
