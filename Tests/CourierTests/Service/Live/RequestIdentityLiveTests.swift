@@ -188,18 +188,10 @@ import Testing
     @Test func aCallWithItsOwnSizeLimitDoesNotTakeAnotherCallsBody() async throws {
         let server = try TestServer()
         defer { server.stop() }
-        let held = HeldRoute()
-        server.routeHeldFeed(held)
-        let service = try ServiceFixture.service(server)
-        let first = Task { () async throws -> ServiceUser in try await service.get("feed") }
-        while held.arrived.value == 0 { await Task.yield() }
         let small = CallOptions.default.with(\.maxResponseSize, 8).with(\.retryPolicy, RetryPolicy.none)
-        let second = Task { () async throws -> ServiceUser in try await service.get("feed", options: small) }
-        let dedup = service.configuration.deduplicator
-        while held.arrived.value < 2 && dedup.waiterCount < 2 { await Task.yield() }
-        held.release(2)
-        #expect(try await first.value.name == "feed")
-        let error = await courierError { _ = try await second.value }
+        let calls = try await Self.aSecondCallWhileTheFirstIsHeld(server, options: small)
+        #expect(try await calls.first.value.name == "feed")
+        let error = await courierError { _ = try await calls.second.value }
         #expect(error?.code == .responseTooLarge)
     }
 
@@ -214,6 +206,22 @@ import Testing
     func aCallWithItsOwnCacheSettingsDoesNotJoinAnotherCallsTransfer(_ options: CallOptions) async throws {
         let server = try TestServer()
         defer { server.stop() }
+        let calls = try await Self.aSecondCallWhileTheFirstIsHeld(server, options: options)
+        #expect(try await calls.first.value.name == "feed")
+        #expect(try await calls.second.value.name == "feed")
+        #expect(calls.held.arrived.value == 2)
+        #expect(calls.deduplicator.executionCount == 2)
+    }
+
+    /// A GET of `/feed` (held by the server), then the same GET with `options`, made once the
+    /// first has arrived; both are released once the second has arrived too, or joined the
+    /// first's transfer.
+    private static func aSecondCallWhileTheFirstIsHeld(_ server: TestServer, options: CallOptions) async throws
+        -> (
+            first: Task<ServiceUser, any Error>, second: Task<ServiceUser, any Error>, held: HeldRoute,
+            deduplicator: InFlightDeduplicator<HTTPClient.Response>
+        )
+    {
         let held = HeldRoute()
         server.routeHeldFeed(held)
         let service = try ServiceFixture.service(server)
@@ -223,10 +231,7 @@ import Testing
         let dedup = service.configuration.deduplicator
         while held.arrived.value < 2 && dedup.waiterCount < 2 { await Task.yield() }
         held.release(2)
-        #expect(try await first.value.name == "feed")
-        #expect(try await second.value.name == "feed")
-        #expect(held.arrived.value == 2)
-        #expect(dedup.executionCount == 2)
+        return (first, second, held, dedup)
     }
 
     @Test func theIntervalAppliesToACallWithATimestamp() async throws {
