@@ -434,9 +434,9 @@ extension ServiceCore {
             return try decide(after: failure, sent: request, verdict: verdict)
         }
 
-        /// Step 6 whole, for the attempt that failed (`failure`): the verdict and the decision (`retryDelay`), the wait on the service
-        /// clock, then a failover that moved the pool during the attempt moves the retry to its
-        /// new server.
+        /// Step 6 whole, for the attempt that failed (`failure`): the verdict and the decision
+        /// (`retryDelay`), the wait on the service clock, then a failover that moved the pool
+        /// during the attempt moves the retry to its new server.
         ///
         /// Its own async frame: the values of a retry are not kept in `perform`'s, which every
         /// call in flight holds for as long as it waits for its answer.

@@ -186,6 +186,9 @@ final class CurlTransfer: @unchecked Sendable {
 
     // MARK: Building
 
+    /// CR and LF end a header line, NUL a C string: a value holding one is refused, not sent.
+    private static func endsTheLine(_ byte: UInt8) -> Bool { byte == 0 || byte == 10 || byte == 13 }
+
     private static func makeHeaderList(
         _ fields: HTTPFields, suppressExpect: Bool
     ) throws(CourierError) -> UnsafeMutablePointer<curl_slist>? {
@@ -203,7 +206,7 @@ final class CurlTransfer: @unchecked Sendable {
                 hasCookie = true
                 let values = fields[values: .cookie]
                 if values.count > 1 {
-                    if values.contains(where: { $0.utf8.contains { $0 == 0 || $0 == 10 || $0 == 13 } }) {
+                    if values.contains(where: { $0.utf8.contains(where: Self.endsTheLine) }) {
                         curl_slist_free_all(list)
                         throw CourierError(.invalidRequest, "the value of header \(field.name) contains CR, LF or NUL")
                     }
@@ -213,9 +216,7 @@ final class CurlTransfer: @unchecked Sendable {
             line.removeAll(keepingCapacity: true)
             line.append(contentsOf: field.name.rawName.utf8)
             let isEmpty = field.withUnsafeBytesOfValue { value in
-                for byte in value where byte == 0 || byte == 10 || byte == 13 {
-                    return Optional<Bool>.none
-                }
+                if value.contains(where: Self.endsTheLine) { return Optional<Bool>.none }
                 if value.isEmpty { return true }
                 line.append(contentsOf: ": ".utf8)
                 line.append(contentsOf: value)
