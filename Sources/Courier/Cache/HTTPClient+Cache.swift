@@ -12,7 +12,8 @@ extension HTTPClient {
     ) async throws -> Response {
         // Read before `prepare` reads the credential: a logout in between must count.
         let generation = state.withLock { $0.sessionGeneration }
-        // Checked here too: a stored answer does not go through the transfer that checks it.
+        // Checked here too: a stored answer does not go through the transfer that checks them.
+        _ = try ConfigurationBounds.timeout(options.timeout, "request timeout")
         let limit =
             try options.maxResponseSize.map { (size) throws(CourierError) in
                 try ConfigurationBounds.size(size, "request maximum response size")

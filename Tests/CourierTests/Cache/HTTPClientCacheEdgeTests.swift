@@ -55,6 +55,27 @@ import Testing
         #expect(try await client.send(request("/big")).isFromCache)
     }
 
+    /// A per-call timeout of zero or less is a configuration error on every call: a fresh
+    /// cache hit, which never reaches the transfer that checked it, used to return the answer.
+    @Test(arguments: [Duration.zero, .seconds(-1)])
+    func aTimeoutOfZeroOrLessIsRefusedOnACacheHitToo(timeout: Duration) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/fresh") { _ in
+            var response = ScriptedResponse.text("stored")
+            response.headers[.cacheControl] = "max-age=600"
+            return response
+        }
+        let (client, _) = try makeClient(server)
+        #expect(try await client.send(request("/fresh")).body == Data("stored".utf8))
+        var options = CallOptions()
+        options.timeout = timeout
+        let error = await courierError { _ = try await client.send(request("/fresh"), options: options) }
+        #expect(error?.code == .configuration)
+        #expect(server.requestCount == 1)
+        #expect(try await client.send(request("/fresh")).isFromCache)
+    }
+
     @Test func maxAgeZeroIsStoredAndRevalidatedOnEveryCall() async throws {
         let server = try TestServer()
         defer { server.stop() }
