@@ -25,6 +25,10 @@ extension HTTPClient {
         private var redirectMetrics: [TransferMetrics] = []
         private let limit: Int
         private let cookieJar: CookieJar?
+        /// Whether the request came with a `Cookie` field of its own, not the jar's: it holds
+        /// on every hop to the same origin, as on the first (a redirect's target gets the jar's
+        /// cookies only when the call brought none).
+        private let ownsCookie: Bool
         /// The credential fields (the client's and the request's): dropped across origins.
         private let sensitive: Set<HTTPField.Name>
         /// The request's sensitive names, redacted on top of the client's list.
@@ -51,7 +55,15 @@ extension HTTPClient {
                 request, cookieJar: options.cookieJar, sendsCredential: options.sendsCredential, settings: settings)
             self.body = body
             limit = options.maxRedirects.map { max(0, $0) } ?? configuration.maxRedirects
-            cookieJar = options.cookieJar ?? client.cookieJar
+            let cookieJar = options.cookieJar ?? client.cookieJar
+            self.cookieJar = cookieJar
+            // The jar adds its field only to a request without one (`CookieJar.apply`): a field
+            // that is not what the jar makes for this hop is the caller's.
+            if let cookieJar, let cookie = current.headerFields[.cookie] {
+                ownsCookie = cookie != cookieJar.cookieHeader(for: current)
+            } else {
+                ownsCookie = false
+            }
             extraSensitive = options.sensitiveHeaderNames
             sensitive =
                 extraSensitive.isEmpty
@@ -158,7 +170,8 @@ extension HTTPClient {
             redirectCount += 1
             redirectMetrics.append(metrics)
             current = next.request
-            if let cookieJar {
+            // Across origins the redirect dropped the caller's field with every credential field.
+            if let cookieJar, !ownsCookie || current.headerFields[.cookie] == nil {
                 // The jar's cookies for the new target, the redirect's own included.
                 current.headerFields[.cookie] = nil
                 cookieJar.apply(to: &current)

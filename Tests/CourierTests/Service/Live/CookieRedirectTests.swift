@@ -74,4 +74,30 @@ import Testing
         let back = try await client.send(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/echo"))
         #expect(try JSONDecoder().decode(Echo.self, from: back.body).cookie == "session=abc123")
     }
+
+    /// A caller's own `Cookie` field holds on every hop to the same origin, as on the first:
+    /// the redirect used to replace it with the jar's cookies, or drop it when the jar had none
+    /// for the target. (Across origins it is dropped, as every credential field is.)
+    @Test(arguments: [false, true])
+    func aCallersOwnCookieFieldHoldsOnASameOriginRedirect(jarHasACookie: Bool) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("GET", "/moved") { _ in .redirect(to: "/echo?step=moved", status: 302) }
+        server.route("GET", "/set") { _ in ScriptedResponse.text("set").with(.setCookie, "session=jar; Path=/") }
+        var configuration = HTTPClient.Configuration(baseURL: server.baseURL, notificationCenter: NotificationCenter())
+        configuration.cookieJar = CookieJar()
+        let client = try HTTPClient(configuration: configuration)
+        if jarHasACookie {
+            _ = try await client.send(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/set"))
+        }
+        var request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/moved")
+        request.headerFields[.cookie] = "mine=1"
+        let answer = try await client.send(request)
+        #expect(answer.redirectCount == 1)
+        #expect(try JSONDecoder().decode(Echo.self, from: answer.body).cookie == "mine=1")
+        #expect(server.recordedRequests.first { $0.path.hasPrefix("/moved") }?.header("Cookie") == "mine=1")
+        // Without a field of its own, a call gets the jar's on both hops.
+        let plain = try await client.send(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/moved"))
+        #expect(try JSONDecoder().decode(Echo.self, from: plain.body).cookie == (jarHasACookie ? "session=jar" : nil))
+    }
 }
