@@ -10,7 +10,8 @@ import HTTPTypes
     import Darwin
 #endif
 
-/// One `HTTPClient.download(_:to:options:)`: streams the body into `file.part`, resumes it
+/// One `HTTPClient.download(_:to:options:)`: streams the body into a part file of its own
+/// beside `file` (`file.XXXXXXXX.part`), resumes it
 /// with `Range` after a failure mid-body, renames it to `file` when complete.
 ///
 /// The bytes are written by the task reading the body stream, not on the transport's thread:
@@ -45,8 +46,8 @@ struct FileDownload {
         guard file.isFileURL else {
             throw CourierError(.invalidRequest, "the download destination \(file) is not a file URL")
         }
-        let partPath = file.path + ".part"
-        let output = try PartFile(path: partPath)
+        let output = try PartFile(beside: file.path)
+        let partPath = output.path
         var done = false
         defer {
             output.close()
@@ -196,20 +197,34 @@ extension CourierError {
     }
 }
 
-/// The `.part` file a download writes, through a file descriptor; used by one task.
+/// The part file a download writes, through a file descriptor; used by one task.
+///
+/// Its name is new for each download (`file.XXXXXXXX.part`, random) and it is created with
+/// `O_EXCL | O_NOFOLLOW`: a name known in advance let a link planted there redirect the bytes
+/// into another file (emptied first), and two downloads to one file wrote into one part file.
+/// Beside `file`, so that the final rename stays on its file system.
 final class PartFile {
     let path: String
     private var descriptor: Int32
 
-    /// Creates (or empties) the file.
+    /// Creates a part file for `file`.
     /// - Throws: `CourierError.invalidRequest` when it cannot.
-    init(path: String) throws(CourierError) {
-        self.path = path
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else {
-            throw CourierError(.invalidRequest, "cannot create the download file \(path): \(errnoText())")
+    init(beside file: String) throws(CourierError) {
+        var attempt = 0
+        while true {
+            let path = file + "." + String(UInt32.random(in: .min ... .max), radix: 16) + ".part"
+            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+            if fd >= 0 {
+                self.path = path
+                descriptor = fd
+                return
+            }
+            attempt += 1
+            // Taken (by a file or a link): another name; any other failure is final.
+            guard errno == EEXIST, attempt < 16 else {
+                throw CourierError(.invalidRequest, "cannot create the download file \(path): \(errnoText())")
+            }
         }
-        descriptor = fd
     }
 
     deinit { close() }

@@ -46,7 +46,9 @@ extension HTTPClient {
 
     /// Downloads the response body straight into a file, never holding it in memory.
     ///
-    /// Bytes go to `file` + `.part`, renamed to `file` (replacing it) once the body is
+    /// Bytes go to a part file of the download's own beside `file` (`file.XXXXXXXX.part`, a
+    /// random name created exclusively, never through a link), renamed to `file` (replacing
+    /// it) once the body is
     /// complete, so an interrupted download never looks complete. A transfer that fails after
     /// some bytes arrived is resumed (up to 3 times) with `Range` and `If-Range` when the
     /// response had a strong `ETag` or a `Last-Modified` date; a `200` answer starts over, a

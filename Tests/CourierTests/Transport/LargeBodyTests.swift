@@ -11,15 +11,21 @@ import Testing
     static let size = 3_000_000
     static let etag = "\"v1\""
 
-    /// A temporary destination; removed (with its `.part`) at the end.
+    /// A temporary destination; removed (with its part files) at the end.
     final class Destination {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("courier-download-\(UUID()).bin")
-        var part: String { url.path + ".part" }
         var exists: Bool { FileManager.default.fileExists(atPath: url.path) }
-        var partExists: Bool { FileManager.default.fileExists(atPath: part) }
+        /// The part files of downloads to it: `name.XXXXXXXX.part` beside it.
+        var parts: [String] {
+            let folder = url.deletingLastPathComponent().path
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+            return names.filter { $0.hasPrefix(url.lastPathComponent + ".") && $0.hasSuffix(".part") }
+                .map { folder + "/" + $0 }
+        }
+        var partExists: Bool { !parts.isEmpty }
         deinit {
             try? FileManager.default.removeItem(at: url)
-            try? FileManager.default.removeItem(atPath: url.path + ".part")
+            for part in parts { try? FileManager.default.removeItem(atPath: part) }
         }
     }
 
@@ -177,6 +183,34 @@ import Testing
         #expect(error?.code == .responseTooLarge)
         #expect(!destination.exists)
         #expect(!destination.partExists)
+    }
+
+    /// The part file has a name of its own, made with `O_EXCL | O_NOFOLLOW`: a link planted at
+    /// the name it used to have (`file.part`, known in advance) is not followed, and the file
+    /// it points at is not overwritten; two downloads to one file write two part files.
+    @Test func aLinkAtTheOldPartNameIsNotFollowed() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let content = TestServer.bytePattern(count: 100_000)
+        Self.serve(server, "/file", content)
+        let destination = Destination()
+        let victim = destination.url.path + ".victim"
+        let planted = destination.url.path + ".part"
+        try Data("precious".utf8).write(to: URL(fileURLWithPath: victim))
+        try FileManager.default.createSymbolicLink(atPath: planted, withDestinationPath: victim)
+        defer {
+            try? FileManager.default.removeItem(atPath: victim)
+            try? FileManager.default.removeItem(atPath: planted)
+        }
+        let client = try makeClient()
+        _ = try await client.download(HTTPRequest(.get, server.url("/file")), to: destination.url).response
+        #expect(try Data(contentsOf: URL(fileURLWithPath: victim)) == Data("precious".utf8))
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: planted) == victim)
+        #expect(
+            try FileManager.default.attributesOfItem(atPath: destination.url.path)[.type] as? FileAttributeType
+                == .typeRegular)
+        #expect(crc32(try Data(contentsOf: destination.url)) == crc32(content))
+        #expect(destination.parts == [planted], "no part file is left but the planted link")
     }
 
     @Test func cancellingLeavesNoFile() async throws {
