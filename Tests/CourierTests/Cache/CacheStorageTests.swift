@@ -131,6 +131,25 @@ import Testing
         #expect(reopened.disk.withLock { $0!.totalBytes } <= 45_000)
     }
 
+    /// Two caches on one folder (two clients of a process, or two processes) keep its byte
+    /// bound together: each counted only the rows it wrote itself, so the folder grew to the
+    /// bound times the number of caches.
+    @Test func twoCachesOnOneFolderKeepItsBound() throws {
+        let directory = TemporaryDirectory()
+        let body = String(repeating: "x", count: 10_000)
+        do {
+            let first = try CacheFixtures.diskCache(clock: clock, directory: directory.path, diskCapacityBytes: 45_000)
+            let second = try CacheFixtures.diskCache(clock: clock, directory: directory.path, diskCapacityBytes: 45_000)
+            for index in 0..<4 { #expect(first.store(path(index), maxAge, body: body)) }
+            for index in 4..<8 { #expect(second.store(path(index), maxAge, body: body)) }
+            #expect(second.disk.withLock { $0!.totalBytes } <= 45_000)
+        }
+        let reopened = try CacheFixtures.diskCache(clock: clock, directory: directory.path, diskCapacityBytes: 45_000)
+        #expect(reopened.disk.withLock { $0!.totalBytes } <= 45_000)
+        #expect(try reopened.lookup(path(7)).bodyString == body)
+        #expect(try reopened.lookup(path(0)).isMiss)
+    }
+
     @Test(arguments: ["body = X'00'", "head = X'0102'", "request_time = request_time + 1", "checksum = checksum + 1"])
     func aMangledRowIsAMissAndIsDeleted(mangle: String) throws {
         let directory = TemporaryDirectory()
