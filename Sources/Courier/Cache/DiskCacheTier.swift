@@ -172,7 +172,8 @@ final class DiskCacheTier {
 
     /// Writes `entry` in one transaction, replacing the same variant and any variant of the key
     /// selected by a different `Vary` (the server changed it), then evicts least recently used
-    /// rows over the byte bound.
+    /// rows over the byte bound. An entry larger than the bound is not written (the rows it
+    /// replaces are deleted): it would evict every other row, then itself.
     /// - Returns: The keys evicted, and how many other variants of the key remain.
     func store(_ entry: CacheEntry) throws(CourierError) -> (evicted: [String], otherVariants: Int) {
         let head = CacheHeadCodec.encode(entry.response)
@@ -186,6 +187,7 @@ final class DiskCacheTier {
             try catchUpWithOtherConnections()
             try flushTouches()
             let otherVariants = try removeReplacedVariants(of: entry)
+            guard size <= maxBytes else { return ([], otherVariants) }
             accessCounter += 1
             let insert = try connection.statement(
                 "INSERT INTO entries(key, variant, url, identity, head, body, request_time, response_time, lifetime,"

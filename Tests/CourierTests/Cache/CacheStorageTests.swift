@@ -131,6 +131,22 @@ import Testing
         #expect(reopened.disk.withLock { $0!.totalBytes } <= 45_000)
     }
 
+    /// An entry larger than the whole disk tier is not written there: before, storing it
+    /// evicted every other entry (least recently used first), then itself.
+    @Test func anEntryLargerThanTheDiskBoundLeavesTheOthersOnDisk() throws {
+        let directory = TemporaryDirectory()
+        let body = String(repeating: "x", count: 10_000)
+        do {
+            let cache = try CacheFixtures.diskCache(clock: clock, directory: directory.path, diskCapacityBytes: 45_000)
+            for index in 0..<3 { #expect(cache.store(path(index), maxAge, body: body)) }
+            cache.store(path(9), maxAge, body: String(repeating: "y", count: 50_000))
+            #expect(cache.disk.withLock { $0!.totalBytes } <= 45_000)
+        }
+        let reopened = try CacheFixtures.diskCache(clock: clock, directory: directory.path, diskCapacityBytes: 45_000)
+        for index in 0..<3 { #expect(try reopened.lookup(path(index)).bodyString == body) }
+        #expect(try reopened.lookup(path(9)).isMiss)
+    }
+
     /// Two caches on one folder (two clients of a process, or two processes) keep its byte
     /// bound together: each counted only the rows it wrote itself, so the folder grew to the
     /// bound times the number of caches.
