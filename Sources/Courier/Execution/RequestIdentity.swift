@@ -19,7 +19,9 @@ import HTTPTypes
 /// - the call's options that change the answer: the response serializer and model type, and
 ///   the cache policy;
 /// - the client that sends it: two clients may share one `ServiceConfiguration` (and so its
-///   gates) but not their answers, whatever their settings.
+///   gates) but not their answers, whatever their settings;
+/// - the service's cookie jar: its cookies go with every hop, and a redirect may lead where
+///   one user's jar has a session the other's does not.
 ///
 /// Kept in memory only. The cache keeps its own keyed identity.
 struct RequestIdentity: Hashable, Sendable {
@@ -35,10 +37,11 @@ struct RequestIdentity: Hashable, Sendable {
     ///   - responseType: the response serializer's type (its model type included).
     ///   - cachePolicy: the call's cache policy.
     ///   - client: the client that sends the call (`HTTPClient.identityNumber`).
+    ///   - cookieJar: the service's own cookie jar (`CookieJar.identityNumber`), if any.
     init(
         request: PreparedRequest, credentialQuery: [(name: String, value: String)] = [],
         credentialFieldNames: Set<HTTPField.Name>, responseType: ObjectIdentifier,
-        cachePolicy: CachePolicy, client: UInt64? = nil
+        cachePolicy: CachePolicy, client: UInt64? = nil, cookieJar: UInt64? = nil
     ) {
         let head = request.head
         // Built as bytes, in one buffer, and made a string once: this runs for every
@@ -97,6 +100,10 @@ struct RequestIdentity: Hashable, Sendable {
         if let client {
             key.append("\nclient: ")
             key.appendHex(UInt(client))
+        }
+        if let cookieJar {
+            key.append("\njar: ")
+            key.appendHex(UInt(cookieJar))
         }
         self.key = String(decoding: key.bytes, as: UTF8.self)
     }

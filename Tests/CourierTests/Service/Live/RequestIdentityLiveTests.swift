@@ -97,6 +97,48 @@ import Testing
         #expect(b.name == "Bearer bob")
     }
 
+    /// Two services on one client and one configuration, each with its user's cookie jar: a
+    /// GET whose first URL gets no cookie from either jar was shared, though the redirect it
+    /// follows is sent with the first service's jar (a session cookie for `/private` only), so
+    /// the second user received the first user's answer.
+    @Test func getsOfServicesWithTheirOwnCookieJarsAreNotShared() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = HeldRoute()
+        server.route("/start") { _ in .redirect(to: "/private/me") }
+        server.route("/private/me") { request in
+            held.hold()
+            return .json(["id": 1, "name": request.header("Cookie") ?? "nobody"])
+        }
+        let client = try ServiceFixture.client(server)
+        func jar(_ session: String) -> CookieJar {
+            let jar = CookieJar()
+            let login = HTTPRequest(
+                method: .post, scheme: "http", authority: "\(server.baseURL.host!):\(server.port)",
+                path: "/private/login")
+            var answer = HTTPResponse(status: .ok)
+            answer.headerFields[.setCookie] = "sid=\(session); Path=/private"
+            jar.store(from: answer, for: login)
+            return jar
+        }
+        let shared = ServiceConfiguration()
+        var aliceConfiguration = shared
+        aliceConfiguration.cookieJar = jar("alice")
+        var bobConfiguration = shared
+        bobConfiguration.cookieJar = jar("bob")
+        let alice = ServiceCore(client: client, configuration: aliceConfiguration)
+        let bob = ServiceCore(client: client, configuration: bobConfiguration)
+        async let a: ServiceUser = alice.get("start")
+        while held.arrived.value < 1 { await Task.yield() }
+        async let b: ServiceUser = bob.get("start")
+        while held.arrived.value < 2 && shared.deduplicator.waiterCount < 2 { await Task.yield() }
+        held.release(2)
+        let (first, second) = try await (a, b)
+        #expect(first.name == "sid=alice")
+        #expect(second.name == "sid=bob")
+        #expect(server.count("/private/me") == 2)
+    }
+
     @Test func getsThatDifferInTheirModelTypeAreNotShared() async throws {
         let server = try TestServer()
         defer { server.stop() }
