@@ -195,7 +195,8 @@ extension ServiceCore {
                 request: request, credentialQuery: credentialQuery,
                 credentialFieldNames: service.prepared.credentialFieldNames,
                 responseType: responseType, cachePolicy: options.cachePolicy, client: client.identityNumber,
-                cookieJar: service.configuration.cookieJar?.identityNumber)
+                cookieJar: service.configuration.cookieJar?.identityNumber,
+                signingKey: sendsCredential ? service.configuration.signer?.key(forEndpoint: path) : nil)
         }
 
         /// The request of the next attempt: the base request on the current server, with

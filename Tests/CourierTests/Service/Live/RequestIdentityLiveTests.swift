@@ -139,6 +139,35 @@ import Testing
         #expect(server.count("/private/me") == 2)
     }
 
+    /// Two services on one configuration, each signing with its user's key: a GET of the second
+    /// joined the first's transfer, signed with the first user's key.
+    @Test func getsSignedWithAnotherKeyAreNotShared() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = HeldRoute()
+        server.route("/signed") { request in
+            held.hold()
+            return .json(["id": 1, "name": request.header("X-Key-Id") ?? "none"])
+        }
+        let client = try ServiceFixture.client(server)
+        let shared = ServiceConfiguration()
+        func service(_ user: String) -> ServiceCore {
+            var configuration = shared
+            configuration.signer = RequestSigner(key: .init(id: user, secret: Data(user.utf8)))
+            return ServiceCore(client: client, configuration: configuration)
+        }
+        let alice = service("alice")
+        let bob = service("bob")
+        async let a: ServiceUser = alice.get("signed")
+        while held.arrived.value < 1 { await Task.yield() }
+        async let b: ServiceUser = bob.get("signed")
+        while held.arrived.value < 2 && shared.deduplicator.waiterCount < 2 { await Task.yield() }
+        held.release(2)
+        let (first, second) = try await (a, b)
+        #expect(first.name == "alice")
+        #expect(second.name == "bob")
+    }
+
     @Test func getsThatDifferInTheirModelTypeAreNotShared() async throws {
         let server = try TestServer()
         defer { server.stop() }
