@@ -197,7 +197,9 @@ extension ServiceCore {
     /// holds the client's `Exchange` while the transfer is in flight, as this one did).
     @inline(__always)
     private func transfer(_ request: PreparedRequest, for call: CallRun) async throws -> HTTPClient.Response {
-        guard call.options.deduplicates, request.isShareable else {
+        // A call's own adapters decorate its request alone (a tenant, a scope): the identity
+        // cannot tell what they added, and a call joining another's transfer never sends it.
+        guard call.options.deduplicates, request.isShareable, call.options.adapters.isEmpty else {
             do {
                 return try await client.send(request.head, body: request.body, options: call.requestOptions())
             } catch is CancellationError {

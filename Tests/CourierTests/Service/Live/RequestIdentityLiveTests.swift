@@ -139,6 +139,39 @@ import Testing
         #expect(server.count("/private/me") == 2)
     }
 
+    /// A call's own adapters decorate its request alone: two GETs, each with an adapter adding
+    /// its tenant, were shared, and the second got the answer to the first's tenant.
+    @Test func getsWithAdaptersOfTheirOwnAreNotShared() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = HeldRoute()
+        server.route("/tenant") { request in
+            held.hold()
+            return .json(["id": 1, "name": request.header("X-Tenant") ?? "none"])
+        }
+        let service = try ServiceFixture.service(server)
+        func options(_ tenant: String) -> CallOptions {
+            CallOptions.default.with(
+                \.adapters,
+                [
+                    .adapter { request, _ in
+                        var request = request
+                        request.head.headerFields[HTTPField.Name("X-Tenant")!] = tenant
+                        return request
+                    }
+                ])
+        }
+        async let one: ServiceUser = service.get("tenant", options: options("one"))
+        while held.arrived.value < 1 { await Task.yield() }
+        async let two: ServiceUser = service.get("tenant", options: options("two"))
+        let dedup = service.configuration.deduplicator
+        while held.arrived.value < 2 && dedup.waiterCount < 2 { await Task.yield() }
+        held.release(2)
+        let (first, second) = try await (one, two)
+        #expect(first.name == "one")
+        #expect(second.name == "two")
+    }
+
     /// Two services on one configuration, each signing with its user's key: a GET of the second
     /// joined the first's transfer, signed with the first user's key.
     @Test func getsSignedWithAnotherKeyAreNotShared() async throws {
