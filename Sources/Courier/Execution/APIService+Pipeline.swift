@@ -244,7 +244,10 @@ extension ServiceCore {
             throw CourierError(.cancelled, "the call was cancelled before it was sent")
         }
         let options = call.sharedRequestOptions()
-        let key = Self.sharingKey(call.identity.key, options)
+        var key = Self.sharingKey(call.identity.key, options)
+        // What the service's adapters add is not in the identity, and a service made from a
+        // copy of this configuration may add something else (its user's): no sharing across.
+        if !configuration.adapters.isEmpty { key += "\nservice: \(identityNumber)" }
         let client = self.client
         do {
             return try await configuration.deduplicator.run(key: key, scope: scope) {

@@ -201,6 +201,62 @@ import Testing
         #expect(second.name == "bob")
     }
 
+    /// Two services on one configuration, each with an adapter of its own (its user's header):
+    /// a GET of the second joined the first's transfer, sent with the first user's header.
+    @Test func getsOfServicesWithAdaptersOfTheirOwnAreNotShared() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = HeldRoute()
+        server.route("/mine") { request in
+            held.hold()
+            return .json(["id": 1, "name": request.header("X-User") ?? "none"])
+        }
+        let client = try ServiceFixture.client(server)
+        let shared = ServiceConfiguration()
+        func service(_ user: String) -> ServiceCore {
+            var configuration = shared
+            configuration.adapters = [
+                .adapter { request, _ in
+                    var request = request
+                    request.head.headerFields[HTTPField.Name("X-User")!] = user
+                    return request
+                }
+            ]
+            return ServiceCore(client: client, configuration: configuration)
+        }
+        let alice = service("alice")
+        let bob = service("bob")
+        async let a: ServiceUser = alice.get("mine")
+        while held.arrived.value < 1 { await Task.yield() }
+        async let b: ServiceUser = bob.get("mine")
+        while held.arrived.value < 2 && shared.deduplicator.waiterCount < 2 { await Task.yield() }
+        held.release(2)
+        let (first, second) = try await (a, b)
+        #expect(first.name == "alice")
+        #expect(second.name == "bob")
+    }
+
+    /// One service's identical GETs still share one transfer when it has adapters.
+    @Test func getsOfOneServiceWithAdaptersAreStillShared() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = HeldRoute()
+        server.route("/mine") { _ in
+            held.hold()
+            return .json(["id": 1, "name": "shared"])
+        }
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.adapters = [.adapter { request, _ in request }]
+        }
+        async let a: ServiceUser = service.get("mine")
+        async let b: ServiceUser = service.get("mine")
+        let dedup = service.configuration.deduplicator
+        while held.arrived.value < 2 && dedup.waiterCount < 2 { await Task.yield() }
+        held.release(2)
+        _ = try await (a, b)
+        #expect(server.count("/mine") == 1)
+    }
+
     @Test func getsThatDifferInTheirModelTypeAreNotShared() async throws {
         let server = try TestServer()
         defer { server.stop() }
