@@ -13,6 +13,15 @@ import Testing
         var cookie: String? { headers.first { $0.key.lowercased() == "cookie" }?.value }
     }
 
+    /// A client of `server` with a cookie jar, resolving `elsewhere.test` (another origin) to
+    /// the server too.
+    static func clientWithAJar(_ server: TestServer) throws -> HTTPClient {
+        var configuration = HTTPClient.Configuration(baseURL: server.baseURL, notificationCenter: NotificationCenter())
+        configuration.resolve = [.init(host: "elsewhere.test", port: Int(server.port))]
+        configuration.cookieJar = CookieJar()
+        return try HTTPClient(configuration: configuration)
+    }
+
     func serverWithRedirectingLogin() throws -> TestServer {
         let server = try TestServer()
         server.route("POST", "/login") { _ in
@@ -64,11 +73,7 @@ import Testing
         server.route("GET", "/away") { _ in
             .redirect(to: "http://elsewhere.test:\(server.port)/echo?step=other", status: 302)
         }
-        let jar = CookieJar()
-        var configuration = HTTPClient.Configuration(baseURL: server.baseURL, notificationCenter: NotificationCenter())
-        configuration.resolve = [.init(host: "elsewhere.test", port: Int(server.port))]
-        configuration.cookieJar = jar
-        let client = try HTTPClient(configuration: configuration)
+        let client = try Self.clientWithAJar(server)
         var request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/start")
         request.headerFields[.cookie] = "sid=caller"
         let answer = try await client.send(request)
@@ -87,11 +92,7 @@ import Testing
         server.route("POST", "/login") { _ in
             .redirect(to: other, status: 303).with(.setCookie, "session=abc123; Path=/")
         }
-        let jar = CookieJar()
-        var configuration = HTTPClient.Configuration(baseURL: server.baseURL, notificationCenter: NotificationCenter())
-        configuration.resolve = [.init(host: "elsewhere.test", port: Int(server.port))]
-        configuration.cookieJar = jar
-        let client = try HTTPClient(configuration: configuration)
+        let client = try Self.clientWithAJar(server)
         let login = HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/login")
         let answer = try await client.send(login)
         #expect(answer.url.host == "elsewhere.test")

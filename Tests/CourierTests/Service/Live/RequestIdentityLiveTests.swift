@@ -97,6 +97,53 @@ import Testing
         #expect(b.name == "Bearer bob")
     }
 
+    /// Two overlapping GETs of `path`, which the server holds and answers with the value of
+    /// their `header` as the name: the second is made once the first has arrived, and both are
+    /// released once the second has arrived too, or joined the first's transfer.
+    /// - Returns: the names the first and the second call got.
+    private static func overlappingGets(
+        on server: TestServer, _ path: String, echoing header: String,
+        deduplicator: InFlightDeduplicator<HTTPClient.Response>,
+        _ first: @escaping @Sendable () async throws -> ServiceUser,
+        _ second: @escaping @Sendable () async throws -> ServiceUser
+    ) async throws -> (first: String, second: String) {
+        let held = HeldRoute()
+        server.route(path) { request in
+            held.hold()
+            return .json(["id": 1, "name": request.header(header) ?? "none"])
+        }
+        let one = Task { try await first() }
+        while held.arrived.value < 1 { await Task.yield() }
+        let two = Task { try await second() }
+        while held.arrived.value < 2 && deduplicator.waiterCount < 2 { await Task.yield() }
+        held.release(2)
+        return (try await one.value.name, try await two.value.name)
+    }
+
+    /// Alice's and Bob's services on one client, made from copies of one configuration (and so
+    /// sharing its de-duplicator), each copy set up by `configure` for its user.
+    private static func servicesOfTwoUsers(
+        _ server: TestServer, configure: (inout ServiceConfiguration, String) -> Void
+    ) throws -> (alice: ServiceCore, bob: ServiceCore, deduplicator: InFlightDeduplicator<HTTPClient.Response>) {
+        let client = try ServiceFixture.client(server)
+        let shared = ServiceConfiguration()
+        func service(_ user: String) -> ServiceCore {
+            var configuration = shared
+            configure(&configuration, user)
+            return ServiceCore(client: client, configuration: configuration)
+        }
+        return (service("alice"), service("bob"), shared.deduplicator)
+    }
+
+    /// An adapter that sets `header` to `value`.
+    private static func adapter(setting header: String, to value: String) -> any RequestAdapter {
+        .adapter { request, _ in
+            var request = request
+            request.head.headerFields[HTTPField.Name(header)!] = value
+            return request
+        }
+    }
+
     /// Two services on one client and one configuration, each with its user's cookie jar: a
     /// GET whose first URL gets no cookie from either jar was shared, though the redirect it
     /// follows is sent with the first service's jar (a session cookie for `/private` only), so
@@ -104,38 +151,21 @@ import Testing
     @Test func getsOfServicesWithTheirOwnCookieJarsAreNotShared() async throws {
         let server = try TestServer()
         defer { server.stop() }
-        let held = HeldRoute()
         server.route("/start") { _ in .redirect(to: "/private/me") }
-        server.route("/private/me") { request in
-            held.hold()
-            return .json(["id": 1, "name": request.header("Cookie") ?? "nobody"])
-        }
-        let client = try ServiceFixture.client(server)
-        func jar(_ session: String) -> CookieJar {
+        let login = HTTPRequest(
+            method: .post, scheme: "http", authority: "\(server.baseURL.host!):\(server.port)", path: "/private/login")
+        let (alice, bob, deduplicator) = try Self.servicesOfTwoUsers(server) { configuration, user in
             let jar = CookieJar()
-            let login = HTTPRequest(
-                method: .post, scheme: "http", authority: "\(server.baseURL.host!):\(server.port)",
-                path: "/private/login")
             var answer = HTTPResponse(status: .ok)
-            answer.headerFields[.setCookie] = "sid=\(session); Path=/private"
+            answer.headerFields[.setCookie] = "sid=\(user); Path=/private"
             jar.store(from: answer, for: login)
-            return jar
+            configuration.cookieJar = jar
         }
-        let shared = ServiceConfiguration()
-        var aliceConfiguration = shared
-        aliceConfiguration.cookieJar = jar("alice")
-        var bobConfiguration = shared
-        bobConfiguration.cookieJar = jar("bob")
-        let alice = ServiceCore(client: client, configuration: aliceConfiguration)
-        let bob = ServiceCore(client: client, configuration: bobConfiguration)
-        async let a: ServiceUser = alice.get("start")
-        while held.arrived.value < 1 { await Task.yield() }
-        async let b: ServiceUser = bob.get("start")
-        while held.arrived.value < 2 && shared.deduplicator.waiterCount < 2 { await Task.yield() }
-        held.release(2)
-        let (first, second) = try await (a, b)
-        #expect(first.name == "sid=alice")
-        #expect(second.name == "sid=bob")
+        let names = try await Self.overlappingGets(
+            on: server, "/private/me", echoing: "Cookie", deduplicator: deduplicator, { try await alice.get("start") },
+            { try await bob.get("start") })
+        #expect(names.first == "sid=alice")
+        #expect(names.second == "sid=bob")
         #expect(server.count("/private/me") == 2)
     }
 
@@ -144,116 +174,49 @@ import Testing
     @Test func getsWithAdaptersOfTheirOwnAreNotShared() async throws {
         let server = try TestServer()
         defer { server.stop() }
-        let held = HeldRoute()
-        server.route("/tenant") { request in
-            held.hold()
-            return .json(["id": 1, "name": request.header("X-Tenant") ?? "none"])
-        }
         let service = try ServiceFixture.service(server)
-        func options(_ tenant: String) -> CallOptions {
-            CallOptions.default.with(
-                \.adapters,
-                [
-                    .adapter { request, _ in
-                        var request = request
-                        request.head.headerFields[HTTPField.Name("X-Tenant")!] = tenant
-                        return request
-                    }
-                ])
-        }
-        async let one: ServiceUser = service.get("tenant", options: options("one"))
-        while held.arrived.value < 1 { await Task.yield() }
-        async let two: ServiceUser = service.get("tenant", options: options("two"))
-        let dedup = service.configuration.deduplicator
-        while held.arrived.value < 2 && dedup.waiterCount < 2 { await Task.yield() }
-        held.release(2)
-        let (first, second) = try await (one, two)
-        #expect(first.name == "one")
-        #expect(second.name == "two")
+        let one = CallOptions.default.with(\.adapters, [Self.adapter(setting: "X-Tenant", to: "one")])
+        let two = CallOptions.default.with(\.adapters, [Self.adapter(setting: "X-Tenant", to: "two")])
+        let names = try await Self.overlappingGets(
+            on: server, "/tenant", echoing: "X-Tenant", deduplicator: service.configuration.deduplicator,
+            { try await service.get("tenant", options: one) }, { try await service.get("tenant", options: two) })
+        #expect(names.first == "one")
+        #expect(names.second == "two")
     }
 
-    /// Two services on one configuration, each signing with its user's key: a GET of the second
-    /// joined the first's transfer, signed with the first user's key.
-    @Test func getsSignedWithAnotherKeyAreNotShared() async throws {
+    /// Two services on one configuration, each signing with its user's key (`X-Key-Id`) or
+    /// with an adapter adding its user's header (`X-User`): a GET of the second joined the
+    /// first's transfer, sent with the first user's key or header.
+    @Test(arguments: ["X-Key-Id", "X-User"])
+    func getsOfServicesSigningOrAdaptingForTheirUserAreNotShared(header: String) async throws {
         let server = try TestServer()
         defer { server.stop() }
-        let held = HeldRoute()
-        server.route("/signed") { request in
-            held.hold()
-            return .json(["id": 1, "name": request.header("X-Key-Id") ?? "none"])
+        let (alice, bob, deduplicator) = try Self.servicesOfTwoUsers(server) { configuration, user in
+            if header == "X-Key-Id" {
+                configuration.signer = RequestSigner(key: .init(id: user, secret: Data(user.utf8)))
+            } else {
+                configuration.adapters = [Self.adapter(setting: header, to: user)]
+            }
         }
-        let client = try ServiceFixture.client(server)
-        let shared = ServiceConfiguration()
-        func service(_ user: String) -> ServiceCore {
-            var configuration = shared
-            configuration.signer = RequestSigner(key: .init(id: user, secret: Data(user.utf8)))
-            return ServiceCore(client: client, configuration: configuration)
-        }
-        let alice = service("alice")
-        let bob = service("bob")
-        async let a: ServiceUser = alice.get("signed")
-        while held.arrived.value < 1 { await Task.yield() }
-        async let b: ServiceUser = bob.get("signed")
-        while held.arrived.value < 2 && shared.deduplicator.waiterCount < 2 { await Task.yield() }
-        held.release(2)
-        let (first, second) = try await (a, b)
-        #expect(first.name == "alice")
-        #expect(second.name == "bob")
-    }
-
-    /// Two services on one configuration, each with an adapter of its own (its user's header):
-    /// a GET of the second joined the first's transfer, sent with the first user's header.
-    @Test func getsOfServicesWithAdaptersOfTheirOwnAreNotShared() async throws {
-        let server = try TestServer()
-        defer { server.stop() }
-        let held = HeldRoute()
-        server.route("/mine") { request in
-            held.hold()
-            return .json(["id": 1, "name": request.header("X-User") ?? "none"])
-        }
-        let client = try ServiceFixture.client(server)
-        let shared = ServiceConfiguration()
-        func service(_ user: String) -> ServiceCore {
-            var configuration = shared
-            configuration.adapters = [
-                .adapter { request, _ in
-                    var request = request
-                    request.head.headerFields[HTTPField.Name("X-User")!] = user
-                    return request
-                }
-            ]
-            return ServiceCore(client: client, configuration: configuration)
-        }
-        let alice = service("alice")
-        let bob = service("bob")
-        async let a: ServiceUser = alice.get("mine")
-        while held.arrived.value < 1 { await Task.yield() }
-        async let b: ServiceUser = bob.get("mine")
-        while held.arrived.value < 2 && shared.deduplicator.waiterCount < 2 { await Task.yield() }
-        held.release(2)
-        let (first, second) = try await (a, b)
-        #expect(first.name == "alice")
-        #expect(second.name == "bob")
+        let names = try await Self.overlappingGets(
+            on: server, "/mine", echoing: header, deduplicator: deduplicator, { try await alice.get("mine") },
+            { try await bob.get("mine") })
+        #expect(names.first == "alice")
+        #expect(names.second == "bob")
     }
 
     /// One service's identical GETs still share one transfer when it has adapters.
     @Test func getsOfOneServiceWithAdaptersAreStillShared() async throws {
         let server = try TestServer()
         defer { server.stop() }
-        let held = HeldRoute()
-        server.route("/mine") { _ in
-            held.hold()
-            return .json(["id": 1, "name": "shared"])
-        }
         let service = try ServiceFixture.service(server) { configuration in
-            configuration.adapters = [.adapter { request, _ in request }]
+            configuration.adapters = [Self.adapter(setting: "X-User", to: "alice")]
         }
-        async let a: ServiceUser = service.get("mine")
-        async let b: ServiceUser = service.get("mine")
-        let dedup = service.configuration.deduplicator
-        while held.arrived.value < 2 && dedup.waiterCount < 2 { await Task.yield() }
-        held.release(2)
-        _ = try await (a, b)
+        let names = try await Self.overlappingGets(
+            on: server, "/mine", echoing: "X-User", deduplicator: service.configuration.deduplicator,
+            { try await service.get("mine") }, { try await service.get("mine") })
+        #expect(names.first == "alice")
+        #expect(names.second == "alice")
         #expect(server.count("/mine") == 1)
     }
 
