@@ -142,8 +142,6 @@ extension HTTPClient {
         /// - Throws: `CourierError.redirect` for a refused redirect or one past the limit.
         @inline(never)
         mutating func followsRedirect(after head: HTTPResponse, metrics: TransferMetrics) throws -> Bool {
-            // Asked before the answer's cookies change the jar, and only when there may be a next hop.
-            let ownCookie = limit > 0 && RedirectHandler.isRedirect(head) && sendsOwnCookie()
             cookieJar?.store(from: head, for: current)
             let logger = self.logger
             logger.debug(
@@ -160,23 +158,14 @@ extension HTTPClient {
             redirectCount += 1
             redirectMetrics.append(metrics)
             current = next.request
-            // The jar's cookies for the new target, the redirect's own included. A field of the
-            // caller's own wins over the jar's, as on the first hop, while the origin stays
-            // (the handler removed it with the credentials otherwise).
-            if let cookieJar, !ownCookie || current.headerFields[.cookie] == nil {
+            if let cookieJar {
+                // The jar's cookies for the new target, the redirect's own included.
                 current.headerFields[.cookie] = nil
                 cookieJar.apply(to: &current)
             }
             body = next.body
             redirectedURL = next.url
             return true
-        }
-
-        /// Whether the current hop's `Cookie` field is the caller's own (a credential's among
-        /// them) rather than the one the jar made for it.
-        private func sendsOwnCookie() -> Bool {
-            guard let cookieJar, let cookie = current.headerFields[.cookie] else { return false }
-            return cookie != cookieJar.cookieHeader(for: current)
         }
 
         /// The final response with everything known about the exchange.
