@@ -5,7 +5,8 @@ import HTTPTypes
 ///
 /// Unknown directives are ignored; a malformed delta-seconds value makes the directive count
 /// as present with the most conservative meaning (zero), and so do `max-age` values that
-/// disagree. Directives of a shared cache (`s-maxage`, `proxy-revalidate`) are ignored.
+/// disagree; digits past the largest integer are 2³¹ (RFC 9111 §1.2.2). Directives of a
+/// shared cache (`s-maxage`, `proxy-revalidate`) are ignored.
 struct CacheControl: Sendable, Equatable {
     var maxAge: Int?
     var maxStale: Int?
@@ -38,8 +39,11 @@ struct CacheControl: Sendable, Equatable {
 
     private mutating func apply(_ name: Substring, _ argument: Substring?) {
         func seconds() -> Int {
-            guard let argument, let value = Int(argument), value >= 0 else { return 0 }
-            return value
+            guard let argument else { return 0 }
+            if let value = Int(argument) { return max(0, value) }
+            // RFC 9111 §1.2.2: digits past the largest integer mean 2³¹, not a malformed value.
+            let isDigits = !argument.isEmpty && argument.utf8.allSatisfy { (48...57).contains($0) }
+            return isDigits ? 2_147_483_648 : 0
         }
         switch name.lowercased() {
         case "max-age":

@@ -22,6 +22,10 @@ final class DiskCacheTier {
     private var accessCounter: Int64 = 0
     /// Rows read from memory since the last write, whose recency is written lazily.
     private var pendingTouches: [String: Int64] = [:]
+    /// `PRAGMA data_version` when `totalBytes` and `accessCounter` were last read from the
+    /// table: it changes when another connection (a second cache on the folder, another
+    /// process) commits, whose rows these counters do not know.
+    private var dataVersion: Int64 = 0
 
     /// A row read back from disk.
     struct Row {
@@ -168,7 +172,8 @@ final class DiskCacheTier {
 
     /// Writes `entry` in one transaction, replacing the same variant and any variant of the key
     /// selected by a different `Vary` (the server changed it), then evicts least recently used
-    /// rows over the byte bound.
+    /// rows over the byte bound. An entry larger than the bound is not written (the rows it
+    /// replaces are deleted): it would evict every other row, then itself.
     /// - Returns: The keys evicted, and how many other variants of the key remain.
     func store(_ entry: CacheEntry) throws(CourierError) -> (evicted: [String], otherVariants: Int) {
         let head = CacheHeadCodec.encode(entry.response)
@@ -179,8 +184,10 @@ final class DiskCacheTier {
             responseTime: responseTime, lifetime: entry.forcedLifetime)
         let size = head.count + entry.body.count + entry.key.utf8.count + entry.variant.utf8.count + 64
         return try transaction { () throws(CourierError) -> ([String], Int) in
+            try catchUpWithOtherConnections()
             try flushTouches()
             let otherVariants = try removeReplacedVariants(of: entry)
+            guard size <= maxBytes else { return ([], otherVariants) }
             accessCounter += 1
             let insert = try connection.statement(
                 "INSERT INTO entries(key, variant, url, identity, head, body, request_time, response_time, lifetime,"
@@ -245,6 +252,22 @@ final class DiskCacheTier {
             }
         }
         return evicted
+    }
+
+    /// Reads the byte total and the recency counter from the table again when another
+    /// connection wrote since this one last did: each connection counted only its own rows, so
+    /// a folder shared by several caches grew to the bound times their number, and their rows'
+    /// recency numbers overlapped. Inside a write transaction, so nothing changes meanwhile.
+    private func catchUpWithOtherConnections() throws(CourierError) {
+        let version = try connection.statement("PRAGMA data_version")
+        let current = try version.step(connection) ? version.int64(0) : dataVersion
+        sqlite3_reset(version.raw)
+        guard current != dataVersion else { return }
+        dataVersion = current
+        recomputeTotal()
+        let newest = try connection.statement("SELECT COALESCE(MAX(last_access), 0) FROM entries")
+        if try newest.step(connection) { accessCounter = max(accessCounter, newest.int64(0)) }
+        sqlite3_reset(newest.raw)
     }
 
     private func flushTouches() throws(CourierError) {

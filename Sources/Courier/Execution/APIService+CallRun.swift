@@ -194,7 +194,9 @@ extension ServiceCore {
             return RequestIdentity(
                 request: request, credentialQuery: credentialQuery,
                 credentialFieldNames: service.prepared.credentialFieldNames,
-                responseType: responseType, cachePolicy: options.cachePolicy, client: client.identityNumber)
+                responseType: responseType, cachePolicy: options.cachePolicy, client: client.identityNumber,
+                cookieJar: service.configuration.cookieJar?.identityNumber,
+                signingKey: sendsCredential ? service.configuration.signer?.key(forEndpoint: path) : nil)
         }
 
         /// The request of the next attempt: the base request on the current server, with

@@ -197,7 +197,9 @@ extension ServiceCore {
     /// holds the client's `Exchange` while the transfer is in flight, as this one did).
     @inline(__always)
     private func transfer(_ request: PreparedRequest, for call: CallRun) async throws -> HTTPClient.Response {
-        guard call.options.deduplicates, request.isShareable else {
+        // A call's own adapters decorate its request alone (a tenant, a scope): the identity
+        // cannot tell what they added, and a call joining another's transfer never sends it.
+        guard call.options.deduplicates, request.isShareable, call.options.adapters.isEmpty else {
             do {
                 return try await client.send(request.head, body: request.body, options: call.requestOptions())
             } catch is CancellationError {
@@ -242,7 +244,10 @@ extension ServiceCore {
             throw CourierError(.cancelled, "the call was cancelled before it was sent")
         }
         let options = call.sharedRequestOptions()
-        let key = Self.sharingKey(call.identity.key, options)
+        var key = Self.sharingKey(call.identity.key, options)
+        // What the service's adapters add is not in the identity, and a service made from a
+        // copy of this configuration may add something else (its user's): no sharing across.
+        if !configuration.adapters.isEmpty { key += "\nservice: \(identityNumber)" }
         let client = self.client
         do {
             return try await configuration.deduplicator.run(key: key, scope: scope) {

@@ -12,14 +12,16 @@ import HTTPTypes
 ///   parameters included and real-time parameters (timestamp, nonce) left out, so that calls
 ///   with a timestamp are still the same request;
 /// - the credential, as a one-way digest of the values of every credential field the call
-///   sends (the client's, an authentication interceptor's, or the call's own headers), never
-///   the values themselves;
+///   sends (the client's, an authentication interceptor's, or the call's own headers) and of
+///   the `RequestSigner` key that signs it, never the values themselves;
 /// - every other header field of the call (Accept, Accept-Language, Accept-Encoding, …);
 /// - a digest of the body;
 /// - the call's options that change the answer: the response serializer and model type, and
 ///   the cache policy;
 /// - the client that sends it: two clients may share one `ServiceConfiguration` (and so its
-///   gates) but not their answers, whatever their settings.
+///   gates) but not their answers, whatever their settings;
+/// - the service's cookie jar: its cookies go with every hop, and a redirect may lead where
+///   one user's jar has a session the other's does not.
 ///
 /// Kept in memory only. The cache keeps its own keyed identity.
 struct RequestIdentity: Hashable, Sendable {
@@ -35,10 +37,13 @@ struct RequestIdentity: Hashable, Sendable {
     ///   - responseType: the response serializer's type (its model type included).
     ///   - cachePolicy: the call's cache policy.
     ///   - client: the client that sends the call (`HTTPClient.identityNumber`).
+    ///   - cookieJar: the service's own cookie jar (`CookieJar.identityNumber`), if any.
+    ///   - signingKey: the key the service's `RequestSigner` signs the call with, if any.
     init(
         request: PreparedRequest, credentialQuery: [(name: String, value: String)] = [],
         credentialFieldNames: Set<HTTPField.Name>, responseType: ObjectIdentifier,
-        cachePolicy: CachePolicy, client: UInt64? = nil
+        cachePolicy: CachePolicy, client: UInt64? = nil, cookieJar: UInt64? = nil,
+        signingKey: RequestSigner.Key? = nil
     ) {
         let head = request.head
         // Built as bytes, in one buffer, and made a string once: this runs for every
@@ -69,6 +74,9 @@ struct RequestIdentity: Hashable, Sendable {
             key.append(field.value)
         }
         for item in credentialQuery { credential.append(("?" + item.name, item.value)) }
+        // Another key is another user's (or app's) request, though the fields it adds are made
+        // per attempt.
+        if let signingKey { credential.append(("signer " + signingKey.id, signingKey.secret.base64EncodedString())) }
         if !credential.isEmpty {
             let text = credential.sorted(by: Self.order).map { "\($0.name): \($0.value)\n" }.joined()
             key.append("\ncredential: ")
@@ -97,6 +105,10 @@ struct RequestIdentity: Hashable, Sendable {
         if let client {
             key.append("\nclient: ")
             key.appendHex(UInt(client))
+        }
+        if let cookieJar {
+            key.append("\njar: ")
+            key.appendHex(UInt(cookieJar))
         }
         self.key = String(decoding: key.bytes, as: UTF8.self)
     }

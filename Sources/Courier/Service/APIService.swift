@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Synchronization
 
 /// A domain service: a `Sendable` struct (or final class) that holds a ``ServiceCore`` and
 /// has one method per endpoint.
@@ -158,6 +159,11 @@ public final class ServiceCore: APIService {
     let prepared: PreparedService
     /// The defaults that can change at run time (see `ServiceCore+Settings.swift`).
     let live: LockedValue<LiveServiceSettings>
+    /// A number no other service of the process has had: in the key under which the calls of
+    /// a service with adapters share a GET, which another service's adapters (from a copy of
+    /// the same configuration, one user's each) may not match.
+    let identityNumber = ServiceCore.identityNumbers.wrappingAdd(1, ordering: .relaxed).newValue
+    private static let identityNumbers = Atomic<UInt64>(0)
 
     /// A service core sending through `client` with `configuration`'s defaults.
     /// - Parameters:

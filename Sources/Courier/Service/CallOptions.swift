@@ -160,7 +160,7 @@ public struct CallOptions: Sendable {
     }
     /// Whether an identical GET in flight is shared (true by default; GET and HEAD only; not
     /// by calls with another `timeout`, `maxResponseSize`, `maxRedirects`, `staleIfError` or
-    /// `cacheLifetime`).
+    /// `cacheLifetime`, nor by calls with `adapters` of their own).
     public var deduplicates: Bool {
         get { storage.fields.deduplicates }
         set { set(\.deduplicates, newValue) }

@@ -238,4 +238,23 @@ import Testing
         let bad = CacheControl(CacheFixtures.headers(["Cache-Control": "max-age=soon"]))
         #expect(bad.maxAge == 0)
     }
+
+    /// RFC 9111 §1.2.2: a delta-seconds value past the largest integer is 2³¹, not invalid.
+    /// Before, it read as 0: a server's "cache for ever" was stale at once, and a request's
+    /// `min-fresh` past the largest integer accepted any fresh entry.
+    @Test func deltaSecondsPastTheLargestIntegerAreTwoToThe31() throws {
+        let huge = "99999999999999999999999"
+        let control = CacheControl(
+            CacheFixtures.headers(["Cache-Control": "max-age=\(huge), max-stale=\(huge), min-fresh=\(huge)"]))
+        #expect(control.maxAge == 2_147_483_648)
+        #expect(control.maxStale == 2_147_483_648)
+        #expect(control.minFresh == 2_147_483_648)
+        let cache = try cacheAfterStoring(["Cache-Control": "max-age=\(huge)"])
+        clock.advance(86_400 * 365)
+        #expect(try lookup(cache).isFresh)
+        #expect(try lookup(cache, ["Cache-Control": "min-fresh=\(huge)"]).isStale)
+        // A signed or fractional value is still malformed: zero.
+        #expect(CacheControl(CacheFixtures.headers(["Cache-Control": "max-age=-\(huge)"])).maxAge == 0)
+        #expect(CacheControl(CacheFixtures.headers(["Cache-Control": "max-age=1.5"])).maxAge == 0)
+    }
 }

@@ -11,6 +11,11 @@ import Testing
 
     func path(_ index: Int) -> HTTPRequest { CacheFixtures.request("/item/\(index)") }
 
+    /// A disk cache in `directory` bounded to 45,000 bytes: four 10,000-byte bodies fill it.
+    func boundedCache(_ directory: TemporaryDirectory) throws -> HostScopedCache {
+        try CacheFixtures.diskCache(clock: clock, directory: directory.path, diskCapacityBytes: 45_000)
+    }
+
     @Test func memoryTierEvictsLeastRecentlyUsedByCount() {
         var tier = MemoryCacheTier(maxBytes: 1 << 20, maxEntries: 3)
         func entry(_ key: String) -> CacheEntry {
@@ -113,7 +118,7 @@ import Testing
         let directory = TemporaryDirectory()
         let body = String(repeating: "x", count: 10_000)
         do {
-            let cache = try CacheFixtures.diskCache(clock: clock, directory: directory.path, diskCapacityBytes: 45_000)
+            let cache = try boundedCache(directory)
             for index in 0..<4 { #expect(cache.store(path(index), maxAge, body: body)) }
             // A memory hit on 0 makes it recent on disk too (written with the next store).
             #expect(try cache.lookup(path(0)).isFresh)
@@ -123,12 +128,47 @@ import Testing
             let total = cache.disk.withLock { $0!.totalBytes }
             #expect(total <= 45_000)
         }
-        let reopened = try CacheFixtures.diskCache(clock: clock, directory: directory.path, diskCapacityBytes: 45_000)
+        let reopened = try boundedCache(directory)
         #expect(try reopened.lookup(path(0)).bodyString == body)
         #expect(try reopened.lookup(path(1)).isMiss)
         #expect(try reopened.lookup(path(2)).isMiss)
         #expect(try reopened.lookup(path(5)).bodyString == body)
         #expect(reopened.disk.withLock { $0!.totalBytes } <= 45_000)
+    }
+
+    /// An entry larger than the whole disk tier is not written there: before, storing it
+    /// evicted every other entry (least recently used first), then itself.
+    @Test func anEntryLargerThanTheDiskBoundLeavesTheOthersOnDisk() throws {
+        let directory = TemporaryDirectory()
+        let body = String(repeating: "x", count: 10_000)
+        do {
+            let cache = try boundedCache(directory)
+            for index in 0..<3 { #expect(cache.store(path(index), maxAge, body: body)) }
+            cache.store(path(9), maxAge, body: String(repeating: "y", count: 50_000))
+            #expect(cache.disk.withLock { $0!.totalBytes } <= 45_000)
+        }
+        let reopened = try boundedCache(directory)
+        for index in 0..<3 { #expect(try reopened.lookup(path(index)).bodyString == body) }
+        #expect(try reopened.lookup(path(9)).isMiss)
+    }
+
+    /// Two caches on one folder (two clients of a process, or two processes) keep its byte
+    /// bound together: each counted only the rows it wrote itself, so the folder grew to the
+    /// bound times the number of caches.
+    @Test func twoCachesOnOneFolderKeepItsBound() throws {
+        let directory = TemporaryDirectory()
+        let body = String(repeating: "x", count: 10_000)
+        do {
+            let first = try boundedCache(directory)
+            let second = try boundedCache(directory)
+            for index in 0..<4 { #expect(first.store(path(index), maxAge, body: body)) }
+            for index in 4..<8 { #expect(second.store(path(index), maxAge, body: body)) }
+            #expect(second.disk.withLock { $0!.totalBytes } <= 45_000)
+        }
+        let reopened = try boundedCache(directory)
+        #expect(reopened.disk.withLock { $0!.totalBytes } <= 45_000)
+        #expect(try reopened.lookup(path(7)).bodyString == body)
+        #expect(try reopened.lookup(path(0)).isMiss)
     }
 
     @Test(arguments: ["body = X'00'", "head = X'0102'", "request_time = request_time + 1", "checksum = checksum + 1"])

@@ -97,6 +97,129 @@ import Testing
         #expect(b.name == "Bearer bob")
     }
 
+    /// Two overlapping GETs of `path`, which the server holds and answers with the value of
+    /// their `header` as the name: the second is made once the first has arrived, and both are
+    /// released once the second has arrived too, or joined the first's transfer.
+    /// - Returns: the names the first and the second call got.
+    private static func overlappingGets(
+        on server: TestServer, _ path: String, echoing header: String,
+        deduplicator: InFlightDeduplicator<HTTPClient.Response>,
+        _ first: @escaping @Sendable () async throws -> ServiceUser,
+        _ second: @escaping @Sendable () async throws -> ServiceUser
+    ) async throws -> (first: String, second: String) {
+        let held = HeldRoute()
+        server.route(path) { request in
+            held.hold()
+            return .json(["id": 1, "name": request.header(header) ?? "none"])
+        }
+        let one = Task { try await first() }
+        while held.arrived.value < 1 { await Task.yield() }
+        let two = Task { try await second() }
+        while held.arrived.value < 2 && deduplicator.waiterCount < 2 { await Task.yield() }
+        held.release(2)
+        return (try await one.value.name, try await two.value.name)
+    }
+
+    /// Alice's and Bob's services on one client, made from copies of one configuration (and so
+    /// sharing its de-duplicator), each copy set up by `configure` for its user.
+    private static func servicesOfTwoUsers(
+        _ server: TestServer, configure: (inout ServiceConfiguration, String) -> Void
+    ) throws -> (alice: ServiceCore, bob: ServiceCore, deduplicator: InFlightDeduplicator<HTTPClient.Response>) {
+        let client = try ServiceFixture.client(server)
+        let shared = ServiceConfiguration()
+        func service(_ user: String) -> ServiceCore {
+            var configuration = shared
+            configure(&configuration, user)
+            return ServiceCore(client: client, configuration: configuration)
+        }
+        return (service("alice"), service("bob"), shared.deduplicator)
+    }
+
+    /// An adapter that sets `header` to `value`.
+    private static func adapter(setting header: String, to value: String) -> any RequestAdapter {
+        .adapter { request, _ in
+            var request = request
+            request.head.headerFields[HTTPField.Name(header)!] = value
+            return request
+        }
+    }
+
+    /// Two services on one client and one configuration, each with its user's cookie jar: a
+    /// GET whose first URL gets no cookie from either jar was shared, though the redirect it
+    /// follows is sent with the first service's jar (a session cookie for `/private` only), so
+    /// the second user received the first user's answer.
+    @Test func getsOfServicesWithTheirOwnCookieJarsAreNotShared() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/start") { _ in .redirect(to: "/private/me") }
+        let login = HTTPRequest(
+            method: .post, scheme: "http", authority: "\(server.baseURL.host!):\(server.port)", path: "/private/login")
+        let (alice, bob, deduplicator) = try Self.servicesOfTwoUsers(server) { configuration, user in
+            let jar = CookieJar()
+            var answer = HTTPResponse(status: .ok)
+            answer.headerFields[.setCookie] = "sid=\(user); Path=/private"
+            jar.store(from: answer, for: login)
+            configuration.cookieJar = jar
+        }
+        let names = try await Self.overlappingGets(
+            on: server, "/private/me", echoing: "Cookie", deduplicator: deduplicator, { try await alice.get("start") },
+            { try await bob.get("start") })
+        #expect(names.first == "sid=alice")
+        #expect(names.second == "sid=bob")
+        #expect(server.count("/private/me") == 2)
+    }
+
+    /// A call's own adapters decorate its request alone: two GETs, each with an adapter adding
+    /// its tenant, were shared, and the second got the answer to the first's tenant.
+    @Test func getsWithAdaptersOfTheirOwnAreNotShared() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let service = try ServiceFixture.service(server)
+        let one = CallOptions.default.with(\.adapters, [Self.adapter(setting: "X-Tenant", to: "one")])
+        let two = CallOptions.default.with(\.adapters, [Self.adapter(setting: "X-Tenant", to: "two")])
+        let names = try await Self.overlappingGets(
+            on: server, "/tenant", echoing: "X-Tenant", deduplicator: service.configuration.deduplicator,
+            { try await service.get("tenant", options: one) }, { try await service.get("tenant", options: two) })
+        #expect(names.first == "one")
+        #expect(names.second == "two")
+    }
+
+    /// Two services on one configuration, each signing with its user's key (`X-Key-Id`) or
+    /// with an adapter adding its user's header (`X-User`): a GET of the second joined the
+    /// first's transfer, sent with the first user's key or header.
+    @Test(arguments: ["X-Key-Id", "X-User"])
+    func getsOfServicesSigningOrAdaptingForTheirUserAreNotShared(header: String) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let (alice, bob, deduplicator) = try Self.servicesOfTwoUsers(server) { configuration, user in
+            if header == "X-Key-Id" {
+                configuration.signer = RequestSigner(key: .init(id: user, secret: Data(user.utf8)))
+            } else {
+                configuration.adapters = [Self.adapter(setting: header, to: user)]
+            }
+        }
+        let names = try await Self.overlappingGets(
+            on: server, "/mine", echoing: header, deduplicator: deduplicator, { try await alice.get("mine") },
+            { try await bob.get("mine") })
+        #expect(names.first == "alice")
+        #expect(names.second == "bob")
+    }
+
+    /// One service's identical GETs still share one transfer when it has adapters.
+    @Test func getsOfOneServiceWithAdaptersAreStillShared() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.adapters = [Self.adapter(setting: "X-User", to: "alice")]
+        }
+        let names = try await Self.overlappingGets(
+            on: server, "/mine", echoing: "X-User", deduplicator: service.configuration.deduplicator,
+            { try await service.get("mine") }, { try await service.get("mine") })
+        #expect(names.first == "alice")
+        #expect(names.second == "alice")
+        #expect(server.count("/mine") == 1)
+    }
+
     @Test func getsThatDifferInTheirModelTypeAreNotShared() async throws {
         let server = try TestServer()
         defer { server.stop() }
