@@ -74,7 +74,7 @@ struct FaultCase: Sendable, CustomTestStringConvertible {
             codes: [.invalidResponse, .responseTooLarge, .transport, .timedOut], unboundedWithoutCap: true),
         FaultCase(path: "/fault/endless", codes: [.responseTooLarge], unboundedWithoutCap: true),
         FaultCase(path: "/redirect-loop", codes: [.redirect], maxRedirects: 3, timeout: .seconds(60)),
-        FaultCase(path: "/gzip-bomb?size=\(256 << 20)", codes: [.responseTooLarge], unboundedWithoutCap: true),
+        FaultCase(path: "/gzip-bomb?size=\(1 << 30)", codes: [.responseTooLarge], unboundedWithoutCap: true),
         // Hostile heads (issue 16 item 9), written byte for byte by `BuiltInRoutes+Hostile`.
         // Tens of thousands of field lines: Courier's head bound stops them, not a timeout.
         FaultCase(
@@ -100,7 +100,7 @@ struct FaultCase: Sendable, CustomTestStringConvertible {
         FaultCase(path: "/fault/trailers", codes: [], successBody: 2),
         FaultCase(path: "/fault/encoding-chain?layers=6", codes: [.invalidResponse]),
         FaultCase(
-            path: "/fault/nested-gzip-bomb?size=\(256 << 20)", codes: [.responseTooLarge], unboundedWithoutCap: true),
+            path: "/fault/nested-gzip-bomb?size=\(1 << 30)", codes: [.responseTooLarge], unboundedWithoutCap: true),
         // The head itself drips in faster than the stall detector's 1 byte/s: the total timeout ends it.
         FaultCase(path: "/fault/head-drip?intervalMs=200", codes: [.timedOut]),
     ]
@@ -132,9 +132,12 @@ struct FaultCase: Sendable, CustomTestStringConvertible {
         // in parallel; the error code above still shows the cap held.
         if fault.unboundedWithoutCap, !SanitizerRuntime.isLoaded {
             // Without the cap these would take everything the server can send before the timeout (GiBs on
-            // loopback); with it, the peak grows by little more than the cap.
+            // loopback; the bombs inflate to 1 GiB); with it, the client holds little more than the cap.
+            // The peak is the whole process's: the suites running in parallel grow it too (a whole
+            // run peaks near 450 MiB; a bound of 256 MiB was passed by 6-14 MiB in one run of 28
+            // Nov 2026 with the 1 MiB cap holding), so the bound sits between the two.
             let growth = peakResidentBytes() - peakBefore
-            #expect(growth < 256 << 20, "peak RSS grew by \(growth >> 20) MiB")
+            #expect(growth < 512 << 20, "peak RSS grew by \(growth >> 20) MiB")
         }
 
         if fault.poisonsPooledConnection {
