@@ -10,10 +10,15 @@ import HTTPTypes
 /// - https → http is refused (`.redirect`): a downgrade would expose the request.
 /// - When the origin (scheme, host, port) changes, every credential field is removed:
 ///   Authorization, Cookie, Proxy-Authorization and the names passed as sensitive (the
-///   client's `credentialFieldNames`, custom auth headers included, and the request's).
+///   client's `credentialFieldNames`, custom auth headers included, and the request's), and
+///   the `RequestSigner`'s fields: a signature is good for its request at the API only, and
+///   another origin could replay it there within the timestamp's window.
 struct RedirectHandler {
     /// Headers never sent to another origin.
     static let credentialHeaders: Set<HTTPField.Name> = [.authorization, .cookie, .proxyAuthorization]
+    /// Those and the signer's: not credentials for the cache's identity (a nonce would make
+    /// every signed request a new entry), but never sent to another origin either.
+    static let droppedAcrossOrigins = credentialHeaders.union(RequestSigner.fieldNames)
     /// Headers that describe a body, removed with it.
     static let bodyHeaders: [HTTPField.Name] = [.contentType, .contentLength, .contentEncoding, .transferEncoding]
 
@@ -68,7 +73,7 @@ struct RedirectHandler {
             for name in Self.bodyHeaders { next.headerFields[name] = nil }
         }
         if Origin(url) != Origin(target) {
-            for name in Self.credentialHeaders.union(sensitiveHeaderNames) { next.headerFields[name] = nil }
+            for name in Self.droppedAcrossOrigins.union(sensitiveHeaderNames) { next.headerFields[name] = nil }
         }
         return Hop(request: next, body: nextBody, url: target)
     }

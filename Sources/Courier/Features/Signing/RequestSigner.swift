@@ -69,6 +69,9 @@ public struct RequestSigner: Sendable {
     static let timestampField = HTTPField.Name("X-Timestamp")!
     static let nonceField = HTTPField.Name("X-Nonce")!
     static let signatureField = HTTPField.Name("X-Signature")!
+    /// The fields a signature adds: dropped with the credential on a redirect to another
+    /// origin (`RedirectHandler`).
+    static let fieldNames: Set<HTTPField.Name> = [keyIDField, timestampField, nonceField, signatureField]
 
     /// The key for an endpoint, nil when it is unsigned.
     func key(forEndpoint path: String) -> Key? {

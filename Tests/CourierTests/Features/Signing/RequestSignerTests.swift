@@ -166,6 +166,30 @@ import Testing
         #expect(sent.header("X-Signature") == nil && sent.header("X-Key-Id") == nil)
     }
 
+    /// A signature is good for its request at the API only: a redirect to another origin
+    /// drops the signing fields with the credential, or that origin could replay the request
+    /// to the API within the timestamp's window. A same-origin redirect keeps them.
+    @Test func aRedirectToAnotherOriginGetsNoSignature() async throws {
+        let server = try TestServer()
+        let other = try TestServer()
+        defer {
+            server.stop()
+            other.stop()
+        }
+        server.route("/away") { _ in .redirect(to: other.url("/items").absoluteString) }
+        server.route("/here") { _ in .redirect(to: "/items") }
+        for target in [server, other] { target.route("/items") { _ in .json(["id": 1, "name": "x"]) } }
+        let service = try ServiceFixture.service(server) { $0.signer = RequestSigner(key: Self.app) }
+        let _: ServiceUser = try await service.get("away")
+        let elsewhere = try #require(other.recordedRequests(path: "/items").first)
+        for name in ["X-Key-Id", "X-Timestamp", "X-Nonce", "X-Signature"] {
+            #expect(elsewhere.header(name) == nil, "\(name) reached another origin")
+        }
+        let _: ServiceUser = try await service.get("here")
+        let same = try #require(server.recordedRequests(path: "/items").first)
+        #expect(same.header("X-Signature") != nil && same.header("X-Nonce") != nil)
+    }
+
     @Test func refreshThenRetryIsSignedAfreshOverTheNewCredential() async throws {
         struct Session: Sendable, Equatable {
             var token: String
