@@ -131,7 +131,8 @@ extension ServiceCore {
             telemetry = CallTelemetry(
                 client: service.client, service: service.configuration.name, server: server.authority,
                 logger: options.logger, id: id, operation: options.operationName,
-                request: base.head, credentialFieldNames: service.prepared.credentialFieldNames)
+                request: base.head, credentialFieldNames: service.prepared.credentialFieldNames,
+                credentialQueryNames: sendsCredential ? service.prepared.credentialQueryNames : [])
             transferOptions = Self.transferOptions(
                 options, service: service, sendsCredential: sendsCredential, clientSettings: clientSettings,
                 scope: scope, logger: telemetry.logger)
