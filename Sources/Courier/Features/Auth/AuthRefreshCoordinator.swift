@@ -18,6 +18,9 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
         var credential: Credential?
         /// Bumped on login and logout, so a refresh that ends after either is discarded.
         var generation: UInt64 = 0
+        /// Bumped on logout only: a call, or a refresh, that began before a logout belongs to
+        /// the session that ended, whoever logged in since.
+        var logouts: UInt64 = 0
         var refreshTimes: [ContinuousClock.Instant] = []
         var completedRefreshes = 0
         /// The last failed refresh: callers still holding that credential get its error
@@ -77,6 +80,10 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
     /// The credential to attach now; nil when logged out.
     public nonisolated var current: Credential? { session.withLock { $0.credential } }
 
+    /// Changes at each logout: what a call compares, before each attempt, with what it found at
+    /// its start, so that it never goes on with the credential of a session logged in since.
+    nonisolated var sessionEpoch: UInt64 { session.withLock { $0.logouts } }
+
     /// How many refreshes have succeeded.
     nonisolated var refreshCount: Int { session.withLock { $0.completedRefreshes } }
 
@@ -95,6 +102,7 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
     public nonisolated func logout() {
         session.withLock { session in
             session.generation &+= 1
+            session.logouts &+= 1
             session.credential = nil
             session.lastFailure = nil
         }
@@ -108,7 +116,7 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
     package func credential(replacing failed: Credential?) async throws -> Credential {
         let now = clock.now
         let limit = stormLimit
-        let (current, generation) = session.withLock { ($0.credential, $0.generation) }
+        let (current, generation, logouts) = session.withLock { ($0.credential, $0.generation, $0.logouts) }
         guard let current else {
             throw CourierError(.authentication, "not logged in: there is no credential to refresh")
         }
@@ -145,7 +153,8 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
             } catch {
                 result = .failure(error)
             }
-            let settled = self.settle(result, expired: current, generation: generation, now: clock.now)
+            let settled = self.settle(
+                result, expired: current, generation: generation, logouts: logouts, now: clock.now)
             self.endRefresh(id)
             return try settled.get()
         }
@@ -160,7 +169,7 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
     /// Records a refresh's result in the session, unless a login or logout changed it meanwhile.
     /// - Returns: what every waiter of the refresh gets.
     private nonisolated func settle(
-        _ result: Result<Credential, any Error>, expired: Credential, generation started: UInt64,
+        _ result: Result<Credential, any Error>, expired: Credential, generation started: UInt64, logouts: UInt64,
         now: ContinuousClock.Instant
     ) -> Result<Credential, CourierError> {
         let failure: CourierError?
@@ -173,7 +182,11 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
             failure = CourierError(.authentication, "the credential could not be refreshed", underlying: error)
         }
         let (sessionChanged, credential) = session.withLock { session -> (Bool, Credential?) in
-            guard session.generation == started else { return (true, session.credential) }
+            // A login since hands out its credential; a logout since (even if someone logged
+            // in after it) ends the old session's refresh in an error.
+            guard session.generation == started else {
+                return (true, session.logouts == logouts ? session.credential : nil)
+            }
             if case .success(let fresh) = result, session.credential != fresh {
                 session.credential = fresh
                 session.completedRefreshes += 1

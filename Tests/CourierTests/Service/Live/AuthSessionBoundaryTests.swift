@@ -52,4 +52,64 @@ import Testing
         #expect(bearer.token == "fresh")
         #expect(refreshes.value == 1)
     }
+
+    @Test func aCallOfASessionLoggedOutDuringItsRefreshIsNotSentAgainAsTheNextUser() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.validBearerTokens = ["alice-2", "bob"]
+        let gate = ServiceGate()
+        let refreshes = ServiceCounter()
+        let coordinator = AuthRefreshCoordinator<String>(credential: "alice") { old in
+            refreshes.increment()
+            await gate.wait()
+            return old + "-2"
+        }
+        let service = try ServiceFixture.service(server) { $0.authentication = .bearer(coordinator) }
+        let call = Task { () -> Result<String?, CourierError> in
+            do {
+                let bearer: Bearer = try await service.get("bearer")
+                return .success(bearer.token)
+            } catch {
+                return .failure(error as! CourierError)
+            }
+        }
+        while refreshes.value == 0 { await Task.yield() }
+        coordinator.logout()
+        coordinator.login("bob")
+        gate.open()
+        let result = await call.value
+        #expect(throws: CourierError.self) { try result.get() }
+        #expect((try? result.get()) == nil, "alice's call got bob's answer")
+        if case .failure(let error) = result { #expect(error.code == .authentication) }
+        #expect(server.recordedRequests(path: "/bearer").map { $0.header("authorization") } == ["Bearer alice"])
+        #expect(coordinator.current == "bob")
+    }
+
+    @Test func aCallRetriedAfterALogoutAndTheNextLoginIsNotSentAsTheNextUser() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let coordinator = AuthRefreshCoordinator<String>(credential: "alice") { _ in "never" }
+        // The first answer is a 503, sent after alice logged out and bob logged in.
+        let answered = ServiceCounter()
+        server.route("/flaky") { request in
+            if answered.increment() == 1 {
+                coordinator.logout()
+                coordinator.login("bob")
+                return .status(503)
+            }
+            return .json(["token": request.header("authorization") ?? ""])
+        }
+        let service = try ServiceFixture.service(server) { $0.authentication = .bearer(coordinator) }
+        struct Token: Decodable { var token: String }
+        do {
+            let answer: Token = try await service.get("flaky")
+            Issue.record("alice's call got the answer to \(answer.token)")
+        } catch {
+            #expect(error.code == .authentication)
+        }
+        #expect(server.recordedRequests(path: "/flaky").map { $0.header("authorization") } == ["Bearer alice"])
+        // A call of bob's session goes through.
+        let bobs: Token = try await service.get("flaky")
+        #expect(bobs.token == "Bearer bob")
+    }
 }
