@@ -121,6 +121,14 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
             throw CourierError(.authentication, "not logged in: there is no credential to refresh")
         }
         if current != failed { return current }
+        // A call the refresher made, rejected too (the refresh endpoint behind the same
+        // interceptor): waiting for the refresh would wait for itself, for ever.
+        if RefreshScope.coordinators.contains(ObjectIdentifier(self)) {
+            throw CourierError(
+                .authentication,
+                "a call made by the credential's refresh was rejected too; make the refresh call without this "
+                    + "coordinator's authentication")
+        }
         if let inFlight, inFlight.generation == generation { return try await Self.value(of: inFlight.task) }
         let memory = failureMemory
         let remembered = session.withLock { session -> CourierError? in
@@ -149,7 +157,9 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
         let task = Task<Credential, any Error> {
             let result: Result<Credential, any Error>
             do {
-                result = .success(try await refresher(current))
+                let inside = RefreshScope.coordinators + [ObjectIdentifier(self)]
+                result = .success(
+                    try await RefreshScope.$coordinators.withValue(inside) { try await refresher(current) })
             } catch {
                 result = .failure(error)
             }
@@ -222,6 +232,11 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
                     CourierError(.cancelled, "the call was cancelled while its credential was being refreshed")))
         }
     }
+}
+
+/// The coordinators whose refresher the current task runs in (calls the refresher makes inherit it).
+private enum RefreshScope {
+    @TaskLocal static var coordinators: [ObjectIdentifier] = []
 }
 
 /// One waiter's continuation, resumed once: by the refresh's end or by the waiter's cancellation.

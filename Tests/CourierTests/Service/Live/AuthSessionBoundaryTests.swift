@@ -53,6 +53,50 @@ import Testing
         #expect(refreshes.value == 1)
     }
 
+    /// The service a refresher calls, set once the service exists.
+    final class ServiceHolder: Sendable {
+        let service = LockedValue<ServiceCore?>(nil)
+    }
+
+    @Test func aRefreshWhoseOwnCallIsRejectedFailsInsteadOfWaitingForItself() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.validBearerTokens = ["fresh"]
+        server.route("/oauth/refresh") { _ in .json(["error": "expired"], status: 401) }
+        let holder = ServiceHolder()
+        // The mistake the guide warns about: the refresh endpoint called through the service
+        // whose credential it refreshes. Its 401 asked that very refresh for a credential.
+        let coordinator = AuthRefreshCoordinator<String>(credential: "stale") { _ in
+            struct Token: Decodable { var token: String }
+            let service = try #require(holder.service.withLock { $0 })
+            let token: Token = try await service.get("oauth/refresh")
+            return token.token
+        }
+        let service = try ServiceFixture.service(server) { $0.authentication = .bearer(coordinator) }
+        holder.service.withLock { $0 = service }
+        let call = Task { () -> CourierError? in
+            do {
+                let _: Bearer = try await service.get("bearer")
+                return nil
+            } catch {
+                return error as? CourierError
+            }
+        }
+        // Only a bound for the old code, where the refresh waited for itself: cancelling the
+        // call let it go (the refresh stayed stuck).
+        let watchdog = Task { () -> Bool in
+            try await Task.sleep(for: .seconds(30))
+            call.cancel()
+            return true
+        }
+        let error = await call.value
+        watchdog.cancel()
+        #expect((try? await watchdog.value) != true, "the refresh waited for itself")
+        #expect(error?.code == .authentication)
+        #expect(server.count("/oauth/refresh") == 1)
+        #expect(server.count("/bearer") == 1)
+    }
+
     @Test func aCallOfASessionLoggedOutDuringItsRefreshIsNotSentAgainAsTheNextUser() async throws {
         let server = try TestServer()
         defer { server.stop() }
