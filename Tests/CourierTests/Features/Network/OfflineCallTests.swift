@@ -127,14 +127,8 @@ import Testing
         #expect(service.calls.cancelAll() == 1)
         // Only a bound for the old code, whose wait the registry could not cancel: the call
         // went on once the network came back.
-        let watchdog = Task { () -> Bool in
-            try await Task.sleep(for: .seconds(30))
-            network.set(Self.wired)
-            return true
-        }
-        let error = await call.value
-        watchdog.cancel()
-        #expect((try? await watchdog.value) != true, "the cancelled call kept waiting for the network")
+        let (error, rescued) = await awaitWithRescue(call) { network.set(Self.wired) }
+        #expect(!rescued, "the cancelled call kept waiting for the network")
         #expect(error?.code == .cancelled)
         #expect(server.count("/status") == 0)
         #expect(service.calls.count == 0)

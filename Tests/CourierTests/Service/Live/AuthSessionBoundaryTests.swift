@@ -8,9 +8,18 @@ import Testing
 /// Token refresh against a hostile schedule: a refresh that hangs, a logout (and the next
 /// user's login) while a call of the old session is in flight.
 @Suite struct AuthSessionBoundaryTests {
-    struct Bearer: Decodable, Sendable {
-        var authenticated: Bool
-        var token: String?
+    typealias Bearer = APIServiceAuthTests.Bearer
+
+    /// `GET /bearer` in a task of its own: its error, nil when it succeeds.
+    static func bearerCall(_ service: ServiceCore) -> Task<CourierError?, Never> {
+        Task {
+            do {
+                let _: Bearer = try await service.get("bearer")
+                return nil
+            } catch {
+                return error as? CourierError
+            }
+        }
     }
 
     @Test func aCallCancelledWhileItsRefreshHangsEndsAtOnceAndTheRefreshIsKept() async throws {
@@ -25,26 +34,13 @@ import Testing
             return "fresh"
         }
         let service = try ServiceFixture.service(server) { $0.authentication = .bearer(coordinator) }
-        let call = Task { () -> CourierError? in
-            do {
-                let _: Bearer = try await service.get("bearer")
-                return nil
-            } catch {
-                return error as? CourierError
-            }
-        }
+        let call = Self.bearerCall(service)
         while refreshes.value == 0 { await Task.yield() }
         call.cancel()
         // Only a bound for the old code, whose call waited for the refresh whatever happened
         // to it: it returned once this opened the gate.
-        let watchdog = Task { () -> Bool in
-            try await Task.sleep(for: .seconds(30))
-            gate.open()
-            return true
-        }
-        let error = await call.value
-        watchdog.cancel()
-        #expect((try? await watchdog.value) != true, "the cancelled call waited for the refresh")
+        let (error, rescued) = await awaitWithRescue(call) { gate.open() }
+        #expect(!rescued, "the cancelled call waited for the refresh")
         #expect(error?.code == .cancelled)
         // The refresh goes on for the others and is kept when it ends, though its one waiter left.
         gate.open()
@@ -74,24 +70,11 @@ import Testing
         }
         let service = try ServiceFixture.service(server) { $0.authentication = .bearer(coordinator) }
         holder.service.withLock { $0 = service }
-        let call = Task { () -> CourierError? in
-            do {
-                let _: Bearer = try await service.get("bearer")
-                return nil
-            } catch {
-                return error as? CourierError
-            }
-        }
+        let call = Self.bearerCall(service)
         // Only a bound for the old code, where the refresh waited for itself: cancelling the
         // call let it go (the refresh stayed stuck).
-        let watchdog = Task { () -> Bool in
-            try await Task.sleep(for: .seconds(30))
-            call.cancel()
-            return true
-        }
-        let error = await call.value
-        watchdog.cancel()
-        #expect((try? await watchdog.value) != true, "the refresh waited for itself")
+        let (error, rescued) = await awaitWithRescue(call) { call.cancel() }
+        #expect(!rescued, "the refresh waited for itself")
         #expect(error?.code == .authentication)
         #expect(server.count("/oauth/refresh") == 1)
         #expect(server.count("/bearer") == 1)
@@ -156,4 +139,19 @@ import Testing
         let bobs: Token = try await service.get("flaky")
         #expect(bobs.token == "Bearer bob")
     }
+}
+
+/// Waits for `task`; if it has not ended after `bound`, runs `rescue` (which makes it end) and
+/// says so. A bound for code that would hang, not a synchronisation.
+func awaitWithRescue<T: Sendable>(
+    _ task: Task<T, Never>, within bound: Duration = .seconds(30), rescue: @escaping @Sendable () -> Void
+) async -> (T, rescued: Bool) {
+    let watchdog = Task { () -> Bool in
+        try await Task.sleep(for: bound)
+        rescue()
+        return true
+    }
+    let value = await task.value
+    watchdog.cancel()
+    return (value, (try? await watchdog.value) == true)
 }
