@@ -29,6 +29,10 @@ extension ServiceCore {
         let chain: InterceptorChain
         let policy: RetryPolicy
         private let validator: ResponseValidator
+        /// The authentication's session as the call found it (nil: no credential of the
+        /// service's own): an attempt after a logout is refused, not sent with the credential
+        /// of whoever logged in since.
+        private let sessionEpoch: UInt64?
         /// The endpoint key held in the in-flight guard, if the call holds one.
         private var guardKey: String?
         private let method: HTTPRequest.Method
@@ -126,12 +130,14 @@ extension ServiceCore {
                 event = nil
             }
             chain = service.interceptors(for: options, sendsCredential: sendsCredential)
+            sessionEpoch = sendsCredential ? service.prepared.credentials?.sessionEpoch : nil
             policy = options.retryPolicy ?? settings.retryPolicy
             validator = options.validator ?? service.configuration.pipeline.validator
             telemetry = CallTelemetry(
                 client: service.client, service: service.configuration.name, server: server.authority,
                 logger: options.logger, id: id, operation: options.operationName,
-                request: base.head, credentialFieldNames: service.prepared.credentialFieldNames)
+                request: base.head, credentialFieldNames: service.prepared.credentialFieldNames,
+                credentialQueryNames: sendsCredential ? service.prepared.credentialQueryNames : [])
             transferOptions = Self.transferOptions(
                 options, service: service, sendsCredential: sendsCredential, clientSettings: clientSettings,
                 scope: scope, logger: telemetry.logger)
@@ -223,6 +229,11 @@ extension ServiceCore {
             attempts += 1
             try Task.checkCancellation()
             if scope?.isCancelled == true { throw CancellationError() }
+            if let sessionEpoch, service.prepared.credentials?.sessionEpoch != sessionEpoch {
+                throw CourierError(
+                    .authentication,
+                    "logged out during the call: it is not sent again with the credential of a later session")
+            }
             return InterceptorContext(callID: id, attempt: attempts, userInfo: options.userInfo)
         }
 

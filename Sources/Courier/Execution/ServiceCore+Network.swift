@@ -14,7 +14,13 @@ extension ServiceCore {
         case .fail:
             throw CourierError(.offline, "the network is offline; the call was not sent")
         case .wait(let limit):
-            guard try await Self.waitForOnline(source, upTo: limit, clock: call.clock) else {
+            // In a task the registry's cancel reaches (`CancellationScope.run`), as every other
+            // wait of a call that runs in its caller's task.
+            let clock = call.clock
+            let online = try await CancellationScope.run(in: call.scope) {
+                try await Self.waitForOnline(source, upTo: limit, clock: clock)
+            }
+            guard online else {
                 throw CourierError(.offline, "the network stayed offline for \(limit); the call was not sent")
             }
         }

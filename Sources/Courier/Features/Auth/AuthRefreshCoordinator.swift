@@ -18,6 +18,9 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
         var credential: Credential?
         /// Bumped on login and logout, so a refresh that ends after either is discarded.
         var generation: UInt64 = 0
+        /// Bumped on logout only: a call, or a refresh, that began before a logout belongs to
+        /// the session that ended, whoever logged in since.
+        var logouts: UInt64 = 0
         var refreshTimes: [ContinuousClock.Instant] = []
         var completedRefreshes = 0
         /// The last failed refresh: callers still holding that credential get its error
@@ -77,6 +80,10 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
     /// The credential to attach now; nil when logged out.
     public nonisolated var current: Credential? { session.withLock { $0.credential } }
 
+    /// Changes at each logout: what a call compares, before each attempt, with what it found at
+    /// its start, so that it never goes on with the credential of a session logged in since.
+    nonisolated var sessionEpoch: UInt64 { session.withLock { $0.logouts } }
+
     /// How many refreshes have succeeded.
     nonisolated var refreshCount: Int { session.withLock { $0.completedRefreshes } }
 
@@ -95,6 +102,7 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
     public nonisolated func logout() {
         session.withLock { session in
             session.generation &+= 1
+            session.logouts &+= 1
             session.credential = nil
             session.lastFailure = nil
         }
@@ -108,14 +116,20 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
     package func credential(replacing failed: Credential?) async throws -> Credential {
         let now = clock.now
         let limit = stormLimit
-        let (current, generation) = session.withLock { ($0.credential, $0.generation) }
+        let (current, generation, logouts) = session.withLock { ($0.credential, $0.generation, $0.logouts) }
         guard let current else {
             throw CourierError(.authentication, "not logged in: there is no credential to refresh")
         }
         if current != failed { return current }
-        if let inFlight, inFlight.generation == generation {
-            return try await wait(for: inFlight.task, id: inFlight.id, expired: current, generation: generation)
+        // A call the refresher made, rejected too (the refresh endpoint behind the same
+        // interceptor): waiting for the refresh would wait for itself, for ever.
+        if RefreshScope.coordinators.contains(ObjectIdentifier(self)) {
+            throw CourierError(
+                .authentication,
+                "a call made by the credential's refresh was rejected too; make the refresh call without this "
+                    + "coordinator's authentication")
         }
+        if let inFlight, inFlight.generation == generation { return try await Self.value(of: inFlight.task) }
         let memory = failureMemory
         let remembered = session.withLock { session -> CourierError? in
             guard let failure = session.lastFailure, failure.credential == current, now - failure.at < memory else {
@@ -136,22 +150,38 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
                 "the credential was refreshed \(refused) times within \(limit.window); refusing another refresh")
         }
         nextRefreshID &+= 1
-        let refresher = self.refresher
-        let task = Task<Credential, any Error> { try await refresher(current) }
-        inFlight = (nextRefreshID, generation, task)
-        return try await wait(for: task, id: nextRefreshID, expired: current, generation: generation)
+        let id = nextRefreshID
+        let (refresher, clock) = (self.refresher, self.clock)
+        // The refresh settles the session itself, not its first waiter: a waiter may leave
+        // (its call cancelled), and a refreshed credential is kept though every waiter left.
+        let task = Task<Credential, any Error> {
+            let result: Result<Credential, any Error>
+            do {
+                let inside = RefreshScope.coordinators + [ObjectIdentifier(self)]
+                result = .success(
+                    try await RefreshScope.$coordinators.withValue(inside) { try await refresher(current) })
+            } catch {
+                result = .failure(error)
+            }
+            let settled = self.settle(
+                result, expired: current, generation: generation, logouts: logouts, now: clock.now)
+            self.endRefresh(id)
+            return try settled.get()
+        }
+        inFlight = (id, generation, task)
+        return try await Self.value(of: task)
     }
 
-    private func wait(
-        for task: Task<Credential, any Error>, id: UInt64, expired: Credential, generation started: UInt64
-    ) async throws -> Credential {
-        let result: Result<Credential, any Error>
-        do {
-            result = .success(try await task.value)
-        } catch {
-            result = .failure(error)
-        }
+    private func endRefresh(_ id: UInt64) {
         if inFlight?.id == id { inFlight = nil }
+    }
+
+    /// Records a refresh's result in the session, unless a login or logout changed it meanwhile.
+    /// - Returns: what every waiter of the refresh gets.
+    private nonisolated func settle(
+        _ result: Result<Credential, any Error>, expired: Credential, generation started: UInt64, logouts: UInt64,
+        now: ContinuousClock.Instant
+    ) -> Result<Credential, CourierError> {
         let failure: CourierError?
         switch result {
         case .success:
@@ -161,10 +191,12 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
         case .failure(let error):
             failure = CourierError(.authentication, "the credential could not be refreshed", underlying: error)
         }
-        let now = clock.now
-        // The first waiter to resume settles the session, unless it changed meanwhile.
         let (sessionChanged, credential) = session.withLock { session -> (Bool, Credential?) in
-            guard session.generation == started else { return (true, session.credential) }
+            // A login since hands out its credential; a logout since (even if someone logged
+            // in after it) ends the old session's refresh in an error.
+            guard session.generation == started else {
+                return (true, session.logouts == logouts ? session.credential : nil)
+            }
             if case .success(let fresh) = result, session.credential != fresh {
                 session.credential = fresh
                 session.completedRefreshes += 1
@@ -174,12 +206,64 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
             return (false, session.credential)
         }
         if sessionChanged {
-            if let credential { return credential }
-            throw CourierError(.authentication, "logged out while the credential was being refreshed")
+            if let credential { return .success(credential) }
+            return .failure(CourierError(.authentication, "logged out while the credential was being refreshed"))
         }
-        if let failure { throw failure }
-        guard case .success(let fresh) = result else { throw CourierError(.authentication, "refresh failed") }
-        return fresh
+        if let failure { return .failure(failure) }
+        guard case .success(let fresh) = result else {
+            return .failure(CourierError(.authentication, "refresh failed"))
+        }
+        return .success(fresh)
+    }
+
+    /// The refresh's result, or `.cancelled` as soon as the waiting task is cancelled: a
+    /// refresh that hangs holds its waiters only until their calls are cancelled (the refresh
+    /// goes on for the others, and settles the session when it ends).
+    private static func value(of task: Task<Credential, any Error>) async throws -> Credential {
+        let waiter = RefreshWaiter<Credential>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Credential, any Error>) in
+                guard waiter.install(continuation) else { return }
+                Task { waiter.resume(with: await task.result) }
+            }
+        } onCancel: {
+            waiter.resume(
+                with: .failure(
+                    CourierError(.cancelled, "the call was cancelled while its credential was being refreshed")))
+        }
+    }
+}
+
+/// The coordinators whose refresher the current task runs in (calls the refresher makes inherit it).
+private enum RefreshScope {
+    @TaskLocal static var coordinators: [ObjectIdentifier] = []
+}
+
+/// One waiter's continuation, resumed once: by the refresh's end or by the waiter's cancellation.
+private final class RefreshWaiter<Credential: Sendable>: Sendable {
+    private let state = LockedValue<(cancelled: Bool, continuation: CheckedContinuation<Credential, any Error>?)>(
+        (false, nil))
+
+    /// Keeps `continuation`; false (and resumed as cancelled) when the waiter is cancelled already.
+    func install(_ continuation: CheckedContinuation<Credential, any Error>) -> Bool {
+        let cancelled = state.withLock { state -> Bool in
+            if state.cancelled { return true }
+            state.continuation = continuation
+            return false
+        }
+        if cancelled {
+            continuation.resume(
+                throwing: CourierError(.cancelled, "the call was cancelled while its credential was being refreshed"))
+        }
+        return !cancelled
+    }
+
+    func resume(with result: Result<Credential, any Error>) {
+        let continuation = state.withLock { state -> CheckedContinuation<Credential, any Error>? in
+            state.cancelled = true
+            return state.continuation.take()
+        }
+        continuation?.resume(with: result)
     }
 }
 

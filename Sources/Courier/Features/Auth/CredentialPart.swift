@@ -104,6 +104,8 @@ protocol CredentialCarrying: Sendable {
     func logIn(with credential: Any)
     /// Clears the credential.
     func logOut()
+    /// Changes at each logout (`AuthRefreshCoordinator.sessionEpoch`).
+    var sessionEpoch: UInt64 { get }
 }
 
 extension AuthenticationInterceptor: CredentialAuthentication, CredentialCarrying {
@@ -114,6 +116,8 @@ extension AuthenticationInterceptor: CredentialAuthentication, CredentialCarryin
     }
 
     func logOut() { coordinator.logout() }
+
+    var sessionEpoch: UInt64 { coordinator.sessionEpoch }
 }
 
 extension ServiceConfiguration {

@@ -52,7 +52,8 @@ struct CallTelemetry {
     @inline(never)
     init(
         client: HTTPClient, service name: String?, server: String, logger: Logger?, id: CallID,
-        operation: String? = nil, request: HTTPRequest, credentialFieldNames: Set<HTTPField.Name>
+        operation: String? = nil, request: HTTPRequest, credentialFieldNames: Set<HTTPField.Name>,
+        credentialQueryNames: Set<String> = []
     ) {
         var logger = logger ?? client.configuration.logger
         let telemetry = client.telemetry
@@ -64,9 +65,14 @@ struct CallTelemetry {
         }
         // Made only when something will use them: a call pays nothing at the usual log levels
         // without a tracer or metrics backend.
-        let redaction =
+        // The credential's own query items (a multi-part credential's) are secret whatever
+        // their names: the attempts' spans show the URL as sent, credential included.
+        var redaction =
             logs || telemetry.tracer != nil
             ? client.credentialScope.redaction.adding(credentialFieldNames) : Redaction.default
+        if !credentialQueryNames.isEmpty {
+            redaction.queryNames.formUnion(credentialQueryNames.map { $0.lowercased() })
+        }
         // The service label: its name, else its server's host (bounded, unlike paths).
         let service = name ?? Self.split(server, isHTTPS: false).0
         if logs {

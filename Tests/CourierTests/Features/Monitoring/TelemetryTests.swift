@@ -120,6 +120,33 @@ import Tracing
         }
     }
 
+    @Test func aCredentialSentInTheQueryIsRedactedInTheAttemptSpans() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(.status(503))
+        server.enqueue(.json(["id": 1, "name": "x"]))
+        let tracer = W3CTestTracer()
+        let coordinator = AuthRefreshCoordinator<String>(credential: "session-secret-1") { _ in "session-secret-2" }
+        let service = try Self.service(server.baseURL, tracer: tracer) {
+            $0.authentication = AuthenticationInterceptor(
+                coordinator: coordinator,
+                parts: [.header(.authorization) { "Bearer \($0)" }, .query("session") { $0 }])
+        }
+        let _: ServiceUser = try await service.get("users/1", parameters: ["page": "3"])
+        #expect(
+            server.recordedRequests(path: "/users/1").map { $0.queryValue("session") } == [
+                "session-secret-1", "session-secret-1",
+            ])
+        let attempts = tracer.memory.finishedSpans.filter { $0.kind == .client }
+        #expect(attempts.count == 2)
+        for span in attempts {
+            let url = "\(span.attributes["url.full"]?.toSpanAttribute() ?? "")"
+            #expect(url.contains("page=3"))
+            #expect(url.contains("session=\(Redaction.marker)"))
+            #expect(!url.contains("session-secret"), "the credential reached a span: \(url)")
+        }
+    }
+
     @Test func aPlainSendIsTracedAndCountedLikeAServiceCall() async throws {
         let server = try TestServer()
         defer { server.stop() }

@@ -111,6 +111,29 @@ import Testing
         #expect(service.calls.count == 0)
     }
 
+    @Test func cancellingAllCallsEndsOneWaitingForTheNetwork() async throws {
+        let network = ManualNetworkStatus(.offline)
+        let (server, service) = try fixture(network, whenOffline: .wait(upTo: .seconds(600)))
+        defer { server.stop() }
+        let call = Task { () -> CourierError? in
+            do {
+                let _: ServiceUser = try await service.get("status")
+                return nil
+            } catch {
+                return error as? CourierError
+            }
+        }
+        await network.waitForSubscribers(1)
+        #expect(service.calls.cancelAll() == 1)
+        // Only a bound for the old code, whose wait the registry could not cancel: the call
+        // went on once the network came back.
+        let (error, rescued) = await awaitWithRescue(call) { network.set(Self.wired) }
+        #expect(!rescued, "the cancelled call kept waiting for the network")
+        #expect(error?.code == .cancelled)
+        #expect(server.count("/status") == 0)
+        #expect(service.calls.count == 0)
+    }
+
     @Test func eventMonitorsSeeTheStatusOfEachAttempt() async throws {
         let network = ManualNetworkStatus(Self.wired)
         let seen = LockedValue<[NetworkStatus?]>([])

@@ -1,0 +1,157 @@
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+@testable import Courier
+
+/// Token refresh against a hostile schedule: a refresh that hangs, a logout (and the next
+/// user's login) while a call of the old session is in flight.
+@Suite struct AuthSessionBoundaryTests {
+    typealias Bearer = APIServiceAuthTests.Bearer
+
+    /// `GET /bearer` in a task of its own: its error, nil when it succeeds.
+    static func bearerCall(_ service: ServiceCore) -> Task<CourierError?, Never> {
+        Task {
+            do {
+                let _: Bearer = try await service.get("bearer")
+                return nil
+            } catch {
+                return error as? CourierError
+            }
+        }
+    }
+
+    @Test func aCallCancelledWhileItsRefreshHangsEndsAtOnceAndTheRefreshIsKept() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.validBearerTokens = ["fresh"]
+        let gate = ServiceGate()
+        let refreshes = ServiceCounter()
+        let coordinator = AuthRefreshCoordinator<String>(credential: "stale") { _ in
+            refreshes.increment()
+            await gate.wait()
+            return "fresh"
+        }
+        let service = try ServiceFixture.service(server) { $0.authentication = .bearer(coordinator) }
+        let call = Self.bearerCall(service)
+        while refreshes.value == 0 { await Task.yield() }
+        call.cancel()
+        // Only a bound for the old code, whose call waited for the refresh whatever happened
+        // to it: it returned once this opened the gate.
+        let (error, rescued) = await awaitWithRescue(call) { gate.open() }
+        #expect(!rescued, "the cancelled call waited for the refresh")
+        #expect(error?.code == .cancelled)
+        // The refresh goes on for the others and is kept when it ends, though its one waiter left.
+        gate.open()
+        let bearer: Bearer = try await service.get("bearer")
+        #expect(bearer.token == "fresh")
+        #expect(refreshes.value == 1)
+    }
+
+    /// The service a refresher calls, set once the service exists.
+    final class ServiceHolder: Sendable {
+        let service = LockedValue<ServiceCore?>(nil)
+    }
+
+    @Test func aRefreshWhoseOwnCallIsRejectedFailsInsteadOfWaitingForItself() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.validBearerTokens = ["fresh"]
+        server.route("/oauth/refresh") { _ in .json(["error": "expired"], status: 401) }
+        let holder = ServiceHolder()
+        // The mistake the guide warns about: the refresh endpoint called through the service
+        // whose credential it refreshes. Its 401 asked that very refresh for a credential.
+        let coordinator = AuthRefreshCoordinator<String>(credential: "stale") { _ in
+            struct Token: Decodable { var token: String }
+            let service = try #require(holder.service.withLock { $0 })
+            let token: Token = try await service.get("oauth/refresh")
+            return token.token
+        }
+        let service = try ServiceFixture.service(server) { $0.authentication = .bearer(coordinator) }
+        holder.service.withLock { $0 = service }
+        let call = Self.bearerCall(service)
+        // Only a bound for the old code, where the refresh waited for itself: cancelling the
+        // call let it go (the refresh stayed stuck).
+        let (error, rescued) = await awaitWithRescue(call) { call.cancel() }
+        #expect(!rescued, "the refresh waited for itself")
+        #expect(error?.code == .authentication)
+        #expect(server.count("/oauth/refresh") == 1)
+        #expect(server.count("/bearer") == 1)
+    }
+
+    @Test func aCallOfASessionLoggedOutDuringItsRefreshIsNotSentAgainAsTheNextUser() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.validBearerTokens = ["alice-2", "bob"]
+        let gate = ServiceGate()
+        let refreshes = ServiceCounter()
+        let coordinator = AuthRefreshCoordinator<String>(credential: "alice") { old in
+            refreshes.increment()
+            await gate.wait()
+            return old + "-2"
+        }
+        let service = try ServiceFixture.service(server) { $0.authentication = .bearer(coordinator) }
+        let call = Task { () -> Result<String?, CourierError> in
+            do {
+                let bearer: Bearer = try await service.get("bearer")
+                return .success(bearer.token)
+            } catch {
+                return .failure(error as! CourierError)
+            }
+        }
+        while refreshes.value == 0 { await Task.yield() }
+        coordinator.logout()
+        coordinator.login("bob")
+        gate.open()
+        let result = await call.value
+        #expect(throws: CourierError.self) { try result.get() }
+        #expect((try? result.get()) == nil, "alice's call got bob's answer")
+        if case .failure(let error) = result { #expect(error.code == .authentication) }
+        #expect(server.recordedRequests(path: "/bearer").map { $0.header("authorization") } == ["Bearer alice"])
+        #expect(coordinator.current == "bob")
+    }
+
+    @Test func aCallRetriedAfterALogoutAndTheNextLoginIsNotSentAsTheNextUser() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let coordinator = AuthRefreshCoordinator<String>(credential: "alice") { _ in "never" }
+        // The first answer is a 503, sent after alice logged out and bob logged in.
+        let answered = ServiceCounter()
+        server.route("/flaky") { request in
+            if answered.increment() == 1 {
+                coordinator.logout()
+                coordinator.login("bob")
+                return .status(503)
+            }
+            return .json(["token": request.header("authorization") ?? ""])
+        }
+        let service = try ServiceFixture.service(server) { $0.authentication = .bearer(coordinator) }
+        struct Token: Decodable { var token: String }
+        do {
+            let answer: Token = try await service.get("flaky")
+            Issue.record("alice's call got the answer to \(answer.token)")
+        } catch {
+            #expect(error.code == .authentication)
+        }
+        #expect(server.recordedRequests(path: "/flaky").map { $0.header("authorization") } == ["Bearer alice"])
+        // A call of bob's session goes through.
+        let bobs: Token = try await service.get("flaky")
+        #expect(bobs.token == "Bearer bob")
+    }
+}
+
+/// Waits for `task`; if it has not ended after `bound`, runs `rescue` (which makes it end) and
+/// says so. A bound for code that would hang, not a synchronisation.
+func awaitWithRescue<T: Sendable>(
+    _ task: Task<T, Never>, within bound: Duration = .seconds(30), rescue: @escaping @Sendable () -> Void
+) async -> (T, rescued: Bool) {
+    let watchdog = Task { () -> Bool in
+        try await Task.sleep(for: bound)
+        rescue()
+        return true
+    }
+    let value = await task.value
+    watchdog.cancel()
+    return (value, (try? await watchdog.value) == true)
+}
