@@ -146,6 +146,28 @@ import Testing
         #expect(server.count("/user") == 1)
     }
 
+    /// The server's message goes into the error's description, which apps log: its line
+    /// breaks and other control characters are replaced, and it is cut at 256 characters, so
+    /// that a server cannot forge log lines or flood them. The error model keeps it as sent.
+    @Test func anEnvelopeMessageCannotForgeOrFloodLogLines() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let forged = "no such user\n2026-11-28 INFO login ok user=admin\r\u{1B}[2J\u{2028}"
+        let long = String(repeating: "x", count: 100_000)
+        for (path, message) in [("/forged", forged), ("/long", long)] {
+            server.route(path) { _ in .json(["code": "40400", "msg": message, "data": NSNull()]) }
+        }
+        let service = try ServiceFixture.service(server) { $0.envelope = Self.rule }
+        for (path, message) in [("forged", forged), ("long", long)] {
+            let error = await courierError { let _: ServiceUser = try await service.get(path) }
+            let description = try #require(error).description
+            #expect(!description.unicodeScalars.contains { $0.properties.generalCategory == .control })
+            #expect(!description.contains("\u{2028}"))
+            #expect(description.count < 600, "\(description.count) characters")
+            #expect(error?.errorModel(as: EnvelopeFailure.self)?.message == message)
+        }
+    }
+
     @Test func bodyThatIsNotAnEnvelopeIsADecodingError() async throws {
         let server = try TestServer()
         defer { server.stop() }
