@@ -77,6 +77,13 @@ struct RequestIntervalTable: Sendable {
         if entries.count > capacity { evictOldest() }
     }
 
+    /// Gives back the slot a delayed call booked at `slot` and will not use (it was cancelled),
+    /// when no call has booked after it: the next call may go from the slot before it.
+    mutating func release(key: String, slot: ContinuousClock.Instant, interval: Duration) {
+        guard let entry = entries[key], entry.lastSent == slot else { return }
+        entries[key]?.lastSent = slot - interval
+    }
+
     /// Removes every entry whose interval has passed: it can no longer affect a call.
     mutating func purge(now: ContinuousClock.Instant) {
         entries = entries.filter { $0.value.lastSent + $0.value.interval > now }
@@ -152,7 +159,16 @@ public final class RequestIntervalGate: Sendable {
             throw CourierError(
                 .throttled, "the endpoint was called again within its request interval; allowed again in \(remaining)")
         case .wait(let duration):
-            try await clock.sleep(for: duration)
+            do {
+                try await clock.sleep(for: duration)
+            } catch {
+                // A cancelled call does not keep the calls after it waiting for its slot (the
+                // local table's: the fleet's shared table books its own).
+                if shared == nil {
+                    table.withLock { $0.release(key: key, slot: now + duration, interval: rule.interval) }
+                }
+                throw error
+            }
         }
     }
 }

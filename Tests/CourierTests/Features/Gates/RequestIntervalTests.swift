@@ -86,5 +86,24 @@ import Testing
         await clock.waitForSleepers(1)
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
+        // The cancelled call's slot is given back: a call when the first call's interval has
+        // passed goes at once (before, it met the cancelled call's booking and was dropped).
+        clock.advance(by: .seconds(10))
+        try await gate.admit(key: "k", rule: .drop(.seconds(10)))
+    }
+
+    /// A slot is given back only when no call booked after it: the calls behind keep their
+    /// order and spacing.
+    @Test func aCancelledSlotWithCallsBehindItIsKept() {
+        var table = RequestIntervalTable(capacity: 10)
+        let start = ContinuousClock.now
+        let rule = RequestInterval.delay(.seconds(1))
+        #expect(table.admit(key: "k", rule: rule, now: start) == .proceed)
+        #expect(table.admit(key: "k", rule: rule, now: start) == .wait(.seconds(1)))
+        #expect(table.admit(key: "k", rule: rule, now: start) == .wait(.seconds(2)))
+        table.release(key: "k", slot: start + .seconds(1), interval: .seconds(1))
+        #expect(table.admit(key: "k", rule: rule, now: start) == .wait(.seconds(3)))
+        table.release(key: "k", slot: start + .seconds(3), interval: .seconds(1))
+        #expect(table.admit(key: "k", rule: rule, now: start) == .wait(.seconds(3)))
     }
 }
