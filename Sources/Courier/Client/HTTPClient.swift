@@ -1,7 +1,6 @@
 import Foundation
 import HTTPTypes
 import Logging
-import Synchronization
 
 extension Notification.Name {
     /// Post after a user logged in, with the credential (a token `String`) in `userInfo`
@@ -39,8 +38,7 @@ public final class HTTPClient: Sendable {
     /// This client in a `RequestIdentity`: a number no other client of the process has had.
     /// Not its address, which the allocator gives the next client once this one is released,
     /// while the gates of a shared service configuration still hold keys made with it.
-    let identityNumber = HTTPClient.identityNumbers.wrappingAdd(1, ordering: .relaxed).newValue
-    private static let identityNumbers = Atomic<UInt64>(0)
+    let identityNumber = IdentityNumber.next()
 
     struct State {
         var credential: String?

@@ -1,6 +1,5 @@
 import Foundation
 import HTTPTypes
-import Synchronization
 
 /// A domain service: a `Sendable` struct (or final class) that holds a ``ServiceCore`` and
 /// has one method per endpoint.
@@ -162,8 +161,7 @@ public final class ServiceCore: APIService {
     /// A number no other service of the process has had: in the key under which the calls of
     /// a service with adapters share a GET, which another service's adapters (from a copy of
     /// the same configuration, one user's each) may not match.
-    let identityNumber = ServiceCore.identityNumbers.wrappingAdd(1, ordering: .relaxed).newValue
-    private static let identityNumbers = Atomic<UInt64>(0)
+    let identityNumber = IdentityNumber.next()
 
     /// A service core sending through `client` with `configuration`'s defaults.
     /// - Parameters:

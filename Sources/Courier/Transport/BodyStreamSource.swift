@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The `AsyncSequence` behind a `.stream(_:length:)` body, and the bounded buffer between the
 /// task that pulls it and curl's read callback.
@@ -14,8 +13,7 @@ final class BodyStreamSource: Sendable {
     let length: Int64?
     /// This body in a `RequestIdentity`: a number no other streamed body of the process has
     /// had (its address is given to a later one once it is released).
-    let identityNumber = BodyStreamSource.identityNumbers.wrappingAdd(1, ordering: .relaxed).newValue
-    private static let identityNumbers = Atomic<UInt64>(0)
+    let identityNumber = IdentityNumber.next()
     let highWaterMark: Int
     /// The loop that pulls the sequence; taken (set to nil) by the first `start`.
     private let pump: LockedValue<(@Sendable (BodyStreamSource) async throws -> Void)?>

@@ -1,7 +1,6 @@
 import CPsl
 import Foundation
 import HTTPTypes
-import Synchronization
 
 /// One stored cookie (RFC 6265 §5.3).
 public struct Cookie: Sendable, Hashable {
@@ -47,8 +46,7 @@ public final class CookieJar: Sendable {
     let clearsOnLogout: Bool
     /// A number no other jar of the process has had: part of a service call's identity, as its
     /// jar's cookies follow the call's redirects (an address could be a released jar's).
-    let identityNumber = CookieJar.identityNumbers.wrappingAdd(1, ordering: .relaxed).newValue
-    private static let identityNumbers = Atomic<UInt64>(0)
+    let identityNumber = IdentityNumber.next()
 
     /// An empty jar with the given limits.
     /// - Parameters:
