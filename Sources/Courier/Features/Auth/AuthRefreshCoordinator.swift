@@ -227,9 +227,7 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
                 Task { waiter.resume(with: await task.result) }
             }
         } onCancel: {
-            waiter.resume(
-                with: .failure(
-                    CourierError(.cancelled, "the call was cancelled while its credential was being refreshed")))
+            waiter.resume(with: .failure(RefreshWaiter<Credential>.cancelled))
         }
     }
 }
@@ -244,6 +242,11 @@ private final class RefreshWaiter<Credential: Sendable>: Sendable {
     private let state = LockedValue<(cancelled: Bool, continuation: CheckedContinuation<Credential, any Error>?)>(
         (false, nil))
 
+    /// What a waiter cancelled before the refresh ended gets.
+    static var cancelled: CourierError {
+        CourierError(.cancelled, "the call was cancelled while its credential was being refreshed")
+    }
+
     /// Keeps `continuation`; false (and resumed as cancelled) when the waiter is cancelled already.
     func install(_ continuation: CheckedContinuation<Credential, any Error>) -> Bool {
         let cancelled = state.withLock { state -> Bool in
@@ -251,10 +254,7 @@ private final class RefreshWaiter<Credential: Sendable>: Sendable {
             state.continuation = continuation
             return false
         }
-        if cancelled {
-            continuation.resume(
-                throwing: CourierError(.cancelled, "the call was cancelled while its credential was being refreshed"))
-        }
+        if cancelled { continuation.resume(throwing: Self.cancelled) }
         return !cancelled
     }
 
