@@ -25,10 +25,6 @@ extension HTTPClient {
         private var redirectMetrics: [TransferMetrics] = []
         private let limit: Int
         private let cookieJar: CookieJar?
-        /// Whether the request came with a `Cookie` field of its own, not the jar's: it holds
-        /// on every hop to the same origin, as on the first (a redirect's target gets the jar's
-        /// cookies only when the call brought none).
-        private let ownsCookie: Bool
         /// The credential fields (the client's and the request's): dropped across origins.
         private let sensitive: Set<HTTPField.Name>
         /// The request's sensitive names, redacted on top of the client's list.
@@ -55,15 +51,7 @@ extension HTTPClient {
                 request, cookieJar: options.cookieJar, sendsCredential: options.sendsCredential, settings: settings)
             self.body = body
             limit = options.maxRedirects.map { max(0, $0) } ?? configuration.maxRedirects
-            let cookieJar = options.cookieJar ?? client.cookieJar
-            self.cookieJar = cookieJar
-            // The jar adds its field only to a request without one (`CookieJar.apply`): a field
-            // that is not what the jar makes for this hop is the caller's.
-            if let cookieJar, let cookie = current.headerFields[.cookie] {
-                ownsCookie = cookie != cookieJar.cookieHeader(for: current)
-            } else {
-                ownsCookie = false
-            }
+            cookieJar = options.cookieJar ?? client.cookieJar
             extraSensitive = options.sensitiveHeaderNames
             sensitive =
                 extraSensitive.isEmpty
@@ -154,6 +142,8 @@ extension HTTPClient {
         /// - Throws: `CourierError.redirect` for a refused redirect or one past the limit.
         @inline(never)
         mutating func followsRedirect(after head: HTTPResponse, metrics: TransferMetrics) throws -> Bool {
+            // Asked before the answer's cookies change the jar, and only for a redirect to follow.
+            let ownsCookie = limit > 0 && RedirectHandler.isRedirect(head) && sendsOwnCookie()
             cookieJar?.store(from: head, for: current)
             let logger = self.logger
             logger.debug(
@@ -170,7 +160,8 @@ extension HTTPClient {
             redirectCount += 1
             redirectMetrics.append(metrics)
             current = next.request
-            // Across origins the redirect dropped the caller's field with every credential field.
+            // A field of the caller's own holds on every hop to the same origin, as on the first;
+            // across origins the redirect dropped it with every credential field.
             if let cookieJar, !ownsCookie || current.headerFields[.cookie] == nil {
                 // The jar's cookies for the new target, the redirect's own included.
                 current.headerFields[.cookie] = nil
@@ -179,6 +170,14 @@ extension HTTPClient {
             body = next.body
             redirectedURL = next.url
             return true
+        }
+
+        /// Whether the current hop's `Cookie` field is the caller's own rather than the jar's:
+        /// the jar adds its field only to a request without one (`CookieJar.apply`), so a field
+        /// that is not what the jar makes for the hop is the caller's.
+        private func sendsOwnCookie() -> Bool {
+            guard let cookieJar, let cookie = current.headerFields[.cookie] else { return false }
+            return cookie != cookieJar.cookieHeader(for: current)
         }
 
         /// The final response with everything known about the exchange.
