@@ -56,8 +56,13 @@ import Testing
         // sh changes folder and joins standard error to the output; env adds the variables.
         let script = #"cd "$1" && shift && exec "$@" 2>&1"#
         let assignments = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        // A script the test has just copied is read by bash, not executed: executing a file
+        // fails with "Text file busy" while any process still holds it open for writing, and a
+        // process forked by another test at the moment of the copy inherits that descriptor
+        // until it execs (it failed the suite now and then).
+        let command = executable.pathExtension == "sh" ? ["bash", executable.path] : [executable.path]
         let (status, output) = try ChildProcess.run(
-            "/bin/sh", ["-c", script, "sh", folder.path, "/usr/bin/env"] + assignments + [executable.path] + arguments,
+            "/bin/sh", ["-c", script, "sh", folder.path, "/usr/bin/env"] + assignments + command + arguments,
             capture: .capture)
         return (status, String(decoding: output, as: UTF8.self))
     }
