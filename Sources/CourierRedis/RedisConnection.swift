@@ -91,6 +91,10 @@ final class RedisConnection {
             redisFree(made)
             throw .connect(message)
         }
+        // hiredis opens its socket without close-on-exec: set it, so a process the app starts
+        // does not inherit (and hold open) the connection.
+        let fd = made.pointee.fd
+        _ = fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC)
         redisSetTimeout(made, Self.timeval(endpoint.commandTimeout))
         context = made
         do {

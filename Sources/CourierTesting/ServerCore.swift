@@ -46,13 +46,11 @@ final class ServerCore: Sendable {
     init(host: String, port: UInt16, backlog: Int32 = 1024) throws {
         let listener = try Socket.listen(host: host, port: port, backlog: backlog, sharingPort: true)
         var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else {
+        guard Socket.makePipe(&fds) else {
             let code = errno
             close(listener.fd)
             throw SocketError("pipe", code: code)
         }
-        Socket.setCloseOnExec(fds[0])
-        Socket.setCloseOnExec(fds[1])
         self.host = host
         self.port = listener.port
         self.listenFD = listener.fd

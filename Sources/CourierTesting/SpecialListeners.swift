@@ -126,12 +126,10 @@ public final class BlackHoleServer: Sendable {
     init(host: String) throws {
         let listener = try Socket.listen(host: host, port: 0, backlog: 128)
         var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else {
+        guard Socket.makePipe(&fds) else {
             close(listener.fd)
             throw SocketError("pipe")
         }
-        Socket.setCloseOnExec(fds[0])
-        Socket.setCloseOnExec(fds[1])
         let core = Core(listenFD: listener.fd, wake: (fds[0], fds[1]))
         self.core = core
         port = listener.port

@@ -22,7 +22,7 @@ final class BenchRedis: Sendable {
     init() throws {
         directory = NSTemporaryDirectory() + "courier-fleet-bench-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -44,7 +44,7 @@ final class BenchRedis: Sendable {
         // Wait until it accepts connections.
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
-            let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             var target = address
             let connected = withUnsafeMutablePointer(to: &target) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(probe, $0, length) == 0 }

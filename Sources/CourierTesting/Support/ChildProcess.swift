@@ -29,8 +29,11 @@ public enum ChildProcess {
         defer { posix_spawn_file_actions_destroy(&actions) }
         var pipeFDs: [Int32] = [-1, -1]
         if stdout == .capture || stderr == .capture {
-            guard pipe(&pipeFDs) == 0 else { throw SocketError("pipe") }
-            Socket.setCloseOnExec(pipeFDs[0])
+            // Both ends close-on-exec from the start (the child gets the write end as a dup2'd
+            // standard stream, which is not): a child another thread spawns meanwhile must not
+            // inherit the write end, or reading this pipe never ends while that child lives (a
+            // daemonized nginx held one, and the suite hung).
+            guard Socket.makePipe(&pipeFDs) else { throw SocketError("pipe") }
         }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         for (fd, output) in [(Int32(1), stdout), (Int32(2), stderr)] {

@@ -1,3 +1,4 @@
+import CPosixShim
 import Glibc
 
 /// An error from a POSIX socket call made by the test servers.
@@ -129,16 +130,19 @@ enum Socket {
     }
 
     /// Accepts one connection; `nil` when nothing is pending or the call was interrupted.
+    /// The connection is close-on-exec from the start, like every descriptor of this module:
+    /// a child process (nginx, openssl) another thread starts meanwhile never inherits it.
     static func accept(_ listener: Int32) -> Int32? {
-        let fd = Glibc.accept(listener, nil, nil)
+        let fd = courier_accept_cloexec(listener)
         guard fd >= 0 else { return nil }
-        setCloseOnExec(fd)
         return fd
     }
 
-    /// Keeps the descriptor out of child processes (nginx, openssl) started meanwhile.
-    static func setCloseOnExec(_ fd: Int32) {
-        _ = fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC)
+    /// Makes a pipe whose two ends are close-on-exec from the start (`pipe2`, not `pipe` and
+    /// then `fcntl`, which leaves a window for another thread's child to inherit them).
+    /// - Returns: whether the pipe was made (`errno` says why not).
+    static func makePipe(_ fds: inout [Int32]) -> Bool {
+        courier_pipe_cloexec(&fds) == 0
     }
 
     /// Disables Nagle so separately written pieces leave at once.

@@ -85,4 +85,37 @@ import Testing
         #expect(ChildProcess.find("sh") != nil)
         #expect(ChildProcess.find("no-such-tool-\(UUID().uuidString)") == nil)
     }
+
+    /// A capture pipe is close-on-exec from the moment it is made: a child that another thread
+    /// starts meanwhile never inherits its write end. (It was made close-on-exec only after the
+    /// spawn, so a daemonized nginx started at that moment held it open, the reader waited for
+    /// its end for ever, and the suite hung.) One thread captures the output of many short
+    /// children while another lists the descriptors each of its own children was born with.
+    @Test func aCapturePipeIsNeverInheritedByAnotherThreadsChild() async throws {
+        let rounds = 200
+        async let captured: Set<UInt64> = offPool {
+            var inodes: Set<UInt64> = []
+            for _ in 0..<rounds {
+                let child = try ChildProcess.spawn("/bin/true", [], stdout: .capture)
+                var info = stat()
+                if fstat(child.output, &info) == 0 { inodes.insert(UInt64(info.st_ino)) }
+                var byte: UInt8 = 0
+                while read(child.output, &byte, 1) > 0 {}
+                close(child.output)
+                _ = ChildProcess.wait(child.pid)
+            }
+            return inodes
+        }
+        async let listed: [String] = offPool {
+            try (0..<rounds).map { _ in
+                let listing = try ChildProcess.run("/bin/ls", ["-l", "/proc/self/fd"], capture: .capture)
+                return String(decoding: listing.output, as: UTF8.self)
+            }
+        }
+        let (inodes, listings) = try await (captured, listed)
+        #expect(inodes.count == rounds)
+        #expect(listings.allSatisfy { $0.contains("pipe:[") }, "each listing shows its own capture pipe")
+        let inherited = listings.filter { listing in inodes.contains { listing.contains("pipe:[\($0)]") } }
+        #expect(inherited.count == 0, "children inherited another capture's pipe")
+    }
 }

@@ -38,7 +38,7 @@ final class RawHTTPConnection: @unchecked Sendable {
         // after every stored property is set runs `deinit`, and closing here and there too
         // closed the descriptor twice, the second time someone else's that had been given
         // the same number in the meantime (a curl or server socket of a parallel test).
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian

@@ -271,7 +271,8 @@ private final class RefreshWaiter<Credential: Sendable>: Sendable {
 public struct RefreshStormLimit: Sendable, Hashable {
     var maximumRefreshes: Int
     var window: Duration
-    /// At most `maximumRefreshes` (at least 1) refreshes within `window`.
+    /// At most `maximumRefreshes` (at least 1) refreshes within `window`. A `window` of zero or
+    /// less limits nothing: no two refreshes fall within it.
     public init(maximumRefreshes: Int = 3, window: Duration = .seconds(60)) {
         self.maximumRefreshes = max(1, maximumRefreshes)
         self.window = window

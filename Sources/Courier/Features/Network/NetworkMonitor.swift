@@ -1,3 +1,4 @@
+import CPosixShim
 import Dispatch
 import Foundation
 
@@ -22,7 +23,7 @@ import Foundation
 /// ```
 public final class NetworkMonitor: NetworkStatusSource {
     private let broadcast: NetworkStatusBroadcast
-    private let wake: (read: Int32, write: Int32)
+    let wake: (read: Int32, write: Int32)
     private let exited = DispatchSemaphore(value: 0)
     private let stopped = LockedValue(false)
 
@@ -35,7 +36,9 @@ public final class NetworkMonitor: NetworkStatusSource {
     /// process's own for nil: the monitor's thread enters it before opening its sockets.
     init(namespace: String?) throws(CourierError) {
         var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw Self.failure("cannot make a pipe") }
+        // Close-on-exec from the start, like the netlink socket: a process the app starts
+        // must not inherit the monitor's descriptors.
+        guard courier_pipe_cloexec(&fds) == 0 else { throw Self.failure("cannot make a pipe") }
         wake = (fds[0], fds[1])
         broadcast = NetworkStatusBroadcast(.offline)
         let startup = Startup()

@@ -107,6 +107,19 @@ import Testing
         #expect(try await coordinator.credential(replacing: "t2") == "t3")
     }
 
+    /// An extreme window is what its documentation says, not a crash or a refresh refused for
+    /// ever: zero or less limits nothing.
+    @Test(arguments: [Duration.zero, .seconds(-60), .seconds(Int64.min)])
+    func aWindowOfZeroOrLessLimitsNothing(window: Duration) async throws {
+        let clock = ManualServiceClock()
+        let counter = Atomic<Int>(0)
+        let coordinator = AuthRefreshCoordinator<String>(
+            credential: "t0", stormLimit: RefreshStormLimit(maximumRefreshes: 1, window: window), clock: clock
+        ) { _ in "t\(counter.wrappingAdd(1, ordering: .relaxed).newValue)" }
+        for n in 1...5 { #expect(try await coordinator.credential(replacing: "t\(n - 1)") == "t\(n)") }
+        #expect(counter.load(ordering: .relaxed) == 5)
+    }
+
     @Test func logoutClearsAndDisablesRefresh() async throws {
         let counter = Atomic<Int>(0)
         let coordinator = AuthRefreshCoordinator<String>(credential: "t0") { _ in

@@ -47,6 +47,16 @@ func nextStatus(
         }
     }
 
+    /// The monitor's descriptors are close-on-exec: a process the app starts does not inherit
+    /// them (its wake pipe was made without, so every child held it open).
+    @Test func itsDescriptorsAreNotInheritedByChildProcesses() throws {
+        let monitor = try NetworkMonitor()
+        defer { monitor.stop() }
+        for fd in [monitor.wake.read, monitor.wake.write] {
+            #expect(fcntl(fd, F_GETFD) & FD_CLOEXEC != 0)
+        }
+    }
+
     @Test func statusesStartWithTheCurrentStatusAndEndOnStop() async throws {
         let monitor = try NetworkMonitor()
         let statuses = monitor.statuses()
