@@ -37,4 +37,22 @@ import Testing
         #expect((try? Echo(next.body))?.query == "next=1")
         #expect(server.recordedRequests(path: "/smuggled").isEmpty)
     }
+
+    /// A streamed body's declared length is a count of bytes: a negative one said nothing curl
+    /// could send, and the request went out with an empty body, reported as a success.
+    @Test(arguments: [Int64(-1), -5_000, .min])
+    func aNegativeStreamLengthIsRefusedBeforeSending(length: Int64) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try makeClient()
+        let chunks = AsyncStream<Data> { continuation in
+            continuation.yield(Data("hello".utf8))
+            continuation.finish()
+        }
+        let error = await courierError {
+            _ = try await client.send(HTTPRequest(.post, server.url("/echo")), body: .stream(chunks, length: length))
+        }
+        #expect(error?.code == .invalidRequest)
+        #expect(server.requestCount == 0)
+    }
 }
