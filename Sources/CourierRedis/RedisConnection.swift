@@ -1,4 +1,5 @@
 import CHiredis
+import CourierLocking
 import Foundation
 
 /// A reply from Redis, copied out of hiredis's reply tree.
@@ -45,8 +46,10 @@ enum RedisFailure: Error, Equatable {
 /// serial queue only, never from the curl thread or the cooperative pool.
 ///
 /// Connect and command timeouts are set on the socket (hiredis `SO_RCVTIMEO`/`SO_SNDTIMEO`),
-/// so a Redis that stops answering costs at most one command timeout; after any I/O error the
-/// context is freed (hiredis contexts are unusable after one) and the next command reconnects.
+/// and each command has a deadline of its own (a reply dripped a byte at a time passes every
+/// read's timeout), so a Redis that stops answering, or answers too slowly, costs at most one
+/// command timeout; after any I/O error the context is freed (hiredis contexts are unusable
+/// after one) and the next command reconnects.
 final class RedisConnection {
     struct Endpoint: Sendable {
         var host: String
@@ -60,6 +63,9 @@ final class RedisConnection {
 
     let endpoint: Endpoint
     private var context: UnsafeMutablePointer<redisContext>?
+    /// The command on the wire, for its deadline (see `run`).
+    private let deadline = Deadline()
+    private var commandNumber: UInt64 = 0
 
     init(endpoint: Endpoint) { self.endpoint = endpoint }
 
@@ -71,12 +77,20 @@ final class RedisConnection {
     }
 
     /// Runs one command, connecting first when needed.
+    ///
+    /// The socket's timeout bounds each read, not the reply: a server that sends a byte now and
+    /// then kept the command (and every command queued behind it) waiting for as long as it
+    /// liked. A deadline of `commandTimeout` for the whole command shuts the socket down, which
+    /// ends the blocked read and fails the command.
     func run(_ arguments: [Data]) throws(RedisFailure) -> RedisReply {
         if context == nil { try connect() }
         guard let context else { throw .connect("no context") }
+        commandNumber += 1
+        deadline.arm(commandNumber, socket: context.pointee.fd, after: endpoint.commandTimeout)
         let reply = Self.command(context, arguments)
-        guard let reply else {
-            let message = Self.errorText(context)
+        let timedOut = deadline.disarm()
+        guard let reply, !timedOut else {
+            let message = timedOut ? "the command took longer than its timeout" : Self.errorText(context)
             close()
             throw .io(message)
         }
@@ -175,5 +189,43 @@ final class RedisConnection {
     private static func timeval(_ duration: Duration) -> timeval {
         let (seconds, attoseconds) = duration.components
         return Glibc.timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+    }
+}
+
+/// The deadline of the command a `RedisConnection` has on the wire: past it, the socket is
+/// shut down (not closed: the connection still owns the descriptor, which stays valid until
+/// the command has returned and `disarm` was called).
+private final class Deadline: Sendable {
+    private struct Running {
+        var number: UInt64
+        var socket: Int32
+        var expired = false
+    }
+
+    private static let queue = DispatchQueue(label: "courier.redis.deadline")
+    private let running = LockedValue<Running?>(nil)
+
+    /// Starts the deadline of command `number` on `socket`.
+    func arm(_ number: UInt64, socket: Int32, after timeout: Duration) {
+        running.withLock { $0 = Running(number: number, socket: socket) }
+        let (seconds, attoseconds) = timeout.components
+        let nanoseconds = Int(clamping: seconds) &* 1_000_000_000 &+ Int(attoseconds / 1_000_000_000)
+        Self.queue.asyncAfter(deadline: .now() + .nanoseconds(max(1, nanoseconds))) { [self] in
+            running.withLock { running in
+                guard var command = running, command.number == number, !command.expired else { return }
+                command.expired = true
+                running = command
+                _ = Glibc.shutdown(command.socket, Int32(SHUT_RDWR))
+            }
+        }
+    }
+
+    /// Ends the deadline of the command that has returned.
+    /// - Returns: whether it had expired (the socket was shut down).
+    func disarm() -> Bool {
+        running.withLock { running in
+            defer { running = nil }
+            return running?.expired ?? false
+        }
     }
 }

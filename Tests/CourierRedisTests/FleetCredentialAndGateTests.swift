@@ -189,6 +189,33 @@ import Testing
         #expect(ContinuousClock.now - started >= .milliseconds(250))
     }
 
+    /// A delayed call cancelled while it waits gives its fleet slot back, as the local table
+    /// does: before, the slot it had booked in Redis stayed, and the next call of any process
+    /// waited for it (or was dropped) as if it had been sent.
+    @Test func aCancelledDelayedCallGivesItsFleetSlotBack() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let clock = ManualServiceClock()
+        let first = try redis.fleet(commandTimeout: .seconds(10)).intervalGate()
+        let second = try redis.fleet(commandTimeout: .seconds(10)).intervalGate(capacity: 1_024, clock: clock)
+        let observer = RedisIntervalGate(fleet: try redis.fleet(commandTimeout: .seconds(10)))
+        let key = "GET https://h.example/slot"
+        let interval = Duration.seconds(600)
+        try await first.admit(key: key, rule: .delay(interval))
+        // The second process books the next slot and waits for it on its clock, then gives up.
+        let waiting = Task { try await second.admit(key: key, rule: .delay(interval)) }
+        await clock.waitForSleepers(1)
+        waiting.cancel()
+        await #expect(throws: CancellationError.self) { try await waiting.value }
+        // What is left is the first call's slot: at most one interval, not two.
+        guard case .drop(let remaining) = await observer.admit(key: key, interval: interval, delay: false) else {
+            Issue.record("expected the fleet to drop a call inside the first call's interval")
+            return
+        }
+        #expect(remaining <= interval)
+        #expect(remaining > interval / 2)
+    }
+
     @Test func theGateFallsBackToItsOwnTableWhenRedisIsDown() async throws {
         let redis = try await RedisTestServer.make()
         defer { redis.stop() }

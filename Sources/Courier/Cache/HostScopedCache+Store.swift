@@ -10,7 +10,8 @@ extension HostScopedCache {
     /// Not stored: non-GET requests, hosts never cached, `no-store` on the request or (unless a
     /// lifetime is forced) the response, `Vary: *`, statuses other than the default storable
     /// ones (302 and 307 need explicit freshness), bodies not received whole or over the size
-    /// limit. `Set-Cookie` and hop-by-hop fields are not kept. A whole response of a storable
+    /// limit, answers that set a cookie to a request without a credential (unless a lifetime is
+    /// forced). `Set-Cookie` and hop-by-hop fields are not kept. A whole response of a storable
     /// status that cannot replace the stored one (`no-store`, over the size limit) drops it, so
     /// the older answer is not served after the newer one.
     /// - Parameters:
@@ -56,11 +57,15 @@ extension HostScopedCache {
         }
         let varyNames = CacheEntry.varyNames(fields)
         if fields[values: .vary].contains(where: { $0.contains("*") }) { return nil }
+        let identity = identity(of: request)
+        // A cookie set in answer to a request without a credential starts a session for whoever
+        // asked; the anonymous entry would go to every other caller without one (other clients
+        // of the cache, other users), with that session in its body and no cookie of theirs.
+        if forced == nil, identity.isAnonymous, fields[.setCookie] != nil { return nil }
 
         var head = response
         let dropped = CacheEntry.hopByHop(fields).union([.setCookie])
         head.headerFields = HTTPFields(fields.filter { !dropped.contains($0.name) })
-        let identity = identity(of: request)
         let url = storedURL(of: request)
         let entry = CacheEntry(
             key: Self.key(identity: identity, url: url), url: url, identity: identity.digest,

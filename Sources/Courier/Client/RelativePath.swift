@@ -4,8 +4,9 @@ import Foundation
 ///
 /// A path that could move the request — and its credential — to another host is refused:
 /// absolute URLs (`https://…`, `mailto:…`), network-path references (`//evil.example`),
-/// `..` segments (also when percent-encoded as `%2e%2e`), backslashes, fragments and
-/// control characters. Each segment is percent-encoded; escapes already present are kept.
+/// `..` segments (also when percent-encoded as `%2e%2e`, or hidden in a segment as `..%2F`,
+/// `..%5C` or `..;`), backslashes, fragments and control characters. Each segment is
+/// percent-encoded; escapes already present are kept.
 /// A first segment containing `:` reads as a URL scheme and is refused; write `./name:verb`.
 @_spi(Fuzzing) public struct RelativePath: Sendable, Hashable, CustomStringConvertible {
     /// The decoded segments, in order (`["users", "a b"]`).
@@ -69,7 +70,7 @@ import Foundation
                 throw CourierError(.invalidRequest, "the path contains an empty segment ('//')")
             }
             let decoded = Self.percentDecoded(raw)
-            if decoded == ".." {
+            if Self.stepsUp(decoded) {
                 throw CourierError(.invalidRequest, "the path contains a '..' segment")
             }
             if decoded == "." { continue }
@@ -138,7 +139,7 @@ import Foundation
                     throw CourierError(.invalidRequest, "the path contains an empty segment ('//')")
                 }
                 let decoded = percentDecoded(UnsafeBufferPointer(rebasing: part[start..<end]))
-                if decoded == ".." {
+                if stepsUp(decoded) {
                     throw CourierError(.invalidRequest, "the path contains a '..' segment")
                 }
                 if decoded == "." { continue }
@@ -150,6 +151,22 @@ import Foundation
     }
 
     @_spi(Fuzzing) public var description: String { encoded }
+
+    /// Whether a decoded segment steps up a level: `..` itself, or a `..` between separators a
+    /// server may decode before it normalises the path (`..%2F`, `%2F..`, `..%5C`), or before a
+    /// path parameter (`..;x`, which Tomcat and Jetty strip to `..`).
+    static func stepsUp(_ decoded: String) -> Bool {
+        if decoded == ".." { return true }
+        let isMark = { (byte: UInt8) in
+            byte == UInt8(ascii: "/") || byte == UInt8(ascii: "\\") || byte == UInt8(ascii: ";")
+        }
+        guard decoded.utf8.contains(where: isMark) else { return false }
+        let pieces = decoded.utf8.split(
+            omittingEmptySubsequences: false, whereSeparator: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "\\") })
+        return pieces.contains { piece in
+            piece.prefix { $0 != UInt8(ascii: ";") }.elementsEqual("..".utf8)
+        }
+    }
 
     // MARK: - Encoding
 

@@ -197,6 +197,11 @@ final class CurlTransfer: @unchecked Sendable {
         var hasCookie = false
         var line = [UInt8]()
         for var field in fields {
+            // The body's framing is the transport's: curl writes Content-Length or chunked
+            // coding from the body it sends. A caller's own field that disagreed with the body
+            // made the server end the body elsewhere and read the rest as the next request on
+            // the connection (request smuggling), whose answer went to the next call sent on it.
+            if field.name == .contentLength || field.name == .transferEncoding { continue }
             if field.name == .expect { hasExpect = true }
             if field.name == .cookie {
                 // HTTPTypes keeps `a=1; b=2` as one field per cookie (HTTP/2's crumbs); RFC 6265

@@ -26,7 +26,8 @@ public struct RequestBody: Sendable {
     public static func file(path: String) -> RequestBody { RequestBody(segments: [.file(path: path)]) }
 
     /// A body pulled chunk by chunk from `chunks` while sending, with no size limit: sent with
-    /// `Content-Length` when `length` is given, else chunked. The sequence is read once, so
+    /// `Content-Length` when `length` is given, else chunked. A negative `length` is refused
+    /// with `CourierError.invalidRequest` when the request is sent. The sequence is read once, so
     /// the body cannot be sent again (a retry or a 307/308 redirect fails with
     /// `CourierError.invalidRequest`); use `.file(path:)` for a body that can be.
     public static func stream<S: AsyncSequence & Sendable>(_ chunks: S, length: Int64? = nil) -> RequestBody
@@ -59,6 +60,10 @@ public struct RequestBody: Sendable {
             case .stream(let source):
                 guard let length = source.length else {
                     throw CourierError(.invalidRequest, "the streamed body's length is not known")
+                }
+                // A negative count said nothing curl could send: -1 went out as an empty body.
+                guard length >= 0 else {
+                    throw CourierError(.invalidRequest, "the streamed body's length is negative (\(length))")
                 }
                 total += length
             }

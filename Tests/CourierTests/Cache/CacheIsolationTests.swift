@@ -304,4 +304,30 @@ import Testing
         coordinator.login("session-B")
         #expect(try await service.get("me.json", as: Me.self).user == "session-B")
     }
+
+    /// An answer that sets a cookie, to a request that carried no credential, starts a session
+    /// for whoever asked. Stored under the anonymous identity, it went to the next caller
+    /// without a credential on the same cache (another client, another user): with the first
+    /// caller's session in its body, and no cookie of its own.
+    @Test(arguments: [false, true])
+    func anAnswerThatStartsASessionIsNotServedToTheNextAnonymousCaller(onDisk: Bool) async throws {
+        let fixture = try Fixture(onDisk: onDisk)
+        let sessions = LockedValue(0)
+        fixture.server.route("/start") { _ in
+            let number = sessions.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            return .text("session \(number)").with(.cacheControl, "max-age=600").with(.setCookie, "sid=\(number)")
+        }
+        let alice = try fixture.client { $0.cookieJar = CookieJar() }
+        let bob = try fixture.client { $0.cookieJar = CookieJar() }
+        let start = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/start")
+        #expect(Self.body(try await alice.send(start)) == "session 1")
+        let bobs = try await bob.send(start)
+        #expect(!bobs.isFromCache)
+        #expect(Self.body(bobs) == "session 2")
+        #expect(bob.cookieJar?.all.map(\.value) == ["2"])
+        #expect(alice.cookieJar?.all.map(\.value) == ["1"])
+    }
 }

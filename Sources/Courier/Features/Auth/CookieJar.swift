@@ -199,7 +199,7 @@ public final class CookieJar: Sendable {
             case "expires":
                 if let date = HTTPDateFormat.parse(argument) { cookie.expires = date }
             case "max-age":
-                if let seconds = Int(argument) { maxAge = seconds }
+                if let seconds = maxAgeSeconds(argument) { maxAge = seconds }
             case "domain":
                 var domain = argument.lowercased()
                 if domain.hasPrefix(".") { domain.removeFirst() }
@@ -239,6 +239,19 @@ public final class CookieJar: Sendable {
             return nil
         }
         return cookie
+    }
+
+    /// A `Max-Age` value (RFC 6265 §5.2.2: digits after an optional `-`; anything else is
+    /// ignored), a number past `Int` read as the nearest bound: a server's "for ever" outlives
+    /// the session and its huge negative value deletes the cookie, as the RFC reads them.
+    static func maxAgeSeconds(_ text: String) -> Int? {
+        var digits = Substring(text)
+        let negative = digits.hasPrefix("-")
+        if negative { digits = digits.dropFirst() }
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
+        else { return nil }
+        guard let value = Int(digits) else { return negative ? Int.min : Int.max }
+        return negative ? -value : value
     }
 
     /// Whether `new` would replace or shadow `old` (same name, either domain within the other,

@@ -144,10 +144,13 @@ public final class RequestIntervalGate: Sendable {
         var verdict = table.withLock { $0.admit(key: key, rule: rule, now: now) }
         // Fleet mode: the shared table decides while it answers; the local one stays booked
         // for when it does not.
+        var fleetSlot: Int64?
         if let shared, let fleet = await shared.admit(key: key, interval: rule.interval, delay: rule.mode == .delay) {
             switch fleet {
             case .proceed: verdict = .proceed
-            case .wait(let duration): verdict = .wait(duration)
+            case .wait(let duration, let slot):
+                verdict = .wait(duration)
+                fleetSlot = slot
             case .drop(let remaining): verdict = .drop(remaining: remaining)
             }
         }
@@ -162,9 +165,11 @@ public final class RequestIntervalGate: Sendable {
             do {
                 try await clock.sleep(for: duration)
             } catch {
-                // A cancelled call does not keep the calls after it waiting for its slot (the
-                // local table's: the fleet's shared table books its own).
-                if shared == nil {
+                // A cancelled call does not keep the calls after it waiting for its slot: the
+                // fleet's when the fleet booked it, else the local table's.
+                if let shared, let fleetSlot {
+                    await shared.release(key: key, interval: rule.interval, slot: fleetSlot)
+                } else {
                     table.withLock { $0.release(key: key, slot: now + duration, interval: rule.interval) }
                 }
                 throw error

@@ -4,12 +4,21 @@ package protocol SharedIntervalGate: Sendable {
     /// Decides for a call to `key` fleet-wide and books it (a delayed call books its future
     /// slot); nil when the store cannot answer, and the local table decides.
     func admit(key: String, interval: Duration, delay: Bool) async -> SharedIntervalVerdict?
+
+    /// Gives back the slot a delayed call booked (`.wait`'s `slot`) and will not use, when no
+    /// call has booked after it, so the next call may go from the slot before it.
+    func release(key: String, interval: Duration, slot: Int64) async
+}
+
+extension SharedIntervalGate {
+    package func release(key: String, interval: Duration, slot: Int64) async {}
 }
 
 /// What a shared interval table decided.
 package enum SharedIntervalVerdict: Sendable, Equatable {
     case proceed
-    case wait(Duration)
+    /// Wait `Duration`, then send: the call has booked `slot` (in the table's own terms).
+    case wait(Duration, slot: Int64)
     case drop(remaining: Duration)
 }
 

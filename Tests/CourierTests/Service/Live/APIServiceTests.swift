@@ -70,6 +70,29 @@ import Testing
         #expect(server.requestCount == 0)
     }
 
+    /// A `..` step hidden in one segment, behind an encoded separator (`..%2F`, `%2F..`,
+    /// `..%5C`) or before a path parameter (`..;`, which Tomcat and Jetty read as `..`), leaves
+    /// the base path at a server that decodes or strips before it normalises the path (nginx
+    /// matches its locations on the decoded path): refused like `../` and `%2e%2e`.
+    @Test(arguments: [
+        "users/..%2Fadmin", "users/%2F..", "users/..%5Cadmin", "users/%2e%2e%2fadmin", "users/..;/admin",
+        "users/..;jsessionid=1/admin", "..%2F..%2Fadmin", "users/%2E%2E%5C",
+    ])
+    func aParentStepHiddenInASegmentNeverReachesTheNetwork(_ path: String) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.servers = try ServerPool(servers: [BaseURL(server.baseURL.absoluteString + "/v1")])
+        }
+        do {
+            let _: ServiceUser = try await service.get(path)
+            Issue.record("expected a rejection")
+        } catch {
+            #expect(error.code == .invalidRequest)
+        }
+        #expect(server.requestCount == 0)
+    }
+
     @Test func cancelBeforeSendNeverReachesTheServer() async throws {
         let server = try TestServer()
         defer { server.stop() }

@@ -202,4 +202,29 @@ import Testing
             #expect(try await cookieSent(by: client, to: plain.url("/echo")) == "plain=2")
         }
     }
+
+    /// A `Max-Age` past 64 bits is still a number of seconds (RFC 6265 §5.2.2): a server's "for
+    /// ever" keeps the cookie past the session, and its huge negative one deletes it, as
+    /// `Max-Age=0` does. Read as no `Max-Age` at all, the deletion replaced the user's cookie
+    /// with the emptied one, sent on every later request.
+    @Test func aMaxAgeBeyondSixtyFourBitsStillSetsTheExpiry() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let jar = CookieJar()
+        let client = try makeClient { $0.cookieJar = jar }
+        func answer(setting line: String) async throws {
+            var response = ScriptedResponse.text("set")
+            response.headers.append(HTTPField(name: .setCookie, value: line))
+            server.enqueue(response)
+            _ = try await client.send(HTTPRequest(.get, server.url("/set")))
+        }
+        try await answer(setting: "sid=alice; Max-Age=99999999999999999999")
+        #expect(jar.all.map(\.name) == ["sid"])
+        #expect(jar.all.first?.expires.map { $0 > Date().addingTimeInterval(365 * 86_400) } == true)
+        #expect(try await cookieSent(by: client, to: server.url("/echo")) == "sid=alice")
+
+        try await answer(setting: "sid=deleted; Max-Age=-99999999999999999999")
+        #expect(jar.all.isEmpty)
+        #expect(try await cookieSent(by: client, to: server.url("/echo")) == nil)
+    }
 }

@@ -1,0 +1,97 @@
+import CourierLocking
+import Foundation
+import Testing
+
+@testable import CourierRedis
+@testable import CourierTesting
+
+/// A Redis (or whatever listens on its port) that answers, but too slowly to be useful.
+@Suite struct RedisHostileServerTests {
+    /// Every command is answered with an 800-byte bulk reply sent one byte every 25 ms (20 s
+    /// in all): each byte comes well within the command timeout, which the socket applied
+    /// to each read, so the command waited the whole 20 s, and every command queued behind it
+    /// (the cache reads of every call) too.
+    @Test func aReplyDrippedByteByByteCostsOneCommandTimeout() async throws {
+        let server = try DrippingServer(replyBytes: 800)
+        defer { server.stop() }
+        var configuration = RedisFleet.Configuration(port: Int(server.port), identityKey: RedisTestServer.identityKey)
+        configuration.connectTimeout = .seconds(10)
+        configuration.commandTimeout = .milliseconds(500)
+        // Open until the test has looked, however busy the machine.
+        configuration.retryAfter = .seconds(600)
+        let fleet = try RedisFleet(configuration: configuration)
+        let started = ContinuousClock.now
+        let reply = await fleet.client.run([Data("PING".utf8)])
+        let elapsed = ContinuousClock.now - started
+        guard case .failure(.io) = reply else {
+            Issue.record("expected the command to fail on its timeout, got \(reply)")
+            return
+        }
+        #expect(elapsed < .seconds(10), "the command took \(elapsed)")
+        #expect(!fleet.isAvailable)
+    }
+}
+
+/// Accepts connections and answers the first bytes of each with a bulk reply it writes one
+/// byte at a time, `interval` apart.
+final class DrippingServer: Sendable {
+    private final class Core: Sendable {
+        let listener: Int32
+        let stopped = LockedValue(false)
+        let done = DispatchSemaphore(value: 0)
+
+        init(listener: Int32) { self.listener = listener }
+
+        var isStopped: Bool { stopped.withLock { $0 } }
+
+        func serve(_ reply: [UInt8], pause: useconds_t) {
+            var connections: [Int32] = []
+            defer {
+                for connection in connections { close(connection) }
+                done.signal()
+            }
+            while !isStopped {
+                guard Socket.poll([listener], timeoutMilliseconds: 50).contains(0),
+                    let connection = Socket.accept(listener)
+                else { continue }
+                connections.append(connection)
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                guard buffer.withUnsafeMutableBytes({ Socket.read(connection, into: $0) }) > 0 else { continue }
+                for byte in reply {
+                    if isStopped || !Socket.writeAll(connection, [byte]) { break }
+                    usleep(pause)
+                }
+            }
+        }
+    }
+
+    let port: UInt16
+    private let core: Core
+
+    init(replyBytes: Int = 400, interval: Duration = .milliseconds(25)) throws {
+        let (fd, port) = try Socket.listen(host: "127.0.0.1", port: 0, backlog: 16)
+        self.port = port
+        let core = Core(listener: fd)
+        self.core = core
+        let reply =
+            Array("$\(replyBytes)\r\n".utf8) + Array(repeating: UInt8(ascii: "x"), count: replyBytes)
+            + Array("\r\n".utf8)
+        let pause = useconds_t(interval.components.attoseconds / 1_000_000_000_000)
+        let thread = Thread { core.serve(reply, pause: pause) }
+        thread.name = "DrippingServer \(port)"
+        thread.start()
+    }
+
+    /// Stops accepting and dripping, and waits for the thread.
+    func stop() {
+        let first = core.stopped.withLock { stopped -> Bool in
+            defer { stopped = true }
+            return !stopped
+        }
+        guard first else { return }
+        core.done.wait()
+        close(core.listener)
+    }
+
+    deinit { stop() }
+}
