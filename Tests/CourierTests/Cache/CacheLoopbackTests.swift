@@ -79,6 +79,35 @@ import Testing
         #expect(server.requestCount == 2)
     }
 
+    /// A 304 whose `Vary` is not the stored answer's (RFC 9111 §4.1: `*` never matches) is
+    /// served once, and the merged entry is not reused although the 304 made it fresh: its new
+    /// `Vary` does not match the variant it was stored under. (A review suspected a merged
+    /// `Vary: *` matched every request; this shows it does not.)
+    @Test(arguments: ["*", "Accept-Language"])
+    func a304ThatChangesVaryIsServedOnceAndNotKept(vary: String) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let cache = try makeCache()
+        let path = "/validated"
+        server.enqueue(
+            ScriptedResponse(
+                status: 200, headers: [.eTag: "\"v1\"", .cacheControl: "max-age=0", .contentType: "text/plain"],
+                body: Data("stored".utf8)))
+        server.enqueue(
+            ScriptedResponse(status: 304, headers: [.eTag: "\"v1\"", .cacheControl: "max-age=600", .vary: vary]))
+        server.enqueue(.text("from the network"))
+        let call = CacheRequest(request(server, path))
+        #expect(try await load(cache, server, call).source == .network)
+        let revalidated = try await load(cache, server, call)
+        #expect(revalidated.source == .revalidated)
+        #expect(revalidated.body == Data("stored".utf8))
+        // The 304 made the entry fresh for ten minutes, but its Vary says it is not to be reused.
+        let third = try await load(cache, server, call)
+        #expect(third.source == .network)
+        #expect(third.body == Data("from the network".utf8))
+        #expect(server.requestCount == 3)
+    }
+
     @Test func lastModifiedRevalidation() async throws {
         let server = try TestServer()
         defer { server.stop() }
