@@ -25,6 +25,8 @@ final class BodyStreamSource: Sendable {
         /// Bytes of `chunks[head]` already read.
         var offset = 0
         var bufferedBytes = 0
+        /// Bytes handed to the reader so far.
+        var delivered: Int64 = 0
         /// Set when the sequence ended (nil error) or failed.
         var end: Result<Void, CourierError>?
         /// The read callback found the buffer empty and paused the transfer.
@@ -79,9 +81,24 @@ final class BodyStreamSource: Sendable {
     /// - Returns: the count copied, 0 at the end of the sequence, nil when nothing is buffered
     ///   yet (pause the transfer; `wake` is called when there is).
     /// - Throws: `CourierError` when the sequence failed.
+    ///
+    /// With a declared length, the sequence must have exactly that many bytes: more fails the
+    /// read (the server would otherwise get a body cut short and report success), and the
+    /// last byte is held back until the sequence has ended, so a sequence that goes on past
+    /// it is caught before the body is complete, as AsyncHTTPClient does.
     func read(into destination: UnsafeMutableRawPointer, capacity: Int) throws(CourierError) -> Int? {
+        let length = self.length
         let (result, producer) = state.withLock {
             state -> (Result<Int?, CourierError>, CheckedContinuation<Void, any Error>?) in
+            var capacity = capacity
+            if let length {
+                let remaining = length - state.delivered
+                if Int64(state.bufferedBytes) > remaining {
+                    return (.failure(Self.longerThanDeclared(length)), nil)
+                }
+                // The last byte waits for the end of the sequence.
+                if state.end == nil { capacity = Int(Swift.min(Int64(capacity), Swift.max(0, remaining - 1))) }
+            }
             var copied = 0
             while copied < capacity, state.head < state.chunks.count {
                 let chunk = state.chunks[state.head]
@@ -101,6 +118,7 @@ final class BodyStreamSource: Sendable {
                 state.head = 0
             }
             state.bufferedBytes -= copied
+            state.delivered += Int64(copied)
             // Let the producer go on at half the mark, not for every chunk read.
             var producer: CheckedContinuation<Void, any Error>?
             if state.bufferedBytes <= highWaterMark / 2 {
@@ -118,6 +136,11 @@ final class BodyStreamSource: Sendable {
         }
         producer?.resume()
         return try result.get()
+    }
+
+    private static func longerThanDeclared(_ length: Int64) -> CourierError {
+        CourierError(
+            .invalidRequest, "the streamed request body has more bytes than its declared length (\(length))")
     }
 
     /// The transfer ended: stops pulling the sequence and drops what is buffered.

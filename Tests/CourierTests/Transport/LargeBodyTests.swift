@@ -343,6 +343,67 @@ import Testing
         }
     }
 
+    /// A declared length is held to: the last byte waits for the end of the sequence, and a
+    /// sequence with more bytes fails the read before the body is complete (its extra bytes
+    /// were dropped and the call reported success, with a body the caller never meant).
+    @Test func aStreamWithADeclaredLengthMustEndThere() async throws {
+        func reader(_ chunks: AsyncStream<Data>, length: Int64, wake: @escaping @Sendable () -> Void) -> BodyReader {
+            BodyReader(body: .stream(chunks, length: length), length: length, wake: wake)
+        }
+        var buffer = [UInt8](repeating: 0, count: 100)
+        func read(_ reader: BodyReader) throws -> Int? {
+            try buffer.withUnsafeMutableBytes { try reader.read(into: $0.baseAddress!, capacity: 100) }
+        }
+        // Exactly the declared bytes: all but the last go at once, the last once it has ended.
+        let (exact, exactProducer) = AsyncStream.makeStream(of: Data.self)
+        let (exactWakes, exactWaker) = AsyncStream.makeStream(of: Void.self)
+        var exactWoken = exactWakes.makeAsyncIterator()
+        let whole = reader(exact, length: 3) { exactWaker.yield() }
+        #expect(try read(whole) == nil)
+        exactProducer.yield(Data("abc".utf8))
+        _ = await exactWoken.next()
+        #expect(try read(whole) == 2)
+        // Waited for only when paused: a reader that did not pause is never woken.
+        let waitsForTheEnd = try read(whole)
+        #expect(waitsForTheEnd == nil)
+        exactProducer.finish()
+        if waitsForTheEnd == nil { _ = await exactWoken.next() }
+        #expect(try read(whole) == 1)
+        #expect(buffer[0] == UInt8(ascii: "c"))
+        // One byte more: refused before the last declared byte is handed over.
+        let (longer, longerProducer) = AsyncStream.makeStream(of: Data.self)
+        let (longerWakes, longerWaker) = AsyncStream.makeStream(of: Void.self)
+        var longerWoken = longerWakes.makeAsyncIterator()
+        let overlong = reader(longer, length: 3) { longerWaker.yield() }
+        #expect(try read(overlong) == nil)
+        longerProducer.yield(Data("abc".utf8))
+        _ = await longerWoken.next()
+        #expect(try read(overlong) == 2)
+        let waitsForMore = try read(overlong)
+        #expect(waitsForMore == nil)
+        longerProducer.yield(Data("d".utf8))
+        if waitsForMore == nil { _ = await longerWoken.next() }
+        let error = #expect(throws: CourierError.self) { try read(overlong) }
+        #expect(error?.code == .invalidRequest)
+    }
+
+    @Test(arguments: [[10, 10], [20], [5, 5, 1]])
+    func aStreamLongerThanItsLengthFailsAndTheServerGetsNoRequest(chunkSizes: [Int]) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try Self.streamingClient()
+        let chunks = AsyncStream<Data> { continuation in
+            for size in chunkSizes { continuation.yield(Data(repeating: 7, count: size)) }
+            continuation.finish()
+        }
+        let error = await courierError {
+            _ = try await client.send(HTTPRequest(.post, server.url("/upload")), body: .stream(chunks, length: 10))
+        }
+        #expect(error?.code == .invalidRequest)
+        #expect(error?.message.contains("more bytes than its declared length") == true)
+        #expect(server.recordedRequests(path: "/upload").isEmpty)
+    }
+
     @Test func aStreamedBodyIsNotSentTwice() async throws {
         let server = try TestServer()
         defer { server.stop() }
