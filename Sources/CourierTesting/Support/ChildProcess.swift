@@ -133,30 +133,59 @@ public enum ChildProcess {
         _ = wait(pid)
     }
 
-    /// Tries to connect to `127.0.0.1:port` until a connection succeeds, the process `pid`
-    /// exits (e.g. its port was taken), or `timeout` passes.
-    /// - Returns: true once the process accepts connections.
+    /// Waits until the process `pid` itself listens on `port`, the process exits (e.g. its
+    /// port was taken), or `timeout` passes.
+    ///
+    /// A connection that succeeds is not enough: the port is found free by binding and closing
+    /// it, and a listener another test makes meanwhile can take it first. The proxy then failed
+    /// to bind, but the probe reached that other server, and a proxy test talked to a test
+    /// server (a 404). So the listening socket must be one of `pid`'s descriptors.
+    /// - Returns: true once the process listens on the port.
     public static func waitUntilAccepting(port: UInt16, pid: pid_t, timeout: Duration) -> Bool {
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let fd = try? Socket.connectNonBlocking(host: "127.0.0.1", port: port) {
-                defer { close(fd) }
-                if !Socket.poll([fd], events: Int16(POLLOUT), timeoutMilliseconds: 100).isEmpty {
-                    var error: Int32 = 0
-                    var length = socklen_t(MemoryLayout<Int32>.size)
-                    getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
-                    if error == 0 { return true }
-                }
-            }
+        repeat {
+            if listens(pid: pid, port: port) { return true }
             if poll(pid) != nil { return false }
             usleep(10_000)
-        }
+        } while ContinuousClock.now < deadline
         return false
+    }
+
+    /// Whether one of `pid`'s descriptors is a TCP socket listening on `port` (IPv4 or IPv6),
+    /// read from `/proc/net/tcp{,6}` and `/proc/PID/fd`.
+    static func listens(pid: pid_t, port: UInt16) -> Bool {
+        let suffix = ":" + String(port, radix: 16, uppercase: true).leftPadded(to: 4)
+        var inodes: Set<Substring> = []
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+            for line in text.split(separator: "\n").dropFirst() {
+                // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+                let fields = line.split(separator: " ")
+                guard fields.count > 9, fields[3] == "0A", fields[1].hasSuffix(suffix) else { continue }
+                inodes.insert(fields[9])
+            }
+        }
+        guard !inodes.isEmpty,
+            let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")
+        else { return false }
+        return descriptors.contains { descriptor in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(descriptor)"),
+                target.hasPrefix("socket:["), target.hasSuffix("]")
+            else { return false }
+            return inodes.contains(target.dropFirst(8).dropLast())
+        }
     }
 
     private static func decode(_ status: Int32) -> Int32 {
         // WIFEXITED / WEXITSTATUS / WTERMSIG are macros Swift does not import.
         let signal = status & 0x7f
         return signal == 0 ? (status >> 8) & 0xff : 128 + signal
+    }
+}
+
+extension String {
+    /// The string with `0`s in front, up to `width` characters.
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

@@ -86,6 +86,20 @@ import Testing
         #expect(ChildProcess.find("no-such-tool-\(UUID().uuidString)") == nil)
     }
 
+    /// A port someone else listens on is not the child's: the check that a started server
+    /// (nginx, a proxy) is up asks whether the child itself holds the listening socket. It
+    /// connected to the port instead, and a test server that took the port first answered for
+    /// a proxy that had failed to bind (a proxy test got a 404).
+    @Test func aPortAnotherListenerHoldsIsNotTheChilds() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let sleeper = try ChildProcess.spawn("/bin/sleep", ["30"])
+        defer { ChildProcess.terminate(sleeper.pid) }
+        #expect(!ChildProcess.waitUntilAccepting(port: server.port, pid: sleeper.pid, timeout: .milliseconds(200)))
+        #expect(ChildProcess.listens(pid: getpid(), port: server.port))
+        #expect(!ChildProcess.listens(pid: sleeper.pid, port: server.port))
+    }
+
     /// A capture pipe is close-on-exec from the moment it is made: a child that another thread
     /// starts meanwhile never inherits its write end. (It was made close-on-exec only after the
     /// spawn, so a daemonized nginx started at that moment held it open, the reader waited for
