@@ -169,7 +169,9 @@ public enum ChildProcess {
             let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")
         else { return false }
         return descriptors.contains { descriptor in
-            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(descriptor)"),
+            guard
+                let target = try? FileManager.default.destinationOfSymbolicLink(
+                    atPath: "/proc/\(pid)/fd/\(descriptor)"),
                 target.hasPrefix("socket:["), target.hasSuffix("]")
             else { return false }
             return inodes.contains(target.dropFirst(8).dropLast())
