@@ -157,7 +157,7 @@ public enum ChildProcess {
         let suffix = ":" + String(port, radix: 16, uppercase: true).leftPadded(to: 4)
         var inodes: Set<Substring> = []
         for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+            guard let text = readWhole(table) else { continue }
             for line in text.split(separator: "\n").dropFirst() {
                 // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
                 let fields = line.split(separator: " ")
@@ -183,6 +183,24 @@ public enum ChildProcess {
         let signal = status & 0x7f
         return signal == 0 ? (status >> 8) & 0xff : 128 + signal
     }
+}
+
+/// The whole of a `/proc` file, read to its end. (Foundation reads a file the size `stat`
+/// gives, which is 0 for these, and got only the first page of `/proc/net/tcp`: 27 of its
+/// thousands of lines during a full test run.)
+private func readWhole(_ path: String) -> String? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        if count < 0 && errno == EINTR { continue }
+        guard count > 0 else { break }
+        bytes.append(contentsOf: buffer[0..<count])
+    }
+    return String(decoding: bytes, as: UTF8.self)
 }
 
 extension String {
