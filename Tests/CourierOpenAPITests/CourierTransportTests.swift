@@ -116,6 +116,23 @@ import Tracing
         #expect(server.requestCount == 0)
     }
 
+    /// The body's declared length was reserved up front: with a limit of `Int.max`, a body
+    /// declaring `Int64.max` bytes trapped the process (any large declared length allocated
+    /// that much before a byte was read). The buffer now grows with the bytes that arrive.
+    @Test func aDeclaredLengthIsNotReservedUpFront() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(ScriptedResponse(status: 200, headers: [.contentType: "application/octet-stream"]))
+        let api = try Self.api(server) { $0.maxRequestBodySize = .max }
+        let stream = AsyncStream<HTTPBody.ByteChunk> { continuation in
+            continuation.yield([1, 2, 3])
+            continuation.finish()
+        }
+        _ = try await api.client.putAttachment(
+            path: .init(id: 5), body: .binary(HTTPBody(stream, length: .known(.max))))
+        #expect(server.recordedRequests.first?.body == Data([1, 2, 3]))
+    }
+
     /// A limit of zero takes empty bodies only.
     @Test func aZeroBodyLimitTakesAnEmptyBodyOnly() async throws {
         let server = try TestServer()
