@@ -43,6 +43,8 @@ public struct CourierTransport: ClientTransport {
     ///
     /// Request bodies are collected in memory before the call starts, so that a retry can
     /// send them again; a larger body fails the operation with `CourierError.invalidRequest`.
+    /// Zero takes empty bodies only; a negative limit fails every operation with
+    /// `CourierError.configuration`.
     public var maxRequestBodySize: Int
 
     /// - Parameters:
@@ -83,6 +85,10 @@ public struct CourierTransport: ClientTransport {
     func endpoint(for request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String)
         async throws(CourierError) -> Endpoint<OpenAPIAnswer>
     {
+        guard maxRequestBodySize >= 0 else {
+            throw CourierError(
+                .configuration, "CourierTransport.maxRequestBodySize must be 0 or more (got \(maxRequestBodySize))")
+        }
         var options = self.options
         options.operationName = operationID
         if server == .clientServerURL { options.server = baseURL }

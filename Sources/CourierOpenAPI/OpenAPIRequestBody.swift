@@ -22,7 +22,9 @@ enum OpenAPIRequestBody {
             throw tooLarge(length, limit: limit)
         }
         var data = Data()
-        if case .known(let length) = body.length { data.reserveCapacity(Int(length)) }
+        // At most `maxReservation` up front, whatever the body declares: a declared length is
+        // not a byte read yet (`Int64.max` with a limit of `Int.max` trapped).
+        if case .known(let length) = body.length { data.reserveCapacity(Int(min(length, maxReservation))) }
         do {
             for try await chunk in body {
                 guard data.count + chunk.count <= limit else {
@@ -39,6 +41,9 @@ enum OpenAPIRequestBody {
         }
         return data
     }
+
+    /// The most bytes reserved before they arrive; the buffer grows past it as bytes come.
+    static let maxReservation: Int64 = 4 << 20
 
     private static func tooLarge(_ length: Int64, limit: Int) -> CourierError {
         CourierError(

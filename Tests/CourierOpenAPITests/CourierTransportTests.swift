@@ -98,6 +98,55 @@ import Tracing
         #expect(server.requestCount == 0)
     }
 
+    /// A negative limit refused every body (even an empty one) with `.invalidRequest`, as if the
+    /// body were at fault, and let every operation without a body through: a configuration
+    /// that cannot work showed up only on some operations, and not as one.
+    @Test(arguments: [-1, Int.min])
+    func aNegativeBodyLimitIsAConfigurationErrorForEveryOperation(_ limit: Int) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let api = try Self.api(server) { $0.maxRequestBodySize = limit }
+        let withoutBody = await Self.courierError { _ = try await api.client.getGreeting(path: .init(name: "Ada")) }
+        #expect(withoutBody?.code == .configuration)
+        let withBody = await Self.courierError {
+            _ = try await api.client.putAttachment(path: .init(id: 3), body: .binary(HTTPBody()))
+        }
+        #expect(withBody?.code == .configuration)
+        #expect(withBody?.message.contains("maxRequestBodySize") == true)
+        #expect(server.requestCount == 0)
+    }
+
+    /// The body's declared length was reserved up front: with a limit of `Int.max`, a body
+    /// declaring `Int64.max` bytes trapped the process (any large declared length allocated
+    /// that much before a byte was read). The buffer now grows with the bytes that arrive.
+    @Test func aDeclaredLengthIsNotReservedUpFront() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(ScriptedResponse(status: 200, headers: [.contentType: "application/octet-stream"]))
+        let api = try Self.api(server) { $0.maxRequestBodySize = .max }
+        let stream = AsyncStream<HTTPBody.ByteChunk> { continuation in
+            continuation.yield([1, 2, 3])
+            continuation.finish()
+        }
+        _ = try await api.client.putAttachment(
+            path: .init(id: 5), body: .binary(HTTPBody(stream, length: .known(.max))))
+        #expect(server.recordedRequests.first?.body == Data([1, 2, 3]))
+    }
+
+    /// A limit of zero takes empty bodies only.
+    @Test func aZeroBodyLimitTakesAnEmptyBodyOnly() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(ScriptedResponse(status: 200, headers: [.contentType: "application/octet-stream"]))
+        let api = try Self.api(server) { $0.maxRequestBodySize = 0 }
+        _ = try await api.client.putAttachment(path: .init(id: 3), body: .binary(HTTPBody()))
+        let error = await Self.courierError {
+            _ = try await api.client.putAttachment(path: .init(id: 3), body: .binary(HTTPBody(Data([1]))))
+        }
+        #expect(error?.code == .invalidRequest)
+        #expect(server.requestCount == 1)
+    }
+
     // MARK: - Error statuses
 
     @Test func refusedStatusesAreTheSpecsDocumentedCases() async throws {

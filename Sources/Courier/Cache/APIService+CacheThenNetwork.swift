@@ -35,11 +35,8 @@ extension APIService {
             if let cached = await core.cachedAnswer(endpoint), allowingStale || !cached.isStale {
                 continuation.yield(cached)
             }
-            var fresh = endpoint
-            fresh.options.cachePolicy = .reloadRevalidatingCache
-            fresh.options.staleIfError = false
             do {
-                continuation.yield(try await core.send(fresh))
+                continuation.yield(try await core.send(core.networkCall(endpoint)))
                 continuation.finish()
             } catch {
                 continuation.finish(throwing: error)
@@ -56,26 +53,42 @@ extension APIService {
     ///   - allowingStale: whether a cached entry past its freshness is delivered.
     ///   - queue: where `handler` runs (nil: the service's `callbackQueue`).
     ///   - handler: gets each result in order.
-    /// - Returns: the task running both calls; cancel it to stop them.
+    /// - Returns: the task running both calls; cancel it to stop them (the handler then gets
+    ///   `CourierError.cancelled` as the network's result, unless that result came first).
     @discardableResult
     public func cacheThenNetwork<Model: Decodable & Sendable>(
         _ endpoint: Endpoint<Model>, allowingStale: Bool = true, deliveringOn queue: DispatchQueue? = nil,
         _ handler: @escaping @Sendable (Result<Response<Model>, CourierError>) -> Void
     ) -> Task<Void, Never> {
         let queue = queue ?? core.configuration.callbackQueue
-        let updates = cacheThenNetwork(endpoint, allowingStale: allowingStale)
+        let core = self.core
+        // The calls run in the task itself, not through the sequence: a cancelled sequence
+        // just ends, which left the handler without its last result.
         return Task {
-            do {
-                for try await update in updates { queue.async { handler(.success(update)) } }
-            } catch {
-                let failure = CourierError.fromCall(error)
-                queue.async { handler(.failure(failure)) }
+            if let cached = await core.cachedAnswer(endpoint), allowingStale || !cached.isStale, !Task.isCancelled {
+                queue.async { handler(.success(cached)) }
             }
+            let result: Result<Response<Model>, CourierError>
+            do {
+                result = .success(try await core.send(core.networkCall(endpoint)))
+            } catch {
+                result = .failure(CourierError.fromCall(error))
+            }
+            queue.async { handler(result) }
         }
     }
 }
 
 extension ServiceCore {
+    /// The second call of `cacheThenNetwork`: the network's answer (revalidating the entry),
+    /// without stale-if-error (the first value is the stale answer).
+    func networkCall<Model: Decodable & Sendable>(_ endpoint: Endpoint<Model>) -> Endpoint<Model> {
+        var fresh = endpoint
+        fresh.options.cachePolicy = .reloadRevalidatingCache
+        fresh.options.staleIfError = false
+        return fresh
+    }
+
     /// The cache's entry for `endpoint`, decoded, read without the network; nil when there is
     /// none (or it cannot be decoded).
     func cachedAnswer<Model: Decodable & Sendable>(_ endpoint: Endpoint<Model>) async -> Response<Model>? {

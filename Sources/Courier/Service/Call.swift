@@ -74,6 +74,11 @@ public final class Call<Value: Sendable>: CancellableCall {
         self.state = LockedValue(State(operation: operation))
     }
 
+    deinit {
+        // Released unfinished (never started): the registry holds it weakly; its entry goes.
+        if let registry = state.withLock({ $0.registry }) { registry.remove(id) }
+    }
+
     /// Whether `start()` has been called (or the call was cancelled before).
     public var isStarted: Bool {
         state.withLock { if case .idle = $0.phase { false } else { true } }

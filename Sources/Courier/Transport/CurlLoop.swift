@@ -58,6 +58,7 @@ final class CurlLoop: @unchecked Sendable {
     @exclusivity(unchecked) private var pool: [EasyHandle] = []
     @exclusivity(unchecked) private var receiveBufferSizes = ReceiveBufferSizes()
     private let streamsToFlush = StreamsToFlush()
+    private let passProgress = PassProgress()
     private let constantSettings: EasyHandle.Settings.Constant
     /// The proxy of each scheme, read once (`.environment` reads the variables here).
     private let proxies: ResolvedProxy
@@ -150,7 +151,12 @@ final class CurlLoop: @unchecked Sendable {
             curl_multi_perform(multi, &running)
             streamsToFlush.flush()
             collectCompletions()
-            curl_multi_poll(multi, nil, 0, 1000, nil)
+            // libcurl 7.88 gives an HTTP/2 stream at most one receive buffer of what it has
+            // already read off the socket per pass, and sets no timer for the rest, which waits
+            // in its buffers where no poll sees it: a 20 KiB response head read 2 KiB at a time
+            // waited for about ten poll timeouts. After a pass that gave such a stream bytes,
+            // the next pass runs at once.
+            curl_multi_poll(multi, nil, 0, passProgress.take() ? 0 : 1000, nil)
             // At least once a second (the poll's timeout), busy or idle.
             bodyBuffers.trim()
         }
@@ -296,6 +302,7 @@ final class CurlLoop: @unchecked Sendable {
             transfer.streamsToFlush = streamsToFlush
         }
         settings.receiveBufferSize = transfer.receiveBufferSize
+        transfer.passProgress = passProgress
         try handle.prepare(
             settings, url: transfer.url, headers: transfer.headerList,
             context: Unmanaged.passUnretained(transfer).toOpaque(), resolve: resolveList, load: load)
@@ -327,5 +334,18 @@ final class StreamsToFlush {
         guard !streams.isEmpty else { return }
         for stream in streams { stream.flush() }
         streams.removeAll(keepingCapacity: true)
+    }
+}
+
+/// Whether an HTTP/2 transfer took bytes in the loop's current pass (see `CurlLoop.run()`).
+/// Used on the loop's thread only.
+final class PassProgress {
+    /// Loop thread only, without dynamic exclusivity checks (as `CurlTransfer`'s state).
+    @exclusivity(unchecked) var received = false
+
+    /// Whether a transfer took bytes since the last call.
+    func take() -> Bool {
+        defer { received = false }
+        return received
     }
 }

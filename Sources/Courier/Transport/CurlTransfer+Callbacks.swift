@@ -93,6 +93,7 @@ extension CurlTransfer {
     /// Takes body bytes from the write callback. Returns the count taken (anything else
     /// makes curl fail the transfer), or `CURL_WRITEFUNC_PAUSE`.
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
+        if isMultiplexed { passProgress?.received = true }
         let length = bytes.count
         guard length > 0, let start = bytes.baseAddress else { return length }
         // Counted after curl decoded gzip/br, so a small compressed body cannot inflate past the cap.
@@ -119,6 +120,8 @@ extension CurlTransfer {
 
     /// Parses one header line. Returns false to abort the transfer.
     func receiveHeaderLine(_ line: UnsafeBufferPointer<UInt8>) -> Bool {
+        if !isMultiplexed, parser.status == 0, line.starts(with: "HTTP/2".utf8) { isMultiplexed = true }
+        if isMultiplexed { passProgress?.received = true }
         switch parser.consume(line) {
         case .needMore:
             return true

@@ -62,6 +62,10 @@ final class CurlTransfer: @unchecked Sendable {
     @exclusivity(unchecked) var bodyReader: BodyReader?
     /// Where a streamed body asks the loop to hand its bytes over after the pass.
     @exclusivity(unchecked) var streamsToFlush: StreamsToFlush?
+    /// Where an HTTP/2 transfer tells the loop it took bytes in the pass (see `CurlLoop.run()`).
+    @exclusivity(unchecked) var passProgress: PassProgress?
+    /// Whether the answer comes over HTTP/2 (read from its status line).
+    @exclusivity(unchecked) var isMultiplexed = false
     /// The load counters the transfer counts in as waiting for a connection (nil: it is not).
     @exclusivity(unchecked) var queuedIn: OpaquePointer?
     @exclusivity(unchecked) var lastUpload = TransferProgress(completed: -1, total: nil)

@@ -54,8 +54,8 @@ package final class CurlTransport: Transport {
             guard connectTimeout > .zero else {
                 throw CourierError(.configuration, "the connect timeout must be positive")
             }
-            if let caBundlePath, !FileManager.default.isReadableFile(atPath: caBundlePath) {
-                throw CourierError(.configuration, "cannot read the CA bundle at \(caBundlePath)")
+            if let caBundlePath {
+                try Self.validateBundle(at: caBundlePath)
             }
             for entry in resolve {
                 let forbidden: (Character) -> Bool = { $0.isNewline || $0 == "\0" || $0 == "," }
@@ -67,6 +67,22 @@ package final class CurlTransport: Transport {
                 }
             }
             try proxy.validate()
+        }
+
+        /// A CA bundle that can work: a readable file with at least one PEM certificate. An empty
+        /// file, a folder or another format made every https call fail with `.tls`, as if the
+        /// server were at fault.
+        private static func validateBundle(at path: String) throws(CourierError) {
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), !isFolder.boolValue,
+                let contents = FileManager.default.contents(atPath: path)
+            else {
+                throw CourierError(.configuration, "cannot read the CA bundle at \(path)")
+            }
+            // `-----BEGIN CERTIFICATE-----` or `-----BEGIN TRUSTED CERTIFICATE-----`, as OpenSSL reads them.
+            guard contents.range(of: Data("CERTIFICATE-----".utf8)) != nil else {
+                throw CourierError(.configuration, "the CA bundle at \(path) holds no PEM certificate")
+            }
         }
     }
 

@@ -172,6 +172,49 @@ import Testing
         held.release(1)
     }
 
+    /// Cancelling the callback form's task ended both calls without a word to the handler:
+    /// code waiting for "then once with the network's response or error" (to hide a spinner)
+    /// waited for ever. The handler now gets `.cancelled`, once, after the cached value.
+    @Test func cancellingTheCallbackFormsTaskTellsTheHandlerOnce() async throws {
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let _: ServiceUser = try await fixture.service.get("feed")
+        let held = HeldRoute()
+        fixture.server.route("/feed") { _ in
+            held.hold()
+            return .json(["id": 1, "name": "late"])
+        }
+        let delivered = LockedValue<[String]>([])
+        let task = fixture.service.cacheThenNetwork(Endpoint<ServiceUser>.get("feed")) { result in
+            let text: String
+            switch result {
+            case .success(let response): text = "\(response.value.name) cached=\(response.isFromCache)"
+            case .failure(let error): text = "\(error.code)"
+            }
+            delivered.withLock { $0.append(text) }
+        }
+        while held.arrived.value == 0 || delivered.withLock({ $0.isEmpty }) { await Task.yield() }
+        task.cancel()
+        await task.value
+        await withCheckedContinuation { continuation in
+            fixture.service.configuration.callbackQueue.async { continuation.resume() }
+        }
+        #expect(delivered.withLock { $0 } == ["first cached=true", "\(CourierError.Code.cancelled)"])
+        held.release(1)
+
+        // A task cancelled before it ran tells the handler too.
+        let early = LockedValue<[CourierError.Code]>([])
+        let cancelledAtOnce = fixture.service.cacheThenNetwork(Endpoint<ServiceUser>.get("feed")) { result in
+            if case .failure(let error) = result { early.withLock { $0.append(error.code) } }
+        }
+        cancelledAtOnce.cancel()
+        await cancelledAtOnce.value
+        await withCheckedContinuation { continuation in
+            fixture.service.configuration.callbackQueue.async { continuation.resume() }
+        }
+        #expect(early.withLock { $0 } == [.cancelled])
+    }
+
     @Test func otherMethodsSkipTheCache() async throws {
         let fixture = try Fixture()
         defer { fixture.server.stop() }

@@ -93,4 +93,28 @@ import Testing
         #expect(throws: CourierError.self) { try makeClient { $0.maxConnectionsPerHost = 0 } }
         #expect(throws: CourierError.self) { try makeClient { $0.maxResponseSize = 0 } }
     }
+
+    /// Only a missing file was refused when the client was made: an empty file, a folder or a
+    /// file with no PEM certificate made a client whose every https call failed with `.tls`,
+    /// which reads as the server's fault (and, for a folder, libcurl said "error setting
+    /// certificate file").
+    @Test(arguments: ["empty", "folder", "text"])
+    func aCABundleWithoutACertificateIsAConfigurationError(_ kind: String) throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-ca-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("ca.pem")
+        switch kind {
+        case "empty": try Data().write(to: path)
+        case "folder": try FileManager.default.createDirectory(at: path, withIntermediateDirectories: true)
+        default: try Data("not a certificate\n".utf8).write(to: path)
+        }
+        let error = #expect(throws: CourierError.self) { try makeClient { $0.tls.caBundlePath = path.path } }
+        #expect(error?.code == .configuration)
+        // A bundle with a certificate is taken.
+        let system = "/etc/ssl/certs/ca-certificates.crt"
+        if FileManager.default.isReadableFile(atPath: system) {
+            _ = try makeClient { $0.tls.caBundlePath = system }
+        }
+    }
 }

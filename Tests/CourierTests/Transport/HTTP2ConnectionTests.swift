@@ -217,4 +217,29 @@ struct HTTP2ConnectionTests {
         #expect(reused["/hello.txt?first-again"] == true)
         #expect(reused["/hello.txt?other"] == false)
     }
+
+    /// libcurl 7.88 hands an HTTP/2 stream at most one receive buffer (2 KiB for a new origin)
+    /// of what it has already taken off the socket per pass of the loop, and does not ask to be
+    /// run again for the rest: each further 2 KiB of a response head waited for the loop's poll
+    /// timeout of one second (this 20 KiB head: about 10 s per request, over the 3 s timeout
+    /// each request has here). The head comes in one pass after another now.
+    @Test func aLargeResponseHeadOverHTTP2DoesNotWaitForThePollTimeout() async throws {
+        let value = String(repeating: "v", count: 500)
+        let fields = (0..<40).map { "add_header X-Large-\($0) \(value);" }.joined(separator: " ")
+        let (nginx, root) = try await startNginx(http2: true, extraConfig: "location = /large-head { \(fields) }\n")
+        defer { nginx.stop(); try? FileManager.default.removeItem(at: root) }
+        try Data("small".utf8).write(to: root.appendingPathComponent("large-head"))
+        let client = try trustingClient(nginx)
+        // The stall hit a stream on a connection that is already open.
+        #expect(try await client.send(HTTPRequest(.get, nginx.url("/hello.txt"))).status == .ok)
+        let bounded = CallOptions.default.with(\.timeout, .seconds(3))
+        for _ in 0..<2 {
+            let response = try await client.send(HTTPRequest(.get, nginx.url("/large-head")), options: bounded)
+            #expect(response.status == .ok)
+            #expect(response.metrics.httpVersion == .http2)
+            #expect(response.metrics.reusedConnection)
+            #expect(response.head.headerFields[HTTPField.Name("X-Large-39")!] == value)
+            #expect(String(decoding: response.body, as: UTF8.self) == "small")
+        }
+    }
 }

@@ -86,30 +86,80 @@ public enum Batch {
 /// Calls run one after another, each given the previous result:
 /// `Chain { try await auth.refresh() }.then { token in try await api.profile(token) }.run()`.
 public struct Chain<Value: Sendable>: Sendable {
-    private let body: @Sendable () async throws -> Value
+    /// The last step; it links back to the first.
+    private let last: ChainStep
 
     /// Starts a chain with its first call.
-    public init(_ first: @escaping @Sendable () async throws -> Value) { self.body = first }
+    public init(_ first: @escaping @Sendable () async throws -> Value) {
+        last = ChainStep(after: nil) { _ in try await first() }
+    }
+
+    private init(last: ChainStep) { self.last = last }
 
     /// Adds a call that runs after the previous one succeeds and receives its value.
     /// - Parameter next: the call; it is not run when an earlier one fails.
     /// - Returns: the longer chain.
     public func then<Next: Sendable>(_ next: @escaping @Sendable (Value) async throws -> Next) -> Chain<Next> {
-        let body = self.body
-        return Chain<Next> {
-            let value = try await body()
-            try Task.checkCancellation()
-            return try await next(value)
-        }
+        // Every step was made by this type with the type its next step takes.
+        Chain<Next>(last: ChainStep(after: last) { value in try await next(value as! Value) })
     }
 
     /// Runs the chain.
     /// - Returns: the last call's value.
     /// - Throws: the first failure, as a `CourierError`.
     public func run() async throws(CourierError) -> Value {
-        do { return try await body() } catch { throw Call<Value>.courierError(error) }
+        do { return try await last.run() as! Value } catch { throw Call<Value>.courierError(error) }
     }
 
     /// The chain as a deferred call, with an identifier, that can be started and cancelled.
-    public func call(id: CallID = .next()) -> Call<Value> { Call(id: id, operation: body) }
+    public func call(id: CallID = .next()) -> Call<Value> {
+        let last = self.last
+        return Call(id: id) { try await last.run() as! Value }
+    }
+}
+
+/// One step of a ``Chain``, linked to the step before it.
+///
+/// A list rather than closures nested in closures: a chain of 100,000 steps built in a loop
+/// was released (and run) one nested level per step, which overflowed the stack. Here the
+/// steps run in a loop and are released in one (see `deinit`).
+private final class ChainStep: Sendable {
+    typealias Body = @Sendable (any Sendable) async throws -> any Sendable
+
+    private let body: Body
+    /// Taken only by `deinit`, of a step no one else holds.
+    private let previous: LockedValue<ChainStep?>
+
+    /// A step that runs `body` on the value of `previous` (nothing for the first step).
+    init(after previous: ChainStep?, _ body: @escaping Body) {
+        self.body = body
+        self.previous = LockedValue(previous)
+    }
+
+    deinit {
+        // Releases the steps before this one that only it holds, one after another, instead
+        // of each one's release releasing the one before it.
+        var next = previous.withLock { $0.take() }
+        while var step = next.take() {
+            guard isKnownUniquelyReferenced(&step) else { break }
+            next = step.previous.withLock { $0.take() }
+        }
+    }
+
+    /// Runs every step from the first, checking for cancellation between two steps.
+    /// - Returns: this step's value.
+    func run() async throws -> any Sendable {
+        var steps: [ChainStep] = []
+        var step: ChainStep? = self
+        while let current = step {
+            steps.append(current)
+            step = current.previous.withLock { $0 }
+        }
+        var value: any Sendable = ()
+        for (index, current) in steps.reversed().enumerated() {
+            if index > 0 { try Task.checkCancellation() }
+            value = try await current.body(value)
+        }
+        return value
+    }
 }

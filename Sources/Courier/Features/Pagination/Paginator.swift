@@ -107,9 +107,14 @@ public actor Paginator<Item: Sendable> {
     }
 
     /// Loads every remaining page.
-    /// - Parameter maximumPages: a guard against endpoints that never end.
+    /// - Parameter maximumPages: a guard against endpoints that never end (at least 1).
     /// - Returns: all items from the first page on.
+    /// - Throws: `CourierError.configuration`, before any request, when `maximumPages` is
+    ///   below 1; `.invalidResponse` when the walk has not ended after `maximumPages` pages.
     public func all(maximumPages: Int = 10_000) async throws -> [Item] {
+        guard maximumPages >= 1 else {
+            throw CourierError(.configuration, "the page limit must be at least 1 (got \(maximumPages))")
+        }
         var items = try await first()
         var pages = 1
         while hasMore {

@@ -94,4 +94,22 @@ import Testing
         await #expect(throws: CourierError.self) { try await call.run() }
         #expect(later.value == 0)
     }
+
+    /// Each `then` wrapped the chain so far in a new closure: releasing a chain of 100,000
+    /// steps released 100,000 nested closure contexts recursively and overflowed the stack
+    /// (the process died with SIGSEGV; from about 60,000 steps in a debug build).
+    @Test func aChainOfAHundredThousandStepsRunsAndIsReleased() async throws {
+        var chain = Chain { 0 }
+        for _ in 0..<100_000 { chain = chain.then { $0 + 1 } }
+        #expect(try await chain.run() == 100_000)
+        #expect(try await chain.call().run() == 100_000)
+        // Two chains that share their first steps: releasing one keeps the other whole.
+        let base = Chain { 1 }.then { $0 * 10 }
+        var left: Chain<Int>? = base.then { $0 + 1 }
+        let right = base.then { $0 + 2 }
+        #expect(try await left?.run() == 11)
+        left = nil
+        #expect(try await right.run() == 12)
+        #expect(try await base.run() == 10)
+    }
 }

@@ -69,4 +69,19 @@ import Testing
         #expect(try await pages.first() == [1])
         #expect(try await pages.next() == [2])
     }
+
+    /// A limit below one page still fetched the first page (and returned it when it was the
+    /// only one) before the limit was looked at.
+    @Test(arguments: [0, -1, Int.min])
+    func aPageLimitBelowOneIsAConfigurationErrorBeforeAnyRequest(_ maximumPages: Int) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/items") { _ in .json(["items": [1]]) }
+        let service = try ServiceFixture.service(server)
+        let pages = service.paginator("items", style: .page(size: 2), as: ItemsPage.self) { Page(items: $0.items) }
+        let error = await courierError { _ = try await pages.all(maximumPages: maximumPages) }
+        #expect(error?.code == .configuration)
+        #expect(server.count("/items") == 0)
+        #expect(try await pages.all(maximumPages: 1) == [1])
+    }
 }

@@ -119,6 +119,35 @@ import Testing
         #expect(service.calls.count == 0)
     }
 
+    /// The registry held every deferred call until it finished, and a call's operation holds
+    /// its service: a call built and never started (nor cancelled) kept the service, its client
+    /// and the client's transport thread alive for good after the app let go of all of them.
+    @Test func aDeferredCallNeverStartedDoesNotKeepItsServiceAndClientAlive() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        weak var released: ServiceCore?
+        weak var releasedClient: HTTPClient?
+        do {
+            let service = try ServiceFixture.service(server)
+            _ = service.call(Endpoint<ServiceUser>.get("users/1"))
+            released = service
+            releasedClient = service.client
+        }
+        #expect(released == nil)
+        #expect(releasedClient == nil)
+        // A call still held stays registered, and cancellable, until it is let go of.
+        let service = try ServiceFixture.service(server)
+        var call: Call<Response<ServiceUser>>? = service.call(Endpoint<ServiceUser>.get("users/1"))
+        #expect(service.calls.count == 1)
+        call = nil
+        #expect(service.calls.count == 0)
+        call = service.call(Endpoint<ServiceUser>.get("users/1"))
+        #expect(service.calls.cancelAll() == 1)
+        await #expect(throws: CourierError.self) { try await call?.run() }
+        #expect(service.calls.count == 0)
+        #expect(server.requestCount == 0)
+    }
+
     @Test func cancelInFlightAbortsTheTransfer() async throws {
         let server = try TestServer()
         defer { server.stop() }
