@@ -347,42 +347,34 @@ import Testing
     /// sequence with more bytes fails the read before the body is complete (its extra bytes
     /// were dropped and the call reported success, with a body the caller never meant).
     @Test func aStreamWithADeclaredLengthMustEndThere() async throws {
-        func reader(_ chunks: AsyncStream<Data>, length: Int64, wake: @escaping @Sendable () -> Void) -> BodyReader {
-            BodyReader(body: .stream(chunks, length: length), length: length, wake: wake)
-        }
         var buffer = [UInt8](repeating: 0, count: 100)
         func read(_ reader: BodyReader) throws -> Int? {
             try buffer.withUnsafeMutableBytes { try reader.read(into: $0.baseAddress!, capacity: 100) }
         }
-        // Exactly the declared bytes: all but the last go at once, the last once it has ended.
-        let (exact, exactProducer) = AsyncStream.makeStream(of: Data.self)
-        let (exactWakes, exactWaker) = AsyncStream.makeStream(of: Void.self)
-        var exactWoken = exactWakes.makeAsyncIterator()
-        let whole = reader(exact, length: 3) { exactWaker.yield() }
-        #expect(try read(whole) == nil)
-        exactProducer.yield(Data("abc".utf8))
-        _ = await exactWoken.next()
-        #expect(try read(whole) == 2)
-        // Waited for only when paused: a reader that did not pause is never woken.
-        let waitsForTheEnd = try read(whole)
-        #expect(waitsForTheEnd == nil)
-        exactProducer.finish()
-        if waitsForTheEnd == nil { _ = await exactWoken.next() }
+        /// A reader of a body declared 3 bytes long whose sequence has yielded "abc": all but the
+        /// last byte go at once. Then `next` (finish, or yield one byte more) and, if the reader
+        /// paused, the wake-up it waits for (a reader that did not pause is never woken).
+        func afterTheDeclaredBytes(then next: (AsyncStream<Data>.Continuation) -> Void) async throws -> BodyReader {
+            let (chunks, producer) = AsyncStream.makeStream(of: Data.self)
+            let (wakes, waker) = AsyncStream.makeStream(of: Void.self)
+            var woken = wakes.makeAsyncIterator()
+            let reader = BodyReader(body: .stream(chunks, length: 3), length: 3) { waker.yield() }
+            #expect(try read(reader) == nil)
+            producer.yield(Data("abc".utf8))
+            _ = await woken.next()
+            #expect(try read(reader) == 2)
+            let paused = try read(reader)
+            #expect(paused == nil, "the last declared byte went before the sequence ended")
+            next(producer)
+            if paused == nil { _ = await woken.next() }
+            return reader
+        }
+        // Exactly the declared bytes: the last one goes once the sequence has ended.
+        let whole = try await afterTheDeclaredBytes { $0.finish() }
         #expect(try read(whole) == 1)
         #expect(buffer[0] == UInt8(ascii: "c"))
         // One byte more: refused before the last declared byte is handed over.
-        let (longer, longerProducer) = AsyncStream.makeStream(of: Data.self)
-        let (longerWakes, longerWaker) = AsyncStream.makeStream(of: Void.self)
-        var longerWoken = longerWakes.makeAsyncIterator()
-        let overlong = reader(longer, length: 3) { longerWaker.yield() }
-        #expect(try read(overlong) == nil)
-        longerProducer.yield(Data("abc".utf8))
-        _ = await longerWoken.next()
-        #expect(try read(overlong) == 2)
-        let waitsForMore = try read(overlong)
-        #expect(waitsForMore == nil)
-        longerProducer.yield(Data("d".utf8))
-        if waitsForMore == nil { _ = await longerWoken.next() }
+        let overlong = try await afterTheDeclaredBytes { $0.yield(Data("d".utf8)) }
         let error = #expect(throws: CourierError.self) { try read(overlong) }
         #expect(error?.code == .invalidRequest)
     }
