@@ -155,8 +155,11 @@ public actor Paginator<Item: Sendable> {
 
     private func fetchAndApply(_ request: PageRequest, generation: UInt64) async throws -> [Item] {
         let page = try await fetch(request)
-        // A `first()` while this page was loading started over: this page is not part of it.
-        guard generation == self.generation else { throw CancellationError() }
+        // A `first()` while this page was loading started over: this page is not part of it,
+        // and the walk that asked for it ends with a `CourierError` like any other call.
+        guard generation == self.generation else {
+            throw CourierError(.cancelled, "first() started the walk over while this page was loading")
+        }
         started = true
         if let cursor = request.cursor { fetchedCursors.insert(cursor.hashValue) }
         loadedCount += page.items.count

@@ -29,6 +29,27 @@ import Testing
             server.recordedRequests(path: "/items").map { $0.queryValue("page") } == (first...Int.max).map { "\($0)" })
     }
 
+    /// A `first()` while `all()` waits for a page starts the walk over; the `all()` fails with
+    /// `CourierError.cancelled` (it failed with a raw `CancellationError`, which a caller
+    /// handling `CourierError` did not expect from a walk).
+    @Test func aWalkStartedOverWhileAllWaitsEndsAllWithACourierError() async throws {
+        let gate = ServiceGate()
+        let secondPages = ServiceCounter()
+        let pages = Paginator<Int>(style: .page(first: 1, size: 2)) { request in
+            if request.page == 1 { return Page(items: [1, 2]) }
+            secondPages.increment()
+            await gate.wait()  // not cancellable: the page arrives after the walk started over
+            return Page(items: [3, 4])
+        }
+        let walk = Task { try await pages.all() }
+        while secondPages.value == 0 { await Task.yield() }
+        #expect(try await pages.first() == [1, 2])
+        gate.open()
+        let result = await walk.result
+        #expect(throws: CourierError.self) { try result.get() }
+        if case .failure(let error as CourierError) = result { #expect(error.code == .cancelled) }
+    }
+
     /// A page size below 1 was sent as it was: a server that ignores it answered full pages,
     /// never shorter than the size, and the walk went on until `maximumPages`.
     @Test(arguments: [0, -1, Int.min])
