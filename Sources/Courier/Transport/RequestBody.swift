@@ -26,8 +26,10 @@ public struct RequestBody: Sendable {
     public static func file(path: String) -> RequestBody { RequestBody(segments: [.file(path: path)]) }
 
     /// A body pulled chunk by chunk from `chunks` while sending, with no size limit: sent with
-    /// `Content-Length` when `length` is given, else chunked. A negative `length` is refused
-    /// with `CourierError.invalidRequest` when the request is sent. The sequence is read once, so
+    /// `Content-Length` when `length` is given, else chunked. With a `length`, the sequence must
+    /// yield exactly that many bytes and then finish (fewer or more fails the call with
+    /// `CourierError.invalidRequest`; the last byte waits for its end); a negative `length` is
+    /// refused with `CourierError.invalidRequest` when the request is sent. The sequence is read once, so
     /// the body cannot be sent again (a retry or a 307/308 redirect fails with
     /// `CourierError.invalidRequest`); use `.file(path:)` for a body that can be.
     public static func stream<S: AsyncSequence & Sendable>(_ chunks: S, length: Int64? = nil) -> RequestBody
