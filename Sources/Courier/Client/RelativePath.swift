@@ -5,7 +5,8 @@ import Foundation
 /// A path that could move the request — and its credential — to another host is refused:
 /// absolute URLs (`https://…`, `mailto:…`), network-path references (`//evil.example`),
 /// `..` segments (also when percent-encoded as `%2e%2e`, or hidden in a segment as `..%2F`,
-/// `..%5C` or `..;`), backslashes, fragments and control characters. Each segment is
+/// `..%5C` or `..;`), `.` segments but a leading `./`, backslashes, fragments and control
+/// characters. Each segment is
 /// percent-encoded; escapes already present are kept.
 /// A first segment containing `:` reads as a URL scheme and is refused; write `./name:verb`.
 @_spi(Fuzzing) public struct RelativePath: Sendable, Hashable, CustomStringConvertible {
@@ -73,7 +74,10 @@ import Foundation
             if Self.stepsUp(decoded) {
                 throw CourierError(.invalidRequest, "the path contains a '..' segment")
             }
-            if decoded == "." { continue }
+            if decoded == "." {
+                if index == 0 { continue }
+                throw Self.dotSegment
+            }
             segments.append(decoded)
         }
         self.init(segments: segments, query: query, hasTrailingSlash: pathPart.hasSuffix("/") && !segments.isEmpty)
@@ -142,7 +146,10 @@ import Foundation
                 if stepsUp(decoded) {
                     throw CourierError(.invalidRequest, "the path contains a '..' segment")
                 }
-                if decoded == "." { continue }
+                if decoded == "." {
+                    if start == 0 { continue }
+                    throw dotSegment
+                }
                 segments.append(decoded)
             }
             let trailingSlash = part.last == UInt8(ascii: "/") && !segments.isEmpty
@@ -151,6 +158,12 @@ import Foundation
     }
 
     @_spi(Fuzzing) public var description: String { encoded }
+
+    /// A `.` segment after the first: an id of `"."` interpolated into `notes/\(id)` addressed
+    /// the collection (`DELETE /notes`), so it is refused like `..` (Retrofit refuses both as
+    /// path values). A leading `./` stays, for `./name:verb`.
+    static let dotSegment = CourierError(
+        .invalidRequest, "the path contains a '.' segment after its start, which would address another resource")
 
     /// Whether a decoded segment steps up a level: `..` itself, or a `..` between separators a
     /// server may decode before it normalises the path (`..%2F`, `%2F..`, `..%5C`), or before a

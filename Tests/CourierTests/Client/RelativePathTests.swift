@@ -39,7 +39,13 @@ import Testing
         #expect(try RelativePath("v1/users:batch").encoded == "v1/users:batch")
         #expect(try RelativePath("users/").encoded == "users/")
         #expect(try RelativePath("").encoded == "")
-        #expect(try RelativePath("a/./b").segments == ["a", "b"])
+        // A `.` after the start would address another resource (an interpolated id of "."):
+        // refused, as `..` is; a leading `./` is kept for `./name:verb`.
+        for path in ["a/./b", "a/.", "a/./", "a/%2e/b", "./a/./b"] {
+            #expect(throws: CourierError.self) { try RelativePath(path) }
+        }
+        #expect(try RelativePath("./a/b").segments == ["a", "b"])
+        #expect(try RelativePath("/./a").segments == ["a"])
         #expect(try RelativePath("...").segments == ["..."])
     }
 

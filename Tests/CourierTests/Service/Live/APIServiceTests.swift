@@ -70,6 +70,22 @@ import Testing
         #expect(server.requestCount == 0)
     }
 
+    /// An id of `"."` interpolated into a path addressed the collection: `DELETE notes/.` went
+    /// out as `DELETE /notes`. Refused before sending, as Retrofit refuses `.` path values.
+    @Test(arguments: [".", "%2e", "%2E"])
+    func aDotIdNeverAddressesTheCollection(_ id: String) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let service = try ServiceFixture.service(server)
+        do {
+            let _: Empty = try await service.delete("notes/\(id)")
+            Issue.record("expected a rejection")
+        } catch {
+            #expect(error.code == .invalidRequest)
+        }
+        #expect(server.requestCount == 0)
+    }
+
     /// A `..` step hidden in one segment, behind an encoded separator (`..%2F`, `%2F..`,
     /// `..%5C`) or before a path parameter (`..;`, which Tomcat and Jetty read as `..`), leaves
     /// the base path at a server that decodes or strips before it normalises the path (nginx
