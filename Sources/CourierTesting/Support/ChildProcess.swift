@@ -81,13 +81,7 @@ public enum ChildProcess {
             executable, arguments, stdout: stderr ? .discard : capture, stderr: stderr ? capture : .discard)
         var output = Data()
         if child.output >= 0 {
-            var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { Glibc.read(child.output, $0.baseAddress, $0.count) }
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { break }
-                output.append(contentsOf: buffer[0..<count])
-            }
+            output = readToEnd(child.output)
             close(child.output)
         }
         return (wait(child.pid), output)
@@ -154,10 +148,15 @@ public enum ChildProcess {
     /// Whether one of `pid`'s descriptors is a TCP socket listening on `port` (IPv4 or IPv6),
     /// read from `/proc/net/tcp{,6}` and `/proc/PID/fd`.
     static func listens(pid: pid_t, port: UInt16) -> Bool {
-        let suffix = ":" + String(port, radix: 16, uppercase: true).leftPadded(to: 4)
+        let suffix = String(format: ":%04X", UInt32(port))
         var inodes: Set<Substring> = []
         for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            guard let text = readWhole(table) else { continue }
+            // Read to the end: Foundation reads a file the size `stat` gives, 0 for these, and
+            // got only the first page of `/proc/net/tcp` (27 of its lines in a full test run).
+            let fd = open(table, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            let text = String(decoding: readToEnd(fd), as: UTF8.self)
+            close(fd)
             for line in text.split(separator: "\n").dropFirst() {
                 // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
                 let fields = line.split(separator: " ")
@@ -185,14 +184,9 @@ public enum ChildProcess {
     }
 }
 
-/// The whole of a `/proc` file, read to its end. (Foundation reads a file the size `stat`
-/// gives, which is 0 for these, and got only the first page of `/proc/net/tcp`: 27 of its
-/// thousands of lines during a full test run.)
-private func readWhole(_ path: String) -> String? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var bytes: [UInt8] = []
+/// Reads `fd` until end of file (or an error other than an interruption).
+private func readToEnd(_ fd: Int32) -> Data {
+    var bytes = Data()
     var buffer = [UInt8](repeating: 0, count: 64 * 1024)
     while true {
         let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
@@ -200,12 +194,5 @@ private func readWhole(_ path: String) -> String? {
         guard count > 0 else { break }
         bytes.append(contentsOf: buffer[0..<count])
     }
-    return String(decoding: bytes, as: UTF8.self)
-}
-
-extension String {
-    /// The string with `0`s in front, up to `width` characters.
-    fileprivate func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
-    }
+    return bytes
 }
