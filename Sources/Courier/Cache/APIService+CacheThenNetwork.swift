@@ -32,7 +32,7 @@ extension APIService {
         let core = self.core
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: Response<Model>.self)
         let task = Task {
-            if let cached = await core.cachedAnswer(endpoint), allowingStale || !cached.isStale {
+            if let cached = await core.cachedAnswer(endpoint, allowingStale: allowingStale) {
                 continuation.yield(cached)
             }
             do {
@@ -65,7 +65,7 @@ extension APIService {
         // The calls run in the task itself, not through the sequence: a cancelled sequence
         // just ends, which left the handler without its last result.
         return Task {
-            if let cached = await core.cachedAnswer(endpoint), allowingStale || !cached.isStale, !Task.isCancelled {
+            if let cached = await core.cachedAnswer(endpoint, allowingStale: allowingStale), !Task.isCancelled {
                 queue.async { handler(.success(cached)) }
             }
             let result: Result<Response<Model>, CourierError>
@@ -90,8 +90,10 @@ extension ServiceCore {
     }
 
     /// The cache's entry for `endpoint`, decoded, read without the network; nil when there is
-    /// none (or it cannot be decoded).
-    func cachedAnswer<Model: Decodable & Sendable>(_ endpoint: Endpoint<Model>) async -> Response<Model>? {
+    /// none (or it cannot be decoded), or when it is stale and `allowingStale` is false.
+    func cachedAnswer<Model: Decodable & Sendable>(_ endpoint: Endpoint<Model>, allowingStale: Bool) async
+        -> Response<Model>?
+    {
         guard endpoint.method == .get, client.configuration.cache != nil else { return nil }
         var cached = endpoint
         cached.options.cachePolicy = .returnCacheDataDontLoad
@@ -101,7 +103,8 @@ extension ServiceCore {
         cached.options.skipsWhileInFlight = false
         cached.options.retryPolicy = RetryPolicy.none
         cached.options.whenOffline = .proceed
-        guard let response = try? await send(cached), response.isFromCache else { return nil }
+        guard let response = try? await send(cached), response.isFromCache, allowingStale || !response.isStale
+        else { return nil }
         return response
     }
 }
