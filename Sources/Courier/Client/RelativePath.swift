@@ -6,8 +6,7 @@ import Foundation
 /// absolute URLs (`https://…`, `mailto:…`), network-path references (`//evil.example`),
 /// `..` segments (also when percent-encoded as `%2e%2e`, or hidden in a segment as `..%2F`,
 /// `..%5C` or `..;`), `.` segments but a leading `./`, backslashes, fragments and control
-/// characters. Each segment is
-/// percent-encoded; escapes already present are kept.
+/// characters. Each segment is percent-encoded; escapes already present are kept.
 /// A first segment containing `:` reads as a URL scheme and is refused; write `./name:verb`.
 @_spi(Fuzzing) public struct RelativePath: Sendable, Hashable, CustomStringConvertible {
     /// The decoded segments, in order (`["users", "a b"]`).
