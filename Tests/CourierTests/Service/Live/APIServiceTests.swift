@@ -56,18 +56,26 @@ import Testing
         #expect(server.recordedRequests.map(\.method) == ["POST", "PUT", "PATCH", "DELETE", "HEAD"])
     }
 
+    /// `call` fails with `.invalidRequest` and `server` gets no request.
+    static func expectRefusedBeforeSending(
+        _ server: TestServer, _ call: () async throws -> Void,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
+        do {
+            try await call()
+            Issue.record("expected a rejection", sourceLocation: sourceLocation)
+        } catch {
+            #expect((error as? CourierError)?.code == .invalidRequest, sourceLocation: sourceLocation)
+        }
+        #expect(server.requestCount == 0, sourceLocation: sourceLocation)
+    }
+
     @Test(arguments: ["//evil.example/x", "https://evil.example/steal", "../admin", "a/%2e%2e/b"])
     func unsafePathsNeverReachTheNetwork(_ path: String) async throws {
         let server = try TestServer()
         defer { server.stop() }
         let service = try ServiceFixture.service(server)
-        do {
-            let _: ServiceUser = try await service.get(path)
-            Issue.record("expected a rejection")
-        } catch {
-            #expect(error.code == .invalidRequest)
-        }
-        #expect(server.requestCount == 0)
+        await Self.expectRefusedBeforeSending(server) { let _: ServiceUser = try await service.get(path) }
     }
 
     /// An id of `"."` interpolated into a path addressed the collection: `DELETE notes/.` went
@@ -77,13 +85,7 @@ import Testing
         let server = try TestServer()
         defer { server.stop() }
         let service = try ServiceFixture.service(server)
-        do {
-            let _: Empty = try await service.delete("notes/\(id)")
-            Issue.record("expected a rejection")
-        } catch {
-            #expect(error.code == .invalidRequest)
-        }
-        #expect(server.requestCount == 0)
+        await Self.expectRefusedBeforeSending(server) { let _: Empty = try await service.delete("notes/\(id)") }
     }
 
     /// A `..` step hidden in one segment, behind an encoded separator (`..%2F`, `%2F..`,
@@ -100,13 +102,7 @@ import Testing
         let service = try ServiceFixture.service(server) { configuration in
             configuration.servers = try ServerPool(servers: [BaseURL(server.baseURL.absoluteString + "/v1")])
         }
-        do {
-            let _: ServiceUser = try await service.get(path)
-            Issue.record("expected a rejection")
-        } catch {
-            #expect(error.code == .invalidRequest)
-        }
-        #expect(server.requestCount == 0)
+        await Self.expectRefusedBeforeSending(server) { let _: ServiceUser = try await service.get(path) }
     }
 
     @Test func cancelBeforeSendNeverReachesTheServer() async throws {
