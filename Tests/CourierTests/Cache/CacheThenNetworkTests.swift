@@ -22,6 +22,17 @@ import Testing
         let service: ServiceCore
         let knobs = Knobs()
 
+        /// Caches `/feed`, then holds every later request for it on the server until released.
+        func cacheFeedThenHoldIt() async throws -> HeldRoute {
+            let _: ServiceUser = try await service.get("feed")
+            let held = HeldRoute()
+            server.route("/feed") { _ in
+                held.hold()
+                return .json(["id": 1, "name": "late"])
+            }
+            return held
+        }
+
         init(network: (any NetworkStatusSource)? = nil) throws {
             server = try TestServer()
             let knobs = self.knobs
@@ -148,12 +159,7 @@ import Testing
     @Test func cancellingTheConsumerCancelsTheNetworkCall() async throws {
         let fixture = try Fixture()
         defer { fixture.server.stop() }
-        let _: ServiceUser = try await fixture.service.get("feed")
-        let held = HeldRoute()
-        fixture.server.route("/feed") { _ in
-            held.hold()
-            return .json(["id": 1, "name": "late"])
-        }
+        let held = try await fixture.cacheFeedThenHoldIt()
         let firstValue = LockedValue<String?>(nil)
         let consumer = Task {
             for try await value in fixture.service.cacheThenNetwork(Endpoint<ServiceUser>.get("feed")) {
@@ -178,12 +184,7 @@ import Testing
     @Test func cancellingTheCallbackFormsTaskTellsTheHandlerOnce() async throws {
         let fixture = try Fixture()
         defer { fixture.server.stop() }
-        let _: ServiceUser = try await fixture.service.get("feed")
-        let held = HeldRoute()
-        fixture.server.route("/feed") { _ in
-            held.hold()
-            return .json(["id": 1, "name": "late"])
-        }
+        let held = try await fixture.cacheFeedThenHoldIt()
         let delivered = LockedValue<[String]>([])
         let task = fixture.service.cacheThenNetwork(Endpoint<ServiceUser>.get("feed")) { result in
             let text: String
