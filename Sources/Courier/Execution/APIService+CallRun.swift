@@ -38,8 +38,10 @@ extension ServiceCore {
         private let method: HTTPRequest.Method
         /// The endpoint's path, as the call was given it.
         let path: String
-        private let parameters: (any Encodable & Sendable)?
-        private let body: (any Encodable & Sendable)?
+        /// The call's parameters and body, kept for a failover, which encodes them again for
+        /// its new server: nil without a server pool, or without either (two existential
+        /// copies and releases a call fewer).
+        private let inputs: Inputs?
         private let acceptHeader: String?
         /// Whether the call's server gets the credential: the API's own servers do, a per-call
         /// server on another origin only when the call opts in.
@@ -69,7 +71,7 @@ extension ServiceCore {
         /// What the registry cancels when the call runs in its caller's task (see `perform`).
         let scope: CancellationScope?
         /// The client's options for this call's transfers, made once (see `requestOptions()`).
-        private let transferOptions: RequestOptions
+        let transferOptions: RequestOptions
         /// Whether `finish` keeps what `response(_:)` needs: a verb wants the value only.
         private let keepsResponse: Bool
         /// The final answer, the request as last sent and the call's figures, when kept: in a
@@ -101,8 +103,6 @@ extension ServiceCore {
             self.id = id
             self.method = method
             self.path = path
-            self.parameters = parameters
-            self.body = body
             self.acceptHeader = acceptHeader
             self.responseType = ObjectIdentifier(responseType)
             clock = service.configuration.clock
@@ -111,6 +111,7 @@ extension ServiceCore {
             started = monitor != nil || keepsResponse ? clock.now : nil
             let callServer = try options.validatedServer()
             pool = callServer == nil ? service.configuration.servers : nil
+            inputs = pool != nil && (parameters != nil || body != nil) ? Inputs(parameters, body) : nil
             environment = pool?.environment
             server = try callServer ?? pool?.currentServer ?? clientSettings.server.get()
             sendsCredential =
@@ -241,7 +242,7 @@ extension ServiceCore {
         /// what the current attempt changes (real-time parameters, a cache to bypass).
         @inline(never)
         func requestOptions() -> RequestOptions {
-            guard bypassesCache || !realTimeNames.isEmpty else { return transferOptions }
+            guard changesTransferOptions else { return transferOptions }
             var transportOptions = transferOptions
             if bypassesCache, transportOptions.cachePolicy != .returnCacheDataDontLoad {
                 transportOptions.cachePolicy = .reloadIgnoringCache
@@ -249,6 +250,10 @@ extension ServiceCore {
             if !realTimeNames.isEmpty { transportOptions.realTimeQueryNames = realTimeNames }
             return transportOptions
         }
+
+        /// Whether the current attempt's transfer options differ from `transferOptions`: a
+        /// call without these sends `transferOptions` as they are, not a copy of them.
+        var changesTransferOptions: Bool { bypassesCache || !realTimeNames.isEmpty }
 
         /// The options of a transfer shared with identical calls (de-duplication): this
         /// attempt's, without the call's cancellation scope (the transfer is not this call's
@@ -492,8 +497,8 @@ extension ServiceCore {
             guard let pool, pool.currentServer != server, pool.environment == environment else { return }
             server = pool.currentServer
             base = try service.prepare(
-                method: method, path: path, parameters: parameters, body: body, options: options, on: server,
-                acceptHeader: acceptHeader, sendsCredential: sendsCredential, headers: serviceHeaders)
+                method: method, path: path, parameters: inputs?.parameters, body: inputs?.body, options: options,
+                on: server, acceptHeader: acceptHeader, sendsCredential: sendsCredential, headers: serviceHeaders)
         }
 
         /// `end(_:)`, boxed here: the `CourierError` is not kept in `perform`'s async frame.
@@ -511,6 +516,17 @@ extension ServiceCore {
             }
             telemetry.failed(courier, attempts: attempts)
             return courier
+        }
+    }
+
+    /// A call's parameters and body, kept by its `CallRun` for a failover (see `inputs`).
+    final class Inputs {
+        let parameters: (any Encodable & Sendable)?
+        let body: (any Encodable & Sendable)?
+
+        init(_ parameters: (any Encodable & Sendable)?, _ body: (any Encodable & Sendable)?) {
+            self.parameters = parameters
+            self.body = body
         }
     }
 

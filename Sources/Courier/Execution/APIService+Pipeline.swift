@@ -201,6 +201,10 @@ extension ServiceCore {
         // cannot tell what they added, and a call joining another's transfer never sends it.
         guard call.options.deduplicates, request.isShareable, call.options.adapters.isEmpty else {
             do {
+                // The call's options as they are (borrowed, not copied) when the attempt changes none.
+                guard call.changesTransferOptions else {
+                    return try await client.send(request.head, body: request.body, options: call.transferOptions)
+                }
                 return try await client.send(request.head, body: request.body, options: call.requestOptions())
             } catch is CancellationError {
                 throw CourierError(.cancelled, "the call was cancelled in flight")

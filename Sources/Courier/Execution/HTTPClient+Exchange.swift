@@ -37,7 +37,6 @@ extension HTTPClient {
 
         @inline(never)
         init(client: HTTPClient, request: HTTPRequest, body: RequestBody?, options: RequestOptions) throws {
-            let configuration = client.configuration
             // Checked here, the one place every send and stream passes (ConfigurationBounds);
             // the values, not a checked copy of the whole options (a reference count per field).
             let timeout = try ConfigurationBounds.timeout(options.timeout, "request timeout")
@@ -50,18 +49,18 @@ extension HTTPClient {
             current = try client.prepare(
                 request, cookieJar: options.cookieJar, sendsCredential: options.sendsCredential, settings: settings)
             self.body = body
-            limit = options.maxRedirects.map { max(0, $0) } ?? configuration.maxRedirects
+            limit = options.maxRedirects.map { max(0, $0) } ?? client.configuration.maxRedirects
             cookieJar = options.cookieJar ?? client.cookieJar
             extraSensitive = options.sensitiveHeaderNames
             sensitive =
                 extraSensitive.isEmpty
                 ? client.credentialFieldNames : client.credentialFieldNames.union(extraSensitive)
             deadline = (timeout ?? settings.settings.timeout).map { ContinuousClock.now + $0 }
-            logger = options.logger ?? configuration.logger
+            logger = options.logger ?? client.configuration.logger
             transportOptions = TransportOptions(
                 timeout: nil, connectTimeout: settings.settings.connectTimeout,
                 stallTimeout: settings.settings.stallTimeout,
-                maxResponseSize: maxResponseSize ?? configuration.maxResponseSize,
+                maxResponseSize: maxResponseSize ?? client.configuration.maxResponseSize,
                 uploadProgress: options.uploadProgress, downloadProgress: options.downloadProgress)
             transportOptions.cancellationScope = options.cancellationScope
         }

@@ -11,12 +11,14 @@ public final class CallRegistry: Sendable {
     /// A registered call: a deferred `Call` weakly (a started one holds itself until it ends),
     /// the scope of a call running in its caller's task strongly (the call removes it).
     private enum Entry: Sendable {
-        case held(any CancellableCall)
+        /// The scope of a call running in its caller's task: one reference, not an existential
+        /// (a registry entry is written and removed for every call).
+        case held(CancellationScope)
         case deferred(WeakCall)
 
         var call: (any CancellableCall)? {
             switch self {
-            case .held(let call): call
+            case .held(let scope): scope
             case .deferred(let reference): reference.call
             }
         }
@@ -53,9 +55,9 @@ public final class CallRegistry: Sendable {
         }
     }
 
-    /// Tracks a call that removes itself (with `remove(_:)`) when it finishes.
-    func track(_ call: some CancellableCall) {
-        calls.withLock { $0[call.id] = .held(call) }
+    /// Tracks the scope of a call that removes itself (with `remove(_:)`) when it finishes.
+    func track(_ scope: CancellationScope) {
+        calls.withLock { $0[scope.id] = .held(scope) }
     }
 
     /// Cancels the call with identifier `id`.

@@ -159,6 +159,30 @@ import Testing
             #expect(error.code == .cannotConnect)
         }
     }
+
+    /// A failover encodes the call's parameters and body again for the new server: the retry
+    /// carries both, as the first attempt did.
+    @Test func theRetryOnTheNextServerCarriesTheParametersAndTheBody() async throws {
+        let dead = try TestServer.refusingPort()
+        defer { dead.stop() }
+        let alive = try TestServer()
+        defer { alive.stop() }
+        alive.route("/users/1") { _ in .json(["id": 1, "name": "alive"]) }
+        let clock = ManualServiceClock(autoAdvance: true)
+        let pool = try ServerPool(
+            servers: [try BaseURL(dead.baseURL.absoluteString), ServiceFixture.base(alive)], clock: clock)
+        let service = try ServiceFixture.service(alive) { configuration in
+            configuration.servers = pool
+            configuration.clock = clock
+        }
+        let response = try await service.send(
+            Endpoint<ServiceUser>(.put, "users/1", parameters: ["q": "kept"], body: ServiceUser(id: 1, name: "B")))
+        #expect(response.attempts == 2)
+        let sent = try #require(alive.recordedRequests(path: "/users/1").first)
+        #expect(sent.target == "/users/1?q=kept")
+        let body = try JSONDecoder().decode(ServiceUser.self, from: sent.body)
+        #expect(body == ServiceUser(id: 1, name: "B"))
+    }
 }
 
 /// The one attempt cap (`ServiceConfiguration.maximumAttempts`) holds on every path that asks
