@@ -27,7 +27,6 @@ extension ServiceCore {
         private var event: CallEvent?
         private var attempts = 0
         let chain: InterceptorChain
-        let policy: RetryPolicy
         private let validator: ResponseValidator
         /// The authentication's session as the call found it (nil: no credential of the
         /// service's own): an attempt after a logout is refused, not sent with the credential
@@ -63,7 +62,7 @@ extension ServiceCore {
         /// The client's and the service's live settings as the call found them at its start:
         /// every attempt uses these (`HTTPClient+Settings.swift`, `ServiceCore+Settings.swift`).
         private let clientSettings: HTTPClient.LiveSettings
-        private let serviceHeaders: HTTPFields
+        private let serviceSettings: LiveServiceSettings
         /// The pool's environment at the start: a switch during the call does not move it.
         private let environment: ServerEnvironment?
         /// The call's logger, spans and metrics (see `CallTelemetry`).
@@ -99,7 +98,7 @@ extension ServiceCore {
             self.service = service
             self.options = options
             self.clientSettings = clientSettings
-            serviceHeaders = settings.headers
+            serviceSettings = live
             self.id = id
             self.method = method
             self.path = path
@@ -132,7 +131,6 @@ extension ServiceCore {
             }
             chain = service.interceptors(for: options, sendsCredential: sendsCredential)
             sessionEpoch = sendsCredential ? service.prepared.credentials?.sessionEpoch : nil
-            policy = options.retryPolicy ?? settings.retryPolicy
             validator = options.validator ?? service.configuration.pipeline.validator
             telemetry = CallTelemetry(
                 client: service.client, service: service.configuration.name, server: server.authority,
@@ -141,7 +139,7 @@ extension ServiceCore {
                 credentialQueryNames: sendsCredential ? service.prepared.credentialQueryNames : [])
             transferOptions = Self.transferOptions(
                 options, service: service, sendsCredential: sendsCredential, clientSettings: clientSettings,
-                scope: scope, logger: telemetry.logger)
+                scope: scope, logger: telemetry.loggerIsClients ? nil : telemetry.logger)
             if let monitor, let event { monitor.didStart(event) }
         }
 
@@ -269,7 +267,7 @@ extension ServiceCore {
         /// attempt.
         private static func transferOptions(
             _ options: CallOptions, service: ServiceCore, sendsCredential: Bool,
-            clientSettings: HTTPClient.LiveSettings, scope: CancellationScope?, logger: Logger
+            clientSettings: HTTPClient.LiveSettings, scope: CancellationScope?, logger: Logger?
         ) -> RequestOptions {
             var transportOptions = options.requestOptions
             // The client stores every hop's cookies (a redirect's too) and sends the jar's on each.
@@ -480,7 +478,8 @@ extension ServiceCore {
         {
             let decision = RetryDecision(
                 afterAttempt: attempts, of: service.configuration.maximumAttempts, method: request.head.method,
-                failure: failure, verdict: verdict, policy: policy, now: service.configuration.clock.wallTime)
+                failure: failure, verdict: verdict, policy: options.retryPolicy ?? serviceSettings.settings.retryPolicy,
+                now: service.configuration.clock.wallTime)
             switch decision {
             case .giveUp(let error):
                 throw error
@@ -498,7 +497,8 @@ extension ServiceCore {
             server = pool.currentServer
             base = try service.prepare(
                 method: method, path: path, parameters: inputs?.parameters, body: inputs?.body, options: options,
-                on: server, acceptHeader: acceptHeader, sendsCredential: sendsCredential, headers: serviceHeaders)
+                on: server, acceptHeader: acceptHeader, sendsCredential: sendsCredential,
+                headers: serviceSettings.settings.headers)
         }
 
         /// `end(_:)`, boxed here: the `CourierError` is not kept in `perform`'s async frame.

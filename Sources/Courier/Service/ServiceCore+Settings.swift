@@ -52,8 +52,9 @@ extension ServiceCore {
 }
 
 /// A service's settings behind its lock, with a version so that updates commit only over
-/// the values they read.
-struct LiveServiceSettings: Sendable {
+/// the values they read. A reference: a call's snapshot is one reference count, not a copy
+/// of each field.
+final class LiveServiceSettings: Sendable {
     let settings: ServiceCore.Settings
     let version: UInt64
     /// `settings.headers` with the service format's `Accept` field when they set none: the

@@ -19,6 +19,9 @@ struct CallTelemetry {
     /// The call's logger: the call's own (`CallOptions.logger`) or the client's, with
     /// `courier.call_id` in its metadata.
     let logger: Logger
+    /// Whether `logger` is the client's own, unchanged (no call's logger, no call id in its
+    /// metadata): the call's transfers then fall back to it, without a copy of their own.
+    let loggerIsClients: Bool
     /// Nil at the usual log levels without a tracer or a metrics backend: then a call makes
     /// and keeps nothing else (one optional reference in its `CallRun`).
     private let active: Active?
@@ -55,9 +58,11 @@ struct CallTelemetry {
         operation: String? = nil, request: HTTPRequest, credentialFieldNames: Set<HTTPField.Name>,
         credentialQueryNames: Set<String> = []
     ) {
+        let given = logger
         var logger = logger ?? client.configuration.logger
         let telemetry = client.telemetry
         let logs = logger.logLevel <= .debug
+        loggerIsClients = given == nil && !logs
         guard logs || telemetry.tracer != nil || telemetry.metrics != nil else {
             self.logger = logger
             active = nil
