@@ -57,8 +57,8 @@ extension ServiceCore {
     ) async throws(CourierError) -> (value: Serializer.Output, call: CallRun) {
         let id = CallID.next()
         let scope = CancellationScope(id: id)
-        calls.track(scope)
-        defer { calls.remove(id) }
+        let slot = calls.track(scope)
+        defer { calls.untrack(slot) }
         do {
             let call = try startCall(
                 method, path, parameters: parameters, body: body, options: options, acceptHeader: acceptHeader,

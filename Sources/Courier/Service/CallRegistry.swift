@@ -8,41 +8,39 @@ import Synchronization
 /// start. Held here, it kept what its operation holds (the service, its client and the
 /// client's transport thread) alive for good.
 public final class CallRegistry: Sendable {
-    /// A registered call: a deferred `Call` weakly (a started one holds itself until it ends),
-    /// the scope of a call running in its caller's task strongly (the call removes it).
-    private enum Entry: Sendable {
-        /// The scope of a call running in its caller's task: one reference, not an existential
-        /// (a registry entry is written and removed for every call).
-        case held(CancellationScope)
-        case deferred(WeakCall)
-
-        var call: (any CancellableCall)? {
-            switch self {
-            case .held(let scope): scope
-            case .deferred(let reference): reference.call
-            }
-        }
-    }
-
     private struct WeakCall: Sendable {
         weak var call: (any CancellableCall)?
     }
 
-    private let calls = LockedValue<[CallID: Entry]>([:])
+    private struct Calls {
+        /// Deferred calls (`Call`), weakly: a started one holds itself until it ends.
+        var deferred: [CallID: WeakCall] = [:]
+        /// The scopes of calls running in their caller's task, strongly (the call gives its
+        /// slot back): a call takes a free slot and returns it, with no hashing and no
+        /// dictionary write, the cost every service call pays.
+        var running: [CancellationScope?] = []
+        /// The slots of `running` that are free.
+        var free: [Int] = []
+        var runningCount = 0
+    }
+
+    private let calls = LockedValue(Calls())
 
     init() {}
 
     /// The number of calls registered and not finished.
-    public var count: Int { calls.withLock { $0.count } }
+    public var count: Int { calls.withLock { $0.deferred.count + $0.runningCount } }
 
     /// The identifiers of the calls not finished, oldest first.
-    var identifiers: [CallID] { calls.withLock { $0.keys.sorted() } }
+    var identifiers: [CallID] {
+        calls.withLock { Array($0.deferred.keys) + $0.running.compactMap { $0?.id } }.sorted()
+    }
 
     /// Tracks `call` until it finishes, or until no one holds it.
     /// - Parameter call: the call; it is removed from the registry when it finishes (or is
     ///   released unfinished).
     func register<Value>(_ call: Call<Value>) {
-        calls.withLock { $0[call.id] = .deferred(WeakCall(call: call)) }
+        calls.withLock { $0.deferred[call.id] = WeakCall(call: call) }
         // The call removes itself when it finishes (no handler to allocate per call); one that
         // has finished already is not kept.
         switch call.attach(to: self) {
@@ -55,16 +53,47 @@ public final class CallRegistry: Sendable {
         }
     }
 
-    /// Tracks the scope of a call that removes itself (with `remove(_:)`) when it finishes.
-    func track(_ scope: CancellationScope) {
-        calls.withLock { $0[scope.id] = .held(scope) }
+    /// Tracks the scope of a call running in its caller's task until the call gives its slot
+    /// back (`untrack(_:)`).
+    /// - Returns: the call's slot.
+    func track(_ scope: CancellationScope) -> Int {
+        calls.withLock { calls in
+            calls.runningCount += 1
+            if let slot = calls.free.popLast() {
+                calls.running[slot] = scope
+                return slot
+            }
+            calls.running.append(scope)
+            return calls.running.count - 1
+        }
+    }
+
+    /// Ends the tracking of the call in `slot` (from `track(_:)`).
+    func untrack(_ slot: Int) {
+        // Returned, so that the scope is released after the lock.
+        _ = calls.withLock { calls -> CancellationScope? in
+            let scope = calls.running[slot].take()
+            calls.runningCount -= 1
+            if calls.runningCount == 0 {
+                // Every slot is free: none is kept for a burst that has passed.
+                calls.running.removeAll(keepingCapacity: true)
+                calls.free.removeAll(keepingCapacity: true)
+            } else {
+                calls.free.append(slot)
+            }
+            return scope
+        }
     }
 
     /// Cancels the call with identifier `id`.
     /// - Returns: false when no such call is registered (unknown or already finished).
     @discardableResult
     public func cancel(_ id: CallID) -> Bool {
-        guard let call = calls.withLock({ $0[id]?.call }) else { return false }
+        let found = calls.withLock { calls -> (any CancellableCall)? in
+            if let deferred = calls.deferred[id] { return deferred.call }
+            return calls.running.first { $0?.id == id } ?? nil
+        }
+        guard let call = found else { return false }
         call.cancel()
         return true
     }
@@ -73,13 +102,16 @@ public final class CallRegistry: Sendable {
     /// - Returns: how many calls were cancelled.
     @discardableResult
     public func cancelAll() -> Int {
-        let all = calls.withLock { $0.values.compactMap(\.call) }
+        let all = calls.withLock { calls -> [any CancellableCall] in
+            calls.deferred.values.compactMap(\.call) + calls.running.compactMap { $0 }
+        }
         all.forEach { $0.cancel() }
         return all.count
     }
 
+    /// Removes the deferred call with identifier `id`.
     func remove(_ id: CallID) {
-        // Returned, so that a scope the entry held is released after the lock.
-        _ = calls.withLock { $0.removeValue(forKey: id) }
+        // Returned, so that the entry is released after the lock.
+        _ = calls.withLock { $0.deferred.removeValue(forKey: id) }
     }
 }

@@ -62,6 +62,48 @@ import Testing
         #expect(service.calls.count == 0)
     }
 
+    /// The registry keeps running calls in slots that finished calls give back: cancelling by
+    /// identifier reaches the right call, also one in a slot used before, and the others run on.
+    @Test func cancellingOneOfSeveralCallsByIdentifierEndsThatOneOnly() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/flaky") { _ in .status(503) }
+        let clock = ManualServiceClock()
+        let service = try ServiceFixture.service(server) { $0.clock = clock }
+        @Sendable func call() async -> CourierError? {
+            do throws(CourierError) {
+                let _: ServiceUser = try await service.get("flaky")
+                return nil
+            } catch {
+                return error
+            }
+        }
+        var calls: [Task<CourierError?, Never>] = []
+        for waiting in 1...3 {
+            calls.append(Task { await call() })
+            await clock.waitForSleepers(waiting)
+        }
+        let ids = service.calls.identifiers
+        #expect(ids.count == 3)
+        #expect(service.calls.cancel(ids[1]))
+        #expect(await calls[1].value?.code == .cancelled)
+        #expect(service.calls.count == 2)
+        #expect(service.calls.identifiers == [ids[0], ids[2]])
+        // The next call takes the freed slot; its identifier still reaches it.
+        let fourth = Task { await call() }
+        await clock.waitForSleepers(3)
+        let newest = try #require(service.calls.identifiers.last)
+        #expect(!ids.contains(newest))
+        #expect(service.calls.cancel(newest))
+        #expect(await fourth.value?.code == .cancelled)
+        #expect(!service.calls.cancel(newest))
+        #expect(service.calls.cancelAll() == 2)
+        #expect(await calls[0].value?.code == .cancelled)
+        #expect(await calls[2].value?.code == .cancelled)
+        #expect(service.calls.count == 0)
+        #expect(service.calls.identifiers.isEmpty)
+    }
+
     @Test func cancellingACallBeforeItsTransferStartsNeverSendsIt() async throws {
         let server = try TestServer()
         defer { server.stop() }
