@@ -26,7 +26,17 @@ public struct CallOptions: Sendable {
     /// new storage (options are built once and read many times).
     private final class Storage: Sendable {
         let fields: Fields
-        init(_ fields: Fields) { self.fields = fields }
+        /// The settings the client applies to each request (`requestOptions`), made with the
+        /// storage: every call with these options reads them, none builds them.
+        let requestOptions: RequestOptions
+
+        init(_ fields: Fields) {
+            self.fields = fields
+            requestOptions = RequestOptions(
+                timeout: fields.timeout, maxResponseSize: fields.maxResponseSize, maxRedirects: fields.maxRedirects,
+                uploadProgress: fields.uploadProgress, downloadProgress: fields.downloadProgress,
+                cachePolicy: fields.cachePolicy, cacheLifetime: fields.cacheLifetime, staleIfError: fields.staleIfError)
+        }
     }
 
     private struct Fields: Sendable {
@@ -270,12 +280,7 @@ public struct CallOptions: Sendable {
     }
 
     /// The settings the client applies to each request of this call.
-    var requestOptions: RequestOptions {
-        RequestOptions(
-            timeout: timeout, maxResponseSize: maxResponseSize, maxRedirects: maxRedirects,
-            uploadProgress: uploadProgress, downloadProgress: downloadProgress, cachePolicy: cachePolicy,
-            cacheLifetime: cacheLifetime, staleIfError: staleIfError)
-    }
+    var requestOptions: RequestOptions { storage.requestOptions }
 }
 
 /// The result of a call with everything known about it.

@@ -22,6 +22,9 @@ struct CallTelemetry {
     /// Whether `logger` is the client's own, unchanged (no call's logger, no call id in its
     /// metadata): the call's transfers then fall back to it, without a copy of their own.
     let loggerIsClients: Bool
+    /// Whether the call logs at debug level, decided once at its start: the other log lines
+    /// of the call then cost no read of the handler's level.
+    private let logs: Bool
     /// Nil at the usual log levels without a tracer or a metrics backend: then a call makes
     /// and keeps nothing else (one optional reference in its `CallRun`).
     private let active: Active?
@@ -62,6 +65,7 @@ struct CallTelemetry {
         var logger = logger ?? client.configuration.logger
         let telemetry = client.telemetry
         let logs = logger.logLevel <= .debug
+        self.logs = logs
         loggerIsClients = given == nil && !logs
         guard logs || telemetry.tracer != nil || telemetry.metrics != nil else {
             self.logger = logger
@@ -135,7 +139,7 @@ struct CallTelemetry {
 
     /// A retry follows.
     func willRetry(after delay: Duration, because error: CourierError) {
-        logger.debug("courier: retry after \(delay): \(error.code)")
+        if logs { logger.debug("courier: retry after \(delay): \(error.code)") }
     }
 
     /// The call ended with an answer.
@@ -145,7 +149,10 @@ struct CallTelemetry {
         cache: HostScopedCache?
     ) {
         endAttempt(status: isFromCache ? nil : status, error: nil)
-        logger.debug("courier: call ended \(status) after \(attempts) attempt(s)\(isFromCache ? ", from cache" : "")")
+        if logs {
+            logger.debug(
+                "courier: call ended \(status) after \(attempts) attempt(s)\(isFromCache ? ", from cache" : "")")
+        }
         guard let active else { return }
         if let span = active.callSpan {
             active.callSpan = nil
@@ -174,7 +181,7 @@ struct CallTelemetry {
     @inline(never)
     mutating func failed(_ error: CourierError, attempts: Int) {
         endAttempt(status: error.response.map { Int($0.status.code) }, error: error)
-        logger.debug("courier: call failed after \(attempts) attempt(s): \(error.code): \(error.message)")
+        if logs { logger.debug("courier: call failed after \(attempts) attempt(s): \(error.code): \(error.message)") }
         guard let active else { return }
         if let span = active.callSpan {
             active.callSpan = nil
