@@ -102,7 +102,7 @@ extension HTTPClient {
         if shown.scheme == nil || shown.authority == nil, let baseURL = settings.settings.baseURL {
             try Self.resolve(&shown, against: baseURL)
         }
-        var telemetry = CallTelemetry(
+        var telemetry = CallTelemetry.start(
             client: self, service: nil, server: shown.authority ?? "", logger: options.logger, id: CallID.next(),
             operation: options.operationName, request: shown, credentialFieldNames: credentialFieldNames)
         var reported = PreparedRequest(head: shown, body: body)

@@ -11,40 +11,31 @@ extension ServiceCore {
     /// temporaries stay on the thread's stack. Used by the call's task only.
     final class CallRun {
         private let service: ServiceCore
-        let options: CallOptions
+        /// What the call worked out before its first attempt, shared with the calls after it
+        /// that have the same inputs (`CallPlan`).
+        private let plan: CallPlan
         let id: CallID
-        let clock: any ServiceClock
         /// When the call started, for its `CallMetrics`: read only when someone gets them (the
         /// monitors, or a call that keeps its response).
         private let started: ContinuousClock.Instant?
         /// The service's monitors; nil without any, and then no event is made.
         private let monitor: CompositeEventMonitor?
         private let pool: ServerPool?
-        private var server: BaseURL
-        /// The request as the serializer leaves it, before adapters.
-        private(set) var base: PreparedRequest
+        /// The server and request after a failover moved the call (nil: the plan's).
+        private var failedOver: FailedOver?
         /// What the monitors see of the call (nil without monitors).
         private var event: CallEvent?
         private var attempts = 0
-        let chain: InterceptorChain
-        private let validator: ResponseValidator
         /// The authentication's session as the call found it (nil: no credential of the
         /// service's own): an attempt after a logout is refused, not sent with the credential
         /// of whoever logged in since.
         private let sessionEpoch: UInt64?
         /// The endpoint key held in the in-flight guard, if the call holds one.
         private var guardKey: String?
-        private let method: HTTPRequest.Method
-        /// The endpoint's path, as the call was given it.
-        let path: String
         /// The call's parameters and body, kept for a failover, which encodes them again for
         /// its new server: nil without a server pool, or without either (two existential
         /// copies and releases a call fewer).
         private let inputs: Inputs?
-        private let acceptHeader: String?
-        /// Whether the call's server gets the credential: the API's own servers do, a per-call
-        /// server on another origin only when the call opts in.
-        let sendsCredential: Bool
         /// The response serializer's type, part of the identity.
         private let responseType: ObjectIdentifier
         private var computedIdentity: RequestIdentity?
@@ -59,17 +50,14 @@ extension ServiceCore {
         /// Set after an envelope asked for another attempt: the answer may have been cached
         /// (its headers allowed it), and the next attempt must not get it again.
         private var bypassesCache = false
-        /// The client's and the service's live settings as the call found them at its start:
-        /// every attempt uses these (`HTTPClient+Settings.swift`, `ServiceCore+Settings.swift`).
-        private let clientSettings: HTTPClient.LiveSettings
-        private let serviceSettings: LiveServiceSettings
         /// The pool's environment at the start: a switch during the call does not move it.
         private let environment: ServerEnvironment?
         /// The call's logger, spans and metrics (see `CallTelemetry`).
         private var telemetry: CallTelemetry
         /// What the registry cancels when the call runs in its caller's task (see `perform`).
         let scope: CancellationScope?
-        /// The client's options for this call's transfers, made once (see `requestOptions()`).
+        /// The client's options for this call's transfers: the plan's, with the call's scope
+        /// and logger (see `requestOptions()`).
         let transferOptions: RequestOptions
         /// Whether `finish` keeps what `response(_:)` needs: a verb wants the value only.
         private let keepsResponse: Bool
@@ -78,68 +66,65 @@ extension ServiceCore {
         /// 1,032 bytes, malloc's per-thread cache limit, into its slower general path.
         private var outcome: KeptOutcome?
 
-        /// Steps 1 and 2, and the monitors' `didStart`.
-        /// - Throws: a bad server or path, or a request serializer's error (before `didStart`).
+        /// The call's options, with the service's timeout when they name none.
+        var options: CallOptions { plan.options }
+        /// The endpoint's path, as the call was given it.
+        var path: String { plan.path }
+        var chain: InterceptorChain { plan.chain }
+        /// Whether the call's server gets the credential: the API's own servers do, a per-call
+        /// server on another origin only when the call opts in.
+        var sendsCredential: Bool { plan.sendsCredential }
+        var clock: any ServiceClock { service.configuration.clock }
+        /// The request as the serializer leaves it, before adapters.
+        var base: PreparedRequest { failedOver?.base ?? plan.base }
+        private var server: BaseURL { failedOver?.server ?? plan.server }
+        /// The client's and the service's live settings as the call found them at its start:
+        /// every attempt uses these (`HTTPClient+Settings.swift`, `ServiceCore+Settings.swift`).
+        private var clientSettings: HTTPClient.LiveSettings { plan.clientSettings }
+        private var serviceSettings: LiveServiceSettings { plan.serviceSettings }
+
+        /// The call's state, and the monitors' `didStart`.
         @inline(never)
+        /// - Parameters:
+        ///   - plan: the call's plan (`ServiceCore.plan`), made before: an initializer's
+        ///     arguments are copied by its caller, and a plan is one reference.
+        ///   - inputs: the call's parameters and body when a failover may encode them again.
         init(
-            _ service: ServiceCore, method: HTTPRequest.Method, path: String, parameters: (any Encodable & Sendable)?,
-            body: (any Encodable & Sendable)?, options: CallOptions, acceptHeader: String?, responseType: Any.Type,
-            id: CallID, scope: CancellationScope?, keepsResponse: Bool = false
-        ) throws {
-            // The configuration is read in place: a copy of the whole struct costs a reference
-            // count per field.
+            _ service: ServiceCore, plan: CallPlan, inputs: Inputs?, responseType: ObjectIdentifier, id: CallID,
+            scope: CancellationScope?, keepsResponse: Bool
+        ) {
             self.scope = scope
             self.keepsResponse = keepsResponse
-            let clientSettings = service.client.liveSettings
-            let live = service.live.withLock { $0 }
-            let settings = live.settings
-            var options = options
-            if options.timeout == nil, let timeout = settings.timeout { options.timeout = timeout }
             self.service = service
-            self.options = options
-            self.clientSettings = clientSettings
-            serviceSettings = live
+            self.plan = plan
             self.id = id
-            self.method = method
-            self.path = path
-            self.acceptHeader = acceptHeader
-            self.responseType = ObjectIdentifier(responseType)
-            clock = service.configuration.clock
+            self.responseType = responseType
+            self.inputs = inputs
             monitor =
                 service.configuration.monitors.isEmpty ? nil : CompositeEventMonitor(service.configuration.monitors)
-            started = monitor != nil || keepsResponse ? clock.now : nil
-            let callServer = try options.validatedServer()
-            pool = callServer == nil ? service.configuration.servers : nil
-            inputs = pool != nil && (parameters != nil || body != nil) ? Inputs(parameters, body) : nil
+            started = monitor != nil || keepsResponse ? service.configuration.clock.now : nil
+            pool = plan.callServer == nil ? service.configuration.servers : nil
             environment = pool?.environment
-            server = try callServer ?? pool?.currentServer ?? clientSettings.server.get()
-            sendsCredential =
-                callServer.map {
-                    options.sendsCredentialToServer || service.isOwn($0, clientOrigin: clientSettings.origin)
-                } ?? true
-            base = try service.prepare(
-                method: method, path: path, parameters: parameters, body: body, options: options, on: server,
-                acceptHeader: acceptHeader, sendsCredential: sendsCredential, headers: settings.headers,
-                headersWithAccept: live.headersWithAccept)
             if monitor != nil {
-                var event = CallEvent(id: id, request: base.head, attempt: 0, userInfo: options.userInfo)
+                var event = CallEvent(id: id, request: plan.base.head, attempt: 0, userInfo: plan.options.userInfo)
                 event.credentialFieldNames = service.prepared.credentialFieldNames
                 event.credentialQueryNames = service.prepared.credentialQueryNames
                 self.event = event
             } else {
                 event = nil
             }
-            chain = service.interceptors(for: options, sendsCredential: sendsCredential)
+            let sendsCredential = plan.sendsCredential
             sessionEpoch = sendsCredential ? service.prepared.credentials?.sessionEpoch : nil
-            validator = options.validator ?? service.configuration.pipeline.validator
-            telemetry = CallTelemetry(
-                client: service.client, service: service.configuration.name, server: server.authority,
-                logger: options.logger, id: id, operation: options.operationName,
-                request: base.head, credentialFieldNames: service.prepared.credentialFieldNames,
+            telemetry = CallTelemetry.start(
+                client: service.client, service: service.configuration.name, server: plan.server.authority,
+                logger: plan.options.logger, id: id, operation: plan.options.operationName,
+                request: plan.base.head, credentialFieldNames: service.prepared.credentialFieldNames,
                 credentialQueryNames: sendsCredential ? service.prepared.credentialQueryNames : [])
-            transferOptions = Self.transferOptions(
-                options, service: service, sendsCredential: sendsCredential, clientSettings: clientSettings,
-                scope: scope, logger: telemetry.loggerIsClients ? nil : telemetry.logger)
+            var transferOptions = plan.transferOptions
+            transferOptions.cancellationScope = scope
+            // A logger that is the client's unchanged goes to no transfer: they fall back to it.
+            if !telemetry.loggerIsClients { transferOptions.logger = telemetry.logger }
+            self.transferOptions = transferOptions
             if let monitor, let event { monitor.didStart(event) }
         }
 
@@ -263,28 +248,6 @@ extension ServiceCore {
             return options
         }
 
-        /// The client's options for every transfer of a call: made once per call, not per
-        /// attempt.
-        private static func transferOptions(
-            _ options: CallOptions, service: ServiceCore, sendsCredential: Bool,
-            clientSettings: HTTPClient.LiveSettings, scope: CancellationScope?, logger: Logger?
-        ) -> RequestOptions {
-            var transportOptions = options.requestOptions
-            // The client stores every hop's cookies (a redirect's too) and sends the jar's on each.
-            if transportOptions.cookieJar == nil { transportOptions.cookieJar = service.configuration.cookieJar }
-            // The service knows its servers: it decides whether the client adds its credential,
-            // and which fields besides the client's carry one (dropped across origins).
-            transportOptions.sendsCredential = sendsCredential
-            transportOptions.clientSettings = clientSettings
-            transportOptions.cancellationScope = scope
-            let extra = service.prepared.extraCredentialNames
-            if !extra.isEmpty { transportOptions.sensitiveHeaderNames.formUnion(extra) }
-            let queryNames = service.prepared.credentialQueryNames
-            if sendsCredential, !queryNames.isEmpty { transportOptions.credentialQueryNames = queryNames }
-            transportOptions.logger = logger
-            return transportOptions
-        }
-
         /// The jar's cookies, then the monitors' `willSend`.
         @inline(never)
         func willSend(_ request: inout PreparedRequest) {
@@ -313,7 +276,7 @@ extension ServiceCore {
             pool?.record(answer.head.status.code >= 500 ? .failure : .success, for: server)
             if let monitor, let event { monitor.didReceive(event, response: answer.head) }
             var context = ResponseContext(request: request.head, response: answer.head, body: answer.body)
-            try validator.validate(context, serializerContentTypes: serializer.acceptableContentTypes)
+            try plan.validator.validate(context, serializerContentTypes: serializer.acceptableContentTypes)
             // The body-level outcome: a retry or refresh code fails the attempt as a status would.
             if let envelope = service.configuration.envelope { context = try envelope.unwrap(context) }
             let value = try service.decode(context, serializer: serializer, options: options)
@@ -494,11 +457,12 @@ extension ServiceCore {
         @inline(never)
         func failOver() throws {
             guard let pool, pool.currentServer != server, pool.environment == environment else { return }
-            server = pool.currentServer
-            base = try service.prepare(
-                method: method, path: path, parameters: inputs?.parameters, body: inputs?.body, options: options,
-                on: server, acceptHeader: acceptHeader, sendsCredential: sendsCredential,
-                headers: serviceSettings.settings.headers)
+            let server = pool.currentServer
+            let base = try service.prepare(
+                method: plan.method, path: plan.path, parameters: inputs?.parameters, body: inputs?.body,
+                options: plan.options, on: server, acceptHeader: plan.acceptHeader,
+                sendsCredential: plan.sendsCredential, headers: serviceSettings.settings.headers)
+            failedOver = FailedOver(server: server, base: base)
         }
 
         /// `end(_:)`, boxed here: the `CourierError` is not kept in `perform`'s async frame.
@@ -517,6 +481,12 @@ extension ServiceCore {
             telemetry.failed(courier, attempts: attempts)
             return courier
         }
+    }
+
+    /// The server and request of a call that a failover moved.
+    struct FailedOver {
+        let server: BaseURL
+        let base: PreparedRequest
     }
 
     /// A call's parameters and body, kept by its `CallRun` for a failover (see `inputs`).

@@ -71,9 +71,15 @@ extension ServiceCore {
         id: CallID, scope: CancellationScope?, keepsResponse: Bool
     ) throws -> CallRun {
         do {
-            return try CallRun(
-                self, method: method, path: path, parameters: parameters, body: body, options: options,
-                acceptHeader: acceptHeader, responseType: responseType, id: id, scope: scope,
+            let plan = try plan(
+                method: method, path: path, parameters: parameters, body: body, options: options,
+                acceptHeader: acceptHeader)
+            // Kept for a failover, which encodes them again for its new server.
+            let inputs =
+                plan.callServer == nil && configuration.servers != nil && (parameters != nil || body != nil)
+                ? Inputs(parameters, body) : nil
+            return CallRun(
+                self, plan: plan, inputs: inputs, responseType: ObjectIdentifier(responseType), id: id, scope: scope,
                 keepsResponse: keepsResponse)
         } catch {
             throw mapped(CourierError.fromCall(error), options: options)

@@ -45,7 +45,7 @@ final class RequestHeadCache: Sendable {
 
     /// The same bytes: `String`'s `==` finds `é` and `e` + U+0301 equal, whose percent-encoded
     /// paths differ. One `memcmp` (`utf8.elementsEqual` costs ~600 instructions a string).
-    private static func same(_ one: String, _ other: String) -> Bool {
+    static func same(_ one: String, _ other: String) -> Bool {
         var one = one
         var other = other
         return one.withUTF8 { first in

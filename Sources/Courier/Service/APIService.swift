@@ -294,6 +294,8 @@ struct PreparedService: Sendable {
     let credentials: (any CredentialCarrying)?
     /// The request head of the last endpoint called, its path checked.
     let heads = RequestHeadCache()
+    /// The plans of the service's last calls (`CallPlan`).
+    let plans = CallPlanCache()
 
     init(client: HTTPClient, configuration: ServiceConfiguration) {
         decoding = configuration.decoding ?? client.configuration.decoding

@@ -266,6 +266,10 @@ public struct CallOptions: Sendable {
         storage = Storage(fields)
     }
 
+    /// The identity of these options' storage: options with the same one are the same
+    /// options (setting a property makes new storage).
+    var storageIdentity: ObjectIdentifier { ObjectIdentifier(storage) }
+
     /// No overrides.
     public static var `default`: CallOptions { noOverrides }
 

@@ -54,23 +54,30 @@ struct CallTelemetry {
         }
     }
 
+    private init(logger: Logger, loggerIsClients: Bool, logs: Bool, active: Active?) {
+        self.logger = logger
+        self.loggerIsClients = loggerIsClients
+        self.logs = logs
+        self.active = active
+    }
+
     /// Starts the call's span, counts it in flight and logs its start.
+    ///
+    /// A static function, not an initializer: its arguments are borrowed, where an
+    /// initializer's are copied by the caller and released by the callee.
     @inline(never)
-    init(
+    static func start(
         client: HTTPClient, service name: String?, server: String, logger: Logger?, id: CallID,
         operation: String? = nil, request: HTTPRequest, credentialFieldNames: Set<HTTPField.Name>,
         credentialQueryNames: Set<String> = []
-    ) {
+    ) -> CallTelemetry {
         let given = logger
         var logger = logger ?? client.configuration.logger
         let telemetry = client.telemetry
         let logs = logger.logLevel <= .debug
-        self.logs = logs
-        loggerIsClients = given == nil && !logs
+        let loggerIsClients = given == nil && !logs
         guard logs || telemetry.tracer != nil || telemetry.metrics != nil else {
-            self.logger = logger
-            active = nil
-            return
+            return CallTelemetry(logger: logger, loggerIsClients: loggerIsClients, logs: logs, active: nil)
         }
         // Made only when something will use them: a call pays nothing at the usual log levels
         // without a tracer or metrics backend.
@@ -90,7 +97,6 @@ struct CallTelemetry {
                 "courier: call \(request.method) \(redaction.redactedURL(of: request))",
                 metadata: ["courier.service": .string(service)])
         }
-        self.logger = logger
         var metrics: MetricHandles.Set?
         if let handles = telemetry.metrics {
             let set = handles.handles(service: service, method: request.method, operation: operation)
@@ -111,7 +117,7 @@ struct CallTelemetry {
             if let operation { span.attributes["courier.operation"] = operation }
             active.callSpan = span
         }
-        self.active = active
+        return CallTelemetry(logger: logger, loggerIsClients: loggerIsClients, logs: logs, active: active)
     }
 
     /// An attempt is sent: its span starts, and its context goes into the request's fields.

@@ -154,9 +154,9 @@ import Testing
         let coordinator = AuthRefreshCoordinator<Session>(credential: .generation(1)) { _ in .generation(2) }
         let service = try ServiceFixture.service(server) { $0.authentication = Self.interceptor(coordinator) }
         func key() throws -> String {
-            try ServiceCore.CallRun(
-                service, method: .get, path: "me", parameters: nil, body: nil, options: .default, acceptHeader: nil,
-                responseType: ServiceUser.self, id: CallID.next(), scope: nil
+            try service.startCall(
+                .get, "me", parameters: nil, body: nil, options: .default, acceptHeader: nil,
+                responseType: ServiceUser.self, id: CallID.next(), scope: nil, keepsResponse: false
             ).identity.key
         }
         let first = try key()

@@ -1,0 +1,197 @@
+import HTTPTypes
+
+/// What a call works out before its first attempt from its method, path, format and options
+/// and from the client's and the service's settings, and nothing else: its options with the
+/// service's timeout, its server, whether that server gets the credential, the request as
+/// the serializer leaves it, its interceptors, its validator and the options of its transfers.
+///
+/// Made once and reused by the calls after it with the same inputs (`CallPlanCache`): a call
+/// to an endpoint an app calls over and over looks its plan up instead of making it again,
+/// and keeps one reference to it instead of a copy of each value. A call with parameters or a
+/// body (the request depends on them), or on a server pool (its server moves), makes a plan of
+/// its own, which no other call uses.
+///
+/// Immutable. A plan holds what its inputs are compared by (the options' storage, the two
+/// settings snapshots), so none of them can be freed and its address reused while it is kept.
+final class CallPlan: Sendable {
+    let method: HTTPRequest.Method
+    let path: String
+    let acceptHeader: String?
+    /// The options as the call gave them: compared by their storage's identity.
+    private let given: CallOptions
+    let clientSettings: HTTPClient.LiveSettings
+    let serviceSettings: LiveServiceSettings
+    /// The call's options, with the service's timeout when they name none.
+    let options: CallOptions
+    /// The call's own server (`CallOptions.server`); nil: the pool's or the client's.
+    let callServer: BaseURL?
+    /// The server the request is made for: the call's, else the pool's current one when the
+    /// plan was made, else the client's base URL.
+    let server: BaseURL
+    /// Whether the call's server gets the credential: the API's own servers do, a per-call
+    /// server on another origin only when the call opts in.
+    let sendsCredential: Bool
+    /// The request as the serializer leaves it, before real-time parameters and adapters.
+    let base: PreparedRequest
+    let chain: InterceptorChain
+    let validator: ResponseValidator
+    /// The client's options for the call's transfers, without the call's cancellation scope
+    /// and logger (each call sets its own).
+    let transferOptions: RequestOptions
+
+    /// Steps 1 and 2 of a call (`ServiceCore.perform`).
+    /// - Throws: a bad server or path, or a request serializer's error.
+    @inline(never)
+    init(
+        _ service: ServiceCore, method: HTTPRequest.Method, path: String, parameters: (any Encodable & Sendable)?,
+        body: (any Encodable & Sendable)?, options given: CallOptions, acceptHeader: String?,
+        clientSettings: HTTPClient.LiveSettings, serviceSettings: LiveServiceSettings, pool: ServerPool?
+    ) throws {
+        self.method = method
+        self.path = path
+        self.acceptHeader = acceptHeader
+        self.given = given
+        self.clientSettings = clientSettings
+        self.serviceSettings = serviceSettings
+        var options = given
+        if options.timeout == nil, let timeout = serviceSettings.settings.timeout { options.timeout = timeout }
+        self.options = options
+        let callServer = try options.validatedServer()
+        self.callServer = callServer
+        let server = try callServer ?? pool?.currentServer ?? clientSettings.server.get()
+        self.server = server
+        let sendsCredential =
+            callServer.map {
+                options.sendsCredentialToServer || service.isOwn($0, clientOrigin: clientSettings.origin)
+            } ?? true
+        self.sendsCredential = sendsCredential
+        base = try service.prepare(
+            method: method, path: path, parameters: parameters, body: body, options: options, on: server,
+            acceptHeader: acceptHeader, sendsCredential: sendsCredential, headers: serviceSettings.settings.headers,
+            headersWithAccept: serviceSettings.headersWithAccept)
+        chain = service.interceptors(for: options, sendsCredential: sendsCredential)
+        validator = options.validator ?? service.configuration.pipeline.validator
+        var transferOptions = options.requestOptions
+        // The client stores every hop's cookies (a redirect's too) and sends the jar's on each.
+        if transferOptions.cookieJar == nil { transferOptions.cookieJar = service.configuration.cookieJar }
+        // The service knows its servers: it decides whether the client adds its credential,
+        // and which fields besides the client's carry one (dropped across origins).
+        transferOptions.sendsCredential = sendsCredential
+        transferOptions.clientSettings = clientSettings
+        let extra = service.prepared.extraCredentialNames
+        if !extra.isEmpty { transferOptions.sensitiveHeaderNames.formUnion(extra) }
+        let queryNames = service.prepared.credentialQueryNames
+        if sendsCredential, !queryNames.isEmpty { transferOptions.credentialQueryNames = queryNames }
+        self.transferOptions = transferOptions
+    }
+
+    /// Whether a call with these inputs can use this plan.
+    func fits(
+        _ method: HTTPRequest.Method, _ path: String, _ acceptHeader: String?, _ options: CallOptions,
+        _ clientSettings: HTTPClient.LiveSettings, _ serviceSettings: LiveServiceSettings
+    ) -> Bool {
+        self.clientSettings === clientSettings && self.serviceSettings === serviceSettings
+            && given.storageIdentity == options.storageIdentity && self.method == method
+            && RequestHeadCache.same(self.path, path)
+            && (self.acceptHeader.map { accept in acceptHeader.map { RequestHeadCache.same(accept, $0) } ?? false }
+                ?? (acceptHeader == nil))
+    }
+}
+
+/// The plans a service made last, for the calls after them (see `CallPlan`).
+///
+/// A few entries. A new plan replaces one that no call used after it was made, so the plans
+/// of calls whose options are made anew for each call (which no later call can use) replace
+/// each other rather than the plans of the endpoints called over and over; when every plan
+/// was used, they all count as unused again.
+final class CallPlanCache: Sendable {
+    /// The most plans kept.
+    static let capacity = 16
+
+    private struct Entries {
+        var plans: [CallPlan] = []
+        /// Whether a call used the plan at the same index since the hand last passed it.
+        var used: [Bool] = []
+        var hand = 0
+    }
+
+    private let entries = LockedValue(Entries())
+
+    init() {}
+
+    /// The plan for these inputs, if one is kept.
+    func plan(
+        _ method: HTTPRequest.Method, _ path: String, _ acceptHeader: String?, _ options: CallOptions,
+        _ clientSettings: HTTPClient.LiveSettings, _ serviceSettings: LiveServiceSettings
+    ) -> CallPlan? {
+        entries.withLock { entries in
+            for index in entries.plans.indices
+            where entries.plans[index].fits(method, path, acceptHeader, options, clientSettings, serviceSettings) {
+                entries.used[index] = true
+                return entries.plans[index]
+            }
+            return nil
+        }
+    }
+
+    /// Keeps `plan`, in place of one not used lately when every entry is taken.
+    func keep(_ plan: CallPlan) {
+        // Returned, so that a replaced plan is released after the lock.
+        _ = entries.withLock { entries -> CallPlan? in
+            guard entries.plans.count == Self.capacity else {
+                entries.plans.append(plan)
+                entries.used.append(false)
+                return nil
+            }
+            // The first plan no call used, from the hand on; when every plan was used, every
+            // one starts over as unused and the hand's is replaced.
+            let start = entries.hand
+            var index = start
+            while entries.used[index] {
+                index = (index + 1) % Self.capacity
+                if index == start {
+                    entries.used = Array(repeating: false, count: Self.capacity)
+                    break
+                }
+            }
+            let replaced = entries.plans[index]
+            entries.plans[index] = plan
+            entries.used[index] = false
+            entries.hand = (index + 1) % Self.capacity
+            return replaced
+        }
+    }
+
+    /// The number of plans kept (for tests).
+    var count: Int { entries.withLock { $0.plans.count } }
+}
+
+extension ServiceCore {
+    /// The plan of a call: a kept one when a call with the same inputs made it, else a new one
+    /// (kept when later calls can use it).
+    /// - Throws: a bad server or path, or a request serializer's error.
+    func plan(
+        method: HTTPRequest.Method, path: String, parameters: (any Encodable & Sendable)?,
+        body: (any Encodable & Sendable)?, options: CallOptions, acceptHeader: String?
+    ) throws -> CallPlan {
+        let clientSettings = client.liveSettings
+        let serviceSettings = live.withLock { $0 }
+        let pool = options.server == nil ? configuration.servers : nil
+        // A request made from parameters or a body, or for a pool's current server, is the
+        // call's own.
+        guard parameters == nil, body == nil, pool == nil else {
+            return try CallPlan(
+                self, method: method, path: path, parameters: parameters, body: body, options: options,
+                acceptHeader: acceptHeader, clientSettings: clientSettings, serviceSettings: serviceSettings,
+                pool: pool)
+        }
+        if let kept = prepared.plans.plan(method, path, acceptHeader, options, clientSettings, serviceSettings) {
+            return kept
+        }
+        let plan = try CallPlan(
+            self, method: method, path: path, parameters: nil, body: nil, options: options,
+            acceptHeader: acceptHeader, clientSettings: clientSettings, serviceSettings: serviceSettings, pool: nil)
+        prepared.plans.keep(plan)
+        return plan
+    }
+}

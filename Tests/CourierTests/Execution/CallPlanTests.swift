@@ -1,0 +1,105 @@
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+@_spi(Fuzzing) @testable import Courier
+
+/// What a call works out before its first attempt, kept for the calls after it with the same
+/// inputs (`CallPlan`, `CallPlanCache`): reused only when every input is the same, never across
+/// settings changes or other options, and kept for the endpoints called over and over.
+@Suite struct CallPlanTests {
+    private static func user(_ server: TestServer) {
+        server.route("/users/1") { _ in .json(["id": 1, "name": "Ann"]) }
+        server.route("/users/2") { _ in .json(["id": 2, "name": "Bob"]) }
+    }
+
+    @Test func callsToTheSameEndpointShareOnePlan() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        Self.user(server)
+        let service = try ServiceFixture.service(server)
+        for _ in 0..<5 {
+            let _: ServiceUser = try await service.get("users/1")
+        }
+        #expect(service.prepared.plans.count == 1)
+        let _: ServiceUser = try await service.get("users/2")
+        #expect(service.prepared.plans.count == 2)
+        #expect(server.count("/users/1") == 5)
+        #expect(server.count("/users/2") == 1)
+    }
+
+    /// Options made anew for each call have storage of their own each time; a plan holds the
+    /// storage it was made with, so a later call's options can never take its address and be
+    /// mistaken for it (each call sends its own header).
+    /// With a service timeout, the plan's options are a new value (the call's with the
+    /// timeout): the plan still holds the call's own.
+    @Test(arguments: [false, true])
+    func optionsMadeForEachCallAreEachCallsOwn(withServiceTimeout: Bool) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        Self.user(server)
+        let service = try ServiceFixture.service(server)
+        if withServiceTimeout { try service.updateSettings { $0.timeout = .seconds(30) } }
+        for index in 0..<40 {
+            let options = CallOptions(headers: [HTTPField.Name("X-Call")!: "\(index)"])
+            let _: ServiceUser = try await service.get("users/1", options: options)
+        }
+        let sent = server.recordedRequests(path: "/users/1").map { $0.header("X-Call") }
+        #expect(sent == (0..<40).map { "\($0)" })
+        #expect(service.prepared.plans.count == CallPlanCache.capacity)
+    }
+
+    /// A plan a later call used is passed over once before it is replaced: a stream of calls
+    /// whose options are made anew replaces their own plans, not the endpoint's.
+    @Test func aPlanCallsUseOutlivesPlansNoCallUses() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        Self.user(server)
+        let service = try ServiceFixture.service(server)
+        let _: ServiceUser = try await service.get("users/2")
+        let _: ServiceUser = try await service.get("users/2")
+        for index in 0..<(3 * CallPlanCache.capacity) {
+            let options = CallOptions(headers: [HTTPField.Name("X-Call")!: "\(index)"])
+            let _: ServiceUser = try await service.get("users/1", options: options)
+        }
+        let kept = service.prepared.plans.plan(
+            .get, "users/2", service.prepared.acceptHeader, .default, service.client.liveSettings,
+            service.live.withLock { $0 })
+        #expect(kept != nil)
+    }
+
+    @Test func aSettingsChangeMakesANewPlan() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        Self.user(server)
+        let service = try ServiceFixture.service(server)
+        let _: ServiceUser = try await service.get("users/1")
+        try service.updateSettings { $0.headers[HTTPField.Name("X-Tenant")!] = "blue" }
+        let _: ServiceUser = try await service.get("users/1")
+        let other = try TestServer()
+        defer { other.stop() }
+        Self.user(other)
+        try service.client.updateSettings { $0.baseURL = other.baseURL }
+        let _: ServiceUser = try await service.get("users/1")
+        let sent = server.recordedRequests(path: "/users/1").map { $0.header("X-Tenant") }
+        #expect(sent == [nil, "blue"])
+        #expect(other.recordedRequests(path: "/users/1").map { $0.header("X-Tenant") } == ["blue"])
+    }
+
+    /// The format is part of the plan: the same path read as another model with another
+    /// `Accept` is another plan.
+    @Test func anotherFormatIsAnotherPlan() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        Self.user(server)
+        let service = try ServiceFixture.service(server)
+        let _: ServiceUser = try await service.get("users/1")
+        let text: String = try await service.get("users/1", serializer: StringResponseSerializer())
+        #expect(text.contains("Ann"))
+        let accepts = server.recordedRequests(path: "/users/1").map { $0.header("Accept") }
+        #expect(accepts.count == 2)
+        #expect(accepts[0] != accepts[1])
+        #expect(service.prepared.plans.count == 2)
+    }
+}
