@@ -8,7 +8,8 @@ extension HTTPClient {
     /// 304 merged; other responses are offered to the cache; unsafe methods invalidate. A
     /// response that followed redirects is not stored under the original URL.
     func sendThroughCache(
-        _ cache: HostScopedCache, _ request: HTTPRequest, body: RequestBody?, options: RequestOptions
+        _ cache: HostScopedCache, _ request: HTTPRequest, body: RequestBody?, options: RequestOptions,
+        context: TransferContext
     ) async throws -> Response {
         // Read before `prepare` reads the credential: a logout in between must count.
         let generation = state.withLock { $0.sessionGeneration }
@@ -42,7 +43,7 @@ extension HTTPClient {
         }
         var network: Response?
         let result = try await cache.load(call) { outgoing in
-            let response = try await sendToNetwork(outgoing, body: body, options: options)
+            let response = try await sendToNetwork(outgoing, body: body, options: options, context: context)
             network = response
             return CacheTransportResponse(
                 response: response.head, body: response.body, mayStore: response.redirectCount == 0)

@@ -46,29 +46,35 @@ extension HTTPClient {
 
     /// `send` with the client-level options.
     @inline(__always)
-    func send(_ request: HTTPRequest, body: RequestBody?, options: RequestOptions) async throws -> Response {
-        guard configuration.cache == nil else { return try await sendCached(request, body: body, options: options) }
+    func send(
+        _ request: HTTPRequest, body: RequestBody?, options: RequestOptions, context: TransferContext = .none
+    ) async throws -> Response {
+        guard configuration.cache == nil else {
+            return try await sendCached(request, body: body, options: options, context: context)
+        }
         // The common case inline: this async frame is allocated for as long as the request is
         // in flight and holds the `Exchange`; going through `sendToNetwork` would add a frame.
-        var exchange = try Exchange(client: self, request: request, body: body, options: options)
+        var exchange = try Exchange(client: self, request: request, body: body, options: options, context: context)
         return try await followRedirects(&exchange, BufferedHop.self)
     }
 
     /// `send` through the cache, out of line so that its frame is not `send`'s.
     @inline(never)
-    private func sendCached(_ request: HTTPRequest, body: RequestBody?, options: RequestOptions) async throws
-        -> Response
-    {
+    private func sendCached(
+        _ request: HTTPRequest, body: RequestBody?, options: RequestOptions, context: TransferContext
+    ) async throws -> Response {
         guard let cache = configuration.cache else {
-            return try await sendToNetwork(request, body: body, options: options)
+            return try await sendToNetwork(request, body: body, options: options, context: context)
         }
-        return try await sendThroughCache(cache, request, body: body, options: options)
+        return try await sendThroughCache(cache, request, body: body, options: options, context: context)
     }
 
     /// `send` without the cache: the redirect loop over the transport, buffered.
     @inline(never)
-    func sendToNetwork(_ request: HTTPRequest, body: RequestBody?, options: RequestOptions) async throws -> Response {
-        var exchange = try Exchange(client: self, request: request, body: body, options: options)
+    func sendToNetwork(
+        _ request: HTTPRequest, body: RequestBody?, options: RequestOptions, context: TransferContext
+    ) async throws -> Response {
+        var exchange = try Exchange(client: self, request: request, body: body, options: options, context: context)
         return try await followRedirects(&exchange, BufferedHop.self)
     }
 
@@ -84,7 +90,8 @@ extension HTTPClient {
         _ request: HTTPRequest, body: RequestBody? = nil, options: CallOptions = .default
     ) async throws -> StreamedResponse {
         guard telemetry.tracer != nil || telemetry.metrics != nil else {
-            var exchange = try Exchange(client: self, request: request, body: body, options: options.requestOptions)
+            var exchange = try Exchange(
+                client: self, request: request, body: body, options: options.requestOptions, context: .none)
             return try await followRedirects(&exchange, StreamedHop.self)
         }
         return try await streamReported(request, body: body, options: options)
@@ -103,8 +110,8 @@ extension HTTPClient {
             try Self.resolve(&shown, against: baseURL)
         }
         var telemetry = CallTelemetry.start(
-            client: self, service: nil, server: shown.authority ?? "", logger: options.logger, id: CallID.next(),
-            operation: options.operationName, request: shown, credentialFieldNames: credentialFieldNames)
+            client: self, service: nil, server: shown.authority ?? "", options: options, id: CallID.next(),
+            request: shown, credentialFieldNames: credentialFieldNames)
         var reported = PreparedRequest(head: shown, body: body)
         telemetry.willSend(&reported, attempt: 1)
         var sent = request
@@ -129,7 +136,8 @@ extension HTTPClient {
         var (telemetry, reported, sent, requestOptions) = try startReport(request, body: body, options: options)
         var response: StreamedResponse
         do {
-            var exchange = try Exchange(client: self, request: sent, body: body, options: requestOptions)
+            var exchange = try Exchange(
+                client: self, request: sent, body: body, options: requestOptions, context: .none)
             response = try await followRedirects(&exchange, StreamedHop.self)
         } catch {
             telemetry.failed(Self.reported(error, "the request was cancelled"), attempts: 1)

@@ -39,10 +39,6 @@ struct RequestOptions: Sendable {
     /// The client's settings as the call found them when it started (a service's call keeps
     /// one snapshot for all its attempts); nil: the client's settings when the request starts.
     var clientSettings: HTTPClient.LiveSettings?
-    /// The logger of the call this request belongs to (its id in the metadata); nil: the client's.
-    var logger: Logger?
-    /// The scope of the service call this request belongs to (see `CancellationScope`).
-    var cancellationScope: CancellationScope?
 
     init(
         timeout: Duration? = nil, maxResponseSize: Int64? = nil, maxRedirects: Int? = nil,
@@ -63,4 +59,16 @@ struct RequestOptions: Sendable {
         self.staleIfError = staleIfError
         self.cookieJar = cookieJar
     }
+}
+
+/// What a service call gives each of its transfers besides their options: apart from them, so
+/// that the options a call's plan made are sent as they are, not copied for each call.
+struct TransferContext: Sendable {
+    /// The scope of the service call the request belongs to (see `CancellationScope`).
+    var scope: CancellationScope?
+    /// The logger of the call the request belongs to (its id in the metadata); nil: the client's.
+    var logger: Logger?
+
+    /// A request of no service call.
+    static let none = TransferContext()
 }

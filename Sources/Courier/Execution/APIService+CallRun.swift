@@ -20,7 +20,6 @@ extension ServiceCore {
         private let started: ContinuousClock.Instant?
         /// The service's monitors; nil without any, and then no event is made.
         private let monitor: CompositeEventMonitor?
-        private let pool: ServerPool?
         /// The server and request after a failover moved the call (nil: the plan's).
         private var failedOver: FailedOver?
         /// What the monitors see of the call (nil without monitors).
@@ -56,9 +55,6 @@ extension ServiceCore {
         private var telemetry: CallTelemetry
         /// What the registry cancels when the call runs in its caller's task (see `perform`).
         let scope: CancellationScope?
-        /// The client's options for this call's transfers: the plan's, with the call's scope
-        /// and logger (see `requestOptions()`).
-        let transferOptions: RequestOptions
         /// Whether `finish` keeps what `response(_:)` needs: a verb wants the value only.
         private let keepsResponse: Bool
         /// The final answer, the request as last sent and the call's figures, when kept: in a
@@ -103,8 +99,7 @@ extension ServiceCore {
             monitor =
                 service.configuration.monitors.isEmpty ? nil : CompositeEventMonitor(service.configuration.monitors)
             started = monitor != nil || keepsResponse ? service.configuration.clock.now : nil
-            pool = plan.callServer == nil ? service.configuration.servers : nil
-            environment = pool?.environment
+            environment = plan.pool?.environment
             if monitor != nil {
                 var event = CallEvent(id: id, request: plan.base.head, attempt: 0, userInfo: plan.options.userInfo)
                 event.credentialFieldNames = service.prepared.credentialFieldNames
@@ -117,14 +112,9 @@ extension ServiceCore {
             sessionEpoch = sendsCredential ? service.prepared.credentials?.sessionEpoch : nil
             telemetry = CallTelemetry.start(
                 client: service.client, service: service.configuration.name, server: plan.server.authority,
-                logger: plan.options.logger, id: id, operation: plan.options.operationName,
+                options: plan.options, id: id,
                 request: plan.base.head, credentialFieldNames: service.prepared.credentialFieldNames,
                 credentialQueryNames: sendsCredential ? service.prepared.credentialQueryNames : [])
-            var transferOptions = plan.transferOptions
-            transferOptions.cancellationScope = scope
-            // A logger that is the client's unchanged goes to no transfer: they fall back to it.
-            if !telemetry.loggerIsClients { transferOptions.logger = telemetry.logger }
-            self.transferOptions = transferOptions
             if let monitor, let event { monitor.didStart(event) }
         }
 
@@ -226,7 +216,7 @@ extension ServiceCore {
         @inline(never)
         func requestOptions() -> RequestOptions {
             guard changesTransferOptions else { return transferOptions }
-            var transportOptions = transferOptions
+            var transportOptions = plan.transferOptions
             if bypassesCache, transportOptions.cachePolicy != .returnCacheDataDontLoad {
                 transportOptions.cachePolicy = .reloadIgnoringCache
             }
@@ -238,14 +228,20 @@ extension ServiceCore {
         /// call without these sends `transferOptions` as they are, not a copy of them.
         var changesTransferOptions: Bool { bypassesCache || !realTimeNames.isEmpty }
 
-        /// The options of a transfer shared with identical calls (de-duplication): this
-        /// attempt's, without the call's cancellation scope (the transfer is not this call's
-        /// alone; the scope cancels this call's wait for it).
-        @inline(never)
-        func sharedRequestOptions() -> RequestOptions {
-            var options = requestOptions()
-            options.cancellationScope = nil
-            return options
+        /// The client's options for this call's transfers, as the call's plan made them.
+        var transferOptions: RequestOptions { plan.transferOptions }
+
+        /// What the call gives its own transfers besides their options: its scope, and its
+        /// logger unless it is the client's unchanged (the transfers fall back to it).
+        var transferContext: TransferContext {
+            TransferContext(scope: scope, logger: telemetry.logger)
+        }
+
+        /// The same for a transfer shared with identical calls (de-duplication): without the
+        /// call's scope (the transfer is not this call's alone; the scope cancels this call's
+        /// wait for it).
+        var sharedTransferContext: TransferContext {
+            TransferContext(scope: nil, logger: telemetry.logger)
         }
 
         /// The jar's cookies, then the monitors' `willSend`.
@@ -273,7 +269,7 @@ extension ServiceCore {
         func finish<Serializer: ResponseSerializer>(
             _ answer: HTTPClient.Response, request: PreparedRequest, serializer: Serializer
         ) throws -> Serializer.Output {
-            pool?.record(answer.head.status.code >= 500 ? .failure : .success, for: server)
+            plan.pool?.record(answer.head.status.code >= 500 ? .failure : .success, for: server)
             if let monitor, let event { monitor.didReceive(event, response: answer.head) }
             var context = ResponseContext(request: request.head, response: answer.head, body: answer.body)
             try plan.validator.validate(context, serializerContentTypes: serializer.acceptableContentTypes)
@@ -385,9 +381,9 @@ extension ServiceCore {
             // an answer: the server was reached, and `RetryDecision` ends the call with it.
             if error.response == nil {
                 if error.code == .cannotConnect {
-                    pool?.record(.connectionFailure, for: server)
+                    plan.pool?.record(.connectionFailure, for: server)
                 } else if error.isTransient {
-                    pool?.record(.failure, for: server)
+                    plan.pool?.record(.failure, for: server)
                 }
             }
             return AttemptFailure(error: error)
@@ -456,7 +452,7 @@ extension ServiceCore {
         /// A failover during the attempt moves the retry to the new server.
         @inline(never)
         func failOver() throws {
-            guard let pool, pool.currentServer != server, pool.environment == environment else { return }
+            guard let pool = plan.pool, pool.currentServer != server, pool.environment == environment else { return }
             let server = pool.currentServer
             let base = try service.prepare(
                 method: plan.method, path: plan.path, parameters: inputs?.parameters, body: inputs?.body,

@@ -76,7 +76,7 @@ extension ServiceCore {
                 acceptHeader: acceptHeader)
             // Kept for a failover, which encodes them again for its new server.
             let inputs =
-                plan.callServer == nil && configuration.servers != nil && (parameters != nil || body != nil)
+                plan.pool != nil && (parameters != nil || body != nil)
                 ? Inputs(parameters, body) : nil
             return CallRun(
                 self, plan: plan, inputs: inputs, responseType: ObjectIdentifier(responseType), id: id, scope: scope,
@@ -209,9 +209,11 @@ extension ServiceCore {
             do {
                 // The call's options as they are (borrowed, not copied) when the attempt changes none.
                 guard call.changesTransferOptions else {
-                    return try await client.send(request.head, body: request.body, options: call.transferOptions)
+                    return try await client.send(
+                        request.head, body: request.body, options: call.transferOptions, context: call.transferContext)
                 }
-                return try await client.send(request.head, body: request.body, options: call.requestOptions())
+                return try await client.send(
+                    request.head, body: request.body, options: call.requestOptions(), context: call.transferContext)
             } catch is CancellationError {
                 throw CourierError(.cancelled, "the call was cancelled in flight")
             }
@@ -253,7 +255,8 @@ extension ServiceCore {
         if scope?.isCancelled == true || Task.isCancelled {
             throw CourierError(.cancelled, "the call was cancelled before it was sent")
         }
-        let options = call.sharedRequestOptions()
+        let options = call.requestOptions()
+        let context = call.sharedTransferContext
         var key = Self.sharingKey(call.identity.key, options)
         // What the service's adapters add is not in the identity, and a service made from a
         // copy of this configuration may add something else (its user's): no sharing across.
@@ -262,7 +265,7 @@ extension ServiceCore {
         do {
             return try await configuration.deduplicator.run(key: key, scope: scope) {
                 do {
-                    return try await client.send(request.head, body: request.body, options: options)
+                    return try await client.send(request.head, body: request.body, options: options, context: context)
                 } catch is CancellationError {
                     throw CourierError(.cancelled, "the call was cancelled in flight")
                 }

@@ -25,6 +25,8 @@ final class CallPlan: Sendable {
     let options: CallOptions
     /// The call's own server (`CallOptions.server`); nil: the pool's or the client's.
     let callServer: BaseURL?
+    /// The service's pool, for a call without a server of its own.
+    let pool: ServerPool?
     /// The server the request is made for: the call's, else the pool's current one when the
     /// plan was made, else the client's base URL.
     let server: BaseURL
@@ -58,6 +60,7 @@ final class CallPlan: Sendable {
         self.options = options
         let callServer = try options.validatedServer()
         self.callServer = callServer
+        self.pool = pool
         let server = try callServer ?? pool?.currentServer ?? clientSettings.server.get()
         self.server = server
         let sendsCredential =
@@ -176,7 +179,9 @@ extension ServiceCore {
     ) throws -> CallPlan {
         let clientSettings = client.liveSettings
         let serviceSettings = live.withLock { $0 }
-        let pool = options.server == nil ? configuration.servers : nil
+        // `if case`, not `== nil`: the optional's `==` copies and compares two URLs.
+        let pool: ServerPool?
+        if case .none = options.server { pool = configuration.servers } else { pool = nil }
         // A request made from parameters or a body, or for a pool's current server, is the
         // call's own.
         guard parameters == nil, body == nil, pool == nil else {

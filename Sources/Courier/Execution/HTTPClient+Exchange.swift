@@ -36,7 +36,10 @@ extension HTTPClient {
         private var transportOptions: TransportOptions
 
         @inline(never)
-        init(client: HTTPClient, request: HTTPRequest, body: RequestBody?, options: RequestOptions) throws {
+        init(
+            client: HTTPClient, request: HTTPRequest, body: RequestBody?, options: RequestOptions,
+            context: TransferContext
+        ) throws {
             // Checked here, the one place every send and stream passes (ConfigurationBounds);
             // the values, not a checked copy of the whole options (a reference count per field).
             let timeout = try ConfigurationBounds.timeout(options.timeout, "request timeout")
@@ -56,13 +59,13 @@ extension HTTPClient {
                 extraSensitive.isEmpty
                 ? client.credentialFieldNames : client.credentialFieldNames.union(extraSensitive)
             deadline = (timeout ?? settings.settings.timeout).map { ContinuousClock.now + $0 }
-            logger = options.logger ?? client.configuration.logger
+            logger = context.logger ?? client.configuration.logger
             transportOptions = TransportOptions(
                 timeout: nil, connectTimeout: settings.settings.connectTimeout,
                 stallTimeout: settings.settings.stallTimeout,
                 maxResponseSize: maxResponseSize ?? client.configuration.maxResponseSize,
                 uploadProgress: options.uploadProgress, downloadProgress: options.downloadProgress)
-            transportOptions.cancellationScope = options.cancellationScope
+            transportOptions.cancellationScope = context.scope
         }
 
         /// The URL of the current hop.

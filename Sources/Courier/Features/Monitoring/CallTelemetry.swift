@@ -17,11 +17,10 @@ import Tracing
 /// `CourierError` code); failures are recorded as errors with the error status.
 struct CallTelemetry {
     /// The call's logger: the call's own (`CallOptions.logger`) or the client's, with
-    /// `courier.call_id` in its metadata.
-    let logger: Logger
-    /// Whether `logger` is the client's own, unchanged (no call's logger, no call id in its
-    /// metadata): the call's transfers then fall back to it, without a copy of their own.
-    let loggerIsClients: Bool
+    /// `courier.call_id` in its metadata. Nil when it would be the client's unchanged (no
+    /// logger of the call's, no debug level): the call's transfers then fall back to it, and
+    /// the call keeps no copy.
+    let logger: Logger?
     /// Whether the call logs at debug level, decided once at its start: the other log lines
     /// of the call then cost no read of the handler's level.
     private let logs: Bool
@@ -54,9 +53,8 @@ struct CallTelemetry {
         }
     }
 
-    private init(logger: Logger, loggerIsClients: Bool, logs: Bool, active: Active?) {
+    private init(logger: Logger?, logs: Bool, active: Active?) {
         self.logger = logger
-        self.loggerIsClients = loggerIsClients
         self.logs = logs
         self.active = active
     }
@@ -67,18 +65,17 @@ struct CallTelemetry {
     /// initializer's are copied by the caller and released by the callee.
     @inline(never)
     static func start(
-        client: HTTPClient, service name: String?, server: String, logger: Logger?, id: CallID,
-        operation: String? = nil, request: HTTPRequest, credentialFieldNames: Set<HTTPField.Name>,
-        credentialQueryNames: Set<String> = []
+        client: HTTPClient, service name: String?, server: String, options: CallOptions, id: CallID,
+        request: HTTPRequest, credentialFieldNames: Set<HTTPField.Name>, credentialQueryNames: Set<String> = []
     ) -> CallTelemetry {
-        let given = logger
-        var logger = logger ?? client.configuration.logger
+        let given = options.logger
+        let logs = (given?.logLevel ?? client.configuration.logger.logLevel) <= .debug
         let telemetry = client.telemetry
-        let logs = logger.logLevel <= .debug
-        let loggerIsClients = given == nil && !logs
         guard logs || telemetry.tracer != nil || telemetry.metrics != nil else {
-            return CallTelemetry(logger: logger, loggerIsClients: loggerIsClients, logs: logs, active: nil)
+            return CallTelemetry(logger: given, logs: false, active: nil)
         }
+        var logger = given ?? client.configuration.logger
+        let operation = options.operationName
         // Made only when something will use them: a call pays nothing at the usual log levels
         // without a tracer or metrics backend.
         // The credential's own query items (a multi-part credential's) are secret whatever
@@ -117,7 +114,7 @@ struct CallTelemetry {
             if let operation { span.attributes["courier.operation"] = operation }
             active.callSpan = span
         }
-        return CallTelemetry(logger: logger, loggerIsClients: loggerIsClients, logs: logs, active: active)
+        return CallTelemetry(logger: logs || given != nil ? logger : nil, logs: logs, active: active)
     }
 
     /// An attempt is sent: its span starts, and its context goes into the request's fields.
@@ -145,7 +142,7 @@ struct CallTelemetry {
 
     /// A retry follows.
     func willRetry(after delay: Duration, because error: CourierError) {
-        if logs { logger.debug("courier: retry after \(delay): \(error.code)") }
+        if logs { logger?.debug("courier: retry after \(delay): \(error.code)") }
     }
 
     /// The call ended with an answer.
@@ -156,7 +153,7 @@ struct CallTelemetry {
     ) {
         endAttempt(status: isFromCache ? nil : status, error: nil)
         if logs {
-            logger.debug(
+            logger?.debug(
                 "courier: call ended \(status) after \(attempts) attempt(s)\(isFromCache ? ", from cache" : "")")
         }
         guard let active else { return }
@@ -187,7 +184,7 @@ struct CallTelemetry {
     @inline(never)
     mutating func failed(_ error: CourierError, attempts: Int) {
         endAttempt(status: error.response.map { Int($0.status.code) }, error: error)
-        if logs { logger.debug("courier: call failed after \(attempts) attempt(s): \(error.code): \(error.message)") }
+        if logs { logger?.debug("courier: call failed after \(attempts) attempt(s): \(error.code): \(error.message)") }
         guard let active else { return }
         if let span = active.callSpan {
             active.callSpan = nil

@@ -44,7 +44,9 @@ import Tracing
         #expect(!text.contains("query-secret-2"))
     }
 
-    @Test func aCallsOwnLoggerIsUsed() async throws {
+    /// Both ways a call sends: its own transfer, and one shared with identical calls.
+    @Test(arguments: [true, false])
+    func aCallsOwnLoggerIsUsed(deduplicates: Bool) async throws {
         let server = try TestServer()
         defer { server.stop() }
         server.enqueue(.json(["id": 1, "name": "x"]))
@@ -53,10 +55,14 @@ import Tracing
         logger.logLevel = .debug
         logger[metadataKey: "request-id"] = "incoming-42"
         let service = try Self.service(server.baseURL)
-        let _: ServiceUser = try await service.get("users/1", options: .default.with(\.logger, logger))
+        let options = CallOptions.default.with(\.logger, logger).with(\.deduplicates, deduplicates)
+        let _: ServiceUser = try await service.get("users/1", options: options)
         let callLines = lines.values.filter { $0.contains("courier:") }
         #expect(!callLines.isEmpty)
         #expect(callLines.allSatisfy { $0.contains("request-id=incoming-42") && $0.contains("courier.call_id=") })
+        // The transfer logs through the call's logger too: what it sent, and what came back.
+        #expect(callLines.contains { $0.contains("courier: → GET") })
+        #expect(callLines.contains { $0.contains("courier: ← 200 GET") })
     }
 
     // MARK: - Tracing
