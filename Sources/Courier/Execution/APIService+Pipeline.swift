@@ -275,22 +275,34 @@ extension ServiceCore {
         }
     }
 
-    /// Step 7.
+    /// Step 7: the service's preprocessors, then the call's; "no data"; decoding; the result
+    /// veto, which sees the answer as it came.
     func decode<Serializer: ResponseSerializer>(
         _ context: ResponseContext, serializer: Serializer, options: CallOptions
     ) throws -> Serializer.Output {
-        var current = context
-        if !current.hasNoContent {
-            for preprocessor in configuration.pipeline.preprocessors + options.preprocessors {
-                current = try preprocessor.preprocess(current)
-            }
+        let service = configuration.pipeline.preprocessors
+        let call = options.preprocessors
+        // The answer as it is, not a copy, when nothing preprocesses it.
+        guard !context.hasNoContent, !service.isEmpty || !call.isEmpty else {
+            return try decodeProcessed(context, as: context, serializer: serializer, options: options)
         }
+        var current = context
+        for preprocessor in service { current = try preprocessor.preprocess(current) }
+        for preprocessor in call { current = try preprocessor.preprocess(current) }
+        return try decodeProcessed(current, as: context, serializer: serializer, options: options)
+    }
+
+    /// Step 7 after preprocessing: "no data", decoding, the result veto on the answer as it
+    /// came (`original`).
+    private func decodeProcessed<Serializer: ResponseSerializer>(
+        _ current: ResponseContext, as original: ResponseContext, serializer: Serializer, options: CallOptions
+    ) throws -> Serializer.Output {
         if !options.noData.isEmpty, let none: Serializer.Output = try options.noData.value(for: current) {
             return none
         }
         let value = try serializer.serialize(current)
-        if let accepts = options.acceptsResult, !accepts(context) {
-            throw CourierError(.skipped, "the result was vetoed", response: context.response, body: context.body)
+        if let accepts = options.acceptsResult, !accepts(original) {
+            throw CourierError(.skipped, "the result was vetoed", response: original.response, body: original.body)
         }
         return value
     }

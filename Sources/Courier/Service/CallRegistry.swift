@@ -74,13 +74,7 @@ public final class CallRegistry: Sendable {
         _ = calls.withLock { calls -> CancellationScope? in
             let scope = calls.running[slot].take()
             calls.runningCount -= 1
-            if calls.runningCount == 0 {
-                // Every slot is free: none is kept for a burst that has passed.
-                calls.running.removeAll(keepingCapacity: true)
-                calls.free.removeAll(keepingCapacity: true)
-            } else {
-                calls.free.append(slot)
-            }
+            calls.free.append(slot)
             return scope
         }
     }
