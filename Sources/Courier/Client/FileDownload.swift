@@ -101,6 +101,14 @@ struct FileDownload {
                 throw CourierError(
                     .invalidResponse, "the server sent bytes \(range.first)-\(range.last) of \(total), not the rest")
             }
+            // The rest of the file the first response announced: a resumption that names
+            // another length, or an unknown one (`*`) and stops short, is not of that file.
+            if let known = state.total, range.total.map({ $0 != known }) ?? (range.last + 1 != known) {
+                throw CourierError(
+                    .invalidResponse,
+                    "the server resumed the download with bytes \(range.first)-\(range.last) of "
+                        + "\(range.total.map { "\($0)" } ?? "*"), not the rest of the \(known) bytes it announced")
+            }
             // If-Range asked for the rest of this version only: a server that ignores it must not
             // append another version's bytes to the file (RFC 9110 §15.3.7.3).
             if let validator = state.validator, !Self.matches(answer, validator) {
