@@ -17,7 +17,8 @@ import HTTPTypes
 /// The bytes are written by the task reading the body stream, not on the transport's thread:
 /// a slow disk pauses this transfer (the stream's back-pressure), never the others.
 struct FileDownload {
-    /// Resumes after failures mid-body, each after some bytes arrived.
+    /// Resumes after failures mid-body, each after some bytes arrived (none for a method that
+    /// is not idempotent, unless the call's `RetryPolicy` allows retrying those).
     static let maxResumes = 3
 
     let client: HTTPClient
@@ -56,6 +57,9 @@ struct FileDownload {
         let limit = options.maxResponseSize ?? client.configuration.maxResponseSize
         var state = Resumption()
         var resumes = 0
+        // Resuming sends the request again: a POST only when the caller opts in, as for any retry.
+        let maxResumes =
+            request.method.isIdempotent || options.retryPolicy?.retriesNonIdempotent == true ? Self.maxResumes : 0
         while true {
             let startOffset = state.offset
             do {
@@ -68,7 +72,7 @@ struct FileDownload {
                 progress.report(TransferProgress(completed: state.offset, total: state.offset))
                 return response
             } catch let error as CourierError
-                where state.offset > startOffset && state.validator != nil && resumes < Self.maxResumes
+                where state.offset > startOffset && state.validator != nil && resumes < maxResumes
                 && error.allowsResume
             {
                 resumes += 1

@@ -133,6 +133,36 @@ import Testing
         #expect(try Data(contentsOf: destination.url) == content)
     }
 
+    /// A download by POST (an export endpoint) that breaks mid-body is not sent again: a
+    /// non-idempotent request is retried only when the caller opts in
+    /// (`RetryPolicy.allowingNonIdempotent()`). On the old code the POST was re-sent, with
+    /// `Range`, and the download succeeded after two POSTs.
+    @Test(arguments: [false, true])
+    func aPostDownloadIsResumedOnlyWhenTheCallerOptsIn(_ optsIn: Bool) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let content = TestServer.bytePattern(count: Self.size)
+        Self.serve(server, "/export", content, first: .closeDuringBody)
+        let destination = Destination()
+        let client = try makeClient()
+        var options = CallOptions(maxResponseSize: 8 << 20)
+        if optsIn { options.retryPolicy = RetryPolicy.default.allowingNonIdempotent() }
+        let download = client.download(HTTPRequest(.post, server.url("/export")), to: destination.url, options: options)
+        let response = try? await download.response
+        let requests = server.recordedRequests(path: "/export")
+        #expect(requests.allSatisfy { $0.method == "POST" })
+        if optsIn {
+            #expect(response?.status == .partialContent)
+            #expect(requests.count == 2)
+            #expect(try Data(contentsOf: destination.url) == content)
+        } else {
+            #expect(response == nil)
+            #expect(requests.count == 1)
+            #expect(!destination.exists)
+            #expect(!destination.partExists)
+        }
+    }
+
     @Test func aContentRangeThatDoesNotContinueTheFileIsRefused() async throws {
         let server = try TestServer()
         defer { server.stop() }
