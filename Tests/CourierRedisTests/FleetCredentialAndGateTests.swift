@@ -178,6 +178,33 @@ import Testing
         try await second.admit(key: "GET https://h.example/other", rule: .drop(.seconds(60)))
     }
 
+    /// A service with its own cookie jar adds the jar's number to the identity, a number of
+    /// this process's own (the jar's cookies are in the identity's credential digest already).
+    /// Two processes whose jars got other numbers make the same request; on the old code the
+    /// second process's call went through within the first one's interval.
+    @Test func theIntervalHoldsAcrossProcessesWhoseCookieJarsAreNumberedApart() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let server = try TestServer()
+        defer { server.stop() }
+        func process() throws -> ServiceCore {
+            var configuration = ServiceConfiguration()
+            configuration.cookieJar = CookieJar()
+            configuration.intervalGate = try redis.fleet().intervalGate()
+            let client = try HTTPClient(configuration: .init(baseURL: server.baseURL))
+            return ServiceCore(client: client, configuration: configuration)
+        }
+        let (first, second) = (try process(), try process())
+        struct Echo: Decodable, Sendable {}
+        let options = CallOptions.default.with(\.interval, .drop(.seconds(60)))
+        let _: Echo = try await first.get("echo", options: options)
+        let error = await #expect(throws: CourierError.self) {
+            let _: Echo = try await second.get("echo", options: options)
+        }
+        #expect(error?.code == .throttled)
+        #expect(server.requestCount == 1)
+    }
+
     @Test func aDelayedCallWaitsForTheOtherProcessesSlot() async throws {
         let redis = try await RedisTestServer.make()
         defer { redis.stop() }
