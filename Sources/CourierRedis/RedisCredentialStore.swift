@@ -15,7 +15,8 @@ extension RedisFleet {
     /// - Parameters:
     ///   - name: the credential's name in the fleet (one per API account).
     ///   - credential: the token to start with (nil: logged out).
-    ///   - lease: how long the refreshing process holds the lock; others wait at most twice this.
+    ///   - lease: how long the refreshing process holds the lock (at most about 31 years); others
+    ///     wait at most twice this.
     ///   - stormLimit: the local limit on refreshes.
     ///   - refresh: gets a new token from the expired one; called by one process at a time.
     public func coordinator(
@@ -50,7 +51,9 @@ final class RedisCredentialStore: Sendable {
     init(fleet: RedisFleet, name: String, lease: Duration) {
         self.fleet = fleet
         self.name = name
-        self.lease = lease
+        // At most the longest wait, as in Redis (`redisMilliseconds`): twice a lease past about
+        // 8.5 × 10¹⁹ seconds overflowed `Duration` and trapped.
+        self.lease = lease.clamped(to: ConfigurationBounds.maximumWait)
         sealKey = Array(
             HMAC<SHA256>.authenticationCode(
                 for: Data("courier-fleet-credential".utf8), using: SymmetricKey(data: fleet.configuration.identityKey)))

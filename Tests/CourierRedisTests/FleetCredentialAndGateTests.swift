@@ -14,6 +14,20 @@ import Testing
     let base = PreparedRequest(head: HTTPRequest(method: .get, scheme: "https", authority: "h.example", path: "/me"))
     let context = InterceptorContext(callID: .next(), attempt: 1)
 
+    /// A lease of `.seconds(Int64.max) * 10` (a `Duration` holds about ±1.7 × 10²⁰ seconds) is
+    /// cut to the longest wait, as Redis's own lease is: on the old code the waiting bound,
+    /// twice the lease, overflowed and trapped the process at the first refresh.
+    @Test func anExtremeLeaseIsClampedNotTrapped() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        for (index, lease) in [Duration.seconds(Int64.max) * 10, .seconds(Int64.min) * 10].enumerated() {
+            let coordinator = try redis.fleet().coordinator(name: "api-\(index)", credential: "t1", lease: lease) { _ in
+                "t2"
+            }
+            #expect(try await coordinator.credential(replacing: "t1") == "t2")
+        }
+    }
+
     @Test func eightProcessesRefreshAnExpiredTokenOnce() async throws {
         let redis = try await RedisTestServer.make()
         defer { redis.stop() }
