@@ -219,6 +219,29 @@ import Testing
         #expect(server.requestCount == 1)
     }
 
+    /// A value under an interval key that no booking made (every booking expires; this one has
+    /// no time to live), written by a neighbour on the same Redis: the fleet ignores it and
+    /// books over it. On the old code every call of the endpoint was refused with `.throttled`
+    /// for as long as the value stayed, and a delayed one waited up to the longest wait.
+    @Test(arguments: [false, true])
+    func aValueWithoutATimeToLiveUnderAnIntervalKeyIsNotABooking(delay: Bool) async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let fleet = try redis.fleet()
+        let key = "GET https://h.example/garbage"
+        let name = fleet.key("i", fleet.keyedDigest(RequestIntervalGate.fleetKey(key)))
+        _ = try redis.command("SET", name, "99999999999999999")
+        let clock = ManualServiceClock(autoAdvance: true)
+        let gate = fleet.intervalGate(capacity: 1_024, clock: clock)
+        try await gate.admit(key: key, rule: delay ? .delay(.seconds(60)) : .drop(.seconds(60)))
+        #expect(clock.sleeps.allSatisfy { $0 <= .seconds(60) }, "\(clock.sleeps)")
+        // The endpoint's interval holds from this call on.
+        let error = await #expect(throws: CourierError.self) {
+            try await fleet.intervalGate().admit(key: key, rule: .drop(.seconds(60)))
+        }
+        #expect(error?.code == .throttled)
+    }
+
     @Test func aDelayedCallWaitsForTheOtherProcessesSlot() async throws {
         let redis = try await RedisTestServer.make()
         defer { redis.stop() }
