@@ -366,6 +366,29 @@ import Testing
         #expect(server.requestCount == 1)
     }
 
+    /// A fill claim that no process made (every claim expires with its lease; this one has no
+    /// time to live), written by a neighbour on the same Redis, is not another process fetching
+    /// the entry: the call asks the origin at once. On the old code every miss of the resource
+    /// waited the whole fill lease (here 20 s) first, for as long as the value stayed.
+    @Test func aFillClaimWithoutATimeToLiveIsNotWaitedFor() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let server = try TestServer()
+        defer { server.stop() }
+        var configuration = try redis.fleet().configuration
+        configuration.fillLease = .seconds(20)
+        let fleet = try RedisFleet(configuration: configuration)
+        let cache = try fleet.cache(.init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly))
+        let path = "/cache/etag?etag=claimed&max-age=60"
+        let key = cache.sharedKey(CacheRequest(HTTPRequest(method: .get, url: server.url(path))))
+        _ = try redis.command("SET", fleet.key("f", RedisFleet.digest(key)), "not-a-claim")
+        let client = try HTTPClient(configuration: .init(baseURL: server.baseURL, cache: cache))
+        let started = ContinuousClock.now
+        #expect(try await client.send(get(path)).isFromCache == false)
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(server.requestCount == 1)
+    }
+
     @Test func entriesRoundTripThroughTheCodecAndDamageIsRejected() throws {
         let entry = CacheEntry(
             key: "a:1 http://h/x", url: "http://h/x", identity: "a:1", variant: "Accept=json",
