@@ -216,7 +216,10 @@ final class RedisCredentialStore: Sendable {
     }
 
     /// KEYS: lock, fence counter. ARGV: owner, lease ms. Returns the new fence, or 0 when held.
+    /// Every lock has its lease: a value without a time to live (a neighbour's on the same
+    /// Redis) is not one, and is replaced.
     static let acquireScript = """
+        if redis.call('PTTL', KEYS[1]) == -1 then redis.call('DEL', KEYS[1]) end
         if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
           return redis.call('INCR', KEYS[2])
         end

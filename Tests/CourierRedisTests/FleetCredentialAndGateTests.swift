@@ -28,6 +28,29 @@ import Testing
         }
     }
 
+    /// A refresh lock without a time to live (every lock has its lease; a neighbour on the
+    /// same Redis wrote it) is not another process refreshing: the refresh takes the lock at
+    /// once. On the old code every refresh waited twice the lease (here 20 s) first, for as
+    /// long as the value stayed, and then refreshed without the fleet's single flight.
+    @Test func aLockWithoutATimeToLiveIsNotWaitedFor() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let fleet = try redis.fleet()
+        _ = try redis.command("SET", fleet.key("l", RedisFleet.digest("api")), "not-a-lock")
+        let refreshes = LockedValue(0)
+        let coordinator = fleet.coordinator(name: "api", credential: "t1", lease: .seconds(10)) { _ in
+            refreshes.withLock { $0 += 1 }
+            return "t2"
+        }
+        let started = ContinuousClock.now
+        #expect(try await coordinator.credential(replacing: "t1") == "t2")
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(refreshes.withLock { $0 } == 1)
+        // Published for the fleet: another process takes it without refreshing.
+        let other = try redis.fleet().coordinator(name: "api", credential: "t1") { _ in "t3" }
+        #expect(try await other.credential(replacing: "t1") == "t2")
+    }
+
     @Test func eightProcessesRefreshAnExpiredTokenOnce() async throws {
         let redis = try await RedisTestServer.make()
         defer { redis.stop() }
