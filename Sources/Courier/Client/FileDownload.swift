@@ -65,6 +65,7 @@ struct FileDownload {
             do {
                 let response = try await attempt(&state, output: output, limit: limit)
                 try output.sync()
+                try output.takeMode(of: file.path)
                 guard rename(partPath, file.path) == 0 else {
                     throw CourierError(.invalidRequest, "cannot move the download to \(file.path): \(errnoText())")
                 }
@@ -256,6 +257,19 @@ final class PartFile {
             return false
         }
         if failed { throw CourierError(.invalidRequest, "cannot write the download file \(path): \(errnoText())") }
+    }
+
+    /// Gives the part file the permission bits of the regular file at `path`, when there is
+    /// one (not through a link), before it is renamed over it: a private (0600) file replaced
+    /// by a download would otherwise come out with the part file's mode (0644 less the umask),
+    /// readable by every user of the machine. Setuid, setgid and sticky bits are not copied.
+    /// - Throws: `CourierError.invalidRequest` when the mode cannot be set.
+    func takeMode(of path: String) throws(CourierError) {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return }
+        guard fchmod(descriptor, info.st_mode & 0o777) == 0 else {
+            throw CourierError(.invalidRequest, "cannot set the mode of the download file \(self.path): \(errnoText())")
+        }
     }
 
     /// Empties the file, for a download that starts over.

@@ -163,6 +163,24 @@ import Testing
         }
     }
 
+    /// A download that replaces a private file (mode 0600) keeps it private: the bytes go to a
+    /// new file renamed over the old one, which took the part file's mode. On the old code the
+    /// replaced file came out 0644 (readable by every user of the machine).
+    @Test func aReplacedFileKeepsItsMode() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let content = TestServer.bytePattern(count: 1_000)
+        Self.serve(server, "/file", content)
+        let destination = Destination()
+        try Data("old private content".utf8).write(to: destination.url)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: destination.url.path)
+        let client = try makeClient()
+        _ = try await client.download(HTTPRequest(.get, server.url("/file")), to: destination.url).response
+        #expect(try Data(contentsOf: destination.url) == content)
+        let mode = try FileManager.default.attributesOfItem(atPath: destination.url.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+    }
+
     @Test func aContentRangeThatDoesNotContinueTheFileIsRefused() async throws {
         let server = try TestServer()
         defer { server.stop() }
