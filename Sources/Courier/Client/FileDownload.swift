@@ -230,6 +230,14 @@ final class PartFile {
             if fd >= 0 {
                 self.path = path
                 descriptor = fd
+                // From the first byte: a private file's new bytes are private while they arrive.
+                do {
+                    try takeMode(of: file)
+                } catch {
+                    close()
+                    unlink(path)
+                    throw error
+                }
                 return
             }
             attempt += 1
@@ -260,9 +268,10 @@ final class PartFile {
     }
 
     /// Gives the part file the permission bits of the regular file at `path`, when there is
-    /// one (not through a link), before it is renamed over it: a private (0600) file replaced
-    /// by a download would otherwise come out with the part file's mode (0644 less the umask),
-    /// readable by every user of the machine. Setuid, setgid and sticky bits are not copied.
+    /// one (not through a link): when it is made and again before it is renamed over it. A
+    /// private (0600) file replaced by a download would otherwise come out with the part
+    /// file's mode (0644 less the umask), readable by every user of the machine, and so would
+    /// its new bytes while they arrive. Setuid, setgid and sticky bits are not copied.
     /// - Throws: `CourierError.invalidRequest` when the mode cannot be set.
     func takeMode(of path: String) throws(CourierError) {
         var info = stat()

@@ -163,21 +163,35 @@ import Testing
         }
     }
 
-    /// A download that replaces a private file (mode 0600) keeps it private: the bytes go to a
-    /// new file renamed over the old one, which took the part file's mode. On the old code the
-    /// replaced file came out 0644 (readable by every user of the machine).
-    @Test func aReplacedFileKeepsItsMode() async throws {
+    /// A download that replaces a private file (mode 0600) keeps it private, and so does its
+    /// part file while the bytes arrive (looked at when the download resumes): the bytes go to
+    /// a new file renamed over the old one. On the old code both were 0644 (readable by every
+    /// user of the machine).
+    @Test func aReplacedFileKeepsItsModeWhileAndAfterTheDownload() async throws {
         let server = try TestServer()
         defer { server.stop() }
-        let content = TestServer.bytePattern(count: 1_000)
-        Self.serve(server, "/file", content)
+        let content = TestServer.bytePattern(count: Self.size)
         let destination = Destination()
-        try Data("old private content".utf8).write(to: destination.url)
-        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: destination.url.path)
+        let url = destination.url
+        let partModes = Recorder<Int>()
+        Self.serve(server, "/file", content, first: .closeDuringBody) { start, content in
+            let folder = url.deletingLastPathComponent().path
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+            for name in names where name.hasPrefix(url.lastPathComponent + ".") && name.hasSuffix(".part") {
+                let attributes = try? FileManager.default.attributesOfItem(atPath: folder + "/" + name)
+                partModes.append(attributes?[.posixPermissions] as? Int ?? -1)
+            }
+            return LargeBodyTests.partial(content, from: start)
+        }
+        try Data("old private content".utf8).write(to: url)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: url.path)
         let client = try makeClient()
-        _ = try await client.download(HTTPRequest(.get, server.url("/file")), to: destination.url).response
-        #expect(try Data(contentsOf: destination.url) == content)
-        let mode = try FileManager.default.attributesOfItem(atPath: destination.url.path)[.posixPermissions] as? Int
+        _ = try await client.download(
+            HTTPRequest(.get, server.url("/file")), to: url, options: CallOptions(maxResponseSize: 8 << 20)
+        ).response
+        #expect(try Data(contentsOf: url) == content)
+        #expect(partModes.values == [0o600])
+        let mode = try FileManager.default.attributesOfItem(atPath: url.path)[.posixPermissions] as? Int
         #expect(mode == 0o600)
     }
 
