@@ -98,9 +98,10 @@ final class RedisCacheTier: SharedCacheTier {
             replayed: true)
     }
 
-    /// KEYS: entry, fill claim. Returns {claimed?, variant…}.
+    /// KEYS: entry, fill claim. Returns {claimed?, variant…}. Every claim expires with its
+    /// lease: a value without a time to live (a neighbour's on the same Redis) is not one.
     static let readScript = """
-        local out = {redis.call('EXISTS', KEYS[2])}
+        local out = {redis.call('PTTL', KEYS[2]) > 0 and 1 or 0}
         local all = redis.call('HGETALL', KEYS[1])
         for i = 1, #all, 2 do
           if all[i] ~= 'vary' then out[#out + 1] = all[i + 1] end

@@ -15,7 +15,8 @@ extension RedisFleet {
     /// - Parameters:
     ///   - name: the credential's name in the fleet (one per API account).
     ///   - credential: the token to start with (nil: logged out).
-    ///   - lease: how long the refreshing process holds the lock; others wait at most twice this.
+    ///   - lease: how long the refreshing process holds the lock (at most about 31 years); others
+    ///     wait at most twice this.
     ///   - stormLimit: the local limit on refreshes.
     ///   - refresh: gets a new token from the expired one; called by one process at a time.
     public func coordinator(
@@ -50,7 +51,9 @@ final class RedisCredentialStore: Sendable {
     init(fleet: RedisFleet, name: String, lease: Duration) {
         self.fleet = fleet
         self.name = name
-        self.lease = lease
+        // At most the longest wait, as in Redis (`redisMilliseconds`): twice a lease past about
+        // 8.5 × 10¹⁹ seconds overflowed `Duration` and trapped.
+        self.lease = lease.clamped(to: ConfigurationBounds.maximumWait)
         sealKey = Array(
             HMAC<SHA256>.authenticationCode(
                 for: Data("courier-fleet-credential".utf8), using: SymmetricKey(data: fleet.configuration.identityKey)))
@@ -213,7 +216,10 @@ final class RedisCredentialStore: Sendable {
     }
 
     /// KEYS: lock, fence counter. ARGV: owner, lease ms. Returns the new fence, or 0 when held.
+    /// Every lock has its lease: a value without a time to live (a neighbour's on the same
+    /// Redis) is not one, and is replaced.
     static let acquireScript = """
+        if redis.call('PTTL', KEYS[1]) == -1 then redis.call('DEL', KEYS[1]) end
         if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
           return redis.call('INCR', KEYS[2])
         end

@@ -31,13 +31,16 @@ struct RedisIntervalGate: SharedIntervalGate {
             arguments: [Data(String(slot).utf8), Data(String(interval.redisMilliseconds).utf8)])
     }
 
-    /// KEYS: the endpoint's slot. ARGV: interval in ms, "drop" or "delay".
+    /// KEYS: the endpoint's slot. ARGV: interval in ms, "drop" or "delay". A value without a
+    /// time to live (not a booking: a neighbour's on the same Redis) counts as none.
     /// Returns {0, 0} proceed, {1, ms, slot} wait (the booked send time, Redis ms), {2, ms} drop.
     static let script = """
         local t = redis.call('TIME')
         local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
         local interval = tonumber(ARGV[1])
         local last = tonumber(redis.call('GET', KEYS[1]))
+        -- Every booking expires: a value without a time to live was not written by one.
+        if last and redis.call('PTTL', KEYS[1]) < 0 then last = nil end
         if (not last) or last + interval <= now then
           redis.call('SET', KEYS[1], now, 'PX', interval)
           return {0, 0}

@@ -122,7 +122,9 @@ final class ServerCore: Sendable {
         while true {
             let left = ContinuousClock.now.duration(to: deadline)
             if left <= .zero { return !isStopped }
-            let milliseconds = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000
+            // At most a day per poll: `seconds * 1000` overflowed for `.seconds(Int64.max)` ("never").
+            let (seconds, attoseconds) = min(left, .seconds(86_400)).components
+            let milliseconds = seconds * 1000 + attoseconds / 1_000_000_000_000_000
             if !Socket.poll([wakeRead], timeoutMilliseconds: Int32(clamping: milliseconds + 1)).isEmpty { return false }
         }
     }
@@ -131,8 +133,9 @@ final class ServerCore: Sendable {
     /// connection ends or a request is recorded.
     /// - Returns: whether the condition was met.
     func waitUntil(timeout: Duration, _ condition: (State) -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(
-            Double(timeout.components.seconds) + Double(timeout.components.attoseconds) * 1e-18)
+        // A division (`components` trap past `Int64.max` seconds), at most about 31 years: the
+        // condition's wait converts the date to whole seconds.
+        let deadline = Date().addingTimeInterval(min(timeout / .seconds(1), 1e9))
         changed.lock()
         defer { changed.unlock() }
         while !state.withLock({ condition($0) }) {

@@ -228,6 +228,16 @@ import Testing
         #expect(throws: CourierError.self) { try ProtobufEncoder().encode(Entry(shelfLife: .seconds(315_576_000_001))) }
     }
 
+    /// A `Duration` holds about ±1.7 × 10²⁰ seconds; past `Int64.max` seconds its `components`
+    /// trap. Such a value is refused like any other past 10,000 years: on the old code encoding
+    /// it trapped the process.
+    @Test func durationsPastInt64SecondsAreRefusedNotTrapped() throws {
+        for duration in [Duration.seconds(Int64.max) * 4, .seconds(Int64.min) * 4] {
+            let error = #expect(throws: CourierError.self) { try ProtobufEncoder().encode(Entry(shelfLife: duration)) }
+            #expect(error?.code == .encoding && error?.message.contains("10,000 years") == true)
+        }
+    }
+
     /// A `Value` with no kind has no JSON form and would be sent back as something else.
     @Test func aValueWithNoKindIsRefused() throws {
         let bytes = Data([0x82, 0x01, 0])  // extra (16, length-delimited) = Value {}

@@ -335,6 +335,60 @@ import Testing
         #expect(error?.code == .configuration)
     }
 
+    /// Redis is shared with processes that do not hold the fleet's identity key (another app on
+    /// the same server, or one taken over): one of them writes, under the key of an anonymous
+    /// request, an entry it made itself, in Courier's own format and through Courier's own
+    /// code, with a valid checksum. The fleet's processes must not serve it. On the old code
+    /// the next process served the forged body as a fresh cache hit and never asked the origin.
+    @Test func anEntryWrittenWithoutTheFleetsIdentityKeyIsNotServed() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let server = try TestServer()
+        defer { server.stop() }
+        let path = "/cache/etag?etag=genuine&max-age=60"
+        let neighbour = try redis.fleet(identityKey: [UInt8](repeating: 7, count: 32))
+        let neighbourCache = try neighbour.cache(
+            .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly))
+        let request = CacheRequest(HTTPRequest(method: .get, url: server.url(path)))
+        let url = neighbourCache.storedURL(of: request)
+        let now = Date()
+        let forged = CacheEntry(
+            key: neighbourCache.sharedKey(request), url: url, identity: "", variant: "",
+            response: HTTPResponse(status: .ok, headerFields: [.cacheControl: "max-age=600", .eTag: "\"forged\""]),
+            body: Data("forged".utf8), requestTime: now, responseTime: now, forcedLifetime: nil, hasQuery: true)
+        await neighbourCache.pushShared(forged, request: request, RedisCacheTier(fleet: neighbour))
+        #expect(try redis.dump().range(of: Data("forged".utf8)) != nil, "the forged entry is in Redis")
+
+        let client = try makeClient(server, try redis.fleet())
+        let response = try await client.send(get(path))
+        #expect(!response.isFromCache)
+        #expect(response.body != Data("forged".utf8))
+        #expect(server.requestCount == 1)
+    }
+
+    /// A fill claim that no process made (every claim expires with its lease; this one has no
+    /// time to live), written by a neighbour on the same Redis, is not another process fetching
+    /// the entry: the call asks the origin at once. On the old code every miss of the resource
+    /// waited the whole fill lease (here 20 s) first, for as long as the value stayed.
+    @Test func aFillClaimWithoutATimeToLiveIsNotWaitedFor() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let server = try TestServer()
+        defer { server.stop() }
+        var configuration = try redis.fleet().configuration
+        configuration.fillLease = .seconds(20)
+        let fleet = try RedisFleet(configuration: configuration)
+        let cache = try fleet.cache(.init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly))
+        let path = "/cache/etag?etag=claimed&max-age=60"
+        let key = cache.sharedKey(CacheRequest(HTTPRequest(method: .get, url: server.url(path))))
+        _ = try redis.command("SET", fleet.key("f", RedisFleet.digest(key)), "not-a-claim")
+        let client = try HTTPClient(configuration: .init(baseURL: server.baseURL, cache: cache))
+        let started = ContinuousClock.now
+        #expect(try await client.send(get(path)).isFromCache == false)
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(server.requestCount == 1)
+    }
+
     @Test func entriesRoundTripThroughTheCodecAndDamageIsRejected() throws {
         let entry = CacheEntry(
             key: "a:1 http://h/x", url: "http://h/x", identity: "a:1", variant: "Accept=json",

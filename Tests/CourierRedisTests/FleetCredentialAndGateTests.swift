@@ -14,6 +14,43 @@ import Testing
     let base = PreparedRequest(head: HTTPRequest(method: .get, scheme: "https", authority: "h.example", path: "/me"))
     let context = InterceptorContext(callID: .next(), attempt: 1)
 
+    /// A lease of `.seconds(Int64.max) * 10` (a `Duration` holds about ±1.7 × 10²⁰ seconds) is
+    /// cut to the longest wait, as Redis's own lease is: on the old code the waiting bound,
+    /// twice the lease, overflowed and trapped the process at the first refresh.
+    @Test func anExtremeLeaseIsClampedNotTrapped() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        for (index, lease) in [Duration.seconds(Int64.max) * 10, .seconds(Int64.min) * 10].enumerated() {
+            let coordinator = try redis.fleet().coordinator(name: "api-\(index)", credential: "t1", lease: lease) { _ in
+                "t2"
+            }
+            #expect(try await coordinator.credential(replacing: "t1") == "t2")
+        }
+    }
+
+    /// A refresh lock without a time to live (every lock has its lease; a neighbour on the
+    /// same Redis wrote it) is not another process refreshing: the refresh takes the lock at
+    /// once. On the old code every refresh waited twice the lease (here 20 s) first, for as
+    /// long as the value stayed, and then refreshed without the fleet's single flight.
+    @Test func aLockWithoutATimeToLiveIsNotWaitedFor() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let fleet = try redis.fleet()
+        _ = try redis.command("SET", fleet.key("l", RedisFleet.digest("api")), "not-a-lock")
+        let refreshes = LockedValue(0)
+        let coordinator = fleet.coordinator(name: "api", credential: "t1", lease: .seconds(10)) { _ in
+            refreshes.withLock { $0 += 1 }
+            return "t2"
+        }
+        let started = ContinuousClock.now
+        #expect(try await coordinator.credential(replacing: "t1") == "t2")
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(refreshes.withLock { $0 } == 1)
+        // Published for the fleet: another process takes it without refreshing.
+        let other = try redis.fleet().coordinator(name: "api", credential: "t1") { _ in "t3" }
+        #expect(try await other.credential(replacing: "t1") == "t2")
+    }
+
     @Test func eightProcessesRefreshAnExpiredTokenOnce() async throws {
         let redis = try await RedisTestServer.make()
         defer { redis.stop() }
@@ -176,6 +213,56 @@ import Testing
         #expect(error?.code == .throttled)
         // Another endpoint is not held back.
         try await second.admit(key: "GET https://h.example/other", rule: .drop(.seconds(60)))
+    }
+
+    /// A service with its own cookie jar adds the jar's number to the identity, a number of
+    /// this process's own (the jar's cookies are in the identity's credential digest already).
+    /// Two processes whose jars got other numbers make the same request; on the old code the
+    /// second process's call went through within the first one's interval.
+    @Test func theIntervalHoldsAcrossProcessesWhoseCookieJarsAreNumberedApart() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let server = try TestServer()
+        defer { server.stop() }
+        func process() throws -> ServiceCore {
+            var configuration = ServiceConfiguration()
+            configuration.cookieJar = CookieJar()
+            configuration.intervalGate = try redis.fleet().intervalGate()
+            let client = try HTTPClient(configuration: .init(baseURL: server.baseURL))
+            return ServiceCore(client: client, configuration: configuration)
+        }
+        let (first, second) = (try process(), try process())
+        struct Echo: Decodable, Sendable {}
+        let options = CallOptions.default.with(\.interval, .drop(.seconds(60)))
+        let _: Echo = try await first.get("echo", options: options)
+        let error = await #expect(throws: CourierError.self) {
+            let _: Echo = try await second.get("echo", options: options)
+        }
+        #expect(error?.code == .throttled)
+        #expect(server.requestCount == 1)
+    }
+
+    /// A value under an interval key that no booking made (every booking expires; this one has
+    /// no time to live), written by a neighbour on the same Redis: the fleet ignores it and
+    /// books over it. On the old code every call of the endpoint was refused with `.throttled`
+    /// for as long as the value stayed, and a delayed one waited up to the longest wait.
+    @Test(arguments: [false, true])
+    func aValueWithoutATimeToLiveUnderAnIntervalKeyIsNotABooking(delay: Bool) async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let fleet = try redis.fleet()
+        let key = "GET https://h.example/garbage"
+        let name = fleet.key("i", fleet.keyedDigest(RequestIntervalGate.fleetKey(key)))
+        _ = try redis.command("SET", name, "99999999999999999")
+        let clock = ManualServiceClock(autoAdvance: true)
+        let gate = fleet.intervalGate(capacity: 1_024, clock: clock)
+        try await gate.admit(key: key, rule: delay ? .delay(.seconds(60)) : .drop(.seconds(60)))
+        #expect(clock.sleeps.allSatisfy { $0 <= .seconds(60) }, "\(clock.sleeps)")
+        // The endpoint's interval holds from this call on.
+        let error = await #expect(throws: CourierError.self) {
+            try await fleet.intervalGate().admit(key: key, rule: .drop(.seconds(60)))
+        }
+        #expect(error?.code == .throttled)
     }
 
     @Test func aDelayedCallWaitsForTheOtherProcessesSlot() async throws {

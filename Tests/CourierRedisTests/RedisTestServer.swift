@@ -90,10 +90,10 @@ final class RedisTestServer: Sendable {
     /// A fleet on this server, as another process would make it.
     func fleet(
         commandTimeout: Duration = .milliseconds(200), retryAfter: Duration = .milliseconds(100),
-        password: String? = nil, namespace: String = "courier-test"
+        password: String? = nil, namespace: String = "courier-test", identityKey: [UInt8] = RedisTestServer.identityKey
     ) throws -> RedisFleet {
         var configuration = RedisFleet.Configuration(
-            port: port, identityKey: Self.identityKey, password: password ?? self.password)
+            port: port, identityKey: identityKey, password: password ?? self.password)
         configuration.commandTimeout = commandTimeout
         configuration.connectTimeout = commandTimeout
         configuration.retryAfter = retryAfter

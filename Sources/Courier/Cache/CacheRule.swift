@@ -55,8 +55,7 @@ extension CacheRule.Policy {
 }
 
 extension Duration {
-    var timeInterval: TimeInterval {
-        let (seconds, attoseconds) = components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
-    }
+    /// The duration in seconds. A division, not `components`: those trap past `Int64.max`
+    /// seconds, and a `Duration` holds about ±1.7 × 10²⁰ (`.seconds(Int64.max) * 4`).
+    var timeInterval: TimeInterval { self / .seconds(1) }
 }

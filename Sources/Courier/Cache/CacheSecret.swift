@@ -32,6 +32,12 @@ struct CacheSecret: Sendable {
         return Self.hexString(code)
     }
 
+    /// A key of its own for `purpose`, derived from this one (the HMAC-SHA256 of the purpose's
+    /// name), so that a code made for one use is never a valid digest or code for another.
+    func derivedKey(for purpose: String) -> SymmetricKey {
+        SymmetricKey(data: HMAC<SHA256>.authenticationCode(for: Data(purpose.utf8), using: SymmetricKey(data: bytes)))
+    }
+
     /// Lowercase hex of `bytes`.
     static func hexString<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
         let digits = Array("0123456789abcdef".utf8)

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// A cache tier shared by the processes of a fleet (CourierRedis), behind each process's
@@ -98,6 +99,35 @@ enum SharedCacheCodec {
         return row.decode()
     }
 
+    /// The length of the code ``seal(_:secret:)`` appends.
+    private static let codeLength = 32
+
+    /// `encoded` followed by its HMAC-SHA256 under a key derived from the fleet's secret: what
+    /// the shared tier stores. The checksum inside only catches damage: whoever can write to
+    /// the store (another app on the same Redis) can make an entry with a valid one, under the
+    /// key of any anonymous request; without the fleet's key it cannot make this code.
+    static func seal(_ encoded: Data, secret: CacheSecret) -> Data {
+        var out = encoded
+        out.append(contentsOf: HMAC<SHA256>.authenticationCode(for: encoded, using: sealingKey(secret)))
+        return out
+    }
+
+    /// The encoded entry in `sealed`, or nil when its code was not made with the fleet's secret
+    /// (written by a process without it, damaged, or from a version that did not seal).
+    static func open(_ sealed: Data, secret: CacheSecret) -> Data? {
+        guard sealed.count > codeLength else { return nil }
+        let encoded = sealed.prefix(sealed.count - codeLength)
+        let code = sealed.suffix(codeLength)
+        guard HMAC<SHA256>.isValidAuthenticationCode(code, authenticating: encoded, using: sealingKey(secret)) else {
+            return nil
+        }
+        return Data(encoded)
+    }
+
+    private static func sealingKey(_ secret: CacheSecret) -> SymmetricKey {
+        secret.derivedKey(for: "courier-shared-cache-entry")
+    }
+
     private static func append(_ out: inout Data, _ part: Data) {
         append64(&out, UInt64(part.count))
         out.append(part)
@@ -130,7 +160,9 @@ extension HostScopedCache {
     @discardableResult
     func pullShared(_ key: String, from shared: any SharedCacheTier) async -> Bool? {
         guard let (blobs, filling) = await shared.variants(forKey: key) else { return nil }
-        let entries = blobs.compactMap(SharedCacheCodec.decode).filter { $0.key == key }
+        // An entry sealed without the fleet's secret is not the fleet's: a miss.
+        let entries = blobs.compactMap { SharedCacheCodec.open($0, secret: secret).flatMap(SharedCacheCodec.decode) }
+            .filter { $0.key == key }
         guard !entries.isEmpty else { return filling }
         var events: [CacheEvent] = []
         memory.withLock { state in
@@ -190,7 +222,8 @@ extension HostScopedCache {
         if keepsForRevalidation { timeToLive += shared.staleRetention }
         guard timeToLive >= .milliseconds(1) else { return }
         await shared.store(
-            SharedCacheCodec.encode(entry), key: entry.key, variant: entry.variant,
+            SharedCacheCodec.seal(SharedCacheCodec.encode(entry), secret: secret), key: entry.key,
+            variant: entry.variant,
             varyNames: entry.varyNames.map(\.canonicalName).joined(separator: ","), url: entry.url,
             owners: entry.identity.split(separator: ";").map(String.init), timeToLive: timeToLive)
         // A logout between the local store and here purged before this write landed.

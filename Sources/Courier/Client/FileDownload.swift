@@ -17,7 +17,8 @@ import HTTPTypes
 /// The bytes are written by the task reading the body stream, not on the transport's thread:
 /// a slow disk pauses this transfer (the stream's back-pressure), never the others.
 struct FileDownload {
-    /// Resumes after failures mid-body, each after some bytes arrived.
+    /// Resumes after failures mid-body, each after some bytes arrived (none for a method that
+    /// is not idempotent, unless the call's `RetryPolicy` allows retrying those).
     static let maxResumes = 3
 
     let client: HTTPClient
@@ -56,11 +57,15 @@ struct FileDownload {
         let limit = options.maxResponseSize ?? client.configuration.maxResponseSize
         var state = Resumption()
         var resumes = 0
+        // Resuming sends the request again: a POST only when the caller opts in, as for any retry.
+        let maxResumes =
+            request.method.isIdempotent || options.retryPolicy?.retriesNonIdempotent == true ? Self.maxResumes : 0
         while true {
             let startOffset = state.offset
             do {
                 let response = try await attempt(&state, output: output, limit: limit)
                 try output.sync()
+                try output.takeMode(of: file.path)
                 guard rename(partPath, file.path) == 0 else {
                     throw CourierError(.invalidRequest, "cannot move the download to \(file.path): \(errnoText())")
                 }
@@ -68,7 +73,7 @@ struct FileDownload {
                 progress.report(TransferProgress(completed: state.offset, total: state.offset))
                 return response
             } catch let error as CourierError
-                where state.offset > startOffset && state.validator != nil && resumes < Self.maxResumes
+                where state.offset > startOffset && state.validator != nil && resumes < maxResumes
                 && error.allowsResume
             {
                 resumes += 1
@@ -100,6 +105,14 @@ struct FileDownload {
             if let total = range.total, range.last + 1 != total {
                 throw CourierError(
                     .invalidResponse, "the server sent bytes \(range.first)-\(range.last) of \(total), not the rest")
+            }
+            // The rest of the file the first response announced: a resumption that names
+            // another length, or an unknown one (`*`) and stops short, is not of that file.
+            if let known = state.total, range.total.map({ $0 != known }) ?? (range.last + 1 != known) {
+                throw CourierError(
+                    .invalidResponse,
+                    "the server resumed the download with bytes \(range.first)-\(range.last) of "
+                        + "\(range.total.map { "\($0)" } ?? "*"), not the rest of the \(known) bytes it announced")
             }
             // If-Range asked for the rest of this version only: a server that ignores it must not
             // append another version's bytes to the file (RFC 9110 §15.3.7.3).
@@ -217,6 +230,14 @@ final class PartFile {
             if fd >= 0 {
                 self.path = path
                 descriptor = fd
+                // From the first byte: a private file's new bytes are private while they arrive.
+                do {
+                    try takeMode(of: file)
+                } catch {
+                    close()
+                    unlink(path)
+                    throw error
+                }
                 return
             }
             attempt += 1
@@ -244,6 +265,20 @@ final class PartFile {
             return false
         }
         if failed { throw CourierError(.invalidRequest, "cannot write the download file \(path): \(errnoText())") }
+    }
+
+    /// Gives the part file the permission bits of the regular file at `path`, when there is
+    /// one (not through a link): when it is made and again before it is renamed over it. A
+    /// private (0600) file replaced by a download would otherwise come out with the part
+    /// file's mode (0644 less the umask), readable by every user of the machine, and so would
+    /// its new bytes while they arrive. Setuid, setgid and sticky bits are not copied.
+    /// - Throws: `CourierError.invalidRequest` when the mode cannot be set.
+    func takeMode(of path: String) throws(CourierError) {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return }
+        guard fchmod(descriptor, info.st_mode & 0o777) == 0 else {
+            throw CourierError(.invalidRequest, "cannot set the mode of the download file \(self.path): \(errnoText())")
+        }
     }
 
     /// Empties the file, for a download that starts over.

@@ -146,11 +146,9 @@ final class ManualServiceClock: ServiceClock {
 }
 
 extension Duration {
-    /// The duration in seconds, as a `Double`.
-    var seconds: Double {
-        let parts = components
-        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
-    }
+    /// The duration in seconds, as a `Double` (as `timeInterval`: never through `components`,
+    /// which trap past `Int64.max` seconds).
+    var seconds: Double { timeInterval }
 
     /// A duration from seconds, clamped to be finite and not negative.
     static func clampedSeconds(_ value: Double) -> Duration {

@@ -97,6 +97,14 @@ extension Duration: ProtobufDirectCodable {
 
     /// Writes fields 1 and 2. - Throws: for a fraction of a nanosecond or more than 10,000 years.
     public func write(protobuf message: inout ProtobufMessageWriter) throws {
+        // `components` trap past `Int64.max` seconds (a `Duration` holds about ±1.7 × 10²⁰):
+        // a value past the spec's range is refused before they are read.
+        let limit = Duration.seconds(checkedDurationSeconds.upperBound + 1)
+        guard self < limit, self > .zero - limit else {
+            throw ProtobufBridgeError(
+                message: "google.protobuf.Duration \(self / .seconds(1)) seconds is outside ±315576000000 "
+                    + "(10,000 years)")
+        }
         var (seconds, attoseconds) = components
         // Give both parts the sign of the whole, as the spec requires.
         if seconds < 0 && attoseconds > 0 {
@@ -117,9 +125,12 @@ extension Duration: ProtobufDirectCodable {
     }
 }
 
+/// The seconds a `google.protobuf.Duration` may hold: ±10,000 years.
+private let checkedDurationSeconds: ClosedRange<Int64> = -315_576_000_000...315_576_000_000
+
 /// The spec's rules for a `google.protobuf.Duration`.
 private func checkDuration(_ seconds: Int64, _ nanos: Int32) throws(ProtobufBridgeError) {
-    guard (-315_576_000_000...315_576_000_000).contains(seconds) else {
+    guard checkedDurationSeconds.contains(seconds) else {
         throw ProtobufBridgeError(
             message: "google.protobuf.Duration seconds \(seconds) is outside ±315576000000 (10,000 years)")
     }

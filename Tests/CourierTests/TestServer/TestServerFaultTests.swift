@@ -158,4 +158,22 @@ import Testing
         #expect(parts.head.contains("Content-Length: 1000"))
         #expect(parts.body == Data(repeating: 7, count: 500))
     }
+
+    /// A delay of `.seconds(Int64.max)` (a server that never answers, the usual way to test a
+    /// timeout) holds the response until the server stops, and a wait of any length works. On
+    /// the old code the server's thread computed the milliseconds left as `seconds * 1000`,
+    /// which overflowed and trapped the test process, and a wait past `Int64.max` seconds
+    /// trapped in `Duration.components`.
+    @Test func aDelayOfInt64MaxSecondsNeverAnswersAndTrapsNothing() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/never") { _ in ScriptedResponse(body: Data("late".utf8), delay: .seconds(Int64.max)) }
+        let connection = try RawHTTPConnection(port: server.port, timeout: .milliseconds(300))
+        try await connection.send("GET /never HTTP/1.1\r\nHost: x\r\n\r\n")
+        let result = await connection.readUntilEnd()
+        #expect(result.end == .timedOut)
+        #expect(result.data.isEmpty)
+        #expect(await server.waitForRequests(atLeast: 1, timeout: .seconds(Int64.max) * 4))
+        #expect(try await RawHTTPConnection(port: server.port).request("GET", "/echo").status == 200)
+    }
 }

@@ -64,6 +64,29 @@ import Testing
         #expect(!destination.partExists)
     }
 
+    /// A resumption whose `Content-Range` names another length than the first response's
+    /// `Content-Length` (a longer total, or an unknown one that stops short), under the same
+    /// ETag: the file it would make is neither version. On the old code both were renamed as
+    /// the whole download (3,001,000 and 2,999,000 bytes of a 3,000,000-byte file).
+    @Test(arguments: [1_000, -1_000])
+    func aResumptionThatChangesTheFilesLengthIsRefused(_ difference: Int) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let destination = LargeBodyTests.Destination()
+        let error = try await Self.resumedDownloadError(server, destination) { start, content in
+            let end = content.count + difference
+            var headers: HTTPFields = [:]
+            headers[.eTag] = LargeBodyTests.etag
+            headers[.contentRange] = "bytes \(start)-\(end - 1)/\(difference > 0 ? String(end) : "*")"
+            let body = TestServer.bytePattern(count: end).subdata(in: start..<end)
+            return ScriptedResponse(status: 206, headers: headers, body: body)
+        }
+        #expect(error?.code == .invalidResponse, "\(String(describing: error))")
+        #expect(server.recordedRequests(path: "/file").count == 2)
+        #expect(!destination.exists)
+        #expect(!destination.partExists)
+    }
+
     /// A `206` to a request without `Range` whose range reaches past its body: on the old code the
     /// ten bytes were renamed as the whole file; a range ending at `Int64.max` must not trap.
     @Test(arguments: ["bytes 0-99/*", "bytes 0-9223372036854775806/*", "bytes 0-9223372036854775807/*"])

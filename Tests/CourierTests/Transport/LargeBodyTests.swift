@@ -133,6 +133,68 @@ import Testing
         #expect(try Data(contentsOf: destination.url) == content)
     }
 
+    /// A download by POST (an export endpoint) that breaks mid-body is not sent again: a
+    /// non-idempotent request is retried only when the caller opts in
+    /// (`RetryPolicy.allowingNonIdempotent()`). On the old code the POST was re-sent, with
+    /// `Range`, and the download succeeded after two POSTs.
+    @Test(arguments: [false, true])
+    func aPostDownloadIsResumedOnlyWhenTheCallerOptsIn(_ optsIn: Bool) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let content = TestServer.bytePattern(count: Self.size)
+        Self.serve(server, "/export", content, first: .closeDuringBody)
+        let destination = Destination()
+        let client = try makeClient()
+        var options = CallOptions(maxResponseSize: 8 << 20)
+        if optsIn { options.retryPolicy = RetryPolicy.default.allowingNonIdempotent() }
+        let download = client.download(HTTPRequest(.post, server.url("/export")), to: destination.url, options: options)
+        let response = try? await download.response
+        let requests = server.recordedRequests(path: "/export")
+        #expect(requests.allSatisfy { $0.method == "POST" })
+        if optsIn {
+            #expect(response?.status == .partialContent)
+            #expect(requests.count == 2)
+            #expect(try Data(contentsOf: destination.url) == content)
+        } else {
+            #expect(response == nil)
+            #expect(requests.count == 1)
+            #expect(!destination.exists)
+            #expect(!destination.partExists)
+        }
+    }
+
+    /// A download that replaces a private file (mode 0600) keeps it private, and so does its
+    /// part file while the bytes arrive (looked at when the download resumes): the bytes go to
+    /// a new file renamed over the old one. On the old code both were 0644 (readable by every
+    /// user of the machine).
+    @Test func aReplacedFileKeepsItsModeWhileAndAfterTheDownload() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let content = TestServer.bytePattern(count: Self.size)
+        let destination = Destination()
+        let url = destination.url
+        let partModes = Recorder<Int>()
+        Self.serve(server, "/file", content, first: .closeDuringBody) { start, content in
+            let folder = url.deletingLastPathComponent().path
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+            for name in names where name.hasPrefix(url.lastPathComponent + ".") && name.hasSuffix(".part") {
+                let attributes = try? FileManager.default.attributesOfItem(atPath: folder + "/" + name)
+                partModes.append(attributes?[.posixPermissions] as? Int ?? -1)
+            }
+            return LargeBodyTests.partial(content, from: start)
+        }
+        try Data("old private content".utf8).write(to: url)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: url.path)
+        let client = try makeClient()
+        _ = try await client.download(
+            HTTPRequest(.get, server.url("/file")), to: url, options: CallOptions(maxResponseSize: 8 << 20)
+        ).response
+        #expect(try Data(contentsOf: url) == content)
+        #expect(partModes.values == [0o600])
+        let mode = try FileManager.default.attributesOfItem(atPath: url.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+    }
+
     @Test func aContentRangeThatDoesNotContinueTheFileIsRefused() async throws {
         let server = try TestServer()
         defer { server.stop() }

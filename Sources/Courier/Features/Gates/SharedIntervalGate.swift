@@ -24,10 +24,12 @@ package enum SharedIntervalVerdict: Sendable, Equatable {
 
 extension RequestIntervalGate {
     /// `key` without what differs between processes for the same request: a
-    /// `RequestIdentity` names the client object and the response type by their addresses.
+    /// `RequestIdentity` names the response type by its address, and the client and a service's
+    /// cookie jar by numbers of the process's own (the jar's cookies are in its credential
+    /// digest, which stays).
     package static func fleetKey(_ key: String) -> String {
         key.split(separator: "\n", omittingEmptySubsequences: false)
-            .filter { !$0.hasPrefix("as: ") && !$0.hasPrefix("client: ") }
+            .filter { !$0.hasPrefix("as: ") && !$0.hasPrefix("client: ") && !$0.hasPrefix("jar: ") }
             .joined(separator: "\n")
     }
 }
