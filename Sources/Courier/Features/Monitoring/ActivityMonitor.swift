@@ -7,13 +7,19 @@ import Synchronization
 public final class ActivityMonitor: EventMonitor {
     private struct State {
         var active: Set<CallID> = []
+        /// Changes not yet delivered, oldest first.
+        var pending: [Bool] = []
+        /// Whether a thread is delivering `pending`: the others leave theirs to it.
+        var delivering = false
     }
     private let state = LockedValue(State())
     private let onChange: @Sendable (Bool) -> Void
 
     /// A monitor that reports when the first activity-showing call starts and the last ends.
-    /// - Parameter onChange: called with `true` at 0 → 1 and `false` at 1 → 0, on the thread
-    ///   of the call that caused it. Calls are serialised: never two at once.
+    /// - Parameter onChange: called with `true` at 0 → 1 and `false` at 1 → 0, in that order,
+    ///   on the thread of a call that caused a change (one that is delivering changes takes the
+    ///   ones made meanwhile). Calls are serialised: never two at once. It is not called under
+    ///   a lock: it may read `activeCount` or start a call that shows activity.
     public init(onChange: @escaping @Sendable (Bool) -> Void) {
         self.onChange = onChange
     }
@@ -32,16 +38,39 @@ public final class ActivityMonitor: EventMonitor {
 
     private func started(_ event: CallEvent) {
         guard event.userInfo.showsActivity else { return }
-        state.withLock { state in
+        let delivers = state.withLock { state in
             let (inserted, _) = state.active.insert(event.id)
-            // Called under the lock so a quick 0→1→0 is never reported in the wrong order.
-            if inserted && state.active.count == 1 { onChange(true) }
+            return inserted && state.active.count == 1 && Self.queue(true, in: &state)
         }
+        if delivers { deliver() }
     }
 
     private func finished(_ event: CallEvent) {
-        state.withLock { state in
-            if state.active.remove(event.id) != nil && state.active.isEmpty { onChange(false) }
+        let delivers = state.withLock { state in
+            state.active.remove(event.id) != nil && state.active.isEmpty && Self.queue(false, in: &state)
+        }
+        if delivers { deliver() }
+    }
+
+    /// Queues a change, in the order the count changed (under the lock).
+    /// - Returns: whether this thread delivers it (no other is delivering).
+    private static func queue(_ change: Bool, in state: inout State) -> Bool {
+        state.pending.append(change)
+        guard !state.delivering else { return false }
+        state.delivering = true
+        return true
+    }
+
+    /// Calls `onChange` with each queued change in order, outside the lock, until none is left.
+    private func deliver() {
+        while let change = state.withLock({ state -> Bool? in
+            guard !state.pending.isEmpty else {
+                state.delivering = false
+                return nil
+            }
+            return state.pending.removeFirst()
+        }) {
+            onChange(change)
         }
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import Logging
 import Testing
@@ -76,6 +77,34 @@ struct ServiceLogCapture: LogHandler {
         #expect(changes.withLock { $0 } == [true, false])
         monitor.didStart(a)
         #expect(changes.withLock { $0 } == [true, false, true])
+    }
+
+    /// `onChange` runs outside the monitor's lock: it can read the count, and a call it starts
+    /// reports its own change after the one being delivered, in order. Under the lock, this
+    /// deadlocked (the lock is not re-entrant); the work runs on a thread of its own so that a
+    /// deadlock fails the test instead of hanging it.
+    @Test func activityMonitorsHandlerMayUseTheMonitor() {
+        let changes = LockedValue<[String]>([])
+        let shows = UserInfo([.showsActivity: true])
+        let nested = event("/nested", userInfo: shows)
+        let holder = LockedValue<ActivityMonitor?>(nil)
+        let monitor = ActivityMonitor { active in
+            guard let monitor = holder.withLock({ $0 }) else { return }
+            changes.withLock { $0.append("\(active) \(monitor.activeCount)") }
+            // The first call's end starts another call, as a spinner's handler might.
+            if !active, changes.withLock({ $0.count }) == 2 { monitor.didStart(nested) }
+        }
+        holder.withLock { $0 = monitor }
+        let done = DispatchSemaphore(value: 0)
+        let first = event("/a", userInfo: shows)
+        Thread.detachNewThread {
+            monitor.didStart(first)
+            monitor.didFinish(first, result: .success(HTTPResponse(status: .ok)), metrics: CallMetrics())
+            done.signal()
+        }
+        #expect(done.wait(timeout: .now() + 30) == .success, "the handler deadlocked on the monitor")
+        #expect(changes.withLock { $0 } == ["true 1", "false 0", "true 1"])
+        holder.withLock { $0 = nil }
     }
 
     @Test func compositeAndClosureMonitorsForwardEverything() {
