@@ -274,7 +274,16 @@ extension ServiceCore {
             var context = ResponseContext(request: request.head, response: answer.head, body: answer.body)
             try plan.validator.validate(context, serializerContentTypes: serializer.acceptableContentTypes)
             // The body-level outcome: a retry or refresh code fails the attempt as a status would.
-            if let envelope = service.configuration.envelope { context = try envelope.unwrap(context) }
+            if let envelope = service.configuration.envelope {
+                do {
+                    context = try envelope.unwrap(context)
+                } catch {
+                    // A failure the body reports is an error, not an answer to keep: the cache
+                    // stored it before it was read (`refused` does the same for a retry code).
+                    if !error.isEnvelopeRetry { forgetCached(answer, sent: request) }
+                    throw error
+                }
+            }
             let value = try service.decode(context, serializer: serializer, options: options)
             let metrics = started.map {
                 CallMetrics(

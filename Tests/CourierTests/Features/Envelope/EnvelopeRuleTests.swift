@@ -114,6 +114,42 @@ import Testing
         #expect(server.count("/feed") == 2)
     }
 
+    /// A failure envelope in an answer whose headers allow caching is an error, not an answer
+    /// to keep: the next call asks the server again (as after a refused status), on the
+    /// memory and on the disk tier.
+    @Test(arguments: [false, true])
+    func aCachedFailureEnvelopeIsNotServedToTheNextCall(onDisk: Bool) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let hits = ServiceCounter()
+        server.route("/feed") { _ in
+            let answer =
+                hits.increment() == 1
+                ? Self.envelope(40400, "no such feed") : Self.envelope(0, data: ["id": 2, "name": "B"])
+            return answer.with(.cacheControl, "max-age=600")
+        }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("envelope-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cache = try HostScopedCache(
+            configuration: .init(
+                rules: [CacheRule("127.0.0.1", .followHTTP)],
+                storage: onDisk ? .disk(directory: folder.path) : .memoryOnly))
+        let client = try HTTPClient(configuration: .init(baseURL: server.baseURL, cache: cache))
+        var configuration = ServiceConfiguration(
+            retryPolicy: RetryPolicy(jitter: 0), clock: ManualServiceClock(autoAdvance: true))
+        configuration.envelope = Self.rule
+        let service = ServiceCore(client: client, configuration: configuration)
+        do {
+            _ = try await service.send(Endpoint<ServiceUser>.get("feed"))
+            Issue.record("expected the failure envelope's error")
+        } catch {
+            #expect(error.code == .apiError)
+        }
+        let next = try await service.send(Endpoint<ServiceUser>.get("feed"))
+        #expect(next.value.id == 2 && !next.isFromCache)
+        #expect(server.count("/feed") == 2)
+    }
+
     @Test func refreshCodeWithoutAuthenticationEndsTheCall() async throws {
         let server = try TestServer()
         defer { server.stop() }
