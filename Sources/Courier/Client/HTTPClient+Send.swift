@@ -19,7 +19,7 @@ extension HTTPClient {
     public func send(
         _ request: HTTPRequest, body: RequestBody? = nil, options: CallOptions = .default
     ) async throws -> Response {
-        guard telemetry.tracer != nil || telemetry.metrics != nil else {
+        guard telemetry.isActive else {
             return try await send(request, body: body, options: options.requestOptions)
         }
         return try await sendReported(request, body: body, options: options)
@@ -89,7 +89,7 @@ extension HTTPClient {
     public func stream(
         _ request: HTTPRequest, body: RequestBody? = nil, options: CallOptions = .default
     ) async throws -> StreamedResponse {
-        guard telemetry.tracer != nil || telemetry.metrics != nil else {
+        guard telemetry.isActive else {
             var exchange = try Exchange(
                 client: self, request: request, body: body, options: options.requestOptions, context: .none)
             return try await followRedirects(&exchange, StreamedHop.self)

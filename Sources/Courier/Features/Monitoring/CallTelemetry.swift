@@ -70,10 +70,8 @@ struct CallTelemetry {
     ) -> CallTelemetry {
         let given = options.logger
         let logs = (given?.logLevel ?? client.configuration.logger.logLevel) <= .debug
+        guard logs || client.telemetry.isActive else { return CallTelemetry(logger: given, logs: false, active: nil) }
         let telemetry = client.telemetry
-        guard logs || telemetry.tracer != nil || telemetry.metrics != nil else {
-            return CallTelemetry(logger: given, logs: false, active: nil)
-        }
         var logger = given ?? client.configuration.logger
         let operation = options.operationName
         // Made only when something will use them: a call pays nothing at the usual log levels

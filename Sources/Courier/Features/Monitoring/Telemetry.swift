@@ -10,6 +10,9 @@ import Tracing
 struct Telemetry: Sendable {
     let tracer: (any Tracer)?
     let metrics: MetricHandles?
+    /// Whether a tracer or a metrics backend is set: read by every call, without a copy of
+    /// either.
+    let isActive: Bool
 
     /// - Parameters:
     ///   - tracer: a tracer of the client's own (tests); nil: the bootstrapped one.
@@ -19,6 +22,7 @@ struct Telemetry: Sendable {
         self.tracer = tracer is NoOpTracer ? nil : tracer
         let factory = metricsFactory ?? MetricsSystem.factory
         metrics = factory is NOOPMetricsHandler ? nil : MetricHandles(factory: factory)
+        isActive = self.tracer != nil || metrics != nil
     }
 }
 
