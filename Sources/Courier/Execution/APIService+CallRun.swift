@@ -303,22 +303,25 @@ extension ServiceCore {
             return value
         }
 
-        /// An answer's outcome: `finish`, or nil when the call refuses the answer (a status, a
-        /// response check, an envelope asking for a retry or a refresh), with the attempt's
-        /// failure kept for `prepareRetry`. Apart from `perform`, so that the errors it
-        /// catches are not kept in that async frame, which lives as long as the call.
-        /// - Throws: what fails the attempt otherwise (decoding, a check that is not retryable, …).
+        /// An answer's outcome: `finish`, or `AnswerRefused` when the call refuses the answer (a
+        /// status, a response check, an envelope asking for a retry or a refresh), with the
+        /// attempt's failure kept for `prepareRetry`. Apart from `perform`, so that the errors
+        /// it catches are not kept in that async frame, which lives as long as the call. A
+        /// thrown marker rather than an optional value: the value's optional type would be
+        /// looked up (generic metadata) on every call, where the marker costs only a refusal.
+        /// - Throws: `AnswerRefused`, or what fails the attempt otherwise (decoding, a check
+        ///   that is not retryable, …).
         @inline(never)
         func conclude<Serializer: ResponseSerializer>(
             _ answer: HTTPClient.Response, request: PreparedRequest, serializer: Serializer
-        ) throws -> Serializer.Output? {
+        ) throws -> Serializer.Output {
             do {
                 return try finish(answer, request: request, serializer: serializer)
             } catch let error as CourierError
                 where error.code == .httpStatus || error.refusalIsRetryable != nil || error.isEnvelopeRetry
             {
                 failure = FailedAttempt(refused(answer, sent: request, error: error))
-                return nil
+                throw AnswerRefused()
             }
         }
 
@@ -377,6 +380,8 @@ extension ServiceCore {
         /// - Throws: `error` when it is not a `CourierError`.
         @inline(never)
         func fail(_ error: any Error) throws {
+            // Refused by `conclude`, which kept the attempt's failure.
+            if error is AnswerRefused { return }
             guard let courier = error as? CourierError else { throw error }
             failure = FailedAttempt(failed(courier))
         }
@@ -487,6 +492,10 @@ extension ServiceCore {
             return courier
         }
     }
+
+    /// What `CallRun.conclude` throws for an answer the call refused: the attempt's failure
+    /// is kept by the call, for `prepareRetry`.
+    struct AnswerRefused: Error {}
 
     /// The server and request of a call that a failover moved.
     struct FailedOver {

@@ -48,8 +48,9 @@ extension ServiceCore {
                 call.willSend(&request)
                 do {
                     let answer = try await transfer(request, for: call)
-                    // Nil: the call refused the answer, and holds the attempt's failure.
-                    if let value = try call.conclude(answer, request: request, serializer: serializer) { return value }
+                    // Throws `AnswerRefused` when the call refused the answer and holds the
+                    // attempt's failure.
+                    return try call.conclude(answer, request: request, serializer: serializer)
                 } catch {
                     try call.fail(error)
                 }
@@ -297,14 +298,28 @@ extension ServiceCore {
     private func decodeProcessed<Serializer: ResponseSerializer>(
         _ current: ResponseContext, as original: ResponseContext, serializer: Serializer, options: CallOptions
     ) throws -> Serializer.Output {
-        if !options.noData.isEmpty, let none: Serializer.Output = try options.noData.value(for: current) {
-            return none
+        // Asked first, so that the value's optional type is looked up only for a call with a
+        // "no data" rule whose answer has none (a lookup of generic metadata per call).
+        if !options.noData.isEmpty, options.noData.matches(current) {
+            return try Self.noDataValue(current, as: Serializer.Output.self, rule: options.noData)
         }
         let value = try serializer.serialize(current)
         if let accepts = options.acceptsResult, !accepts(original) {
             throw CourierError(.skipped, "the result was vetoed", response: original.response, body: original.body)
         }
         return value
+    }
+
+    /// The value of a call whose answer has no usable data (`NoDataRule`).
+    /// - Throws: `CourierError.noData` when the model is not optional.
+    @inline(never)
+    private static func noDataValue<Model>(_ context: ResponseContext, as model: Model.Type, rule: NoDataRule)
+        throws -> Model
+    {
+        guard let none: Model = try rule.value(for: context) else {
+            preconditionFailure("a \"no data\" rule matched an answer it then did not match")
+        }
+        return none
     }
 
     static func encodeQuery(_ items: [(name: String, value: String)]) -> String {
