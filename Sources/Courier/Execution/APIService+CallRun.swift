@@ -53,6 +53,8 @@ extension ServiceCore {
         private let environment: ServerEnvironment?
         /// The call's logger, spans and metrics (see `CallTelemetry`).
         private var telemetry: CallTelemetry
+        /// Whether `telemetry` reports anything: a quiet call does not call it at all.
+        private let reports: Bool
         /// What the registry cancels when the call runs in its caller's task (see `perform`).
         let scope: CancellationScope?
         /// Whether `finish` keeps what `response(_:)` needs: a verb wants the value only.
@@ -115,6 +117,7 @@ extension ServiceCore {
                 options: plan.options, id: id,
                 request: plan.base.head, credentialFieldNames: service.prepared.credentialFieldNames,
                 credentialQueryNames: sendsCredential ? service.prepared.credentialQueryNames : [])
+            reports = !telemetry.isQuiet
             if let monitor, let event { monitor.didStart(event) }
         }
 
@@ -248,7 +251,7 @@ extension ServiceCore {
         @inline(never)
         func willSend(_ request: inout PreparedRequest) {
             service.configuration.cookieJar?.apply(to: &request.head)
-            telemetry.willSend(&request, attempt: attempts)
+            if reports { telemetry.willSend(&request, attempt: attempts) }
             guard let monitor, var event else { return }
             // Released from the property while it changes: one copy of the request, not two.
             self.event = nil
@@ -293,10 +296,12 @@ extension ServiceCore {
             if let monitor, let event, let metrics {
                 monitor.didFinish(event, result: .success(answer.head), metrics: metrics)
             }
-            telemetry.finished(
-                status: Int(answer.head.status.code), attempts: attempts, request: request,
-                responseBytes: answer.body.count, isFromCache: answer.isFromCache,
-                cache: service.client.configuration.cache)
+            if reports {
+                telemetry.finished(
+                    status: Int(answer.head.status.code), attempts: attempts, request: request,
+                    responseBytes: answer.body.count, isFromCache: answer.isFromCache,
+                    cache: service.client.configuration.cache)
+            }
             if keepsResponse, let metrics {
                 outcome = KeptOutcome(answer: answer, request: request.head, metrics: metrics)
             }
@@ -345,7 +350,7 @@ extension ServiceCore {
         func refused(_ answer: HTTPClient.Response, sent request: PreparedRequest, error: CourierError)
             -> AttemptFailure
         {
-            telemetry.endAttempt(status: Int(answer.head.status.code), error: error)
+            if reports { telemetry.endAttempt(status: Int(answer.head.status.code), error: error) }
             var failure = AttemptFailure(response: answer.head, body: answer.body, error: error)
             failure.isRetryableRefusal = error.refusalIsRetryable == true
             // The cache stored this answer before it was refused (a check, or an envelope asking
@@ -390,7 +395,7 @@ extension ServiceCore {
         /// - Returns: what retriers and `RetryDecision` see of it.
         @inline(never)
         func failed(_ error: CourierError) -> AttemptFailure {
-            telemetry.endAttempt(status: error.response.map { Int($0.status.code) }, error: error)
+            if reports { telemetry.endAttempt(status: error.response.map { Int($0.status.code) }, error: error) }
             // An error that carries a response (validation, preprocessing, decoding) came from
             // an answer: the server was reached, and `RetryDecision` ends the call with it.
             if error.response == nil {
@@ -458,7 +463,7 @@ extension ServiceCore {
                 throw error
             case .retry(let delay):
                 if let monitor, let event { monitor.willRetry(event, after: delay, because: failure.error) }
-                telemetry.willRetry(after: delay, because: failure.error)
+                if reports { telemetry.willRetry(after: delay, because: failure.error) }
                 return delay
             }
         }
@@ -488,7 +493,7 @@ extension ServiceCore {
                     event, result: .failure(courier),
                     metrics: CallMetrics(attempts: attempts, duration: clock.now - started))
             }
-            telemetry.failed(courier, attempts: attempts)
+            if reports { telemetry.failed(courier, attempts: attempts) }
             return courier
         }
     }

@@ -53,6 +53,10 @@ struct CallTelemetry {
         }
     }
 
+    /// Whether the call reports nothing: no debug logs, no span, no metric. Its other methods
+    /// then do nothing, and a call need not call them.
+    var isQuiet: Bool { active == nil && !logs }
+
     private init(logger: Logger?, logs: Bool, active: Active?) {
         self.logger = logger
         self.logs = logs
