@@ -128,8 +128,11 @@ extension ServiceCore {
             if let skipIf = options.skipIf, skipIf() {
                 throw CourierError(.skipped, "the call was vetoed before sending")
             }
-            let key = options.skipsWhileInFlight ? identity.key : nil
-            if let key, !service.configuration.inFlightGuard.enter(key) {
+            // The call's state is written only when the call holds the guard (each access to
+            // it is checked for exclusivity at run time).
+            guard options.skipsWhileInFlight else { return }
+            let key = identity.key
+            if !service.configuration.inFlightGuard.enter(key) {
                 throw CourierError(.skipped, "the same call is already in flight")
             }
             guardKey = key
@@ -137,8 +140,9 @@ extension ServiceCore {
 
         /// Releases the in-flight guard, if the call holds it.
         func leave() {
-            if let guardKey { service.configuration.inFlightGuard.leave(guardKey) }
-            guardKey = nil
+            guard let guardKey else { return }
+            service.configuration.inFlightGuard.leave(guardKey)
+            self.guardKey = nil
         }
 
         /// What makes this call the same request as another: computed once, on first use (a
@@ -186,7 +190,7 @@ extension ServiceCore {
         /// real-time parameters made now (a retry sends fresh ones).
         @inline(never)
         func attemptRequest() -> PreparedRequest {
-            realTimeNames = []
+            if !realTimeNames.isEmpty { realTimeNames = [] }
             guard options.includesGeneralParameters, let realTime = service.configuration.realTimeParameters else {
                 return base
             }
