@@ -9,6 +9,9 @@
 #   SKIP_RUSAGE=1 scripts/service-overhead.sh      # instruction counts only
 #   KERNEL=1 SKIP_CALLGRIND=1 SKIP_RUSAGE=1 scripts/service-overhead.sh
 #       # system calls, context switches, migrations, user and system CPU per request
+#   SERVICE_CLIENT=courier-service-default scripts/service-overhead.sh
+#       # the service rows measure the call with the default options (de-duplication of
+#       # identical GETs in flight on: compare at 1 in flight only) instead of the opt-out
 #   PROFILE_DIR=/tmp/cg scripts/service-overhead.sh  # keep the callgrind files, print the
 #                                                     # functions whose cost differs most
 #   BEFORE=/tmp/old/courier-service-bench SKIP_CALLGRIND=1 scripts/service-overhead.sh
@@ -60,6 +63,9 @@ if [ -z "${SKIP_BUILD:-}" ]; then
     (cd "$root/Benchmarks" && swift build -c release --product "$product" 2>&1 | tail -n 1) >&2
 fi
 bench="${BENCH:-$root/Benchmarks/.build/release/$product}"  # BENCH=path measures another build
+# The bench's client for the rows labelled `courier-service` (see SERVICE_CLIENT above).
+service_client="${SERVICE_CLIENT:-courier-service}"
+mode() { if [ "$1" = courier-service ]; then echo "$service_client"; else echo "$1"; fi; }
 
 work="$(mktemp -d /tmp/courier-overhead.XXXXXX)"
 nginx_pid=""
@@ -95,7 +101,7 @@ if [ -z "${SKIP_CALLGRIND:-}" ]; then
                 echo "== callgrind $client, $concurrency in flight, $n requests" >&2
                 out="$work/callgrind.$client.c$concurrency.n$n"
                 valgrind --tool=callgrind --callgrind-out-file="$out" --dump-instr=no \
-                    "$work/bench-nodebug" "$client" --url "$url" --requests "$n" --concurrency "$concurrency" \
+                    "$work/bench-nodebug" "$(mode "$client")" --url "$url" --requests "$n" --concurrency "$concurrency" \
                     --warmup 200 >/dev/null 2>"$work/valgrind.log" \
                     || { tail -n 20 "$work/valgrind.log"; exit 1; }
                 ir="$(awk '/^(summary|totals):/ { print $2; exit }' "$out")"
@@ -139,9 +145,9 @@ if [ -z "${SKIP_RUSAGE:-}" ]; then
                 if [ "$client" = curl ]; then
                     line="$(curl_cpu "$concurrency")"
                 elif [ "${client#before }" != "$client" ]; then
-                    line="$("$BEFORE" "${client#before }" --url "$url" --requests "$requests" --concurrency "$concurrency")"
+                    line="$("$BEFORE" "$(mode "${client#before }")" --url "$url" --requests "$requests" --concurrency "$concurrency")"
                 else
-                    line="$("$bench" "$client" --url "$url" --requests "$requests" --concurrency "$concurrency")"
+                    line="$("$bench" "$(mode "$client")" --url "$url" --requests "$requests" --concurrency "$concurrency")"
                 fi
                 load1="$(cut -d" " -f1 /proc/loadavg)"
                 echo "$line" | python3 -c "
@@ -169,7 +175,7 @@ if [ -n "${KERNEL:-}" ]; then
             for client in courier-e2e courier-service; do
                 for n in "$k_small" "$k_large"; do
                     echo "== kernel round $round, $client, $concurrency in flight, $n requests" >&2
-                    args=("$client" --url "$url" --requests "$n" --concurrency "$concurrency" --warmup 200)
+                    args=("$(mode "$client")" --url "$url" --requests "$n" --concurrency "$concurrency" --warmup 200)
                     strace -f -c -o "$work/strace.out" "$bench" "${args[@]}" >/dev/null
                     python3 - "$work/strace.out" "$work/perf.out" "$round" "$client" "$concurrency" "$n" \
                         "$bench" "${args[@]}" >>"$results" <<'PY'
