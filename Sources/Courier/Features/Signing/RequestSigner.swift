@@ -21,7 +21,8 @@ import HTTPTypes
 /// `hmac`, pins the format.
 ///
 /// Per endpoint: `rules` maps an endpoint path prefix, as the service writes it (`"public/"`),
-/// to `.unsigned` or to another key; the longest matching prefix wins, others use `key`.
+/// to `.unsigned` or to another key; a prefix covers whole path segments (`"public"` covers
+/// `public/info`, not `publications`), the longest matching prefix wins, others use `key`.
 public struct RequestSigner: Sendable {
     /// A signing key: its public id and its secret.
     public struct Key: Sendable {
@@ -77,17 +78,35 @@ public struct RequestSigner: Sendable {
     func key(forEndpoint path: String) -> Key? {
         var path = Substring(path)
         while path.first == "/" { path = path.dropFirst() }
-        var best: (length: Int, rule: Rule)?
-        for (prefix, rule) in rules {
-            var prefix = Substring(prefix)
+        var best: (prefix: Substring, written: String, rule: Rule)?
+        for (written, rule) in rules {
+            var prefix = Substring(written)
             while prefix.first == "/" { prefix = prefix.dropFirst() }
-            if path.hasPrefix(prefix), prefix.count >= (best?.length ?? -1) { best = (prefix.count, rule) }
+            guard Self.covers(prefix, path) else { continue }
+            // The longest wins; between two that are written differently but read the same
+            // (`"/admin"` and `"admin"`), the first in byte order, not the table's order.
+            if let best,
+                best.prefix.utf8.count > prefix.utf8.count
+                    || (best.prefix.utf8.count == prefix.utf8.count && best.written < written)
+            {
+                continue
+            }
+            best = (prefix, written, rule)
         }
         switch best?.rule {
         case nil: return key
         case .unsigned?: return nil
         case .key(let other)?: return other
         }
+    }
+
+    /// Whether a rule's prefix covers an endpoint path: whole segments only, so `public`
+    /// covers `public`, `public/…` and `public?…` but not `publications/…`.
+    private static func covers(_ prefix: Substring, _ path: Substring) -> Bool {
+        guard path.hasPrefix(prefix) else { return false }
+        guard !prefix.isEmpty, prefix.last != "/", path.count > prefix.count else { return true }
+        let next = path[path.index(path.startIndex, offsetBy: prefix.count)]
+        return next == "/" || next == "?" || next == "#"
     }
 
     /// Signs one attempt: sets the four fields (replacing an earlier attempt's).

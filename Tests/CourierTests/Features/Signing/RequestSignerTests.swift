@@ -151,6 +151,28 @@ import Testing
         #expect(Self.verifies(try #require(server.recordedRequests(path: "/items").first), key: Self.app))
     }
 
+    /// A rule names whole path segments: `"public"` covers `public`, `public/…` and `public?…`,
+    /// not `publications/…`, which the signer's key still signs.
+    @Test func aRuleCoversWholePathSegmentsOnly() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        for path in ["/public", "/public/info", "/publications/1", "/adminx"] {
+            server.route(path) { _ in .json(["id": 1, "name": "x"]) }
+        }
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.signer = RequestSigner(
+                key: Self.app, rules: ["public": .unsigned, "admin": .key(Self.admin)])
+        }
+        for path in ["public", "public/info", "public?page=2", "publications/1", "adminx"] {
+            let _: ServiceUser = try await service.get(path)
+        }
+        let unsigned = server.recordedRequests(path: "/public") + server.recordedRequests(path: "/public/info")
+        #expect(unsigned.count == 3)
+        #expect(unsigned.allSatisfy { $0.header("X-Signature") == nil })
+        #expect(Self.verifies(try #require(server.recordedRequests(path: "/publications/1").first), key: Self.app))
+        #expect(Self.verifies(try #require(server.recordedRequests(path: "/adminx").first), key: Self.app))
+    }
+
     @Test func aServerThatGetsNoCredentialGetsNoSignature() async throws {
         let server = try TestServer()
         let other = try TestServer()
