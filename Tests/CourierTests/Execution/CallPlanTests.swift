@@ -87,6 +87,47 @@ import Testing
         #expect(other.recordedRequests(path: "/users/1").map { $0.header("X-Tenant") } == ["blue"])
     }
 
+    /// Calls on many endpoints (more than the cache keeps), each task with options of its own
+    /// and half of them made anew per call, while the service's headers change: every request
+    /// carries its own call's header and one of the service's values, never another call's.
+    @Test func plansReplacedUnderContentionNeverMixCalls() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let endpoints = 2 * CallPlanCache.capacity
+        for index in 0..<endpoints {
+            server.route("/items/\(index)") { _ in .json(["id": index, "name": "item"]) }
+        }
+        let service = try ServiceFixture.service(server)
+        let tenant = HTTPField.Name("X-Tenant")!
+        let caller = HTTPField.Name("X-Caller")!
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<6 {
+                group.addTask {
+                    let shared = CallOptions(headers: [caller: "task-\(task)"])
+                    for round in 0..<60 {
+                        let options = round.isMultiple(of: 2) ? shared : CallOptions(headers: [caller: "task-\(task)"])
+                        let _: ServiceUser = try await service.get(
+                            "items/\((task * 7 + round) % endpoints)", options: options)
+                    }
+                }
+            }
+            group.addTask {
+                for change in 0..<40 {
+                    try service.updateSettings { $0.headers[tenant] = change.isMultiple(of: 2) ? "blue" : "green" }
+                    await Task.yield()
+                }
+            }
+            try await group.waitForAll()
+        }
+        let sent = server.recordedRequests.filter { $0.path.hasPrefix("/items/") }
+        #expect(sent.count == 6 * 60)
+        for task in 0..<6 {
+            #expect(sent.filter { $0.header("X-Caller") == "task-\(task)" }.count == 60)
+        }
+        #expect(sent.allSatisfy { [nil, "blue", "green"].contains($0.header("X-Tenant")) })
+        #expect(service.prepared.plans.count <= CallPlanCache.capacity)
+    }
+
     /// The format is part of the plan: the same path read as another model with another
     /// `Accept` is another plan.
     @Test func anotherFormatIsAnotherPlan() async throws {
