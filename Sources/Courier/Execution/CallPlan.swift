@@ -9,7 +9,8 @@ import HTTPTypes
 /// to an endpoint an app calls over and over looks its plan up instead of making it again,
 /// and keeps one reference to it instead of a copy of each value. A call with parameters or a
 /// body (the request depends on them), or on a server pool (its server moves), makes a plan of
-/// its own, which no other call uses.
+/// its own, which no other call uses; so does a call to a server of its own on a service with
+/// a pool (whether that server gets the credential depends on the pool's servers of the moment).
 ///
 /// Immutable. A plan holds what its inputs are compared by (the options' storage, the two
 /// settings snapshots), so none of them can be freed and its address reused while it is kept.
@@ -183,8 +184,9 @@ extension ServiceCore {
         let pool: ServerPool?
         if case .none = options.server { pool = configuration.servers } else { pool = nil }
         // A request made from parameters or a body, or for a pool's current server, is the
-        // call's own.
-        guard parameters == nil, body == nil, pool == nil else {
+        // call's own; so is the decision on a call's own server when the service has a pool,
+        // whose servers (the API's own origins) can change between two calls.
+        guard parameters == nil, body == nil, pool == nil, configuration.servers == nil || options.server == nil else {
             return try CallPlan(
                 self, method: method, path: path, parameters: parameters, body: body, options: options,
                 acceptHeader: acceptHeader, clientSettings: clientSettings, serviceSettings: serviceSettings,

@@ -114,6 +114,30 @@ import Testing
         }
     }
 
+    /// A server that leaves the service's pool is no longer the API's own: the next call to it
+    /// with the same options gets no credential (what the call worked out for the first is
+    /// not reused across the change).
+    @Test func aServerRemovedFromThePoolGetsNoCredentialOnTheNextCall() async throws {
+        let api = try TestServer()
+        let retired = try TestServer()
+        defer {
+            api.stop()
+            retired.stop()
+        }
+        let client = try ServiceFixture.client(api)
+        try client.logIn(credential: "api-token")
+        let pool = try ServerPool(servers: [ServiceFixture.base(api), ServiceFixture.base(retired)])
+        let service = ServiceCore(
+            client: client, configuration: ServiceConfiguration(servers: pool, retryPolicy: .none))
+        let toRetired = CallOptions.default.with(\.server, ServiceFixture.base(retired).url)
+        let before: EchoModel = try await service.get("echo", options: toRetired)
+        #expect(before.headers["authorization"] == "Bearer api-token")
+        try pool.setServers([api.baseURL], for: ServerEnvironment(rawValue: "production"))
+        let after: EchoModel = try await service.get("echo", options: toRetired)
+        #expect(after.headers["authorization"] == nil)
+        #expect(retired.recordedRequests.map { $0.header("Authorization") } == ["Bearer api-token", nil])
+    }
+
     @Test func perCallServerGetsNoInterceptorCredentialAndA401ThereRefreshesNothing() async throws {
         let api = try TestServer()
         let other = try TestServer()
