@@ -104,19 +104,28 @@ final class CallPlan: Sendable {
 
 /// The plans a service made last, for the calls after them (see `CallPlan`).
 ///
-/// A few entries. A new plan replaces one that no call used after it was made, so the plans
-/// of calls whose options are made anew for each call (which no later call can use) replace
-/// each other rather than the plans of the endpoints called over and over; when every plan
-/// was used, they all count as unused again.
+/// A few entries. A plan is kept only for options a call used before and that are still
+/// alive (a weak reference to their storage, kept from that call): options made anew for each
+/// call never are, so a plan never keeps their closures and the objects those capture alive
+/// after the call, and they do not push out the plans of the endpoints called over and over.
+/// A new plan replaces one that no call used after it was made; when every plan was used, they
+/// all count as unused again.
 final class CallPlanCache: Sendable {
-    /// The most plans kept.
+    /// The most plans kept, and the most options remembered as seen.
     static let capacity = 16
+
+    private struct Seen {
+        weak var storage: (any AnyObject & Sendable)?
+    }
 
     private struct Entries {
         var plans: [CallPlan] = []
         /// Whether a call used the plan at the same index since the hand last passed it.
         var used: [Bool] = []
         var hand = 0
+        /// The options of the last calls that made a plan and did not keep it, weakly.
+        var seen: [Seen] = []
+        var nextSeen = 0
     }
 
     private let entries = LockedValue(Entries())
@@ -138,10 +147,21 @@ final class CallPlanCache: Sendable {
         }
     }
 
-    /// Keeps `plan`, in place of one not used lately when every entry is taken.
-    func keep(_ plan: CallPlan) {
+    /// Keeps `plan` when a call used its options before and they are still alive, in place of
+    /// one not used lately when every entry is taken; otherwise remembers the options, weakly.
+    func keep(_ plan: CallPlan, options: CallOptions) {
+        let storage = options.storageObject
         // Returned, so that a replaced plan is released after the lock.
         _ = entries.withLock { entries -> CallPlan? in
+            guard entries.seen.contains(where: { $0.storage === storage }) else {
+                if entries.seen.count < Self.capacity {
+                    entries.seen.append(Seen(storage: storage))
+                } else {
+                    entries.seen[entries.nextSeen] = Seen(storage: storage)
+                    entries.nextSeen = (entries.nextSeen + 1) % Self.capacity
+                }
+                return nil
+            }
             guard entries.plans.count == Self.capacity else {
                 entries.plans.append(plan)
                 entries.used.append(false)
@@ -198,7 +218,7 @@ extension ServiceCore {
         let plan = try CallPlan(
             self, method: method, path: path, parameters: nil, body: nil, options: options,
             acceptHeader: acceptHeader, clientSettings: clientSettings, serviceSettings: serviceSettings, pool: nil)
-        prepared.plans.keep(plan)
+        prepared.plans.keep(plan, options: options)
         return plan
     }
 }

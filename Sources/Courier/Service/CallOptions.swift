@@ -270,6 +270,9 @@ public struct CallOptions: Sendable {
     /// options (setting a property makes new storage).
     var storageIdentity: ObjectIdentifier { ObjectIdentifier(storage) }
 
+    /// The storage itself, for a weak reference to it (`CallPlanCache`).
+    var storageObject: any AnyObject & Sendable { storage }
+
     /// No overrides.
     public static var `default`: CallOptions { noOverrides }
 

@@ -23,6 +23,7 @@ import Testing
             let _: ServiceUser = try await service.get("users/1")
         }
         #expect(service.prepared.plans.count == 1)
+        // Options a call used before (and still alive) have their plans kept at once.
         let _: ServiceUser = try await service.get("users/2")
         #expect(service.prepared.plans.count == 2)
         #expect(server.count("/users/1") == 5)
@@ -47,7 +48,8 @@ import Testing
         }
         let sent = server.recordedRequests(path: "/users/1").map { $0.header("X-Call") }
         #expect(sent == (0..<40).map { "\($0)" })
-        #expect(service.prepared.plans.count == CallPlanCache.capacity)
+        // No plan of options made for one call is kept.
+        #expect(service.prepared.plans.count == 0)
     }
 
     /// A plan a later call used is passed over once before it is replaced: a stream of calls
@@ -128,6 +130,24 @@ import Testing
         #expect(service.prepared.plans.count <= CallPlanCache.capacity)
     }
 
+    /// A call's own options, and what their closures capture, end with the call: no plan
+    /// keeps them.
+    @Test func optionsMadeForACallAreReleasedAfterIt() async throws {
+        final class Screen: Sendable {}
+        let server = try TestServer()
+        defer { server.stop() }
+        Self.user(server)
+        let service = try ServiceFixture.service(server)
+        weak var released: Screen?
+        for _ in 0..<3 {
+            let screen = Screen()
+            released = screen
+            let options = CallOptions(downloadProgress: { _ in _ = screen })
+            let _: ServiceUser = try await service.get("users/1", options: options)
+        }
+        #expect(released == nil)
+    }
+
     /// The format is part of the plan: the same path read as another model with another
     /// `Accept` is another plan.
     @Test func anotherFormatIsAnotherPlan() async throws {
@@ -135,12 +155,15 @@ import Testing
         defer { server.stop() }
         Self.user(server)
         let service = try ServiceFixture.service(server)
-        let _: ServiceUser = try await service.get("users/1")
-        let text: String = try await service.get("users/1", serializer: StringResponseSerializer())
-        #expect(text.contains("Ann"))
+        for _ in 0..<2 {
+            let _: ServiceUser = try await service.get("users/1")
+            let text: String = try await service.get("users/1", serializer: StringResponseSerializer())
+            #expect(text.contains("Ann"))
+        }
         let accepts = server.recordedRequests(path: "/users/1").map { $0.header("Accept") }
-        #expect(accepts.count == 2)
+        #expect(accepts.count == 4)
         #expect(accepts[0] != accepts[1])
+        #expect(accepts[0] == accepts[2] && accepts[1] == accepts[3])
         #expect(service.prepared.plans.count == 2)
     }
 }
