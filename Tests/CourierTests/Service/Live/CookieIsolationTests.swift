@@ -75,6 +75,28 @@ import Testing
         #expect(try await cookieSent(by: client, to: host.appendingPathComponent("echo")) == "site=3")
     }
 
+    /// A host written with its root's dot (`evil.co.uk.`, the fully qualified form) set a cookie
+    /// for `co.uk.`: libpsl does not know the dotted form of a suffix, so the jar took it and
+    /// sent it to every other `.co.uk.` site (and `github.io.` the same way). The check now
+    /// reads the name without its root's dot.
+    @Test(arguments: ["co.uk.", ".co.uk.", "github.io.", "com."])
+    func aPublicSuffixWithItsRootsDotIsRefused(_ suffix: String) async throws {
+        let bare = suffix.hasPrefix(".") ? String(suffix.dropFirst()) : suffix
+        let server = try server(setting: ["planted=1; Domain=\(suffix); Path=/", "own=2; Path=/"])
+        defer { server.stop() }
+        let jar = CookieJar()
+        let evil = "evil.\(bare)"
+        let victim = "victim.\(bare)"
+        let client = try makeClient {
+            $0.cookieJar = jar
+            $0.resolve = [.init(host: evil, port: Int(server.port)), .init(host: victim, port: Int(server.port))]
+        }
+        _ = try await client.send(HTTPRequest(.get, URL(string: "http://\(evil):\(server.port)/set")!))
+        #expect(jar.all.map(\.name) == ["own"])
+        #expect(try await cookieSent(by: client, to: URL(string: "http://\(victim):\(server.port)/echo")!) == nil)
+        #expect(try await cookieSent(by: client, to: URL(string: "http://\(evil):\(server.port)/echo")!) == "own=2")
+    }
+
     /// A host of many labels sets its cookies for each of its parent domains: bounded per domain
     /// name, its one answer pushed the API's session cookie out of the jar.
     @Test func oneSiteCannotPushAnotherSitesCookiesOut() async throws {
