@@ -324,8 +324,23 @@ public final class CookieJar: Sendable {
         }
     }
 
+    /// Whether `host` is an IP address: an IPv6 literal, or a name whose last label is a
+    /// number (WHATWG's "ends in a number": libcurl reads `127.1`, `0x7f.0.1` or `2130706433`
+    /// as an IPv4 address, 127.0.0.1). No top-level domain is a number.
     static func isIPAddress(_ host: String) -> Bool {
-        host.hasPrefix("[") || host.split(separator: ".").count == 4 && host.allSatisfy { $0.isNumber || $0 == "." }
+        if host.hasPrefix("[") { return true }
+        guard let last = withoutRootDot(host).split(separator: ".", omittingEmptySubsequences: false).last,
+            !last.isEmpty
+        else { return false }
+        let digits = last.utf8
+        if digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) { return true }
+        // `0x` and hex digits (none is a zero too).
+        guard digits.count >= 2, last.hasPrefix("0x") || last.hasPrefix("0X") else { return false }
+        return digits.dropFirst(2).allSatisfy { byte in
+            (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+                || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
+        }
     }
 }
 
