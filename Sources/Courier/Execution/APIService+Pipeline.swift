@@ -206,7 +206,11 @@ extension ServiceCore {
     private func transfer(_ request: PreparedRequest, for call: CallRun) async throws -> HTTPClient.Response {
         // A call's own adapters decorate its request alone (a tenant, a scope): the identity
         // cannot tell what they added, and a call joining another's transfer never sends it.
-        guard call.options.deduplicates, request.isShareable, call.options.adapters.isEmpty else {
+        // A shared transfer reports its progress to the handlers of the call that started it
+        // only: a call with handlers of its own sends its own request.
+        guard call.options.deduplicates, request.isShareable, call.options.adapters.isEmpty,
+            call.options.downloadProgress == nil, call.options.uploadProgress == nil
+        else {
             do {
                 // The call's options as they are (borrowed, not copied) when the attempt changes none.
                 guard call.changesTransferOptions else {

@@ -1,7 +1,8 @@
 import HTTPTypes
 
 /// What a call works out before its first attempt from its method, path, format and options
-/// and from the client's and the service's settings, and nothing else: its options with the
+/// and from the client's and the service's settings (and, for a call with a server of its
+/// own, the servers of the service's pool), and nothing else: its options with the
 /// service's timeout, its server, whether that server gets the credential, the request as
 /// the serializer leaves it, its interceptors, its validator and the options of its transfers.
 ///
@@ -9,8 +10,7 @@ import HTTPTypes
 /// to an endpoint an app calls over and over looks its plan up instead of making it again,
 /// and keeps one reference to it instead of a copy of each value. A call with parameters or a
 /// body (the request depends on them), or on a server pool (its server moves), makes a plan of
-/// its own, which no other call uses; so does a call to a server of its own on a service with
-/// a pool (whether that server gets the credential depends on the pool's servers of the moment).
+/// its own, which no other call uses.
 ///
 /// Immutable. A plan holds what its inputs are compared by (the options' storage, the two
 /// settings snapshots), so none of them can be freed and its address reused while it is kept.
@@ -28,6 +28,10 @@ final class CallPlan: Sendable {
     let callServer: BaseURL?
     /// The service's pool, for a call without a server of its own.
     let pool: ServerPool?
+    /// For a call with a server of its own on a service with a pool: the pool's
+    /// `originsVersion` before `sendsCredential` read its origins. A server the pool no longer
+    /// lists is not the API's own any more, and one it lists since is.
+    let poolOriginsVersion: UInt64?
     /// The server the request is made for: the call's, else the pool's current one when the
     /// plan was made, else the client's base URL.
     let server: BaseURL
@@ -48,7 +52,8 @@ final class CallPlan: Sendable {
     init(
         _ service: ServiceCore, method: HTTPRequest.Method, path: String, parameters: (any Encodable & Sendable)?,
         body: (any Encodable & Sendable)?, options given: CallOptions, acceptHeader: String?,
-        clientSettings: HTTPClient.LiveSettings, serviceSettings: LiveServiceSettings, pool: ServerPool?
+        clientSettings: HTTPClient.LiveSettings, serviceSettings: LiveServiceSettings, pool: ServerPool?,
+        poolOriginsVersion: UInt64? = nil
     ) throws {
         self.method = method
         self.path = path
@@ -62,6 +67,7 @@ final class CallPlan: Sendable {
         let callServer = try options.validatedServer()
         self.callServer = callServer
         self.pool = pool
+        self.poolOriginsVersion = poolOriginsVersion
         let server = try callServer ?? pool?.currentServer ?? clientSettings.server.get()
         self.server = server
         let sendsCredential =
@@ -92,10 +98,12 @@ final class CallPlan: Sendable {
     /// Whether a call with these inputs can use this plan.
     func fits(
         _ method: HTTPRequest.Method, _ path: String, _ acceptHeader: String?, _ options: CallOptions,
-        _ clientSettings: HTTPClient.LiveSettings, _ serviceSettings: LiveServiceSettings
+        _ clientSettings: HTTPClient.LiveSettings, _ serviceSettings: LiveServiceSettings,
+        _ poolOriginsVersion: UInt64?
     ) -> Bool {
         self.clientSettings === clientSettings && self.serviceSettings === serviceSettings
-            && given.storageIdentity == options.storageIdentity && self.method == method
+            && given.storageIdentity == options.storageIdentity && self.poolOriginsVersion == poolOriginsVersion
+            && self.method == method
             && RequestHeadCache.same(self.path, path)
             && (self.acceptHeader.map { accept in acceptHeader.map { RequestHeadCache.same(accept, $0) } ?? false }
                 ?? (acceptHeader == nil))
@@ -135,11 +143,14 @@ final class CallPlanCache: Sendable {
     /// The plan for these inputs, if one is kept.
     func plan(
         _ method: HTTPRequest.Method, _ path: String, _ acceptHeader: String?, _ options: CallOptions,
-        _ clientSettings: HTTPClient.LiveSettings, _ serviceSettings: LiveServiceSettings
+        _ clientSettings: HTTPClient.LiveSettings, _ serviceSettings: LiveServiceSettings,
+        poolOriginsVersion: UInt64? = nil
     ) -> CallPlan? {
         entries.withLock { entries in
             for index in entries.plans.indices
-            where entries.plans[index].fits(method, path, acceptHeader, options, clientSettings, serviceSettings) {
+            where entries.plans[index].fits(
+                method, path, acceptHeader, options, clientSettings, serviceSettings, poolOriginsVersion)
+            {
                 entries.used[index] = true
                 return entries.plans[index]
             }
@@ -204,20 +215,26 @@ extension ServiceCore {
         let pool: ServerPool?
         if case .none = options.server { pool = configuration.servers } else { pool = nil }
         // A request made from parameters or a body, or for a pool's current server, is the
-        // call's own; so is the decision on a call's own server when the service has a pool,
-        // whose servers (the API's own origins) can change between two calls.
-        guard parameters == nil, body == nil, pool == nil, configuration.servers == nil || options.server == nil else {
+        // call's own.
+        guard parameters == nil, body == nil, pool == nil else {
             return try CallPlan(
                 self, method: method, path: path, parameters: parameters, body: body, options: options,
                 acceptHeader: acceptHeader, clientSettings: clientSettings, serviceSettings: serviceSettings,
                 pool: pool)
         }
-        if let kept = prepared.plans.plan(method, path, acceptHeader, options, clientSettings, serviceSettings) {
+        // A call with a server of its own on a service with a pool: whether that server gets the
+        // credential depends on the pool's servers, which `setServers` can change.
+        let poolOriginsVersion = configuration.servers?.originsVersion
+        if let kept = prepared.plans.plan(
+            method, path, acceptHeader, options, clientSettings, serviceSettings,
+            poolOriginsVersion: poolOriginsVersion)
+        {
             return kept
         }
         let plan = try CallPlan(
             self, method: method, path: path, parameters: nil, body: nil, options: options,
-            acceptHeader: acceptHeader, clientSettings: clientSettings, serviceSettings: serviceSettings, pool: nil)
+            acceptHeader: acceptHeader, clientSettings: clientSettings, serviceSettings: serviceSettings, pool: nil,
+            poolOriginsVersion: poolOriginsVersion)
         prepared.plans.keep(plan, options: options)
         return plan
     }

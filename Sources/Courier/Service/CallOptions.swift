@@ -170,7 +170,7 @@ public struct CallOptions: Sendable {
     }
     /// Whether an identical GET in flight is shared (true by default; GET and HEAD only; not
     /// by calls with another `timeout`, `maxResponseSize`, `maxRedirects`, `staleIfError` or
-    /// `cacheLifetime`, nor by calls with `adapters` of their own).
+    /// `cacheLifetime`, nor by calls with `adapters` or progress handlers of their own).
     public var deduplicates: Bool {
         get { storage.fields.deduplicates }
         set { set(\.deduplicates, newValue) }

@@ -18,19 +18,27 @@ final class BodyReader {
     /// Bytes the whole body must have; reading stops there even if a file grew. `nil`: unknown
     /// (a streamed body sent chunked), the body ends where its segments end.
     private let length: Int64?
+    /// The size of each file segment, in order, when `length` was measured: no more is read
+    /// of a file that grew since (its bytes would push the segments after it past `length`,
+    /// cutting a multipart body's last parts and closing boundary), and one that ends before
+    /// fails. `nil`: each file is read to its end.
+    private let fileSizes: [Int64]?
     /// Called from any thread when a paused read can go on (a `.stream` segment got bytes).
     private let wake: @Sendable () -> Void
     /// The streamed segments started so far, stopped when the reader goes away.
     private var startedStreams: [BodyStreamSource] = []
     private var index = 0
+    /// The number of file segments before `index`.
+    private var fileOrdinal = 0
     private var offsetInSegment: Int64 = 0
     /// Body bytes handed to curl so far.
     private(set) var position: Int64 = 0
     private var descriptor: Int32 = -1
 
-    init(body: RequestBody, length: Int64?, wake: @escaping @Sendable () -> Void) {
+    init(body: RequestBody, length: Int64?, fileSizes: [Int64]? = nil, wake: @escaping @Sendable () -> Void) {
         segments = body.segments
         self.length = length
+        self.fileSizes = fileSizes
         self.wake = wake
     }
 
@@ -63,6 +71,15 @@ final class BodyReader {
                 advance(by: count)
                 return count
             case .file(let path):
+                let size = fileSize(ordinal: fileOrdinal)
+                var wanted = wanted
+                if let size {
+                    guard offsetInSegment < size else {
+                        nextSegment()
+                        continue
+                    }
+                    wanted = Int(Swift.min(Int64(wanted), size - offsetInSegment))
+                }
                 if descriptor < 0 {
                     descriptor = open(path, O_RDONLY | O_CLOEXEC)
                     guard descriptor >= 0 else {
@@ -77,6 +94,10 @@ final class BodyReader {
                     throw CourierError(.invalidRequest, "cannot read the body file at \(path)")
                 }
                 if count == 0 {
+                    if let size, offsetInSegment < size {
+                        throw CourierError(
+                            .invalidRequest, "the body file at \(path) became shorter while the request was sent")
+                    }
                     nextSegment()
                     continue
                 }
@@ -110,6 +131,7 @@ final class BodyReader {
         if segments.contains(where: { if case .stream = $0 { true } else { false } }) { return offset == position }
         closeFile()
         index = 0
+        fileOrdinal = 0
         offsetInSegment = 0
         position = 0
         var remaining = offset
@@ -118,9 +140,13 @@ final class BodyReader {
             switch segments[index] {
             case .data(let data): size = Int64(data.count)
             case .file(let path):
-                var info = stat()
-                guard stat(path, &info) == 0 else { return false }
-                size = Int64(info.st_size)
+                if let measured = fileSize(ordinal: fileOrdinal) {
+                    size = measured
+                } else {
+                    var info = stat()
+                    guard stat(path, &info) == 0 else { return false }
+                    size = Int64(info.st_size)
+                }
             case .stream:
                 return false  // unreachable: checked above
             }
@@ -130,6 +156,7 @@ final class BodyReader {
                 return true
             }
             remaining -= size
+            if case .file = segments[index] { fileOrdinal += 1 }
             index += 1
         }
         position = offset
@@ -141,8 +168,15 @@ final class BodyReader {
         position += Int64(count)
     }
 
+    /// The measured size of the file segment `ordinal` (nil: not measured).
+    private func fileSize(ordinal: Int) -> Int64? {
+        guard let fileSizes, ordinal < fileSizes.count else { return nil }
+        return fileSizes[ordinal]
+    }
+
     private func nextSegment() {
         closeFile()
+        if case .file = segments[index] { fileOrdinal += 1 }
         index += 1
         offsetInSegment = 0
     }

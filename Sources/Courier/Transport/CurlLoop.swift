@@ -278,7 +278,8 @@ final class CurlLoop: @unchecked Sendable {
             }
             if transfer.method != .put { settings.customRequest = transfer.method.rawValue }
             transfer.bodyReader = BodyReader(
-                body: transfer.body ?? RequestBody(segments: []), length: transfer.bodyLength
+                body: transfer.body ?? RequestBody(segments: []), length: transfer.bodyLength,
+                fileSizes: transfer.bodyFileSizes
             ) { [weak self, weak transfer] in
                 if let self, let transfer { self.enqueue(.resume(transfer)) }
             }

@@ -42,6 +42,9 @@ final class CurlTransfer: @unchecked Sendable {
     let body: RequestBody?
     /// The body's length; `nil` for a streamed body of unknown length (sent chunked).
     let bodyLength: Int64?
+    /// The size of each file segment of the body when its length was measured: no more is
+    /// read of each (see `BodyReader`).
+    let bodyFileSizes: [Int64]
     let options: TransportOptions
     let delivery: Delivery
     private let outcome = LockedValue(Outcome.idle)
@@ -97,7 +100,7 @@ final class CurlTransfer: @unchecked Sendable {
         method = head.method
         body = request.body
         do {
-            bodyLength = try request.body.map { try $0.knownLength() } ?? 0
+            (bodyLength, bodyFileSizes) = try request.body.map { try $0.measured() } ?? (0, [])
         } catch {
             throw error as? CourierError ?? CourierError(.invalidRequest, "cannot measure the request body")
         }

@@ -39,38 +39,51 @@ public struct RequestBody: Sendable {
 
     /// The total length, or `nil` for a streamed body of unknown length (sent chunked).
     /// - Throws: `CourierError.invalidRequest` when a file cannot be read.
-    func knownLength() throws -> Int64? {
-        for case .stream(let source) in segments where source.length == nil { return nil }
-        return try contentLength()
-    }
+    func knownLength() throws -> Int64? { try measured().length }
 
     /// The total length in bytes, reading file sizes from disk.
     /// - Throws: `CourierError.invalidRequest` when a file cannot be read.
     func contentLength() throws -> Int64 {
-        var total: Int64 = 0
+        guard let length = try measured().length else {
+            throw CourierError(.invalidRequest, "the streamed body's length is not known")
+        }
+        return length
+    }
+
+    /// The total length (`nil` when a streamed segment has none) and the size of each file
+    /// segment, in order, read from disk once: what the transfer announces and what it reads
+    /// of each file (`BodyReader`), so a file that changes in between cannot shift the parts
+    /// after it.
+    /// - Throws: `CourierError.invalidRequest` when a file cannot be read, or a streamed
+    ///   segment's length is negative.
+    func measured() throws -> (length: Int64?, fileSizes: [Int64]) {
+        var total: Int64? = 0
+        var fileSizes: [Int64] = []
         for segment in segments {
             switch segment {
             case .data(let data):
-                total += Int64(data.count)
+                total = total.map { $0 + Int64(data.count) }
             case .file(let path):
                 guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
                     let size = attributes[.size] as? NSNumber
                 else {
                     throw CourierError(.invalidRequest, "cannot read the body file at \(path)")
                 }
-                total += size.int64Value
+                fileSizes.append(size.int64Value)
+                total = total.map { $0 + size.int64Value }
             case .stream(let source):
                 guard let length = source.length else {
-                    throw CourierError(.invalidRequest, "the streamed body's length is not known")
+                    total = nil
+                    continue
                 }
                 // A negative count said nothing curl could send: -1 went out as an empty body.
                 guard length >= 0 else {
                     throw CourierError(.invalidRequest, "the streamed body's length is negative (\(length))")
                 }
-                total += length
+                total = total.map { $0 + length }
             }
         }
-        return total
+        return (total, fileSizes)
     }
 
     /// The whole body as bytes, when it has no file parts (used for small bodies and tests).

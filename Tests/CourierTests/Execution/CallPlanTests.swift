@@ -166,4 +166,40 @@ import Testing
         #expect(accepts[0] == accepts[2] && accepts[1] == accepts[3])
         #expect(service.prepared.plans.count == 2)
     }
+
+    /// A per-call server is the API's own while the service's pool lists it. The plan of a
+    /// call to it kept that decision: after `setServers` took the server out of the pool, the
+    /// calls with the same options still sent it the credential (the client's and the
+    /// authentication's). A change of the pool's servers now makes a new plan.
+    @Test func aServerTakenOutOfThePoolGetsNoCredentialFromAKeptPlan() async throws {
+        let api = try TestServer()
+        let retired = try TestServer()
+        defer {
+            api.stop()
+            retired.stop()
+        }
+        let client = try HTTPClient(
+            configuration: HTTPClient.Configuration(baseURL: api.baseURL, notificationCenter: .init()))
+        try client.logIn(credential: "api-token")
+        let production = ServerEnvironment(rawValue: "production")
+        let pool = try ServerPool(
+            environments: [production: [ServiceFixture.base(api), ServiceFixture.base(retired)]],
+            current: production)
+        let service = ServiceCore(
+            client: client, configuration: ServiceConfiguration(servers: pool, retryPolicy: .none))
+        // Options made once, as an app keeps them for the calls to one server.
+        let toRetired = CallOptions.default.with(\.server, retired.baseURL)
+
+        let before: EchoModel = try await service.get("echo", options: toRetired)
+        #expect(before.headers["authorization"] == "Bearer api-token")
+        // The server leaves the API (every environment): no credential from now on.
+        try pool.setServers([api.baseURL], for: production)
+        let after: EchoModel = try await service.get("echo", options: toRetired)
+        #expect(after.headers["authorization"] == nil)
+        #expect(retired.recordedRequests.map { $0.header("Authorization") } == ["Bearer api-token", nil])
+        // And back: a server the pool lists again gets it again.
+        try pool.setServers([api.baseURL, retired.baseURL], for: production)
+        let again: EchoModel = try await service.get("echo", options: toRetired)
+        #expect(again.headers["authorization"] == "Bearer api-token")
+    }
 }

@@ -292,23 +292,55 @@ public final class CookieJar: Sendable {
 
     /// Whether `domain` (lower-case) is on the Public Suffix List, or an unlisted top-level name
     /// (libpsl's `*` rule). The list is libpsl's built-in copy: no file is read.
+    ///
+    /// Read without the root's dot: a host written fully qualified (`evil.co.uk.`) sets
+    /// `Domain=co.uk.`, which libpsl does not list, and its cookie reached every `.co.uk.` site.
     static func isPublicSuffix(_ domain: String) -> Bool {
-        guard let list = psl_builtin() else { return !domain.contains(".") }
-        return psl_is_public_suffix(list, domain) != 0
+        let name = withoutRootDot(domain)
+        guard !name.isEmpty else { return true }
+        guard let list = psl_builtin() else { return !name.contains(".") }
+        return psl_is_public_suffix(list, name) != 0
+    }
+
+    /// `name` without the trailing dots of a fully qualified name (`example.com.`).
+    static func withoutRootDot(_ name: String) -> String {
+        var name = Substring(name)
+        while name.hasSuffix(".") { name = name.dropLast() }
+        return String(name)
     }
 
     /// The site a cookie's domain belongs to: its registrable domain (`example.co.uk` for
     /// `a.b.example.co.uk`), or the domain itself (an IP address, a public suffix host).
     static func site(of domain: String) -> String {
         guard !isIPAddress(domain), let list = psl_builtin() else { return domain }
+        // Without the root's dot, as `isPublicSuffix` reads it (`a.example.co.uk.` and
+        // `example.co.uk.` are one site); the dot is kept on the answer.
+        let bare = withoutRootDot(domain)
+        let dots = domain.utf8.count - bare.utf8.count
         // The answer points into the argument: read it while the C string lives.
-        return domain.withCString { name in
-            psl_registrable_domain(list, name).map { String(cString: $0) } ?? domain
+        return bare.withCString { name in
+            psl_registrable_domain(list, name).map { String(cString: $0) + String(repeating: ".", count: dots) }
+                ?? domain
         }
     }
 
+    /// Whether `host` is an IP address: an IPv6 literal, or a name whose last label is a
+    /// number (WHATWG's "ends in a number": libcurl reads `127.1`, `0x7f.0.1` or `2130706433`
+    /// as an IPv4 address, 127.0.0.1). No top-level domain is a number.
     static func isIPAddress(_ host: String) -> Bool {
-        host.hasPrefix("[") || host.split(separator: ".").count == 4 && host.allSatisfy { $0.isNumber || $0 == "." }
+        if host.hasPrefix("[") { return true }
+        guard let last = withoutRootDot(host).split(separator: ".", omittingEmptySubsequences: false).last,
+            !last.isEmpty
+        else { return false }
+        let digits = last.utf8
+        if digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) { return true }
+        // `0x` and hex digits (none is a zero too).
+        guard digits.count >= 2, last.hasPrefix("0x") || last.hasPrefix("0X") else { return false }
+        return digits.dropFirst(2).allSatisfy { byte in
+            (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+                || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
+        }
     }
 }
 

@@ -30,6 +30,8 @@ public final class ServerPool: Sendable {
         var failover: FailoverState
         var environments: [ServerEnvironment: [BaseURL]]
         var environment: ServerEnvironment?
+        /// Moves on whenever `origins` may have changed (`setServers`).
+        var originsVersion: UInt64 = 0
         var observers: [UInt64: @Sendable (ServerChange) -> Void] = [:]
         var nextObserver: UInt64 = 0
     }
@@ -114,6 +116,9 @@ public final class ServerPool: Sendable {
             Set((state.failover.servers + state.environments.values.joined()).compactMap(Origin.init))
         }
     }
+    /// Moves on whenever `origins` may have changed: a call's plan that decided on a server's
+    /// credential by them (`CallPlan`) is not reused past a change.
+    var originsVersion: UInt64 { state.withLock { $0.originsVersion } }
     /// The current environment, when the pool was made with environments.
     public var environment: ServerEnvironment? { state.withLock { $0.environment } }
     /// The failure share over the window for the current server, and the sample count.
@@ -165,6 +170,7 @@ public final class ServerPool: Sendable {
         guard !servers.isEmpty else { throw CourierError(.configuration, "an environment needs at least one server") }
         apply { state in
             state.environments[environment] = servers
+            state.originsVersion &+= 1
             guard state.environment == environment || state.environment == nil && state.environments.count == 1
             else { return nil }
             state.environment = environment

@@ -3,8 +3,8 @@ import Foundation
 extension MultipartFormData {
     /// The body: in-memory boundaries and headers with file parts as streamed segments.
     /// - Returns: the body; its ``RequestBody/contentLength()`` reads file sizes from disk.
-    /// - Throws: `CourierError.encoding` when the boundary is not one RFC 2046 allows, or a
-    ///   content type holds CR, LF or NUL.
+    /// - Throws: `CourierError.encoding` when the boundary is not one RFC 2046 allows, occurs
+    ///   in an in-memory part's content, or a content type holds CR, LF or NUL.
     func makeBody() throws -> RequestBody {
         // A CR or LF in the boundary would write header lines of the caller's making into the body.
         guard Self.isValidBoundary(boundary) else {
@@ -17,6 +17,12 @@ extension MultipartFormData {
         pending.reserveCapacity(256)
         let dashBoundary = Data("--\(boundary)".utf8)
         for part in parts {
+            if case .data(let data) = part.content, Self.contains(delimiter: dashBoundary, in: data) {
+                // RFC 2046 §5.1.1: text of a user's in a field would end the part there and
+                // add parts of its own (a fixed boundary of the app's is known to anyone).
+                throw CourierError(
+                    .encoding, "the content of the part '\(part.name)' contains the multipart boundary")
+            }
             pending.append(dashBoundary)
             pending.append(contentsOf: [0x0D, 0x0A])
             try appendHeaders(of: part, to: &pending)
@@ -39,6 +45,28 @@ extension MultipartFormData {
         pending.append(contentsOf: Array("--\r\n".utf8))
         segments.append(.data(pending))
         return RequestBody(segments: segments)
+    }
+
+    /// Whether `content` holds what a reader takes for a delimiter: `--boundary` at its start
+    /// (right after the part's header lines) or after a line break.
+    static func contains(delimiter dashBoundary: Data, in content: Data) -> Bool {
+        guard content.count >= dashBoundary.count else { return false }
+        if content.starts(with: dashBoundary) { return true }
+        let needle = Data([0x0D, 0x0A]) + dashBoundary
+        return content.withUnsafeBytes { haystack in
+            needle.withUnsafeBytes { needle in
+                guard let base = haystack.baseAddress, haystack.count >= needle.count else { return false }
+                // Each CR (found by `memchr`), compared with the line break and the boundary.
+                var offset = 0
+                let last = haystack.count - needle.count
+                while offset <= last, let found = memchr(base + offset, 0x0D, last - offset + 1) {
+                    let at = base.distance(to: UnsafeRawPointer(found))
+                    if memcmp(base + at, needle.baseAddress!, needle.count) == 0 { return true }
+                    offset = at + 1
+                }
+                return false
+            }
+        }
     }
 
     /// Whether `boundary` is 1 to 70 of RFC 2046's `bchars`, not ending in a space.

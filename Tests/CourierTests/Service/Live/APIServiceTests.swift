@@ -263,6 +263,32 @@ import Testing
         #expect(server.count("/feed") == 4)
     }
 
+    /// A call with a progress handler joined an identical GET in flight: the shared transfer
+    /// reported to the first call's handlers only, and the joining call's progress bar never
+    /// moved. Such a call now sends its own request, as a call with its own limits does.
+    @Test func aGETWithAProgressHandlerGetsItsProgress() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = HeldRoute()
+        server.routeHeldFeed(held)
+        let service = try ServiceFixture.service(server)
+        let dedup = service.configuration.deduplicator
+        let reports = ServiceCounter()
+        let withProgress = CallOptions(downloadProgress: { _ in reports.increment() })
+        let first = Task { () throws(CourierError) -> ServiceUser in try await service.get("feed") }
+        while held.arrived.value < 1 { await Task.yield() }
+        let second = Task { () throws(CourierError) -> ServiceUser in
+            try await service.get("feed", options: withProgress)
+        }
+        // Sent (a request of its own), or joined the first call's transfer.
+        while held.arrived.value < 2 && dedup.waiterCount < 2 { await Task.yield() }
+        held.release(2)
+        #expect(try await first.value.name == "feed")
+        #expect(try await second.value.name == "feed")
+        #expect(reports.value > 0, "the second call's handler was never called")
+        #expect(server.count("/feed") == 2)
+    }
+
     @Test func callbackAPIDeliversOnTheQueue() async throws {
         let server = try TestServer()
         defer { server.stop() }

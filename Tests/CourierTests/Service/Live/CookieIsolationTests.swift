@@ -75,6 +75,49 @@ import Testing
         #expect(try await cookieSent(by: client, to: host.appendingPathComponent("echo")) == "site=3")
     }
 
+    /// A host written with its root's dot (`evil.co.uk.`, the fully qualified form) set a cookie
+    /// for `co.uk.`: libpsl does not know the dotted form of a suffix, so the jar took it and
+    /// sent it to every other `.co.uk.` site (and `github.io.` the same way). The check now
+    /// reads the name without its root's dot.
+    @Test(arguments: ["co.uk.", ".co.uk.", "github.io.", "com."])
+    func aPublicSuffixWithItsRootsDotIsRefused(_ suffix: String) async throws {
+        let bare = suffix.hasPrefix(".") ? String(suffix.dropFirst()) : suffix
+        let server = try server(setting: ["planted=1; Domain=\(suffix); Path=/", "own=2; Path=/"])
+        defer { server.stop() }
+        let jar = CookieJar()
+        let evil = "evil.\(bare)"
+        let victim = "victim.\(bare)"
+        let client = try makeClient {
+            $0.cookieJar = jar
+            $0.resolve = [.init(host: evil, port: Int(server.port)), .init(host: victim, port: Int(server.port))]
+        }
+        _ = try await client.send(HTTPRequest(.get, URL(string: "http://\(evil):\(server.port)/set")!))
+        #expect(jar.all.map(\.name) == ["own"])
+        #expect(try await cookieSent(by: client, to: URL(string: "http://\(victim):\(server.port)/echo")!) == nil)
+        #expect(try await cookieSent(by: client, to: URL(string: "http://\(evil):\(server.port)/echo")!) == "own=2")
+    }
+
+    /// An IPv4 address written short or in hex (`127.0.1`, `0x7f.0.1`: libcurl connects to
+    /// 127.0.0.1 for both) was taken for a host name: it set a cookie for `Domain=0.1`, which
+    /// went to every address ending in `.0.1` (`10.0.1` is 10.0.0.1, another machine). An IP
+    /// host sets host-only cookies only (RFC 6265 §5.1.3).
+    @Test func anIPv4AddressInAnotherFormSetsNoCookieForOtherAddresses() async throws {
+        let server = try server(setting: ["planted=1; Domain=0.1; Path=/", "own=2; Path=/"])
+        defer { server.stop() }
+        let jar = CookieJar()
+        let client = try makeClient { $0.cookieJar = jar }
+        _ = try await client.send(HTTPRequest(.get, URL(string: "http://127.0.1:\(server.port)/set")!))
+        #expect(jar.all.map(\.name) == ["own"])
+        #expect(try await cookieSent(by: client, to: URL(string: "http://0x7f.0.1:\(server.port)/echo")!) == nil)
+        #expect(try await cookieSent(by: client, to: URL(string: "http://127.0.1:\(server.port)/echo")!) == "own=2")
+        for host in ["127.0.1", "0x7f.0.1", "2130706433", "0177.0.0.1", "127.1", "10.0.1", "127.0.0.1.", "1.2.3.4.5"] {
+            #expect(CookieJar.isIPAddress(host), "\(host)")
+        }
+        for host in ["example.com", "0x7f.example", "123.example.123a", "example.com.", "0xg"] {
+            #expect(!CookieJar.isIPAddress(host), "\(host)")
+        }
+    }
+
     /// A host of many labels sets its cookies for each of its parent domains: bounded per domain
     /// name, its one answer pushed the API's session cookie out of the jar.
     @Test func oneSiteCannotPushAnotherSitesCookiesOut() async throws {

@@ -1,0 +1,52 @@
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+@_spi(Fuzzing) @testable import Courier
+
+/// RFC 2046 §5.1.1: the boundary must not occur in a part's content. A form built with a
+/// boundary of the app's choosing and a text field of the user's: the text could close the
+/// field and add parts of its own to what the server reads.
+@Suite struct MultipartBoundaryInContentTests {
+    static let boundary = "app-upload-boundary"
+
+    /// What a user types into a "comment" field.
+    static let injected = "nice\r\n--\(boundary)\r\nContent-Disposition: form-data; name=\"role\"\r\n\r\nadmin"
+
+    @Test func aFieldHoldingTheBoundaryIsRefusedUnsent() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/profile") { _ in .json(["ok": true]) }
+        let service = try ServiceFixture.service(server)
+        var form = MultipartFormData(boundary: Self.boundary)
+        form.append("ann", name: "user")
+        form.append(Self.injected, name: "comment")
+
+        let error = await #expect(throws: CourierError.self) {
+            let _: [String: Bool] = try await service.post(
+                "profile", body: form, options: CallOptions(requestSerializer: .multipart))
+        }
+        #expect(error?.code == .encoding)
+        #expect(server.count("/profile") == 0)
+    }
+
+    /// The same bytes at the start of a data part (right after its header's blank line) and in
+    /// a big part kept as a segment of its own; text that only looks like it is sent.
+    @Test func theBoundaryIsFoundAtAPartsStartAndInBigParts() throws {
+        var atStart = MultipartFormData(boundary: Self.boundary)
+        atStart.append(Data("--\(Self.boundary)--\r\n".utf8), name: "blob")
+        #expect(throws: CourierError.self) { try atStart.makeBody() }
+
+        var big = MultipartFormData(boundary: Self.boundary)
+        var bytes = Data(repeating: 0x61, count: MultipartFormData.separateSegmentThreshold * 2)
+        bytes.append(Data("\r\n--\(Self.boundary)\r\n".utf8))
+        big.append(bytes, name: "blob")
+        #expect(throws: CourierError.self) { try big.makeBody() }
+
+        var harmless = MultipartFormData(boundary: Self.boundary)
+        harmless.append("the boundary is \(Self.boundary), and --\(Self.boundary) mid-line", name: "note")
+        harmless.append("--\(String(Self.boundary.dropLast()))", name: "prefix")
+        #expect(throws: Never.self) { try harmless.makeBody() }
+    }
+}
