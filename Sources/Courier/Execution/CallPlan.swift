@@ -162,9 +162,12 @@ final class CallPlanCache: Sendable {
     /// one not used lately when every entry is taken; otherwise remembers the options, weakly.
     func keep(_ plan: CallPlan, options: CallOptions) {
         let storage = options.storageObject
+        // The default options live as long as the process: kept at once, and never referred
+        // to weakly (a weak reference gives its object a side table for good).
+        let isDefault = options.isDefault
         // Returned, so that a replaced plan is released after the lock.
         _ = entries.withLock { entries -> CallPlan? in
-            guard entries.seen.contains(where: { $0.storage === storage }) else {
+            guard isDefault || entries.seen.contains(where: { $0.storage === storage }) else {
                 if entries.seen.count < Self.capacity {
                     entries.seen.append(Seen(storage: storage))
                 } else {

@@ -270,6 +270,10 @@ public struct CallOptions: Sendable {
     /// options (setting a property makes new storage).
     var storageIdentity: ObjectIdentifier { ObjectIdentifier(storage) }
 
+    /// Whether these are the default options (`.default`'s storage, which lives as long as
+    /// the process).
+    var isDefault: Bool { storage === Self.noOverrides.storage }
+
     /// The storage itself, for a weak reference to it (`CallPlanCache`).
     var storageObject: any AnyObject & Sendable { storage }
 
