@@ -24,8 +24,6 @@ final class CallPlan: Sendable {
     let serviceSettings: LiveServiceSettings
     /// The call's options, with the service's timeout when they name none.
     let options: CallOptions
-    /// The call's own server (`CallOptions.server`); nil: the pool's or the client's.
-    let callServer: BaseURL?
     /// The service's pool, for a call without a server of its own.
     let pool: ServerPool?
     /// For a call with a server of its own on a service with a pool: the pool's
@@ -65,7 +63,6 @@ final class CallPlan: Sendable {
         if options.timeout == nil, let timeout = serviceSettings.settings.timeout { options.timeout = timeout }
         self.options = options
         let callServer = try options.validatedServer()
-        self.callServer = callServer
         self.pool = pool
         self.poolOriginsVersion = poolOriginsVersion
         let server = try callServer ?? pool?.currentServer ?? clientSettings.server.get()
