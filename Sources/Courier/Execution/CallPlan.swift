@@ -92,6 +92,13 @@ final class CallPlan: Sendable {
         self.transferOptions = transferOptions
     }
 
+    /// Whether `other` was made from the same inputs (two calls that missed at once).
+    func hasInputs(of other: CallPlan) -> Bool {
+        fits(
+            other.method, other.path, other.acceptHeader, other.given, other.clientSettings, other.serviceSettings,
+            other.poolOriginsVersion)
+    }
+
     /// Whether a call with these inputs can use this plan.
     func fits(
         _ method: HTTPRequest.Method, _ path: String, _ acceptHeader: String?, _ options: CallOptions,
@@ -173,6 +180,8 @@ final class CallPlanCache: Sendable {
                 }
                 return nil
             }
+            // Two calls that missed at once made the same plan: one is enough.
+            guard !entries.plans.contains(where: { $0.hasInputs(of: plan) }) else { return nil }
             guard entries.plans.count == Self.capacity else {
                 entries.plans.append(plan)
                 entries.used.append(false)

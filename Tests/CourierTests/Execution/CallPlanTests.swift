@@ -148,6 +148,31 @@ import Testing
         #expect(released == nil)
     }
 
+    /// Two calls that miss at once make the same plan twice: the cache keeps one.
+    @Test func twoPlansFromTheSameInputsTakeOneEntry() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let service = try ServiceFixture.service(server)
+        let settings = service.live.withLock { $0 }
+        func made() throws -> CallPlan {
+            try CallPlan(
+                service, method: .get, path: "users/1", parameters: nil, body: nil, options: .default,
+                acceptHeader: service.prepared.acceptHeader, clientSettings: service.client.liveSettings,
+                serviceSettings: settings, pool: nil)
+        }
+        let (first, second) = (try made(), try made())
+        #expect(first !== second)
+        service.prepared.plans.keep(first, options: .default)
+        service.prepared.plans.keep(second, options: .default)
+        #expect(service.prepared.plans.count == 1)
+        let other = try CallPlan(
+            service, method: .get, path: "users/2", parameters: nil, body: nil, options: .default,
+            acceptHeader: service.prepared.acceptHeader, clientSettings: service.client.liveSettings,
+            serviceSettings: settings, pool: nil)
+        service.prepared.plans.keep(other, options: .default)
+        #expect(service.prepared.plans.count == 2)
+    }
+
     /// The format is part of the plan: the same path read as another model with another
     /// `Accept` is another plan.
     @Test func anotherFormatIsAnotherPlan() async throws {
