@@ -166,7 +166,10 @@ extension CurlTransfer {
     /// steady byte every 1.5 s is under 1 byte/s, and curl failed it as a 3 s stall.
     /// - Parameter moved: the bytes received and sent so far.
     func hasStalled(moved: Int64) -> Bool {
-        guard let limit = options.stallTimeout, isConnected else { return false }
+        guard let stall = options.stallTimeout, isConnected else { return false }
+        // Whole seconds within 1 s...`ConfigurationBounds.maximumTimeout`, as curl had them: a
+        // transport request that bypassed the client's checks may carry any value.
+        let limit = Duration.seconds(stall.wholeSecondsRoundedUp)
         let now = ContinuousClock.now
         if moved != stallMoved || isReceivePaused {
             stallMoved = moved
