@@ -218,10 +218,13 @@ struct ContentRange: Equatable {
 }
 
 extension CourierError {
-    /// A failure mid-body that resuming may cure: a broken connection, a timeout, a body
-    /// shorter than announced.
+    /// A failure mid-body that resuming may cure: a broken connection, a stall, a body
+    /// shorter than announced. Not curl's timeout, the download's total one (the stall timeout
+    /// is Courier's own, `CurlTransfer.hasStalled`): resumed, it had the whole timeout again.
     fileprivate var allowsResume: Bool {
-        isTransient || (underlying as? CurlFailure)?.code == Int(CURLE_PARTIAL_FILE.rawValue)
+        let code = (underlying as? CurlFailure)?.code
+        guard code != Int(CURLE_OPERATION_TIMEDOUT.rawValue) else { return false }
+        return isTransient || code == Int(CURLE_PARTIAL_FILE.rawValue)
     }
 }
 
