@@ -14,7 +14,7 @@ extension HTTPClient {
         // Read before `prepare` reads the credential: a logout in between must count.
         let generation = state.withLock { $0.sessionGeneration }
         // Checked here too: a stored answer does not go through the transfer that checks them.
-        _ = try ConfigurationBounds.timeout(options.timeout, "request timeout")
+        let timeout = try ConfigurationBounds.timeout(options.timeout, "request timeout")
         let limit =
             try options.maxResponseSize.map { (size) throws(CourierError) in
                 try ConfigurationBounds.size(size, "request maximum response size")
@@ -42,8 +42,24 @@ extension HTTPClient {
             call.isCurrent = joinSession(identity, generation: generation)
         }
         var network: Response?
+        // One deadline for every request the cache sends for the call (a revalidation, then
+        // the request without validators): each had the whole timeout.
+        let deadline = (timeout ?? options.clientSettings?.settings.timeout).map { ContinuousClock.now + $0 }
+        var sends = 0
         let result = try await cache.load(call) { outgoing in
-            let response = try await sendToNetwork(outgoing, body: body, options: options, context: context)
+            sends += 1
+            let response: Response
+            if sends > 1, let deadline {
+                let remaining = deadline - .now
+                guard remaining > .zero else {
+                    throw CourierError(.timedOut, "the request took longer than its timeout")
+                }
+                var later = options
+                later.timeout = remaining
+                response = try await sendToNetwork(outgoing, body: body, options: later, context: context)
+            } else {
+                response = try await sendToNetwork(outgoing, body: body, options: options, context: context)
+            }
             network = response
             return CacheTransportResponse(
                 response: response.head, body: response.body, mayStore: response.redirectCount == 0)

@@ -111,11 +111,15 @@ extension HostScopedCache {
             var result: CacheTransportResponse
             do {
                 result = try await timed(send, conditional)
+                // A 304 from a redirect's target (`mayStore` false) answers validators that name
+                // the first URL's entry to another resource, maybe on another origin: merged, it
+                // served the stored body as confirmed and let that target set its freshness.
                 if result.response.status.code == 304 {
-                    if let merged = merge304(
-                        request, cached: cached, notModified: result.response,
-                        requestTime: result.requestTime ?? clock.now(),
-                        responseTime: result.responseTime ?? clock.now())
+                    if result.mayStore,
+                        let merged = merge304(
+                            request, cached: cached, notModified: result.response,
+                            requestTime: result.requestTime ?? clock.now(),
+                            responseTime: result.responseTime ?? clock.now())
                     {
                         if let shared, merged.entry.key == sharedKey(request), isStored(merged.entry) {
                             await pushShared(merged.entry, request: request, shared)
@@ -123,8 +127,9 @@ extension HostScopedCache {
                         return CacheLoadResult(
                             response: merged.response, body: merged.body, source: .revalidated, isStale: false)
                     }
-                    // The 304 names another representation than the stored one: its body is not
-                    // ours to serve, so ask again without validators.
+                    // The 304 names another representation than the stored one, or came from a
+                    // redirect's target: the stored body is not the answer, so ask again without
+                    // validators.
                     result = try await timed(send, request.request)
                 }
             } catch {

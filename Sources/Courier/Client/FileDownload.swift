@@ -47,6 +47,12 @@ struct FileDownload {
         guard file.isFileURL else {
             throw CourierError(.invalidRequest, "the download destination \(file) is not a file URL")
         }
+        // One deadline for the whole download: a resumption gets what is left of the timeout,
+        // and none starts once it has passed (the total timeout is not a broken connection;
+        // resumed, each request had the whole timeout again).
+        let timeout =
+            try ConfigurationBounds.timeout(options.timeout, "request timeout") ?? client.liveSettings.settings.timeout
+        let deadline = timeout.map { ContinuousClock.now + $0 }
         let output = try PartFile(beside: file.path)
         let partPath = output.path
         var done = false
@@ -63,7 +69,8 @@ struct FileDownload {
         while true {
             let startOffset = state.offset
             do {
-                let response = try await attempt(&state, output: output, limit: limit)
+                let remaining = resumes > 0 ? deadline.map { $0 - .now } : nil
+                let response = try await attempt(&state, output: output, limit: limit, timeout: remaining)
                 try output.sync()
                 try output.takeMode(of: file.path)
                 guard rename(partPath, file.path) == 0 else {
@@ -74,7 +81,7 @@ struct FileDownload {
                 return response
             } catch let error as CourierError
                 where state.offset > startOffset && state.validator != nil && resumes < maxResumes
-                && error.allowsResume
+                && error.allowsResume && deadline.map({ $0 - .now > .zero }) ?? true
             {
                 resumes += 1
                 client.configuration.logger.debug(
@@ -85,7 +92,10 @@ struct FileDownload {
     }
 
     /// One request: from byte `state.offset` when resuming.
-    private func attempt(_ state: inout Resumption, output: PartFile, limit: Int64) async throws -> HTTPClient.Response
+    /// - Parameter timeout: what is left of the download's timeout for a resumption (nil: the
+    ///   options' own).
+    private func attempt(_ state: inout Resumption, output: PartFile, limit: Int64, timeout: Duration?) async throws
+        -> HTTPClient.Response
     {
         var head = request
         // Ranges count bytes as sent: a decoded (gzip) body could not be resumed.
@@ -93,6 +103,11 @@ struct FileDownload {
         if state.offset > 0, let validator = state.validator {
             head.headerFields[.range] = "bytes=\(state.offset)-"
             head.headerFields[.ifRange] = validator
+        }
+        var options = self.options
+        if let timeout {
+            guard timeout > .zero else { throw CourierError(.timedOut, "the download took longer than its timeout") }
+            options.timeout = timeout
         }
         let streamed = try await client.stream(head, options: options)
         let answer = streamed.head
@@ -203,10 +218,13 @@ struct ContentRange: Equatable {
 }
 
 extension CourierError {
-    /// A failure mid-body that resuming may cure: a broken connection, a timeout, a body
-    /// shorter than announced.
+    /// A failure mid-body that resuming may cure: a broken connection, a stall, a body
+    /// shorter than announced. Not curl's timeout, the download's total one (the stall timeout
+    /// is Courier's own, `CurlTransfer.hasStalled`): resumed, it had the whole timeout again.
     fileprivate var allowsResume: Bool {
-        isTransient || (underlying as? CurlFailure)?.code == Int(CURLE_PARTIAL_FILE.rawValue)
+        let code = (underlying as? CurlFailure)?.code
+        guard code != Int(CURLE_OPERATION_TIMEDOUT.rawValue) else { return false }
+        return isTransient || code == Int(CURLE_PARTIAL_FILE.rawValue)
     }
 }
 

@@ -36,6 +36,11 @@ final class CurlLoop: @unchecked Sendable {
         case shutdown
     }
 
+    /// `CURLOPT_LOW_SPEED_TIME` with a stall timeout: longer than any timeout (about 31
+    /// years), so curl's averaging check never ends a transfer; it only wakes the transfer
+    /// every second, which calls the progress callback that times the stall.
+    static let lowSpeedWakeSeconds = 1_000_000_000
+
     private let multi: UnsafeMutableRawPointer
     private let configuration: CurlTransport.Configuration
     private let resolveList: UnsafeMutablePointer<curl_slist>?
@@ -140,6 +145,7 @@ final class CurlLoop: @unchecked Sendable {
                 case .add(let transfer): start(transfer)
                 case .cancel(let transfer): cancel(transfer)
                 case .resume(let transfer):
+                    transfer.isReceivePaused = false
                     if let handle = transfer.handle { curl_easy_pause(handle.raw, CURLPAUSE_CONT) }
                 case .shutdown:
                     pending.removeAll()
@@ -292,8 +298,11 @@ final class CurlLoop: @unchecked Sendable {
             settings.timeoutMilliseconds = (timeout - transfer.timeSpentBeforeRetry).wholeMilliseconds
         }
         settings.connectTimeoutMilliseconds = (options.connectTimeout ?? configuration.connectTimeout).wholeMilliseconds
-        if let stall = options.stallTimeout { settings.stallSeconds = stall.wholeSecondsRoundedUp }
-        settings.reportsProgress = options.uploadProgress != nil || options.downloadProgress != nil
+        // The stall timeout is timed in the progress callback (`CurlTransfer.hasStalled`); curl's
+        // low-speed check, set far past any timeout, only has curl call it every second.
+        if options.stallTimeout != nil { settings.stallSeconds = Self.lowSpeedWakeSeconds }
+        settings.reportsProgress =
+            options.uploadProgress != nil || options.downloadProgress != nil || options.stallTimeout != nil
         switch transfer.delivery {
         case .buffered:
             transfer.receiveBufferSize = receiveBufferSizes.size(for: transfer.origin)

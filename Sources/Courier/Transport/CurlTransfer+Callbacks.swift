@@ -56,6 +56,7 @@ func curlProgressCallback(
 ) -> Int32 {
     guard let context else { return 0 }
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+    if transfer.hasStalled(moved: Int64(downloaded) + Int64(uploaded)) { return 1 }
     transfer.reportProgress(
         download: TransferProgress(completed: Int64(downloaded), total: downloadTotal > 0 ? Int64(downloadTotal) : nil),
         upload: TransferProgress(completed: Int64(uploaded), total: uploadTotal > 0 ? Int64(uploadTotal) : nil))
@@ -67,7 +68,11 @@ func curlPrereqCallback(
     _ context: UnsafeMutableRawPointer?, _ primaryIP: UnsafeMutablePointer<CChar>?,
     _ localIP: UnsafeMutablePointer<CChar>?, _ primaryPort: Int32, _ localPort: Int32
 ) -> Int32 {
-    if let context { Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue().leaveQueue() }
+    if let context {
+        let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+        transfer.leaveQueue()
+        transfer.isConnected = true
+    }
     return Int32(CURL_PREREQFUNC_OK)
 }
 
@@ -110,7 +115,9 @@ extension CurlTransfer {
             }
         case .streaming(let stream):
             switch stream.offer(bytes) {
-            case .full: return Int(CURL_WRITEFUNC_PAUSE)
+            case .full:
+                isReceivePaused = true
+                return Int(CURL_WRITEFUNC_PAUSE)
             case .taken(let flush): if flush { streamsToFlush?.streams.append(stream) }
             }
         }
@@ -151,6 +158,27 @@ extension CurlTransfer {
             }
             return true
         }
+    }
+
+    /// The stall timeout: whether no byte moved either way for `options.stallTimeout` while
+    /// the transfer had its connection and was not paused for a reader that is behind; sets
+    /// the failure then. Timed here rather than by curl's low-speed check, which averages: a
+    /// steady byte every 1.5 s is under 1 byte/s, and curl failed it as a 3 s stall.
+    /// - Parameter moved: the bytes received and sent so far.
+    func hasStalled(moved: Int64) -> Bool {
+        guard let stall = options.stallTimeout, isConnected else { return false }
+        // Whole seconds within 1 s...`ConfigurationBounds.maximumTimeout`, as curl had them: a
+        // transport request that bypassed the client's checks may carry any value.
+        let limit = Duration.seconds(stall.wholeSecondsRoundedUp)
+        let now = ContinuousClock.now
+        if moved != stallMoved || isReceivePaused {
+            stallMoved = moved
+            stallSince = now
+            return false
+        }
+        guard now - stallSince >= limit else { return false }
+        callbackFailure = CourierError(.timedOut, "too slow: no byte moved for \(limit) (the stall timeout)")
+        return true
     }
 
     func reportProgress(download: TransferProgress, upload: TransferProgress) {

@@ -34,6 +34,8 @@ extension CurlTransfer {
         buffer = ResponseBuffer()
         lastUpload = TransferProgress(completed: -1, total: nil)
         lastDownload = TransferProgress(completed: -1, total: nil)
+        isConnected = false
+        stallMoved = -1
         return true
     }
 }

@@ -73,6 +73,14 @@ final class CurlTransfer: @unchecked Sendable {
     @exclusivity(unchecked) var queuedIn: OpaquePointer?
     @exclusivity(unchecked) var lastUpload = TransferProgress(completed: -1, total: nil)
     @exclusivity(unchecked) var lastDownload = TransferProgress(completed: -1, total: nil)
+    /// Whether the transfer has its connection (`CURLOPT_PREREQFUNCTION` ran): the stall
+    /// timeout counts from then; connecting has its own timeout.
+    @exclusivity(unchecked) var isConnected = false
+    /// Whether the write callback paused the transfer for a stream reader that is behind.
+    @exclusivity(unchecked) var isReceivePaused = false
+    /// The bytes moved when the stall clock last restarted (-1: not yet), and when.
+    @exclusivity(unchecked) var stallMoved: Int64 = -1
+    @exclusivity(unchecked) var stallSince = ContinuousClock.Instant.now
     /// Set once the transfer was started again on a new connection (at most once).
     @exclusivity(unchecked) var retriedOnFreshConnection = false
     /// How long the attempt on the broken pooled connection took; the retry gets the rest.

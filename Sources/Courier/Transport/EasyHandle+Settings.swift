@@ -35,7 +35,8 @@ extension EasyHandle {
         /// 0: no limit.
         var timeoutMilliseconds = 0
         var connectTimeoutMilliseconds = 0
-        /// 0: no stall detection.
+        /// curl's low-speed time (0: off): with a stall timeout, `CurlLoop.lowSpeedWakeSeconds`,
+        /// which only wakes the transfer every second (`CurlTransfer.hasStalled` times the stall).
         var stallSeconds = 0
         var reportsProgress = false
         var receiveBufferSize = ReceiveBufferSizes.maximum

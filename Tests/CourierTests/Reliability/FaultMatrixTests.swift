@@ -54,10 +54,10 @@ struct FaultCase: Sendable, CustomTestStringConvertible {
         FaultCase(path: "/fault/reset-body", codes: [.transport, .invalidResponse]),
         FaultCase(path: "/fault/no-response", codes: [.transport, .invalidResponse]),
         FaultCase(path: "/fault/stall-after-headers", codes: [.timedOut]),
-        // Bytes keep flowing (1 every 200 ms, above the stall detector's 1 byte/s), so only the
+        // Bytes keep flowing (1 every 200 ms, well within the 2 s stall timeout), so only the
         // total timeout can end it.
         FaultCase(path: "/fault/trickle?bytes=1&intervalMs=200&total=100000", codes: [.timedOut]),
-        // Slower than 1 byte/s: the stall detector ends it before the total timeout.
+        // 3 s between bytes, past the 2 s stall timeout: it ends before the total timeout.
         FaultCase(path: "/fault/trickle?bytes=1&intervalMs=3000&total=100", codes: [.timedOut]),
         FaultCase(path: "/fault/truncated-chunked", codes: [.transport, .invalidResponse]),
         FaultCase(path: "/fault/bad-status-line", codes: [.invalidResponse]),
@@ -101,7 +101,7 @@ struct FaultCase: Sendable, CustomTestStringConvertible {
         FaultCase(path: "/fault/encoding-chain?layers=6", codes: [.invalidResponse]),
         FaultCase(
             path: "/fault/nested-gzip-bomb?size=\(1 << 30)", codes: [.responseTooLarge], unboundedWithoutCap: true),
-        // The head itself drips in faster than the stall detector's 1 byte/s: the total timeout ends it.
+        // The head itself drips in within the stall timeout: the total timeout ends it.
         FaultCase(path: "/fault/head-drip?intervalMs=200", codes: [.timedOut]),
     ]
 
