@@ -57,6 +57,7 @@ func curlProgressCallback(
     guard let context else { return 0 }
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
     if transfer.hasStalled(moved: Int64(downloaded) + Int64(uploaded)) { return 1 }
+    guard transfer.reportsProgress else { return 0 }
     transfer.reportProgress(
         download: TransferProgress(completed: Int64(downloaded), total: downloadTotal > 0 ? Int64(downloadTotal) : nil),
         upload: TransferProgress(completed: Int64(uploaded), total: uploadTotal > 0 ? Int64(uploadTotal) : nil))
@@ -165,20 +166,34 @@ extension CurlTransfer {
     /// the failure then. Timed here rather than by curl's low-speed check, which averages: a
     /// steady byte every 1.5 s is under 1 byte/s, and curl failed it as a 3 s stall.
     /// - Parameter moved: the bytes received and sent so far.
+    ///
+    /// Called about ten times for a small request on a fast connection, so it reads the coarse
+    /// monotonic clock (a few milliseconds' resolution, against timeouts of whole seconds) and
+    /// works the limit out once.
     func hasStalled(moved: Int64) -> Bool {
         guard let stall = options.stallTimeout, isConnected else { return false }
-        // Whole seconds within 1 s...`ConfigurationBounds.maximumTimeout`, as curl had them: a
-        // transport request that bypassed the client's checks may carry any value.
-        let limit = Duration.seconds(stall.wholeSecondsRoundedUp)
-        let now = ContinuousClock.now
+        let now = Self.coarseNanoseconds()
         if moved != stallMoved || isReceivePaused {
             stallMoved = moved
-            stallSince = now
+            stallSinceNanoseconds = now
             return false
         }
-        guard now - stallSince >= limit else { return false }
+        if stallLimitNanoseconds == 0 {
+            // Whole seconds within 1 s...`ConfigurationBounds.maximumTimeout` (24 days), as curl
+            // had them: a transport request that bypassed the client's checks may carry any value.
+            stallLimitNanoseconds = Int64(stall.wholeSecondsRoundedUp) * 1_000_000_000
+        }
+        guard now - stallSinceNanoseconds >= stallLimitNanoseconds else { return false }
+        let limit = Duration.nanoseconds(stallLimitNanoseconds)
         callbackFailure = CourierError(.timedOut, "too slow: no byte moved for \(limit) (the stall timeout)")
         return true
+    }
+
+    /// The coarse monotonic clock (`CLOCK_MONOTONIC_COARSE`), in nanoseconds.
+    private static func coarseNanoseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
+        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
     }
 
     func reportProgress(download: TransferProgress, upload: TransferProgress) {

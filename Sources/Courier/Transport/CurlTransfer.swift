@@ -46,6 +46,9 @@ final class CurlTransfer: @unchecked Sendable {
     /// read of each (see `BodyReader`).
     let bodyFileSizes: [Int64]
     let options: TransportOptions
+    /// Whether the caller asked for upload or download progress: the progress callback,
+    /// which runs for every transfer with a stall timeout, reports only then.
+    let reportsProgress: Bool
     let delivery: Delivery
     private let outcome = LockedValue(Outcome.idle)
 
@@ -78,9 +81,13 @@ final class CurlTransfer: @unchecked Sendable {
     @exclusivity(unchecked) var isConnected = false
     /// Whether the write callback paused the transfer for a stream reader that is behind.
     @exclusivity(unchecked) var isReceivePaused = false
-    /// The bytes moved when the stall clock last restarted (-1: not yet), and when.
+    /// The bytes moved when the stall clock last restarted (-1: not yet), and when (the
+    /// coarse monotonic clock, nanoseconds).
     @exclusivity(unchecked) var stallMoved: Int64 = -1
-    @exclusivity(unchecked) var stallSince = ContinuousClock.Instant.now
+    @exclusivity(unchecked) var stallSinceNanoseconds: Int64 = 0
+    /// The stall timeout in nanoseconds, as curl had it (whole seconds within 1 s and
+    /// `ConfigurationBounds.maximumTimeout`); 0 until the first check works it out.
+    @exclusivity(unchecked) var stallLimitNanoseconds: Int64 = 0
     /// Set once the transfer was started again on a new connection (at most once).
     @exclusivity(unchecked) var retriedOnFreshConnection = false
     /// How long the attempt on the broken pooled connection took; the retry gets the rest.
@@ -113,6 +120,7 @@ final class CurlTransfer: @unchecked Sendable {
             throw error as? CourierError ?? CourierError(.invalidRequest, "cannot measure the request body")
         }
         options = request.options
+        reportsProgress = request.options.uploadProgress != nil || request.options.downloadProgress != nil
         self.delivery = delivery
         let sendsBody = request.body != nil || head.method == .post || head.method == .put || head.method == .patch
         headerList = try Self.makeHeaderList(head.headerFields, suppressExpect: sendsBody)
