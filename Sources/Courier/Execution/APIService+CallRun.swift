@@ -82,11 +82,11 @@ extension ServiceCore {
         private var serviceSettings: LiveServiceSettings { plan.serviceSettings }
 
         /// The call's state, and the monitors' `didStart`.
-        @inline(never)
         /// - Parameters:
         ///   - plan: the call's plan (`ServiceCore.plan`), made before: an initializer's
         ///     arguments are copied by its caller, and a plan is one reference.
         ///   - inputs: the call's parameters and body when a failover may encode them again.
+        @inline(never)
         init(
             _ service: ServiceCore, plan: CallPlan, inputs: Inputs?, responseType: ObjectIdentifier, id: CallID,
             scope: CancellationScope?, keepsResponse: Bool
@@ -238,17 +238,12 @@ extension ServiceCore {
         /// The client's options for this call's transfers, as the call's plan made them.
         var transferOptions: RequestOptions { plan.transferOptions }
 
-        /// What the call gives its own transfers besides their options: its scope, and its
-        /// logger unless it is the client's unchanged (the transfers fall back to it).
-        var transferContext: TransferContext {
-            TransferContext(scope: scope, logger: telemetry.logger)
-        }
-
-        /// The same for a transfer shared with identical calls (de-duplication): without the
-        /// call's scope (the transfer is not this call's alone; the scope cancels this call's
-        /// wait for it).
-        var sharedTransferContext: TransferContext {
-            TransferContext(scope: nil, logger: telemetry.logger)
+        /// What the call gives its transfers besides their options: its logger unless it is the
+        /// client's unchanged (the transfers fall back to it), and its scope, except to a
+        /// transfer shared with identical calls (de-duplication): that one is not this call's
+        /// alone, and the scope cancels this call's wait for it instead.
+        func transferContext(shared: Bool = false) -> TransferContext {
+            TransferContext(scope: shared ? nil : scope, logger: telemetry.logger)
         }
 
         /// The jar's cookies, then the monitors' `willSend`.

@@ -215,10 +215,11 @@ extension ServiceCore {
                 // The call's options as they are (borrowed, not copied) when the attempt changes none.
                 guard call.changesTransferOptions else {
                     return try await client.send(
-                        request.head, body: request.body, options: call.transferOptions, context: call.transferContext)
+                        request.head, body: request.body, options: call.transferOptions, context: call.transferContext()
+                    )
                 }
                 return try await client.send(
-                    request.head, body: request.body, options: call.requestOptions(), context: call.transferContext)
+                    request.head, body: request.body, options: call.requestOptions(), context: call.transferContext())
             } catch is CancellationError {
                 throw CourierError(.cancelled, "the call was cancelled in flight")
             }
@@ -261,7 +262,7 @@ extension ServiceCore {
             throw CourierError(.cancelled, "the call was cancelled before it was sent")
         }
         let options = call.requestOptions()
-        let context = call.sharedTransferContext
+        let context = call.transferContext(shared: true)
         var key = Self.sharingKey(call.identity.key, options)
         // What the service's adapters add is not in the identity, and a service made from a
         // copy of this configuration may add something else (its user's): no sharing across.

@@ -108,9 +108,16 @@ final class CallPlan: Sendable {
         self.clientSettings === clientSettings && self.serviceSettings === serviceSettings
             && given.storageIdentity == options.storageIdentity && self.poolOriginsVersion == poolOriginsVersion
             && self.method == method
-            && RequestHeadCache.same(self.path, path)
-            && (self.acceptHeader.map { accept in acceptHeader.map { RequestHeadCache.same(accept, $0) } ?? false }
-                ?? (acceptHeader == nil))
+            && RequestHeadCache.same(self.path, path) && Self.same(self.acceptHeader, acceptHeader)
+    }
+
+    /// The same bytes, or both absent.
+    private static func same(_ one: String?, _ other: String?) -> Bool {
+        switch (one, other) {
+        case (nil, nil): true
+        case (let one?, let other?): RequestHeadCache.same(one, other)
+        default: false
+        }
     }
 }
 
