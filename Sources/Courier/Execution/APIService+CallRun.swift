@@ -239,11 +239,11 @@ extension ServiceCore {
         var transferOptions: RequestOptions { plan.transferOptions }
 
         /// What the call gives its transfers besides their options: its logger unless it is the
-        /// client's unchanged (the transfers fall back to it), and its scope, except to a
-        /// transfer shared with identical calls (de-duplication): that one is not this call's
-        /// alone, and the scope cancels this call's wait for it instead.
-        func transferContext(shared: Bool = false) -> TransferContext {
-            TransferContext(scope: shared ? nil : scope, logger: telemetry.logger)
+        /// client's unchanged (the transfers fall back to it), and its scope. A transfer this
+        /// call shares with identical calls (de-duplication) is still this call's own: it runs
+        /// in this call's task, and when this call is cancelled, the others start again.
+        func transferContext() -> TransferContext {
+            TransferContext(scope: scope, logger: telemetry.logger)
         }
 
         /// The jar's cookies, then the monitors' `willSend`.

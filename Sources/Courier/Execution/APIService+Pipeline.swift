@@ -248,33 +248,27 @@ extension ServiceCore {
         return identity + "\nlimits:" + limits.map { " " + ($0 ?? "-") }.joined()
     }
 
-    /// The shared transfer's wait, in the call's task: the scope makes this call leave it (the
-    /// transfer goes on for the others), with no task of its own to cancel. Out of line: its
-    /// values are not kept in `perform`'s frame by the calls that opt out.
+    /// The shared transfer, in the call's task: the first of identical calls runs it (its scope
+    /// cancels it, as its own transfer), the others wait for its answer (their scope makes them
+    /// leave). Out of line: its values are not kept in `perform`'s frame by the calls that opt out.
     @inline(never)
     private func deduplicatedTransfer(_ request: PreparedRequest, for call: CallRun) async throws
         -> HTTPClient.Response
     {
-        // The shared transfer is not this call's alone: the scope cancels this call's wait. A
-        // call cancelled before it gets here starts no shared transfer at all.
+        // A call cancelled before it gets here starts no shared transfer at all.
         let scope = call.scope
         if scope?.isCancelled == true || Task.isCancelled {
             throw CourierError(.cancelled, "the call was cancelled before it was sent")
         }
         let options = call.requestOptions()
-        let context = call.transferContext(shared: true)
         var key = Self.sharingKey(call.identity.key, options)
         // What the service's adapters add is not in the identity, and a service made from a
         // copy of this configuration may add something else (its user's): no sharing across.
         if !configuration.adapters.isEmpty { key += "\nservice: \(identityNumber)" }
-        let client = self.client
         do {
             return try await configuration.deduplicator.run(key: key, scope: scope) {
-                do {
-                    return try await client.send(request.head, body: request.body, options: options, context: context)
-                } catch is CancellationError {
-                    throw CourierError(.cancelled, "the call was cancelled in flight")
-                }
+                try await client.send(
+                    request.head, body: request.body, options: options, context: call.transferContext())
             }
         } catch is CancellationError {
             throw CourierError(.cancelled, "the call was cancelled in flight")

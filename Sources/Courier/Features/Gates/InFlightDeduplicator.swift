@@ -4,9 +4,14 @@ import Synchronization
 /// Shares one execution among identical concurrent calls: while a GET for a key is under
 /// way, later calls for the same key wait for its result instead of sending their own.
 ///
-/// A waiter that is cancelled leaves alone; the shared work is cancelled only when every
-/// waiter has left. A service keys its calls by their `RequestIdentity`; `key(for:varyingOn:)`
-/// builds a key for other uses.
+/// The first caller runs the work in its own task (no task of its own for the work, no second
+/// resumption); the callers that join wait for its result. A joiner that is cancelled leaves
+/// alone. When the first caller is cancelled, its work stops with it, and the callers still
+/// waiting start again: one of them runs its own work, the others join it. So no caller ever
+/// gets another's cancellation, at the cost of a second request in that case.
+///
+/// A service keys its calls by their `RequestIdentity`; `key(for:varyingOn:)` builds a key for
+/// other uses.
 final class InFlightDeduplicator<Value: Sendable>: Sendable {
     private final class Entry: Sendable {
         struct State {
@@ -15,7 +20,6 @@ final class InFlightDeduplicator<Value: Sendable>: Sendable {
             var first: (id: UInt64, continuation: UnsafeContinuation<Value, any Error>)?
             var others: [UInt64: UnsafeContinuation<Value, any Error>] = [:]
             var result: Result<Value, any Error>?
-            var task: Task<Void, Never>?
 
             var count: Int { (first == nil ? 0 : 1) + others.count }
 
@@ -61,10 +65,11 @@ final class InFlightDeduplicator<Value: Sendable>: Sendable {
     /// The number of keys with work under way.
     var inFlightCount: Int { table.withLock { $0.entries.count } }
 
-    /// The number of callers waiting, over all keys.
+    /// The number of callers waiting, over all keys: the one running each key's work, and those
+    /// who joined it.
     var waiterCount: Int {
         let entries = table.withLock { Array($0.entries.values) }
-        return entries.reduce(0) { count, entry in count + entry.state.withLock { $0.count } }
+        return entries.reduce(0) { count, entry in count + 1 + entry.state.withLock { $0.count } }
     }
 
     /// How many times an operation was really started (not joined).
@@ -95,34 +100,54 @@ final class InFlightDeduplicator<Value: Sendable>: Sendable {
     /// - Parameters:
     ///   - key: what makes two calls identical.
     ///   - scope: the caller's service call, when it runs in a task it does not own: cancelling
-    ///     the scope makes this caller leave, as cancelling its task does (without a task of
-    ///     its own to cancel: the wait is this task's).
-    ///   - operation: the work; runs at most once at a time per key.
+    ///     the scope makes this caller leave a run it joined, as cancelling its task does (a
+    ///     run this caller started stops through `operation`, which the scope cancels too).
+    ///   - operation: the work; runs at most once at a time per key, in this caller's task.
     /// - Returns: the shared result.
     /// - Throws: the shared error, or `CancellationError` when this caller is cancelled.
     func run(
-        key: String, scope: CancellationScope? = nil, operation: @escaping @Sendable () async throws -> Value
+        key: String, scope: CancellationScope? = nil, operation: () async throws -> Value
     ) async throws -> Value {
-        let (entry, isNew, waiterID) = table.withLock { table -> (Entry, Bool, UInt64) in
-            table.nextWaiter += 1
-            // One lookup of the key (hashed once), which inserts a new entry when missing.
-            var isNew = false
-            let entry = Self.value(of: &table.entries[key, default: Self.newEntry(&isNew)])
-            if isNew { table.executions += 1 }
-            return (entry, isNew, table.nextWaiter)
-        }
-        if isNew {
-            let work: @Sendable () async -> Void = {
-                let result: Result<Value, any Error>
-                do { result = .success(try await operation()) } catch { result = .failure(error) }
-                self.finish(key: key, entry: entry, result: result)
+        while true {
+            if Task.isCancelled || scope?.isCancelled == true { throw CancellationError() }
+            let (entry, isNew, waiterID) = table.withLock { table -> (Entry, Bool, UInt64) in
+                table.nextWaiter += 1
+                // One lookup of the key (hashed once), which inserts a new entry when missing.
+                var isNew = false
+                let entry = Self.value(of: &table.entries[key, default: Self.newEntry(&isNew)])
+                if isNew { table.executions += 1 }
+                return (entry, isNew, table.nextWaiter)
             }
-            // The work starts on this thread, without waiting for a thread of the pool; unless
-            // this caller is cancelled already, which abandons the work before it starts.
-            let isCancelled = Task.isCancelled || scope?.isCancelled == true
-            let task = isCancelled ? Task(operation: work) : Task.immediate(operation: work)
-            entry.state.withLock { $0.task = task }
+            if isNew { return try await lead(key: key, entry: entry, scope: scope, operation: operation) }
+            do {
+                return try await join(key: key, entry: entry, waiterID: waiterID, scope: scope)
+            } catch is Restart {
+                // The caller that ran the work was cancelled: start again (lead or join anew).
+                continue
+            }
         }
+    }
+
+    /// The first caller's part: the work, in this task; then its result to those who joined.
+    private func lead(
+        key: String, entry: Entry, scope: CancellationScope?, operation: () async throws -> Value
+    ) async throws -> Value {
+        let value: Value
+        do {
+            value = try await operation()
+        } catch {
+            // Stopped because this caller was cancelled: not the joiners' answer. They start again.
+            let result: Result<Value, any Error> =
+                Task.isCancelled || scope?.isCancelled == true ? .failure(Restart()) : .failure(error)
+            finish(key: key, entry: entry, result: result)
+            throw error
+        }
+        finish(key: key, entry: entry, result: .success(value))
+        return value
+    }
+
+    /// A joiner's part: wait for the first caller's result, or leave when cancelled.
+    private func join(key: String, entry: Entry, waiterID: UInt64, scope: CancellationScope?) async throws -> Value {
         defer { scope?.removeHandler() }
         return try await withTaskCancellationHandler {
             defer { ThreadSanitizer.continuationReturned() }
@@ -135,29 +160,23 @@ final class InFlightDeduplicator<Value: Sendable>: Sendable {
                 }
                 if let finished {
                     continuation.resume(with: finished)
-                } else if let scope, !scope.install({ self.leave(key: key, entry: entry, waiterID: waiterID) }) {
+                } else if let scope, !scope.install({ self.leave(entry: entry, waiterID: waiterID) }) {
                     // Cancelled already: leave now (the result may have come since: then a no-op).
-                    leave(key: key, entry: entry, waiterID: waiterID)
+                    leave(entry: entry, waiterID: waiterID)
                 }
             }
         } onCancel: {
-            self.leave(key: key, entry: entry, waiterID: waiterID)
+            self.leave(entry: entry, waiterID: waiterID)
         }
     }
 
-    private func leave(key: String, entry: Entry, waiterID: UInt64) {
-        let (continuation, taskToCancel) = entry.state.withLock {
-            state -> (UnsafeContinuation<Value, any Error>?, Task<Void, Never>?) in
-            let continuation = state.remove(waiterID)
-            let abandon = continuation != nil && state.count == 0 && state.result == nil
-            return (continuation, abandon ? state.task : nil)
-        }
+    /// The result joiners get when the caller that ran the work was cancelled: start again.
+    private struct Restart: Error {}
+
+    /// A joiner leaves; the work goes on for the first caller (and the other joiners).
+    private func leave(entry: Entry, waiterID: UInt64) {
+        let continuation = entry.state.withLock { $0.remove(waiterID) }
         continuation?.resume(throwing: CancellationError())
-        if let taskToCancel {
-            // Nobody waits any more: later callers must not join a cancelled run.
-            table.withLock { $0.remove(key, ifIs: entry) }
-            taskToCancel.cancel()
-        }
     }
 
     private func finish(key: String, entry: Entry, result: Result<Value, any Error>) {

@@ -94,6 +94,67 @@ import Testing
         #expect(dedup.inFlightCount == 0)
     }
 
+    /// The first caller runs the work in its own task: no task is made for it.
+    @Test func theFirstCallerRunsTheWorkInItsOwnTask() async throws {
+        let dedup = InFlightDeduplicator<Int>()
+        let caller = withUnsafeCurrentTask { $0?.hashValue }
+        let worker = try await dedup.run(key: "k") { withUnsafeCurrentTask { $0?.hashValue ?? 0 } }
+        #expect(caller != nil)
+        #expect(worker == caller)
+    }
+
+    /// When the caller running the work is cancelled, its work stops, and a caller that joined
+    /// it gets an answer of its own (its own work, run again), not the other's cancellation.
+    @Test func whenTheFirstCallerIsCancelledAJoinerRunsTheWorkAgain() async throws {
+        let dedup = InFlightDeduplicator<String>()
+        let release = ServiceGate()
+        let first = Task {
+            try await dedup.run(key: "k") {
+                // Ends when its task is cancelled, or when the test releases it.
+                await withTaskCancellationHandler {
+                    await release.wait()
+                } onCancel: {
+                    release.open()
+                }
+                try Task.checkCancellation()
+                return "first"
+            }
+        }
+        while dedup.inFlightCount == 0 { await Task.yield() }
+        let second = Task { try await dedup.run(key: "k") { "second" } }
+        while dedup.waiterCount < 2 { await Task.yield() }
+        first.cancel()
+        await #expect(throws: CancellationError.self) { try await first.value }
+        release.open()
+        #expect(try await second.value == "second")
+        #expect(dedup.executionCount == 2)
+        #expect(dedup.inFlightCount == 0)
+    }
+
+    /// A run whose first caller is cancelled through its scope (a service call cancelled by
+    /// its identifier) restarts for the joiners too.
+    @Test func aFirstCallerCancelledThroughItsScopeRestartsTheJoiners() async throws {
+        let dedup = InFlightDeduplicator<String>()
+        let scope = CancellationScope(id: .next())
+        let release = ServiceGate()
+        let first = Task {
+            try await dedup.run(key: "k", scope: scope) {
+                // Ends when the scope is cancelled (as a transfer does), or when the test releases it.
+                if scope.install({ release.open() }) { await release.wait() }
+                if scope.isCancelled { throw CancellationError() }
+                return "first"
+            }
+        }
+        while dedup.inFlightCount == 0 { await Task.yield() }
+        let second = Task { try await dedup.run(key: "k") { "second" } }
+        while dedup.waiterCount < 2 { await Task.yield() }
+        scope.cancel()
+        await #expect(throws: CancellationError.self) { try await first.value }
+        release.open()
+        #expect(try await second.value == "second")
+        #expect(dedup.executionCount == 2)
+    }
+
     @Test func keyVariesOnRelevantHeadersOnly() {
         var a = HTTPRequest(method: .get, scheme: "https", authority: "x.example", path: "/feed")
         var b = a

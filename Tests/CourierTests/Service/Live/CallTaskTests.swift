@@ -172,6 +172,52 @@ import Testing
         #expect(service.calls.count == 0)
     }
 
+    /// The first of two calls sharing a transfer runs it in its own task: cancelling that call
+    /// stops its transfer, and the other call sends its own and gets its answer, never the
+    /// first call's cancellation.
+    @Test func cancellingTheFirstOfTwoCallsSharingATransferLetsTheOtherSendItsOwn() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = HeldRoute()
+        server.routeHeldFeed(held)
+        let service = try ServiceFixture.service(server)
+        let dedup = service.configuration.deduplicator
+        func call() -> Task<(Result<ServiceUser, CourierError>, Bool), Never> {
+            Task {
+                let result: Result<ServiceUser, CourierError>
+                do throws(CourierError) {
+                    result = .success(try await service.get("feed"))
+                } catch {
+                    result = .failure(error)
+                }
+                return (result, Task.isCancelled)
+            }
+        }
+        let first = call()
+        while dedup.waiterCount < 1 || held.arrived.value < 1 { await Task.yield() }
+        let ids = service.calls.identifiers
+        let second = call()
+        while dedup.waiterCount < 2 { await Task.yield() }
+        #expect(ids.count == 1)
+        #expect(service.calls.cancel(try #require(ids.first)))
+        let (firstResult, firstCallerCancelled) = await first.value
+        #expect(!firstCallerCancelled)
+        if case .failure(let error) = firstResult {
+            #expect(error.code == .cancelled)
+        } else {
+            Issue.record("expected the cancelled call to fail")
+        }
+        // The second call's own request reaches the server (bounded: a regression fails here).
+        let deadline = ContinuousClock.now + .seconds(30)
+        while held.arrived.value < 2, ContinuousClock.now < deadline { await Task.yield() }
+        #expect(held.arrived.value == 2)
+        held.release(2)
+        let (secondResult, secondCallerCancelled) = await second.value
+        #expect(!secondCallerCancelled)
+        #expect((try? secondResult.get())?.name == "feed")
+        #expect(service.calls.count == 0)
+    }
+
     /// An adapter runs in a task of its own (the registry cancels it without the caller), but
     /// that task starts on the call's thread: one that does not suspend has finished before
     /// the call goes on, with no hop to another thread and back.
