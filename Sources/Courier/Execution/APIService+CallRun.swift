@@ -155,22 +155,44 @@ extension ServiceCore {
         }
 
         /// The identity of the base request with the credential its attempts will carry.
+        ///
+        /// The plan keeps the identity of its last call with what changes from one of its calls
+        /// to the next (the model type, the jar's cookies, the client's credential fields, the
+        /// signing key): the next call that has the same takes it instead of building it again.
+        /// The rest is the plan's (the base request, the client's default headers and the
+        /// options of its settings snapshots) or the service's own (credential field names,
+        /// client, jar). Never kept: a call moved to another server (failover: a request the
+        /// plan did not make) or one with a `CredentialAuthentication` (which may write any field).
         @inline(never)
         private func makeIdentity() -> RequestIdentity {
-            var request = base
-            var credentialQuery: [(name: String, value: String)] = []
             let client = service.client
+            let defaults = clientSettings.settings.defaultHeaders
             // What the client adds to every hop belongs to the identity too: its default
             // headers (one client's Accept-Language is not another's) and its jar's cookies
-            // (one user's session is not the next one's).
-            request.head.headerFields.appendAbsent(clientSettings.settings.defaultHeaders)
-            let jar = service.configuration.cookieJar ?? client.cookieJar
-            if request.head.headerFields[.cookie] == nil, let cookies = jar?.cookieHeader(for: request.head) {
-                request.head.headerFields[.cookie] = cookies
+            // (one user's session is not the next one's), unless the request or the default
+            // headers carry a Cookie field of their own.
+            var varying = RequestIdentity.Varying(responseType: responseType)
+            if base.head.headerFields[.cookie] == nil, defaults[.cookie] == nil,
+                let jar = service.configuration.cookieJar ?? client.cookieJar
+            {
+                varying.cookies = jar.cookieHeader(for: base.head)
             }
+            let authentication = sendsCredential ? service.prepared.credentials : nil
             if sendsCredential {
-                request.head.headerFields.appendAbsent(client.authorizationFields())
-                if let authentication = service.prepared.credentials {
+                varying.authorization = client.authorizationFields()
+                varying.signingKey = service.configuration.signer?.key(forEndpoint: path)
+            }
+            let keeps = failedOver == nil && authentication == nil
+            if keeps, let kept = plan.identityMemo.withLock({ $0 }), kept.varying.isSame(as: varying) {
+                return kept.identity
+            }
+            var request = base
+            var credentialQuery: [(name: String, value: String)] = []
+            request.head.headerFields.appendAbsent(defaults)
+            if let cookies = varying.cookies { request.head.headerFields[.cookie] = cookies }
+            if sendsCredential {
+                request.head.headerFields.appendAbsent(varying.authorization)
+                if let authentication {
                     // Its fields, and its query items as credential values (digested, never kept).
                     var applied = request.head
                     authentication.applyCurrent(to: &applied)
@@ -178,12 +200,16 @@ extension ServiceCore {
                     credentialQuery = applied.queryItems(named: authentication.credentialQueryNames)
                 }
             }
-            return RequestIdentity(
+            let identity = RequestIdentity(
                 request: request, credentialQuery: credentialQuery,
                 credentialFieldNames: service.prepared.credentialFieldNames,
                 responseType: responseType, cachePolicy: options.cachePolicy, client: client.identityNumber,
-                cookieJar: service.configuration.cookieJar?.identityNumber,
-                signingKey: sendsCredential ? service.configuration.signer?.key(forEndpoint: path) : nil)
+                cookieJar: service.configuration.cookieJar?.identityNumber, signingKey: varying.signingKey)
+            if keeps {
+                let memo = RequestIdentity.Memo(varying: varying, identity: identity)
+                plan.identityMemo.withLock { $0 = memo }
+            }
+            return identity
         }
 
         /// The request of the next attempt: the base request on the current server, with

@@ -12,7 +12,7 @@ import HTTPTypes
 /// body (the request depends on them), or on a server pool (its server moves), makes a plan of
 /// its own, which no other call uses.
 ///
-/// Immutable. A plan holds what its inputs are compared by (the options' storage, the two
+/// Immutable but for its identity memo. A plan holds what its inputs are compared by (the options' storage, the two
 /// settings snapshots), so none of them can be freed and its address reused while it is kept.
 final class CallPlan: Sendable {
     let method: HTTPRequest.Method
@@ -43,6 +43,9 @@ final class CallPlan: Sendable {
     /// The client's options for the call's transfers, without the call's cancellation scope
     /// and logger (each call sets its own).
     let transferOptions: RequestOptions
+    /// The identity of the plan's last call that needed one, with what it was made from
+    /// (`CallRun.makeIdentity`): the only thing in a plan that changes.
+    let identityMemo = LockedValue<RequestIdentity.Memo?>(nil)
 
     /// Steps 1 and 2 of a call (`ServiceCore.perform`).
     /// - Throws: a bad server or path, or a request serializer's error.
@@ -215,6 +218,9 @@ final class CallPlanCache: Sendable {
 
     /// The number of plans kept (for tests).
     var count: Int { entries.withLock { $0.plans.count } }
+
+    /// The plans kept (for tests).
+    var kept: [CallPlan] { entries.withLock { $0.plans } }
 }
 
 extension ServiceCore {

@@ -28,6 +28,57 @@ struct RequestIdentity: Hashable, Sendable {
     /// The identity as one string (the key of the gates' tables).
     let key: String
 
+    /// What changes from one call of a call plan to the next and goes into its identity: the
+    /// rest of the identity's inputs are the plan's or its service's (`CallRun.makeIdentity`).
+    struct Varying: Sendable {
+        var responseType: ObjectIdentifier
+        /// The jar's Cookie field.
+        var cookies: String?
+        /// The client's credential fields, when the call's server gets them.
+        var authorization: [HTTPField] = []
+        var signingKey: RequestSigner.Key?
+
+        /// Whether `other` makes the same identity: the same bytes everywhere (not `==`, which
+        /// takes canonically equivalent Unicode strings for equal where the key's bytes and
+        /// the server see two values), the fields in the same order.
+        func isSame(as other: Varying) -> Bool {
+            guard responseType == other.responseType, authorization.count == other.authorization.count,
+                Self.same(cookies, other.cookies)
+            else { return false }
+            for index in authorization.indices {
+                guard Self.same(authorization[index].name.canonicalName, other.authorization[index].name.canonicalName),
+                    Self.same(authorization[index].value, other.authorization[index].value)
+                else { return false }
+            }
+            switch (signingKey, other.signingKey) {
+            case (.none, .none): return true
+            case (.some(let a), .some(let b)): return Self.same(a.id, b.id) && a.secret == b.secret
+            default: return false
+            }
+        }
+
+        private static func same(_ one: String?, _ two: String?) -> Bool {
+            switch (one, two) {
+            case (.none, .none): return true
+            case (.some(let a), .some(let b)): return RequestHeadCache.same(a, b)
+            default: return false
+            }
+        }
+    }
+
+    /// A call plan's last identity and what changed it (`Varying`). It holds the client's
+    /// credential fields and the jar's cookies in memory only, as the client and the jar do,
+    /// until the plan's next call with other values replaces it or the plan goes.
+    final class Memo: Sendable {
+        let varying: Varying
+        let identity: RequestIdentity
+
+        init(varying: Varying, identity: RequestIdentity) {
+            self.varying = varying
+            self.identity = identity
+        }
+    }
+
     /// - Parameters:
     ///   - request: the call's request without real-time parameters, with the credential
     ///     fields the attempt will send.

@@ -30,6 +30,50 @@ import Testing
         #expect(server.count("/users/2") == 1)
     }
 
+    /// A plan keeps the identity of its last call: the next call with the same request takes
+    /// it instead of building it again; a call with another credential builds its own.
+    @Test func aPlanKeepsItsLastCallsIdentityForTheSameRequestOnly() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        Self.user(server)
+        let service = try ServiceFixture.service(server)
+        try service.client.logIn(credential: "alice")
+        let _: ServiceUser = try await service.get("users/1")
+        let plan = try #require(service.prepared.plans.kept.first)
+        let first = try #require(plan.identityMemo.withLock { $0 })
+        let _: ServiceUser = try await service.get("users/1")
+        #expect(service.prepared.plans.kept.first === plan)
+        #expect(plan.identityMemo.withLock { $0 } === first)
+        try service.client.logIn(credential: "bob")
+        let _: ServiceUser = try await service.get("users/1")
+        let bob = try #require(plan.identityMemo.withLock { $0 })
+        #expect(bob !== first)
+        #expect(bob.identity != first.identity)
+        #expect(server.count("/users/1") == 3)
+    }
+
+    /// The jar's cookies are in the kept identity's values: a session cookie stored between two
+    /// calls of one plan makes the second call's identity its own.
+    @Test func aCookieStoredBetweenTwoCallsOfAPlanChangesItsIdentity() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        Self.user(server)
+        let jar = CookieJar()
+        let service = try ServiceFixture.service(server) { $0.cookieJar = jar }
+        let _: ServiceUser = try await service.get("users/1")
+        let plan = try #require(service.prepared.plans.kept.first)
+        let before = try #require(plan.identityMemo.withLock { $0 })
+        #expect(before.varying.cookies == nil)
+        var answer = HTTPResponse(status: .ok)
+        answer.headerFields[.setCookie] = "sid=alice; Path=/"
+        let url = try #require(service.client.configuration.baseURL)
+        jar.store(from: answer, for: HTTPRequest(method: .get, url: url))
+        let _: ServiceUser = try await service.get("users/1")
+        let after = try #require(plan.identityMemo.withLock { $0 })
+        #expect(after.varying.cookies == "sid=alice")
+        #expect(after.identity != before.identity)
+    }
+
     /// Options made anew for each call have storage of their own each time; a plan holds the
     /// storage it was made with, so a later call's options can never take its address and be
     /// mistaken for it (each call sends its own header).

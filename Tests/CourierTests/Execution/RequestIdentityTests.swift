@@ -131,4 +131,37 @@ extension RequestIdentityTests {
         }
         #expect(keys.count == 20)
     }
+    /// A plan reuses its last identity only for values that are the same byte for byte: two
+    /// credentials Swift's `==` takes for equal (canonically equivalent Unicode) are two
+    /// credentials to a server, and two identities.
+    @Test func keptIdentitiesAreReusedForTheSameBytesOnly() {
+        let composed = "Bearer caf\u{E9}"
+        let decomposed = "Bearer cafe\u{301}"
+        #expect(composed == decomposed)
+        let type = ObjectIdentifier(String.self)
+        func varying(_ value: String, cookies: String? = nil, key: RequestSigner.Key? = nil) -> RequestIdentity.Varying
+        {
+            RequestIdentity.Varying(
+                responseType: type, cookies: cookies, authorization: [HTTPField(name: .authorization, value: value)],
+                signingKey: key)
+        }
+        #expect(varying(composed).isSame(as: varying(composed)))
+        #expect(!varying(composed).isSame(as: varying(decomposed)))
+        #expect(
+            Self.identity(fields: [.authorization: composed]) != Self.identity(fields: [.authorization: decomposed]))
+        // Every other value counts too.
+        #expect(!varying(composed).isSame(as: varying(composed, cookies: "session=1")))
+        #expect(!varying(composed, cookies: "session=1").isSame(as: varying(composed, cookies: "session=2")))
+        let one = RequestSigner.Key(id: "k", secret: Data([1]))
+        let two = RequestSigner.Key(id: "k", secret: Data([2]))
+        #expect(varying(composed, key: one).isSame(as: varying(composed, key: one)))
+        #expect(!varying(composed, key: one).isSame(as: varying(composed, key: two)))
+        #expect(!varying(composed, key: one).isSame(as: varying(composed)))
+        var otherType = varying(composed)
+        otherType.responseType = ObjectIdentifier(Int.self)
+        #expect(!varying(composed).isSame(as: otherType))
+        var none = varying(composed)
+        none.authorization = []
+        #expect(!varying(composed).isSame(as: none))
+    }
 }
