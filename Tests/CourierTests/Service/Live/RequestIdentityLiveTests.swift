@@ -46,6 +46,36 @@ import Testing
         #expect(server.count("/me") == 2)
     }
 
+    /// Two header values Swift's `==` takes for equal (canonically equivalent Unicode) are two
+    /// values on the wire, and the server may answer each its own way: the calls are not shared.
+    @Test func getsWhoseHeadersDifferOnlyInUnicodeNormalizationAreNotShared() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = HeldRoute()
+        server.route("/names") { request in
+            held.hold()
+            return .json(["id": 1, "name": request.header("X-Name") ?? "none"])
+        }
+        let service = try ServiceFixture.service(server)
+        let composed = "caf\u{E9}"
+        let decomposed = "cafe\u{301}"
+        #expect(composed == decomposed)
+        let name = HTTPField.Name("X-Name")!
+        func call(_ value: String) async throws -> ServiceUser {
+            try await service.get("names", options: .default.with(\.headers, [name: value]))
+        }
+        async let one = call(composed)
+        while held.arrived.value < 1 { await Task.yield() }
+        async let two = call(decomposed)
+        let dedup = service.configuration.deduplicator
+        while held.arrived.value < 2 && dedup.waiterCount < 2 { await Task.yield() }
+        held.release(2)
+        let (a, b) = try await (one, two)
+        #expect(Array(a.name.utf8) == Array(composed.utf8))
+        #expect(Array(b.name.utf8) == Array(decomposed.utf8))
+        #expect(server.count("/names") == 2)
+    }
+
     /// Two clients (an `Accept-Language` each) share one `ServiceConfiguration`, and so its
     /// de-duplicator: an identical GET from the second client must not join the first's.
     /// (Found by the red-team review: the `de` client received the `fr` client's answer.)
