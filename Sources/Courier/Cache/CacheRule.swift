@@ -4,7 +4,8 @@ import Foundation
 ///
 /// A pattern starting with a dot matches that domain and every subdomain
 /// (`.cdn.example.com` matches `cdn.example.com` and `img.cdn.example.com`); any other
-/// pattern matches one host exactly. Matching ignores case and the port.
+/// pattern matches one host exactly. Matching ignores case, the port and a final dot (the
+/// fully qualified `cdn.example.com.` is the host `cdn.example.com`).
 public struct CacheRule: Sendable, Hashable {
     /// What the cache does with a matching host's responses.
     public enum Policy: Sendable, Hashable {
@@ -26,14 +27,18 @@ public struct CacheRule: Sendable, Hashable {
     ///   - pattern: A host (`api.example.com`) or a suffix starting with a dot (`.cdn.example.com`).
     ///   - policy: What to do with matching hosts' responses.
     public init(_ pattern: String, _ policy: Policy) {
-        self.pattern = pattern.lowercased()
+        self.pattern = Self.withoutFinalDot(pattern.lowercased())
         self.policy = policy
     }
 
     /// Whether the rule matches `host` (lowercased, without port).
+    ///
+    /// A final dot is dropped first: `pay.example.com.` is `pay.example.com` (curl connects to
+    /// the same server), and must meet its rules. Before, the dot made it match none, so the
+    /// default policy cached a host whose rule said `.never`.
     func matches(_ host: String) -> Bool {
+        var host = Self.withoutFinalDot(host)
         guard pattern.utf8.first == UInt8(ascii: ".") else { return host == pattern }
-        var host = host
         var pattern = pattern
         return host.withUTF8 { hostBytes in
             pattern.withUTF8 { patternBytes in
@@ -44,6 +49,14 @@ public struct CacheRule: Sendable, Hashable {
                     && hostBytes[(hostBytes.count - patternBytes.count)...].elementsEqual(patternBytes)
             }
         }
+    }
+}
+
+extension CacheRule {
+    /// `name` without one final dot (a name of a dot alone is left as it is).
+    static func withoutFinalDot(_ name: String) -> String {
+        guard name.utf8.count > 1, name.utf8.last == UInt8(ascii: ".") else { return name }
+        return String(name.dropLast())
     }
 }
 
