@@ -5,7 +5,9 @@ import Foundation
 /// A pattern starting with a dot matches that domain and every subdomain
 /// (`.cdn.example.com` matches `cdn.example.com` and `img.cdn.example.com`); any other
 /// pattern matches one host exactly. Matching ignores case, the port and a final dot (the
-/// fully qualified `cdn.example.com.` is the host `cdn.example.com`).
+/// fully qualified `cdn.example.com.` is the host `cdn.example.com`). A pattern in Unicode
+/// (`bücher.example`) matches its punycode host (`xn--bcher-kva.example`), the only form a
+/// `BaseURL` takes.
 public struct CacheRule: Sendable, Hashable {
     /// What the cache does with a matching host's responses.
     public enum Policy: Sendable, Hashable {
@@ -27,7 +29,7 @@ public struct CacheRule: Sendable, Hashable {
     ///   - pattern: A host (`api.example.com`) or a suffix starting with a dot (`.cdn.example.com`).
     ///   - policy: What to do with matching hosts' responses.
     public init(_ pattern: String, _ policy: Policy) {
-        self.pattern = Self.withoutFinalDot(pattern.lowercased())
+        self.pattern = Self.withoutFinalDot(Self.punycode(pattern.lowercased()))
         self.policy = policy
     }
 
@@ -57,6 +59,25 @@ extension CacheRule {
     static func withoutFinalDot(_ name: String) -> String {
         guard name.utf8.count > 1, name.utf8.last == UInt8(ascii: ".") else { return name }
         return String(name.dropLast())
+    }
+
+    /// `pattern` with a Unicode host name in punycode (IDNA, as Foundation's `URL` writes it):
+    /// hosts are compared in the form URLs name them, and `BaseURL` takes ASCII names only, so a
+    /// rule kept in Unicode matched no host at all (a `.never` rule was silently ignored). A
+    /// pattern that is ASCII already, or that is no host name, is left as it is.
+    static func punycode(_ pattern: String) -> String {
+        guard pattern.utf8.contains(where: { $0 >= 0x80 }) else { return pattern }
+        let suffix = pattern.utf8.first == UInt8(ascii: ".")
+        let name = suffix ? pattern.dropFirst() : pattern[...]
+        guard !name.isEmpty,
+            !name.unicodeScalars.contains(where: { $0.value <= 0x20 || "/?#@:[]\\%".unicodeScalars.contains($0) }),
+            let url = URL(string: "http://" + name + "/")
+        else { return pattern }
+        let written = url.absoluteString.utf8
+        guard written.starts(with: "http://".utf8), written.last == UInt8(ascii: "/") else { return pattern }
+        let host = written.dropFirst(7).dropLast()
+        guard !host.isEmpty, host.allSatisfy({ $0 < 0x80 && $0 != UInt8(ascii: "/") }) else { return pattern }
+        return (suffix ? "." : "") + String(decoding: host, as: UTF8.self).lowercased()
     }
 }
 

@@ -67,4 +67,24 @@ import Testing
         }
         #expect(server.requestCount == 2 + 2 * others.count)
     }
+
+    /// A rule written in Unicode applies to its host, which a URL names in punycode (the only
+    /// form `BaseURL` takes, and the one libcurl connects to): `bücher.courier.test` is
+    /// `xn--bcher-kva.courier.test`. Before, the pattern matched no host, so a `.never` rule
+    /// written that way was ignored and the default policy cached the host.
+    @Test(arguments: [
+        ("bücher.courier.test", "xn--bcher-kva.courier.test"), ("BÜCHER.courier.test", "xn--bcher-kva.courier.test"),
+        (".bücher.courier.test", "shop.xn--bcher-kva.courier.test"),
+        (".bücher.courier.test.", "xn--bcher-kva.courier.test"),
+    ])
+    func aNeverRuleWrittenInUnicodeAppliesToItsPunycodeHost(pattern: String, host: String) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try client(
+            server, hosts: [host], rules: [CacheRule(pattern, .never)], defaultPolicy: .followHTTP)
+        _ = try await client.send(get(host, server))
+        let second = try await client.send(get(host, server))
+        #expect(!second.isFromCache, "\(host) was cached against the rule \(pattern) (.never)")
+        #expect(server.requestCount == 2)
+    }
 }
