@@ -26,7 +26,8 @@ public struct CacheRule: Sendable, Hashable {
 
     /// Creates a rule.
     /// - Parameters:
-    ///   - pattern: A host (`api.example.com`) or a suffix starting with a dot (`.cdn.example.com`).
+    ///   - pattern: A host (`api.example.com`) or a suffix starting with a dot (`.cdn.example.com`),
+    ///     without a scheme, port or path: `HostScopedCache` refuses any other pattern.
     ///   - policy: What to do with matching hosts' responses.
     public init(_ pattern: String, _ policy: Policy) {
         self.pattern = Self.withoutFinalDot(Self.punycode(pattern.lowercased()))
@@ -55,6 +56,35 @@ public struct CacheRule: Sendable, Hashable {
 }
 
 extension CacheRule {
+    /// Refuses a pattern that is no host name: one of those matched no host, silently, so a
+    /// `.never` rule written as a URL (`https://pay.example.com`) or with a port was ignored and
+    /// the default policy cached the host.
+    /// - Throws: `CourierError.configuration` naming the pattern.
+    func validate() throws(CourierError) {
+        let name = pattern.utf8.first == UInt8(ascii: ".") ? pattern.utf8.dropFirst() : pattern.utf8[...]
+        let isNameByte: (UInt8) -> Bool = {
+            (0x30...0x39).contains($0) || (0x61...0x7A).contains($0) || $0 == UInt8(ascii: "-")
+                || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_")
+        }
+        let isIPv6Byte: (UInt8) -> Bool = {
+            (0x30...0x39).contains($0) || (0x61...0x66).contains($0) || $0 == UInt8(ascii: ":")
+                || $0 == UInt8(ascii: ".")
+        }
+        let isHost: Bool
+        if name.first == UInt8(ascii: "["), pattern.utf8.first != UInt8(ascii: ".") {
+            isHost =
+                name.count > 2 && name.last == UInt8(ascii: "]") && name.dropFirst().dropLast().allSatisfy(isIPv6Byte)
+        } else {
+            isHost = !name.isEmpty && name.first != UInt8(ascii: ".") && name.allSatisfy(isNameByte)
+        }
+        guard isHost else {
+            throw CourierError(
+                .configuration,
+                "the cache rule pattern '\(pattern)' is not a host name: write a host (api.example.com) or a "
+                    + "suffix (.example.com), without a scheme, port, path or wildcard (a rule matches every port)")
+        }
+    }
+
     /// `name` without one final dot (a name of a dot alone is left as it is).
     static func withoutFinalDot(_ name: String) -> String {
         guard name.utf8.count > 1, name.utf8.last == UInt8(ascii: ".") else { return name }

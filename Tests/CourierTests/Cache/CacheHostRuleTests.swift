@@ -87,4 +87,27 @@ import Testing
         #expect(!second.isFromCache, "\(host) was cached against the rule \(pattern) (.never)")
         #expect(server.requestCount == 2)
     }
+
+    /// A pattern that is no host name (a URL, a host with a port, a wildcard) is refused when
+    /// the cache is made. Before, it matched no host, silently: a `.never` rule written as
+    /// `https://pay.example.com` or `pay.example.com:443` was ignored and the default policy
+    /// cached the host.
+    @Test(arguments: [
+        "https://pay.courier.test", "pay.courier.test:443", "pay.courier.test/", "*.courier.test",
+        "user@pay.courier.test", "", ".", "pay courier.test", "pay.courier.test/*",
+    ])
+    func aPatternThatIsNoHostNameIsRefused(pattern: String) throws {
+        let error = #expect(throws: CourierError.self) {
+            try HostScopedCache(configuration: .init(rules: [CacheRule(pattern, .never)], storage: .memoryOnly))
+        }
+        #expect(error?.code == .configuration)
+    }
+
+    @Test(arguments: [
+        "127.0.0.1", "[::1]", ".example.com", "api.example.com.", "bücher.example", "xn--bcher-kva.example",
+        "_srv.example.com", "LOCALHOST",
+    ])
+    func aHostOrSuffixPatternIsAccepted(pattern: String) throws {
+        _ = try HostScopedCache(configuration: .init(rules: [CacheRule(pattern, .never)], storage: .memoryOnly))
+    }
 }
