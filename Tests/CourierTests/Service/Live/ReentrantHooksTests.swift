@@ -126,4 +126,37 @@ import Testing
         let user: ServiceUser = try await service.get("users/2")
         #expect(user == ServiceUser(id: 2, name: "user"))
     }
+
+    /// A cache handler that logs the service out when the cache is purged (to end the session
+    /// elsewhere too) is told once. Before, every logout of a service with a cookie jar or an
+    /// authentication purged the cache again and reported `.purged(count: 0)` though nothing
+    /// was dropped: the handler's logout purged, which called the handler, which logged out, …
+    /// until the stack overflowed (here cut at 50 rounds).
+    @Test func aHandlerThatLogsOutOnAPurgeIsToldOnce() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let holder = LockedValue<ServiceCore?>(nil)
+        let rounds = LockedValue<[Int]>([])
+        let cache = try HostScopedCache(
+            configuration: .init(
+                rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly,
+                onEvent: { event in
+                    guard case .purged(let count) = event else { return }
+                    let round = rounds.withLock { rounds in
+                        rounds.append(count)
+                        return rounds.count
+                    }
+                    if round < 50 { holder.withLock { $0 }?.logOut() }
+                }))
+        let client = try HTTPClient(configuration: .init(baseURL: server.baseURL, cache: cache))
+        var configuration = ServiceConfiguration()
+        configuration.cookieJar = CookieJar()
+        let service = ServiceCore(client: client, configuration: configuration)
+        holder.withLock { $0 = service }
+        defer { holder.withLock { $0 = nil } }
+        try service.logIn(credential: "t")
+        let _: [String: String] = try await service.get("cache/etag?etag=a&max-age=60")
+        service.logOut()
+        #expect(rounds.withLock { $0 } == [1], "the purge was reported \(rounds.withLock { $0.count }) times")
+    }
 }
