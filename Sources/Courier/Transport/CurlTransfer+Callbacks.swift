@@ -72,6 +72,18 @@ func curlPrereqCallback(
     if let context {
         let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
         transfer.leaveQueue()
+        // A second send within one transfer is libcurl's own retry: a request that got nothing
+        // back on a reused connection goes again on another, whatever its method. The server
+        // may have read and acted on a POST before it closed the connection, so only an
+        // idempotent request may go twice (Courier's own retry, `shouldRetryOnFreshConnection`,
+        // starts a fresh transfer state with `isConnected` false).
+        if transfer.isConnected, !transfer.method.isIdempotent {
+            transfer.callbackFailure = CourierError(
+                .invalidResponse,
+                "the connection ended before an answer came; the \(transfer.method.rawValue) request is not sent "
+                    + "again (the server may have acted on it)")
+            return Int32(CURL_PREREQFUNC_ABORT)
+        }
         transfer.isConnected = true
     }
     return Int32(CURL_PREREQFUNC_OK)
