@@ -30,7 +30,7 @@ public struct CacheRule: Sendable, Hashable {
     ///     without a scheme, port or path: `HostScopedCache` refuses any other pattern.
     ///   - policy: What to do with matching hosts' responses.
     public init(_ pattern: String, _ policy: Policy) {
-        self.pattern = Self.withoutFinalDot(Self.punycode(pattern.lowercased()))
+        self.pattern = Self.bracketingIPv6(Self.withoutFinalDot(Self.punycode(pattern.lowercased())))
         self.policy = policy
     }
 
@@ -83,6 +83,19 @@ extension CacheRule {
                 "the cache rule pattern '\(pattern)' is not a host name: write a host (api.example.com) or a "
                     + "suffix (.example.com), without a scheme, port, path or wildcard (a rule matches every port)")
         }
+    }
+
+    /// An IPv6 address as a URL's authority writes it, in brackets: `URL.host` gives `::1`, and
+    /// the request's host is `[::1]`.
+    static func bracketingIPv6(_ pattern: String) -> String {
+        let bytes = pattern.utf8
+        guard bytes.filter({ $0 == UInt8(ascii: ":") }).count >= 2,
+            bytes.allSatisfy({
+                (0x30...0x39).contains($0) || (0x61...0x66).contains($0) || $0 == UInt8(ascii: ":")
+                    || $0 == UInt8(ascii: ".")
+            })
+        else { return pattern }
+        return "[" + pattern + "]"
     }
 
     /// `name` without one final dot (a name of a dot alone is left as it is).

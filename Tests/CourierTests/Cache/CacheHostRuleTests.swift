@@ -110,4 +110,12 @@ import Testing
     func aHostOrSuffixPatternIsAccepted(pattern: String) throws {
         _ = try HostScopedCache(configuration: .init(rules: [CacheRule(pattern, .never)], storage: .memoryOnly))
     }
+
+    /// An IPv6 address as `URL.host` gives it (`::1`) names the request's host `[::1]`.
+    @Test func anIPv6AddressWithoutBracketsIsAccepted() throws {
+        let rule = CacheRule("::1", .never)
+        _ = try HostScopedCache(configuration: .init(rules: [rule], storage: .memoryOnly))
+        #expect(rule.matches(CacheRequest.host(ofAuthority: "[::1]:8080")))
+        #expect(!rule.matches(CacheRequest.host(ofAuthority: "[::2]:8080")))
+    }
 }
