@@ -73,11 +73,15 @@ func curlPrereqCallback(
         let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
         transfer.leaveQueue()
         // A second send within one transfer is libcurl's own retry: a request that got nothing
-        // back on a reused connection goes again on another, whatever its method. The server
-        // may have read and acted on a POST before it closed the connection, so only an
-        // idempotent request may go twice (Courier's own retry, `shouldRetryOnFreshConnection`,
-        // starts a fresh transfer state with `isConnected` false).
-        if transfer.isConnected, !transfer.method.isIdempotent {
+        // back on a reused connection goes again on another, whatever its method. Over
+        // HTTP/1.1 the server may have read and acted on a POST before it closed the
+        // connection, so a request that is not idempotent goes twice only when its first
+        // connection spoke HTTP/2, where libcurl resends the streams a GOAWAY or REFUSED_STREAM
+        // says were not processed. (Courier's own retry, `shouldRetryOnFreshConnection`, starts
+        // a fresh transfer state with `isConnected` false.)
+        if transfer.isConnected, !transfer.method.isIdempotent,
+            transfer.multiplexedConnections?.contains(transfer.connectionKey) != true
+        {
             transfer.callbackFailure = CourierError(
                 .invalidResponse,
                 "the connection ended before an answer came; the \(transfer.method.rawValue) request is not sent "
@@ -85,6 +89,7 @@ func curlPrereqCallback(
             return Int32(CURL_PREREQFUNC_ABORT)
         }
         transfer.isConnected = true
+        transfer.connectionKey = Int64(primaryPort) << 32 | Int64(UInt32(truncatingIfNeeded: localPort))
     }
     return Int32(CURL_PREREQFUNC_OK)
 }
@@ -140,7 +145,11 @@ extension CurlTransfer {
 
     /// Parses one header line. Returns false to abort the transfer.
     func receiveHeaderLine(_ line: UnsafeBufferPointer<UInt8>) -> Bool {
-        if !isMultiplexed, parser.status == 0, line.starts(with: "HTTP/2".utf8) { isMultiplexed = true }
+        if !isMultiplexed, parser.status == 0, line.starts(with: "HTTP/".utf8) {
+            isMultiplexed = line.starts(with: "HTTP/2".utf8)
+            // What the connection speaks, for a resend of a POST (`curlPrereqCallback`).
+            multiplexedConnections?.record(connectionKey, multiplexed: isMultiplexed)
+        }
         if isMultiplexed { passProgress?.received = true }
         switch parser.consume(line) {
         case .needMore:

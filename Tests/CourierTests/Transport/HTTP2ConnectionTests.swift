@@ -132,6 +132,10 @@ struct HTTP2ConnectionTests {
         let counts = Dictionary(grouping: log.filter { $0.method == "POST" }, by: \.uri).mapValues(\.count)
         #expect(counts.values.allSatisfy { $0 == 1 }, "acted on twice: \(counts.filter { $0.value > 1 }.keys.sorted())")
         #expect(counts.count == calls - errors.count)
+        // The streams a GOAWAY refused were never processed: libcurl sends them again, and a
+        // POST goes too (its first connection spoke HTTP/2). Refusing those resends as well,
+        // as HTTP/1.1 needs, failed 44 to 84 of these 300 calls.
+        #expect(errors.count < calls / 10, "\(errors.count) failed, e.g. \(errors.prefix(2))")
     }
 
     /// nginx resets the second stream of each connection before answering it (`return 444` on
