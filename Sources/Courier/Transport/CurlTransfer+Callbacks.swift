@@ -89,9 +89,25 @@ func curlPrereqCallback(
             return Int32(CURL_PREREQFUNC_ABORT)
         }
         transfer.isConnected = true
-        transfer.connectionKey = Int64(primaryPort) << 32 | Int64(UInt32(truncatingIfNeeded: localPort))
+        transfer.connectionKey = connectionKey(primaryIP, primaryPort, localPort)
     }
     return Int32(CURL_PREREQFUNC_OK)
+}
+
+/// A connection's key for `MultiplexedConnections`: its remote address and port and its local
+/// port (FNV-1a over the address's text, the ports mixed in).
+private func connectionKey(_ primaryIP: UnsafeMutablePointer<CChar>?, _ primaryPort: Int32, _ localPort: Int32)
+    -> Int64
+{
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    if var byte = primaryIP {
+        while byte.pointee != 0 {
+            hash = (hash ^ UInt64(UInt8(bitPattern: byte.pointee))) &* 0x100_0000_01b3
+            byte += 1
+        }
+    }
+    let ports = UInt64(UInt32(truncatingIfNeeded: primaryPort)) << 32 | UInt64(UInt32(truncatingIfNeeded: localPort))
+    return Int64(bitPattern: (hash ^ ports) &* 0x100_0000_01b3)
 }
 
 extension CurlTransfer {

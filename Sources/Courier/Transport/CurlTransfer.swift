@@ -78,7 +78,8 @@ final class CurlTransfer: @unchecked Sendable {
     @exclusivity(unchecked) var lastDownload = TransferProgress(completed: -1, total: nil)
     /// The connections known to speak HTTP/2 (the loop's).
     @exclusivity(unchecked) var multiplexedConnections: MultiplexedConnections?
-    /// The connection of the current send, by remote and local port (0 before the first).
+    /// The connection of the current send, by remote address and port and local port (0 before
+    /// the first).
     @exclusivity(unchecked) var connectionKey: Int64 = 0
     /// Whether the transfer has its connection (`CURLOPT_PREREQFUNCTION` ran): the stall
     /// timeout counts from then; connecting has its own timeout.
