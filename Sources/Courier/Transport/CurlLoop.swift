@@ -350,8 +350,8 @@ final class StreamsToFlush {
 }
 
 /// The connections known to speak HTTP/2, by remote address and port and local port
-/// (`CurlTransfer.connectionKey`),
-/// learnt from the answers that came over them. Used on the loop's thread only.
+/// (`CurlTransfer.connectionKey`), learnt from the answers that came over them. Used on the
+/// loop's thread only.
 ///
 /// libcurl sends a request again by itself when its stream was refused (a GOAWAY, or
 /// REFUSED_STREAM: never processed, RFC 9113 §8.7), and also when a pooled connection gave
