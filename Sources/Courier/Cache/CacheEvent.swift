@@ -41,7 +41,7 @@ public enum CacheEvent: Sendable, Hashable {
     case evicted(count: Int, fromDisk: Bool)
     /// Entries of a URL were dropped after an unsafe request.
     case invalidated(url: String)
-    /// Entries of an identity were purged (logout).
+    /// Entries of an identity were purged (logout); never reported for a purge that dropped none.
     case purged(count: Int)
     /// A corrupt disk row was found and deleted.
     case corruptEntryDropped

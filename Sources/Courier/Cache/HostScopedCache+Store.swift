@@ -188,7 +188,9 @@ extension HostScopedCache {
         }
         configuration.sharedTier?.purge(owners: identities.map { $0.digest.split(separator: ";").map(String.init) })
         let dropped = max(memoryDropped, diskDropped)
-        emit([.purged(count: dropped)])
+        // Only a purge that dropped something is reported: a handler that logs out when told
+        // of one (which purges again) was told of the empty purge, and so on without end.
+        if dropped > 0 { emit([.purged(count: dropped)]) }
         return dropped
     }
 
@@ -202,7 +204,8 @@ extension HostScopedCache {
         }
         configuration.sharedTier?.purgeAllIdentified()
         let dropped = max(memoryDropped, diskDropped)
-        emit([.purged(count: dropped)])
+        // As above: an empty purge is not reported.
+        if dropped > 0 { emit([.purged(count: dropped)]) }
         return dropped
     }
 

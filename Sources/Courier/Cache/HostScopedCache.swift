@@ -130,8 +130,10 @@ public final class HostScopedCache: Sendable {
 
     /// Creates a cache, opening (or creating) its disk tier.
     /// - Parameter configuration: Rules, bounds, storage folder, clock and event handler.
-    /// - Throws: `CourierError.configuration` when the disk folder or database cannot be used.
+    /// - Throws: `CourierError.configuration` when a rule's pattern is no host name (a URL, a
+    ///   port, a wildcard), or when the disk folder or database cannot be used.
     public init(configuration: Configuration) throws(CourierError) {
+        for rule in configuration.rules { try rule.validate() }
         self.configuration = configuration
         memory = LockedValue(
             MemoryState(

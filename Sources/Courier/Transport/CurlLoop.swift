@@ -64,6 +64,7 @@ final class CurlLoop: @unchecked Sendable {
     @exclusivity(unchecked) private var receiveBufferSizes = ReceiveBufferSizes()
     private let streamsToFlush = StreamsToFlush()
     private let passProgress = PassProgress()
+    private let multiplexedConnections = MultiplexedConnections()
     private let constantSettings: EasyHandle.Settings.Constant
     /// The proxy of each scheme, read once (`.environment` reads the variables here).
     private let proxies: ResolvedProxy
@@ -313,6 +314,7 @@ final class CurlLoop: @unchecked Sendable {
         }
         settings.receiveBufferSize = transfer.receiveBufferSize
         transfer.passProgress = passProgress
+        transfer.multiplexedConnections = multiplexedConnections
         try handle.prepare(
             settings, url: transfer.url, headers: transfer.headerList,
             context: Unmanaged.passUnretained(transfer).toOpaque(), resolve: resolveList, load: load)
@@ -345,6 +347,35 @@ final class StreamsToFlush {
         for stream in streams { stream.flush() }
         streams.removeAll(keepingCapacity: true)
     }
+}
+
+/// The connections known to speak HTTP/2, by remote address and port and local port
+/// (`CurlTransfer.connectionKey`), learnt from the answers that came over them. Used on the
+/// loop's thread only.
+///
+/// libcurl sends a request again by itself when its stream was refused (a GOAWAY, or
+/// REFUSED_STREAM: never processed, RFC 9113 §8.7), and also when a pooled connection gave
+/// nothing back, which on HTTP/1.1 may follow a request the server read and acted on. A request
+/// that is not idempotent may go again only in the first case: on a connection known to be
+/// HTTP/2 (`curlPrereqCallback`).
+final class MultiplexedConnections {
+    /// Loop thread only, without dynamic exclusivity checks (as `CurlTransfer`'s state).
+    @exclusivity(unchecked) private var keys: Set<Int64> = []
+
+    /// Records which protocol the connection `key` answered in.
+    func record(_ key: Int64, multiplexed: Bool) {
+        if multiplexed {
+            // Bounded: forgetting a connection only makes a resend of a POST on it refused.
+            if keys.count >= 4_096 { keys.removeAll(keepingCapacity: true) }
+            keys.insert(key)
+        } else if !keys.isEmpty {
+            // A port used again by an HTTP/1.1 connection.
+            keys.remove(key)
+        }
+    }
+
+    /// Whether the connection `key` answered in HTTP/2.
+    func contains(_ key: Int64) -> Bool { keys.contains(key) }
 }
 
 /// Whether an HTTP/2 transfer took bytes in the loop's current pass (see `CurlLoop.run()`).

@@ -72,9 +72,42 @@ func curlPrereqCallback(
     if let context {
         let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
         transfer.leaveQueue()
+        // A second send within one transfer is libcurl's own retry: a request that got nothing
+        // back on a reused connection goes again on another, whatever its method. Over
+        // HTTP/1.1 the server may have read and acted on a POST before it closed the
+        // connection, so a request that is not idempotent goes twice only when its first
+        // connection spoke HTTP/2, where libcurl resends the streams a GOAWAY or REFUSED_STREAM
+        // says were not processed. (Courier's own retry, `shouldRetryOnFreshConnection`, starts
+        // a fresh transfer state with `isConnected` false.)
+        if transfer.isConnected, !transfer.method.isIdempotent,
+            transfer.multiplexedConnections?.contains(transfer.connectionKey) != true
+        {
+            transfer.callbackFailure = CourierError(
+                .invalidResponse,
+                "the connection ended before an answer came; the \(transfer.method.rawValue) request is not sent "
+                    + "again (the server may have acted on it)")
+            return Int32(CURL_PREREQFUNC_ABORT)
+        }
         transfer.isConnected = true
+        transfer.connectionKey = connectionKey(primaryIP, primaryPort, localPort)
     }
     return Int32(CURL_PREREQFUNC_OK)
+}
+
+/// A connection's key for `MultiplexedConnections`: its remote address and port and its local
+/// port (FNV-1a over the address's text, the ports mixed in).
+private func connectionKey(_ primaryIP: UnsafeMutablePointer<CChar>?, _ primaryPort: Int32, _ localPort: Int32)
+    -> Int64
+{
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    if var byte = primaryIP {
+        while byte.pointee != 0 {
+            hash = (hash ^ UInt64(UInt8(bitPattern: byte.pointee))) &* 0x100_0000_01b3
+            byte += 1
+        }
+    }
+    let ports = UInt64(UInt32(truncatingIfNeeded: primaryPort)) << 32 | UInt64(UInt32(truncatingIfNeeded: localPort))
+    return Int64(bitPattern: (hash ^ ports) &* 0x100_0000_01b3)
 }
 
 extension CurlTransfer {
@@ -128,7 +161,11 @@ extension CurlTransfer {
 
     /// Parses one header line. Returns false to abort the transfer.
     func receiveHeaderLine(_ line: UnsafeBufferPointer<UInt8>) -> Bool {
-        if !isMultiplexed, parser.status == 0, line.starts(with: "HTTP/2".utf8) { isMultiplexed = true }
+        if !isMultiplexed, parser.status == 0, line.starts(with: "HTTP/".utf8) {
+            isMultiplexed = line.starts(with: "HTTP/2".utf8)
+            // What the connection speaks, for a resend of a POST (`curlPrereqCallback`).
+            multiplexedConnections?.record(connectionKey, multiplexed: isMultiplexed)
+        }
         if isMultiplexed { passProgress?.received = true }
         switch parser.consume(line) {
         case .needMore:

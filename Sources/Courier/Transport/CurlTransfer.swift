@@ -76,6 +76,11 @@ final class CurlTransfer: @unchecked Sendable {
     @exclusivity(unchecked) var queuedIn: OpaquePointer?
     @exclusivity(unchecked) var lastUpload = TransferProgress(completed: -1, total: nil)
     @exclusivity(unchecked) var lastDownload = TransferProgress(completed: -1, total: nil)
+    /// The connections known to speak HTTP/2 (the loop's).
+    @exclusivity(unchecked) var multiplexedConnections: MultiplexedConnections?
+    /// The connection of the current send, by remote address and port and local port (0 before
+    /// the first).
+    @exclusivity(unchecked) var connectionKey: Int64 = 0
     /// Whether the transfer has its connection (`CURLOPT_PREREQFUNCTION` ran): the stall
     /// timeout counts from then; connecting has its own timeout.
     @exclusivity(unchecked) var isConnected = false

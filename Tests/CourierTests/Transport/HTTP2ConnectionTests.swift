@@ -132,6 +132,10 @@ struct HTTP2ConnectionTests {
         let counts = Dictionary(grouping: log.filter { $0.method == "POST" }, by: \.uri).mapValues(\.count)
         #expect(counts.values.allSatisfy { $0 == 1 }, "acted on twice: \(counts.filter { $0.value > 1 }.keys.sorted())")
         #expect(counts.count == calls - errors.count)
+        // The streams a GOAWAY refused were never processed: libcurl sends them again, and a
+        // POST goes too (its first connection spoke HTTP/2). Refusing those resends as well,
+        // as HTTP/1.1 needs, failed 44 to 84 of these 300 calls.
+        #expect(errors.count < calls / 10, "\(errors.count) failed, e.g. \(errors.prefix(2))")
     }
 
     /// nginx resets the second stream of each connection before answering it (`return 444` on
@@ -167,6 +171,30 @@ struct HTTP2ConnectionTests {
         #expect(error?.code == .invalidResponse)
         let log = try await settledLog(nginx, client: client)
         #expect(log.filter { $0.uri == "/reset-second" }.map(\.status) == [444])
+    }
+
+    /// Over HTTP/1.1, nginx closes the connection without an answer (`return 444`) on the second
+    /// request of a connection: a POST there was read, and may have been acted on. It is the
+    /// caller's error, never sent again; a GET is sent again on a new connection. Before,
+    /// libcurl sent the POST again by itself, and nginx answered it on the new connection.
+    @Test func overHTTP1APostDroppedOnAReusedConnectionIsNotSentAgain() async throws {
+        let (nginx, root) = try await startNginx(http2: false, extraConfig: Self.resetSecondStream)
+        defer { nginx.stop(); try? FileManager.default.removeItem(at: root) }
+        let client = try trustingClient(nginx, maxConnectionsPerHost: 1)
+        #expect(try await client.send(HTTPRequest(.get, nginx.url("/hello.txt"))).status == .ok)
+        var post = HTTPRequest(.post, nginx.url("/reset-second"))
+        post.headerFields[.contentType] = "text/plain"
+        let error = await #expect(throws: CourierError.self) {
+            try await client.send(post, body: .data(Data("once".utf8)))
+        }
+        #expect(error?.code == .invalidResponse)
+        #expect(try await client.send(HTTPRequest(.get, nginx.url("/hello.txt?warm"))).status == .ok)
+        let get = try await client.send(HTTPRequest(.get, nginx.url("/reset-second")))
+        #expect(String(decoding: get.body, as: UTF8.self) == "answered")
+        let log = try await settledLog(nginx, client: client)
+        let resets = log.filter { $0.uri == "/reset-second" }
+        #expect(resets.map(\.method) == ["POST", "GET", "GET"], "\(resets.map { "\($0.method) \($0.status)" })")
+        #expect(resets.map(\.status) == [444, 444, 200])
     }
 
     /// The second request of each connection is reset before any answer.

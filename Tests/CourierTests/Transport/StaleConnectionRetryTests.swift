@@ -44,4 +44,27 @@ import Testing
         let next = try await client.send(HTTPRequest(.get, server.url("/echo?after=post")))
         #expect(next.status == .ok)
     }
+
+    /// A POST (or PATCH) the server read on a pooled connection and then closed without an
+    /// answer is the caller's error, sent once. Before, libcurl sent it again by itself on a
+    /// new connection (its retry of a request that got nothing back on a reused connection,
+    /// which Courier's own retry limits to idempotent methods): the server acted on it twice.
+    @Test(arguments: [HTTPRequest.Method.post, .patch])
+    func aRequestTheServerReadAndDroppedOnAPooledConnectionIsNotSentAgain(_ method: HTTPRequest.Method)
+        async throws
+    {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try makeClient { $0.maxConnectionsPerHost = 1 }
+        #expect(try await client.send(HTTPRequest(.get, server.url("/echo?warm"))).status == .ok)
+        var request = HTTPRequest(method: method, url: server.url("/fault/no-response"))
+        request.headerFields[.contentType] = "text/plain"
+        let error = await #expect(throws: CourierError.self) {
+            _ = try await client.send(request, body: .data(Data("once".utf8)))
+        }
+        #expect(error?.code == .invalidResponse)
+        #expect(server.recordedRequests(path: "/fault/no-response").count == 1, "the server got the request twice")
+        // The connection is gone; the next request works on a new one.
+        #expect(try await client.send(HTTPRequest(.get, server.url("/echo?after"))).status == .ok)
+    }
 }
