@@ -261,10 +261,14 @@ extension ServiceCore {
             throw CourierError(.cancelled, "the call was cancelled before it was sent")
         }
         let options = call.requestOptions()
-        var key = Self.sharingKey(call.identity.key, options)
+        let identity = call.identity
+        var text = Self.sharingKey(identity.key, options)
         // What the service's adapters add is not in the identity, and a service made from a
         // copy of this configuration may add something else (its user's): no sharing across.
-        if !configuration.adapters.isEmpty { key += "\nservice: \(identityNumber)" }
+        if !configuration.adapters.isEmpty { text += "\nservice: \(identityNumber)" }
+        // Nothing appended (the same length): the identity's key, hashed once already.
+        typealias Key = InFlightDeduplicator<HTTPClient.Response>.Key
+        let key = text.utf8.count == identity.key.utf8.count ? Key(text, hash: identity.keyHash) : Key(text)
         do {
             return try await configuration.deduplicator.run(key: key, scope: scope) {
                 try await client.send(

@@ -27,6 +27,10 @@ import HTTPTypes
 struct RequestIdentity: Hashable, Sendable {
     /// The identity as one string (the key of the gates' tables).
     let key: String
+    /// The key's hash, worked out once: the key of a default GET is hashed into the
+    /// de-duplication table twice per call (`InFlightDeduplicator.Key`), and a kept identity
+    /// serves many calls.
+    let keyHash: Int
 
     /// What changes from one call of a call plan to the next and goes into its identity: the
     /// rest of the identity's inputs are the plan's or its service's (`CallRun.makeIdentity`).
@@ -162,6 +166,7 @@ struct RequestIdentity: Hashable, Sendable {
             key.appendHex(UInt(cookieJar))
         }
         self.key = String(decoding: key.bytes, as: UTF8.self)
+        keyHash = self.key.hashValue
     }
 
     /// The key's UTF-8 bytes while it is built.

@@ -38,14 +38,34 @@ final class InFlightDeduplicator<Value: Sendable>: Sendable {
         let state = LockedValue(State())
     }
 
+    /// A key with its hash worked out once (a request identity's is kept with it).
+    struct Key: Hashable, Sendable {
+        let text: String
+        private let hashed: Int
+
+        init(_ text: String) {
+            self.init(text, hash: text.hashValue)
+        }
+
+        /// - Parameter hash: `text.hashValue`, worked out before.
+        init(_ text: String, hash: Int) {
+            self.text = text
+            hashed = hash
+        }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(hashed) }
+
+        static func == (lhs: Key, rhs: Key) -> Bool { lhs.hashed == rhs.hashed && lhs.text == rhs.text }
+    }
+
     private struct Table {
-        var entries: [String: Entry] = [:]
+        var entries: [Key: Entry] = [:]
         var nextWaiter: UInt64 = 0
         var executions = 0
 
         /// Removes `key`'s entry if it is still `entry` (a later run may have replaced it),
         /// hashing the key once.
-        mutating func remove(_ key: String, ifIs entry: Entry) {
+        mutating func remove(_ key: Key, ifIs entry: Entry) {
             guard let index = entries.index(forKey: key), entries.values[index] === entry else { return }
             entries.remove(at: index)
         }
@@ -108,6 +128,13 @@ final class InFlightDeduplicator<Value: Sendable>: Sendable {
     func run(
         key: String, scope: CancellationScope? = nil, operation: () async throws -> Value
     ) async throws -> Value {
+        try await run(key: Key(key), scope: scope, operation: operation)
+    }
+
+    /// `run(key:scope:operation:)` with a key whose hash was worked out before.
+    func run(
+        key: Key, scope: CancellationScope? = nil, operation: () async throws -> Value
+    ) async throws -> Value {
         while true {
             if Task.isCancelled || scope?.isCancelled == true { throw CancellationError() }
             let (entry, isNew, waiterID) = table.withLock { table -> (Entry, Bool, UInt64) in
@@ -130,7 +157,7 @@ final class InFlightDeduplicator<Value: Sendable>: Sendable {
 
     /// The first caller's part: the work, in this task; then its result to those who joined.
     private func lead(
-        key: String, entry: Entry, scope: CancellationScope?, operation: () async throws -> Value
+        key: Key, entry: Entry, scope: CancellationScope?, operation: () async throws -> Value
     ) async throws -> Value {
         let value: Value
         do {
@@ -147,7 +174,7 @@ final class InFlightDeduplicator<Value: Sendable>: Sendable {
     }
 
     /// A joiner's part: wait for the first caller's result, or leave when cancelled.
-    private func join(key: String, entry: Entry, waiterID: UInt64, scope: CancellationScope?) async throws -> Value {
+    private func join(key: Key, entry: Entry, waiterID: UInt64, scope: CancellationScope?) async throws -> Value {
         defer { scope?.removeHandler() }
         return try await withTaskCancellationHandler {
             defer { ThreadSanitizer.continuationReturned() }
@@ -179,7 +206,7 @@ final class InFlightDeduplicator<Value: Sendable>: Sendable {
         continuation?.resume(throwing: CancellationError())
     }
 
-    private func finish(key: String, entry: Entry, result: Result<Value, any Error>) {
+    private func finish(key: Key, entry: Entry, result: Result<Value, any Error>) {
         table.withLock { $0.remove(key, ifIs: entry) }
         let (first, others) = entry.state.withLock {
             state -> (UnsafeContinuation<Value, any Error>?, [UnsafeContinuation<Value, any Error>]) in

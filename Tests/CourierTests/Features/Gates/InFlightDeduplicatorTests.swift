@@ -155,6 +155,28 @@ import Testing
         #expect(dedup.executionCount == 2)
     }
 
+    /// A key's hash is worked out once and kept; two keys with the same hash but other text
+    /// (a collision) are still two keys.
+    @Test func keysWithTheSameHashButOtherTextAreNotShared() async throws {
+        typealias Key = InFlightDeduplicator<String>.Key
+        #expect(Key("a", hash: 7) != Key("b", hash: 7))
+        #expect(Key("a", hash: 7) == Key("a", hash: 7))
+        #expect(Key("a") == Key("a", hash: "a".hashValue))
+        let dedup = InFlightDeduplicator<String>()
+        let gate = ServiceGate()
+        let first = Task {
+            try await dedup.run(key: Key("a", hash: 7)) {
+                await gate.wait()
+                return "a"
+            }
+        }
+        while dedup.inFlightCount == 0 { await Task.yield() }
+        #expect(try await dedup.run(key: Key("b", hash: 7)) { "b" } == "b")
+        gate.open()
+        #expect(try await first.value == "a")
+        #expect(dedup.executionCount == 2)
+    }
+
     @Test func keyVariesOnRelevantHeadersOnly() {
         var a = HTTPRequest(method: .get, scheme: "https", authority: "x.example", path: "/feed")
         var b = a
