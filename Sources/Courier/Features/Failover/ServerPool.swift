@@ -34,6 +34,8 @@ public final class ServerPool: Sendable {
         var originsVersion: UInt64 = 0
         var observers: [UInt64: @Sendable (ServerChange) -> Void] = [:]
         var nextObserver: UInt64 = 0
+        /// Each change with the observers there were when it was made.
+        var changes = OrderedDelivery<(ServerChange, [@Sendable (ServerChange) -> Void])>()
     }
 
     private let state: LockedValue<State>
@@ -178,7 +180,9 @@ public final class ServerPool: Sendable {
         }
     }
 
-    /// Calls `handler` after every change of the current server, on the thread that caused it.
+    /// Calls `handler` after every change of the current server, in order, never two at once,
+    /// on the thread that caused a change (one that is telling changes tells those made
+    /// meanwhile), outside the pool's lock.
     /// - Returns: a token for `removeObserver(_:)`.
     @discardableResult
     func addObserver(_ handler: @escaping @Sendable (ServerChange) -> Void) -> UInt64 {
@@ -203,13 +207,19 @@ public final class ServerPool: Sendable {
         return stream
     }
 
+    /// Makes a change under the lock, then tells the observers, outside it and in the order the
+    /// changes were made (`OrderedDelivery`: two threads that each switched the server would
+    /// otherwise race to tell, and an observer could end on the server the pool left).
     @discardableResult
     private func apply(_ body: (inout State) throws -> ServerChange?) rethrows -> ServerChange? {
-        let (change, observers) = try state.withLock { state -> (ServerChange?, [@Sendable (ServerChange) -> Void]) in
-            let change = try body(&state)
-            return (change, change == nil ? [] : Array(state.observers.values))
+        let (change, delivers) = try state.withLock { state -> (ServerChange?, Bool) in
+            guard let change = try body(&state) else { return (nil, false) }
+            return (change, state.changes.queue((change, Array(state.observers.values))))
         }
-        if let change { observers.forEach { $0(change) } }
+        guard delivers else { return change }
+        while let (next, observers) = state.withLock({ $0.changes.next() }) {
+            observers.forEach { $0(next) }
+        }
         return change
     }
 }

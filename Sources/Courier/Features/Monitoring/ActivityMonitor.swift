@@ -7,10 +7,7 @@ import Synchronization
 public final class ActivityMonitor: EventMonitor {
     private struct State {
         var active: Set<CallID> = []
-        /// Changes not yet delivered, oldest first.
-        var pending: [Bool] = []
-        /// Whether a thread is delivering `pending`: the others leave theirs to it.
-        var delivering = false
+        var changes = OrderedDelivery<Bool>()
     }
     private let state = LockedValue(State())
     private let onChange: @Sendable (Bool) -> Void
@@ -40,37 +37,20 @@ public final class ActivityMonitor: EventMonitor {
         guard event.userInfo.showsActivity else { return }
         let delivers = state.withLock { state in
             let (inserted, _) = state.active.insert(event.id)
-            return inserted && state.active.count == 1 && Self.queue(true, in: &state)
+            return inserted && state.active.count == 1 && state.changes.queue(true)
         }
         if delivers { deliver() }
     }
 
     private func finished(_ event: CallEvent) {
         let delivers = state.withLock { state in
-            state.active.remove(event.id) != nil && state.active.isEmpty && Self.queue(false, in: &state)
+            state.active.remove(event.id) != nil && state.active.isEmpty && state.changes.queue(false)
         }
         if delivers { deliver() }
     }
 
-    /// Queues a change, in the order the count changed (under the lock).
-    /// - Returns: whether this thread delivers it (no other is delivering).
-    private static func queue(_ change: Bool, in state: inout State) -> Bool {
-        state.pending.append(change)
-        guard !state.delivering else { return false }
-        state.delivering = true
-        return true
-    }
-
     /// Calls `onChange` with each queued change in order, outside the lock, until none is left.
     private func deliver() {
-        while let change = state.withLock({ state -> Bool? in
-            guard !state.pending.isEmpty else {
-                state.delivering = false
-                return nil
-            }
-            return state.pending.removeFirst()
-        }) {
-            onChange(change)
-        }
+        while let change = state.withLock({ $0.changes.next() }) { onChange(change) }
     }
 }

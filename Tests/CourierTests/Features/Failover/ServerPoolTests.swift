@@ -33,6 +33,41 @@ import Testing
         #expect(pool.errorRate.count == 0)
     }
 
+    /// Threads that switch the server at once each tell the observers outside the lock: the
+    /// observers must hear the changes in the order they were made (each change starts where
+    /// the one before it ended) and never two at once, or one ends on a server the pool left.
+    @Test func observersHearConcurrentChangesInOrderOneAtATime() async throws {
+        let pool = try ServerPool(servers: [a, b, c])
+        let heard = LockedValue<[ServerChange]>([])
+        let inside = LockedValue(0)
+        let overlapped = LockedValue(false)
+        pool.addObserver { change in
+            if inside.withLock({ count -> Int in
+                count += 1
+                return count
+            }) > 1 {
+                overlapped.withLock { $0 = true }
+            }
+            heard.withLock { $0.append(change) }
+            // A moment in the observer, as user code takes: long enough for another change.
+            for _ in 0..<200 { _ = pool.currentIndex }
+            inside.withLock { $0 -= 1 }
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for worker in 0..<4 {
+                group.addTask {
+                    for step in 0..<300 { try? pool.select(index: (worker + step) % 3) }
+                }
+            }
+        }
+        let changes = heard.withLock { $0 }
+        #expect(!changes.isEmpty)
+        #expect(!overlapped.withLock { $0 })
+        let breaks = zip(changes, changes.dropFirst()).filter { $0.current != $1.previous }.count
+        #expect(breaks == 0)
+        #expect(changes.last?.current == pool.current)
+    }
+
     /// NaN never switched (no rate is above it) and a negative threshold switched after every
     /// `minimumRequests` requests, all of them successes: both are refused, by either init.
     @Test(arguments: [Double.nan, -0.1, -Double.infinity])
