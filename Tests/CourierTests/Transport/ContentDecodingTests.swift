@@ -166,3 +166,50 @@ import Testing
         }
     }
 }
+
+/// nginx's own gzip over HTTP/2 (TLS, ALPN): decoded by Courier, whole, with a head that says so.
+@Suite(.enabled(if: NginxServer.isInstalled, "needs nginx (scripts/bootstrap.sh installs it)"))
+struct ContentDecodingHTTP2Tests {
+    @Test func nginxGzipOverHTTP2IsDecodedWhole() async throws {
+        let root = try TLSTests.makeRoot()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let document = Data(
+            (0..<40_000).map { "{\"id\":\($0),\"name\":\"item \($0 % 977)\",\"tags\":[\"a\",\"b\"]}" }
+                .joined(separator: ",\n").utf8)
+        try document.write(to: root.appendingPathComponent("items.json"))
+        let nginx = try await offPool {
+            try NginxServer.start(
+                tls: true, http2: true, root: root,
+                extraConfig: "gzip on;\ngzip_types application/json;\ngzip_min_length 0;\n")
+        }
+        defer { nginx.stop() }
+        let client = try makeClient {
+            $0.tls = .init(caBundlePath: nginx.caBundlePath)
+            $0.stallTimeout = .seconds(3)
+        }
+        let streamed = try await client.stream(HTTPRequest(.get, nginx.url("/items.json")))
+        #expect(streamed.head.headerFields[.contentEncoding] == nil)
+        var body = Data()
+        for try await chunk in streamed.body { body += chunk }
+        #expect(body == document)
+
+        // A buffered answer of unknown length (nginx's gzip sends none) over HTTP/2, read with
+        // the 2 KiB receive buffer a new origin starts with: libcurl 7.88 delivers every byte
+        // but does not see the end of the stream, and the transfer waits for the stall timeout.
+        // Not a decoding matter: it does the same with libcurl decoding (the code before this
+        // test) and with the bytes as sent (a caller's own Accept-Encoding).
+        await withKnownIssue("libcurl 7.88, HTTP/2, no Content-Length, 2 KiB receive buffer", isIntermittent: true) {
+            let response = try await client.send(HTTPRequest(.get, nginx.url("/items.json?buffered")))
+            #expect(response.metrics.httpVersion == .http2)
+            #expect(response.body == document)
+            #expect(response.head.headerFields[.contentEncoding] == nil)
+            #expect(response.metrics.bytesReceived < Int64(document.count) / 4, "nginx compressed it")
+        }
+        await withKnownIssue("the same, undecoded", isIntermittent: true) {
+            var request = HTTPRequest(.get, nginx.url("/items.json?raw"))
+            request.headerFields[.acceptEncoding] = "gzip"
+            let response = try await client.send(request)
+            #expect(response.head.headerFields[.contentEncoding] == "gzip")
+        }
+    }
+}
