@@ -68,7 +68,8 @@ extension BuiltInRoutes {
             // A complete HTTP message (right Content-Length, or chunked) whose gzip or deflate
             // body is damaged: `damage=truncated` (the first half), `no-trailer` (all but the
             // 8-byte gzip or 4-byte zlib trailer), `bad-check` (CRC-32 or Adler-32 flipped),
-            // `bad-size` (gzip ISIZE flipped), `trailing-garbage` (bytes after the end), `none`.
+            // `bad-size` (gzip ISIZE flipped), `trailing-garbage` (bytes after the end), `none`;
+            // and two valid forms, `members` (two gzip members) and `raw` (DEFLATE, no wrapper).
             // The body inflates to `bytePattern(count: size)`.
             return damagedEncoding(request, size: number("size", 100_000))
         case "head-drip":
@@ -94,6 +95,11 @@ extension BuiltInRoutes {
         case "bad-check": body[body.startIndex + body.count - trailer] ^= 0xFF
         case "bad-size": body[body.startIndex + body.count - 1] ^= 0xFF
         case "trailing-garbage": body += Data("garbage".utf8)
+        // Valid forms: two gzip members one after the other (RFC 1952 §2.2), raw DEFLATE as `deflate`.
+        case "members":
+            let half = plain.count / 2
+            body = Compression.gzip(plain.prefix(half)) + Compression.gzip(plain.dropFirst(half))
+        case "raw": body = Compression.rawDeflate(plain)
         default: break
         }
         body = Data(body)

@@ -166,7 +166,8 @@ private final class Inflater {
             case Z_STREAM_END:
                 isAtEnd = true
             case Z_OK, Z_BUF_ERROR:
-                break  // all input taken; more is needed
+                // All input taken, more is needed; zlib taking none of it would loop forever.
+                guard used > 0 else { throw corrupt() }
             case Z_DATA_ERROR where coding == .deflate && firstBytes && !isRaw && stream.pointee.total_out == 0:
                 // `deflate` sent as raw DEFLATE, without the zlib wrapper: start again as that.
                 isRaw = true

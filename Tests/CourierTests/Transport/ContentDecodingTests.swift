@@ -56,6 +56,19 @@ import Testing
         #expect(response.metrics.bytesReceived < 3_000_000, "metrics count the bytes on the wire")
     }
 
+    @Test(arguments: [("gzip", "members"), ("deflate", "raw")])
+    func theOtherValidFormsAreDecodedWhole(encoding: String, form: String) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try makeClient()
+        for framing in ["length", "chunked"] {
+            let path = "/fault/bad-encoding?encoding=\(encoding)&damage=\(form)&framing=\(framing)&size=300000"
+            let response = try await client.send(HTTPRequest(.get, server.url(path)))
+            #expect(response.body == TestServer.bytePattern(count: 300_000), "\(framing)")
+            #expect(response.head.headerFields[.contentEncoding] == nil)
+        }
+    }
+
     @Test func aTruncatedCompressedBodyIsNeverCached() async throws {
         let server = try TestServer()
         defer { server.stop() }
