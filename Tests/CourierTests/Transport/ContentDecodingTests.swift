@@ -1,9 +1,9 @@
-import CourierTesting
 import Foundation
 import HTTPTypes
 import Testing
 
 @testable import Courier
+@testable import CourierTesting
 
 /// Content codings decoded by Courier (zlib), not by libcurl: libcurl 7.88 reports no error for
 /// a compressed body that stops early inside a complete HTTP message, and Courier returned (and
@@ -141,6 +141,35 @@ import Testing
         let response = try await client.send(request)
         #expect(response.body == Data([0x0B, 0x01, 0x80]))
         #expect(response.head.headerFields[.contentEncoding] == "br")
+    }
+
+    @Test func aDownloadOfAnAnswerCodedAnywayKeepsTheBytesAsSent() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try makeClient()
+        // The download asks for `identity`; this server sends gzip all the same. The file holds
+        // the bytes as sent, whole (before, libcurl inflated them into the file).
+        let destination = LargeBodyTests.Destination()
+        defer { try? FileManager.default.removeItem(at: destination.url) }
+        let request = HTTPRequest(.get, server.url("/fault/bad-encoding?damage=none"))
+        let response = try await client.download(request, to: destination.url).response
+        #expect(server.recordedRequests.last?.header("Accept-Encoding") == "identity")
+        #expect(response.head.headerFields[.contentEncoding] == "gzip")
+        let written = try Data(contentsOf: destination.url)
+        #expect(written == Compression.gzip(TestServer.bytePattern(count: 100_000)))
+        // Cut mid-body, such a download is not resumed with a range (of coded bytes): it fails,
+        // and leaves no file.
+        let cut = LargeBodyTests.Destination()
+        let coded = Compression.gzip(TestServer.bytePattern(count: 300_000))
+        server.enqueue(
+            ScriptedResponse(
+                headers: [.contentEncoding: "gzip", .eTag: "\"v1\""], body: coded, fault: .closeDuringBody))
+        let error = await courierError {
+            _ = try await client.download(HTTPRequest(.get, server.url("/cut")), to: cut.url).response
+        }
+        #expect(error != nil)
+        #expect(!cut.exists && !cut.partExists)
+        #expect(server.recordedRequests.last?.header("Range") == nil)
     }
 
     @Test func aCachedDecodedAnswerIsServedAsItWasHandedOut() async throws {
