@@ -52,6 +52,8 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        // zlib: Courier inflates gzip and deflate bodies itself (libcurl 7.88 does not report a
+        // truncated compressed stream); the test server compresses with it.
         .systemLibrary(
             name: "CZlib", pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]),
@@ -82,7 +84,7 @@ let package = Package(
         .target(
             name: "Courier",
             dependencies: [
-                "CCurl", "CCurlShim", "CPosixShim", "CPsl", "CSQLite", "CSanitizerHooks", "CourierLocking",
+                "CCurl", "CCurlShim", "CPosixShim", "CPsl", "CSQLite", "CSanitizerHooks", "CZlib", "CourierLocking",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),

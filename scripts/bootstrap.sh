@@ -17,7 +17,7 @@ needs=(
     "libcurl (the transport)|libcurl4-openssl-dev|pkg-config --exists libcurl"
     "libprotobuf-c (the protobuf runtime)|libprotobuf-c-dev|pkg-config --exists libprotobuf-c"
     "SQLite (the cache's disk tier)|libsqlite3-dev|pkg-config --exists sqlite3"
-    "zlib (gzip in the loopback test server)|zlib1g-dev|pkg-config --exists zlib"
+    "zlib (gzip and deflate bodies; gzip in the loopback test server)|zlib1g-dev|pkg-config --exists zlib"
     "libpsl (the Public Suffix List for cookies)|libpsl-dev|pkg-config --exists libpsl"
     "pkg-config|pkg-config|command -v pkg-config"
 )

@@ -64,6 +64,14 @@ extension BuiltInRoutes {
             let body = Compression.gzip(Compression.gzipZeros(count: number("size", 256 << 20)))
             let head = "HTTP/1.1 200 OK\r\nContent-Encoding: gzip, gzip\r\nContent-Length: \(body.count)\r\n\r\n"
             return ScriptedResponse(fault: .raw(Data(head.utf8) + body))
+        case "bad-encoding":
+            // A complete HTTP message (right Content-Length, or chunked) whose gzip or deflate
+            // body is damaged: `damage=truncated` (the first half), `no-trailer` (all but the
+            // 8-byte gzip or 4-byte zlib trailer), `bad-check` (CRC-32 or Adler-32 flipped),
+            // `bad-size` (gzip ISIZE flipped), `trailing-garbage` (bytes after the end), `none`;
+            // and two valid forms, `members` (two gzip members) and `raw` (DEFLATE, no wrapper).
+            // The body inflates to `bytePattern(count: size)`.
+            return damagedEncoding(request, size: number("size", 100_000))
         case "head-drip":
             // The head itself, one byte every `intervalMs`.
             let head = "HTTP/1.1 200 OK\r\n" + String(repeating: "X-Drip: d\r\n", count: 100) + ok
@@ -73,5 +81,43 @@ extension BuiltInRoutes {
             return nil
         }
         return ScriptedResponse(fault: .raw(Data(text.utf8)))
+    }
+
+    /// The `bad-encoding` route: see `hostile(named:request:)`.
+    private static func damagedEncoding(_ request: RecordedRequest, size: Int) -> ScriptedResponse {
+        let plain = TestServer.bytePattern(count: size)
+        let encoding = request.queryValue("encoding") ?? "gzip"
+        var body = encoding == "deflate" ? Compression.zlib(plain) : Compression.gzip(plain)
+        let trailer = encoding == "deflate" ? 4 : 8
+        switch request.queryValue("damage") ?? "truncated" {
+        case "truncated": body = body.prefix(body.count / 2)
+        case "no-trailer": body = body.dropLast(trailer)
+        case "bad-check": body[body.startIndex + body.count - trailer] ^= 0xFF
+        case "bad-size": body[body.startIndex + body.count - 1] ^= 0xFF
+        case "trailing-garbage": body += Data("garbage".utf8)
+        // Valid forms: two gzip members one after the other (RFC 1952 §2.2), raw DEFLATE as `deflate`.
+        case "members":
+            let half = plain.count / 2
+            body = Compression.gzip(plain.prefix(half)) + Compression.gzip(plain.dropFirst(half))
+        case "raw": body = Compression.rawDeflate(plain)
+        default: break
+        }
+        body = Data(body)
+        var head = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Encoding: \(encoding)\r\n"
+        head += "Cache-Control: max-age=600\r\n"
+        guard request.queryValue("framing") == "chunked" else {
+            head += "Content-Length: \(body.count)\r\n\r\n"
+            return ScriptedResponse(fault: .raw(Data(head.utf8) + body))
+        }
+        head += "Transfer-Encoding: chunked\r\n\r\n"
+        var framed = Data(head.utf8)
+        var offset = 0
+        while offset < body.count {
+            let piece = body[offset..<min(offset + 8192, body.count)]
+            framed += Data((String(piece.count, radix: 16) + "\r\n").utf8) + piece + Data("\r\n".utf8)
+            offset += piece.count
+        }
+        framed += Data("0\r\n\r\n".utf8)
+        return ScriptedResponse(fault: .raw(framed))
     }
 }

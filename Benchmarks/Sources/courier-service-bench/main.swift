@@ -46,12 +46,22 @@ struct CatalogService: APIService {
 /// One request of the chosen client.
 func makeRequest(client: String, url: URL, connections: Int) throws -> @Sendable () async throws -> Void {
     switch client {
-    case "courier-transport", "courier-e2e":
+    case "courier-transport", "courier-e2e", "courier-bytes":
         let configuration = HTTPClient.Configuration(
             maxConnectionsPerHost: connections, maxConnections: max(connections, 64))
         let http = try HTTPClient(configuration: configuration)
         let authority = "\(url.host ?? "127.0.0.1")\(url.port.map { ":\($0)" } ?? "")"
         let request = HTTPRequest(method: .get, scheme: url.scheme ?? "http", authority: authority, path: url.path)
+        if client == "courier-bytes" {
+            // Any body (a gzip answer of nginx's, say): its decoded size when COURIER_BENCH_BYTES says.
+            let expected = ProcessInfo.processInfo.environment["COURIER_BENCH_BYTES"].flatMap(Int.init)
+            return {
+                let response = try await http.send(request)
+                guard response.head.status == .ok, expected.map({ response.body.count == $0 }) ?? true else {
+                    throw UnexpectedResponse(description: "\(response.head.status), \(response.body.count) bytes")
+                }
+            }
+        }
         if client == "courier-transport" {
             let expected = Catalog.body.count
             return {
@@ -128,7 +138,7 @@ struct Options: Sendable {
 func parseOptions() -> Options {
     var arguments = Array(CommandLine.arguments.dropFirst())
     let usage =
-        "usage: courier-service-bench courier-transport|courier-e2e|courier-service|courier-service-default --url URL"
+        "usage: courier-service-bench courier-transport|courier-bytes|courier-e2e|courier-service|courier-service-default --url URL"
         + " [--requests N] [--concurrency C] [--warmup W]\n       courier-service-bench write-body PATH"
     guard !arguments.isEmpty else { fail(usage) }
     if arguments.count == 2, arguments[0] == "write-body" {

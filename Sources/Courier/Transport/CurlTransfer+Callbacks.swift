@@ -135,7 +135,8 @@ extension CurlTransfer {
         if isMultiplexed { passProgress?.received = true }
         let length = bytes.count
         guard length > 0, let start = bytes.baseAddress else { return length }
-        // Counted after curl decoded gzip/br, so a small compressed body cannot inflate past the cap.
+        if let decoder { return receiveEncoded(bytes, decoder) }
+        // Counted after decoding, so a small compressed body cannot inflate past the cap.
         if receivedBytes + Int64(length) > options.maxResponseSize {
             callbackFailure = .tooLarge(options.maxResponseSize)
             return 0
@@ -159,6 +160,38 @@ extension CurlTransfer {
         return length
     }
 
+    /// Takes compressed body bytes: inflates them and keeps or streams what they decode to.
+    /// Returns as `receiveBody(_:)`.
+    private func receiveEncoded(_ bytes: UnsafeRawBufferPointer, _ decoder: ContentDecoder) -> Int {
+        // The decoder cannot give back bytes it inflated: a stream is paused before, not during.
+        if case .streaming(let stream) = delivery, stream.pausesWhenFull() {
+            isReceivePaused = true
+            return Int(CURL_WRITEFUNC_PAUSE)
+        }
+        do {
+            try decoder.decode(bytes) { (piece) throws(CourierError) in try keepDecoded(piece) }
+        } catch {
+            callbackFailure = error
+            return 0
+        }
+        return bytes.count
+    }
+
+    /// Keeps (or streams) one decoded piece, within the size cap.
+    private func keepDecoded(_ piece: UnsafeRawBufferPointer) throws(CourierError) {
+        let length = piece.count
+        if receivedBytes + Int64(length) > options.maxResponseSize { throw .tooLarge(options.maxResponseSize) }
+        switch delivery {
+        case .buffered:
+            guard buffer.append(piece.baseAddress!, length: length) else {
+                throw CourierError(.transport, "out of memory for a \(receivedBytes + Int64(length))-byte body")
+            }
+        case .streaming(let stream):
+            if case .taken(true) = stream.offer(piece, force: true) { streamsToFlush?.streams.append(stream) }
+        }
+        receivedBytes += Int64(length)
+    }
+
     /// Parses one header line. Returns false to abort the transfer.
     func receiveHeaderLine(_ line: UnsafeBufferPointer<UInt8>) -> Bool {
         if !isMultiplexed, parser.status == 0, line.starts(with: "HTTP/".utf8) {
@@ -180,7 +213,25 @@ extension CurlTransfer {
                     + "\(ResponseHeadParser.maxFieldCount) fields")
             return false
         case .complete:
-            let response = parser.response
+            var response = parser.response
+            if decodesContent, parser.isEncoded, method != .head, response.status.code != 204,
+                response.status.code != 304
+            {
+                do {
+                    let codings = try ContentDecoder.codings(response.headerFields[values: .contentEncoding])
+                    if !codings.isEmpty {
+                        decoder = try ContentDecoder(codings: codings)
+                        // The head describes the body handed out (and cached): decoded, of a
+                        // length known only at its end.
+                        response.headerFields[.contentEncoding] = nil
+                        response.headerFields[.contentLength] = nil
+                    }
+                } catch {
+                    head = response
+                    callbackFailure = error
+                    return false
+                }
+            }
             head = response
             if let length = parser.contentLength, !parser.isEncoded, method != .head,
                 response.status.code != 204, response.status.code != 304

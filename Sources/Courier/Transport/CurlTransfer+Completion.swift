@@ -17,6 +17,14 @@ extension CurlTransfer {
         guard let head else {
             return .failure(CourierError(.invalidResponse, "the server closed the connection without a response"))
         }
+        do {
+            // The message was complete; a compressed stream in it that was not is an error.
+            try decoder?.finish()
+        } catch {
+            var failure = error
+            failure.response = head
+            return .failure(failure)
+        }
         return .success(TransportResponse(head: head, body: buffer.take(), metrics: metrics))
     }
 

@@ -32,6 +32,7 @@ extension CurlTransfer {
         timeSpentBeforeRetry = spent
         parser = ResponseHeadParser()
         buffer = ResponseBuffer()
+        decoder = nil
         lastUpload = TransferProgress(completed: -1, total: nil)
         lastDownload = TransferProgress(completed: -1, total: nil)
         isConnected = false

@@ -50,6 +50,9 @@ final class CurlTransfer: @unchecked Sendable {
     /// which runs for every transfer with a stall timeout, reports only then.
     let reportsProgress: Bool
     let delivery: Delivery
+    /// Whether Courier offered its codings (the caller set no `Accept-Encoding`) and decodes
+    /// them; a caller that set its own gets the bytes as sent, with the head as sent.
+    let decodesContent: Bool
     private let outcome = LockedValue(Outcome.idle)
 
     // MARK: curl thread only
@@ -66,6 +69,8 @@ final class CurlTransfer: @unchecked Sendable {
     /// A failure a callback decided on (size cap, unreadable body file); wins over curl's code.
     @exclusivity(unchecked) var callbackFailure: CourierError?
     @exclusivity(unchecked) var bodyReader: BodyReader?
+    /// Inflates the body when the final head named codings Courier offered.
+    @exclusivity(unchecked) var decoder: ContentDecoder?
     /// Where a streamed body asks the loop to hand its bytes over after the pass.
     @exclusivity(unchecked) var streamsToFlush: StreamsToFlush?
     /// Where an HTTP/2 transfer tells the loop it took bytes in the pass (see `CurlLoop.run()`).
@@ -128,7 +133,9 @@ final class CurlTransfer: @unchecked Sendable {
         reportsProgress = request.options.uploadProgress != nil || request.options.downloadProgress != nil
         self.delivery = delivery
         let sendsBody = request.body != nil || head.method == .post || head.method == .put || head.method == .patch
-        headerList = try Self.makeHeaderList(head.headerFields, suppressExpect: sendsBody)
+        decodesContent = head.headerFields[.acceptEncoding] == nil
+        headerList = try Self.makeHeaderList(
+            head.headerFields, suppressExpect: sendsBody, offerCodings: decodesContent)
     }
 
     deinit {
@@ -214,11 +221,13 @@ final class CurlTransfer: @unchecked Sendable {
 
     // MARK: Building
 
+    private static let acceptEncodingLine = "Accept-Encoding: \(ContentDecoder.offered)"
+
     /// CR and LF end a header line, NUL a C string: a value holding one is refused, not sent.
     private static func endsTheLine(_ byte: UInt8) -> Bool { byte == 0 || byte == 10 || byte == 13 }
 
     private static func makeHeaderList(
-        _ fields: HTTPFields, suppressExpect: Bool
+        _ fields: HTTPFields, suppressExpect: Bool, offerCodings: Bool
     ) throws(CourierError) -> UnsafeMutablePointer<curl_slist>? {
         var list: UnsafeMutablePointer<curl_slist>?
         var hasExpect = false
@@ -266,6 +275,13 @@ final class CurlTransfer: @unchecked Sendable {
                 bytes.withMemoryRebound(to: CChar.self) { curl_slist_append(list, $0.baseAddress) }
             }
             guard let appended else {
+                curl_slist_free_all(list)
+                throw CourierError(.transport, "out of memory building the header list")
+            }
+            list = appended
+        }
+        if offerCodings {
+            guard let appended = curl_slist_append(list, Self.acceptEncodingLine) else {
                 curl_slist_free_all(list)
                 throw CourierError(.transport, "out of memory building the header list")
             }

@@ -200,11 +200,12 @@ final class StreamBuffer: Sendable {
     // MARK: Producer (curl thread)
 
     /// Offers bytes from the write callback.
-    func offer(_ bytes: UnsafeRawBufferPointer) -> Offer {
+    /// - Parameter force: take the bytes even when the reader is behind (see `pausesWhenFull()`).
+    func offer(_ bytes: UnsafeRawBufferPointer, force: Bool = false) -> Offer {
         let size = Self.chunkBlock
         return state.withLock { state -> Offer in
             if state.end != nil { return .taken(flush: false) }
-            if state.bufferedBytes >= highWaterMark {
+            if !force, state.bufferedBytes >= highWaterMark {
                 state.paused = true
                 return .full
             }
@@ -225,6 +226,21 @@ final class StreamBuffer: Sendable {
             guard state.waiter != nil, !state.flushQueued else { return .taken(flush: false) }
             state.flushQueued = true
             return .taken(flush: true)
+        }
+    }
+
+    /// Whether the reader is behind; marks the transfer paused then, as a full `offer` does.
+    ///
+    /// For a decoded body, asked before each read off the wire: the decoder cannot give back
+    /// bytes it has inflated, so it hands all that one read inflates to `offer(_:force:)`. The
+    /// buffer then holds at most that much past `highWaterMark` (bounded by the response-size
+    /// cap, which counts decoded bytes; libcurl kept up to 64 MB of decoded bytes for a paused
+    /// transfer).
+    func pausesWhenFull() -> Bool {
+        state.withLock { state in
+            guard state.end == nil, state.bufferedBytes >= highWaterMark else { return false }
+            state.paused = true
+            return true
         }
     }
 

@@ -119,7 +119,8 @@ public struct TransferProgress: Sendable, Hashable {
 package struct TransportResponse: Sendable {
     /// Status and header fields.
     package var head: HTTPResponse
-    /// The body, content-decoded.
+    /// The body: decoded when the request had no `Accept-Encoding` (Courier offered and decodes
+    /// gzip and deflate), as sent otherwise.
     package var body: Data
     /// Timings and sizes of the transfer.
     package var metrics: TransferMetrics

@@ -13,6 +13,11 @@ enum Compression {
         compress(windowBits: 15, level: Z_DEFAULT_COMPRESSION, strategy: Z_DEFAULT_STRATEGY, flush: Z_FINISH, data)
     }
 
+    /// DEFLATE without a wrapper (window bits -15): what some servers send as `deflate`.
+    static func rawDeflate(_ data: Data) -> Data {
+        compress(windowBits: -15, level: Z_DEFAULT_COMPRESSION, strategy: Z_DEFAULT_STRATEGY, flush: Z_FINISH, data)
+    }
+
     /// A gzip stream that inflates to `count` zero bytes, built without holding or compressing
     /// them all.
     ///
