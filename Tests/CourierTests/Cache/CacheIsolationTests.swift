@@ -155,6 +155,30 @@ import Testing
         #expect(fixture.server.recordedRequests(path: "/greet").count == 2)
     }
 
+    /// A request a client sends directly may carry bytes past ASCII in its target: two targets
+    /// Swift's `==` takes for equal (canonically equivalent Unicode) are two URLs on the wire,
+    /// and the second is not served the first one's cached answer.
+    @Test(arguments: [false, true], [("caf\u{E9}", "cafe\u{301}"), ("K", "\u{212A}")])
+    func aTargetIsMatchedByBytesNotByUnicodeEquivalence(onDisk: Bool, values: (String, String)) async throws {
+        let fixture = try Fixture(onDisk: onDisk)
+        fixture.server.route("/greet") { request in
+            .text("hello " + request.target).with(.cacheControl, "max-age=600")
+        }
+        let (one, two) = values
+        let client = try fixture.client()
+        func greet(_ value: String) -> HTTPRequest {
+            HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/greet?name=" + value)
+        }
+        let first = Self.body(try await client.send(greet(one)))
+        let second = try await client.send(greet(two))
+        #expect(!second.isFromCache)
+        #expect(Array(Self.body(second).utf8) != Array(first.utf8))
+        #expect(fixture.server.recordedRequests(path: "/greet").count == 2)
+        let again = try await client.send(greet(one))
+        #expect(again.isFromCache)
+        #expect(Array(Self.body(again).utf8) == Array(first.utf8))
+    }
+
     // MARK: - Logout purges every credential kind
 
     enum Kind: String, CaseIterable, Sendable {
