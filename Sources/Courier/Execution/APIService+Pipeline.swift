@@ -207,9 +207,12 @@ extension ServiceCore {
         // A call's own adapters decorate its request alone (a tenant, a scope): the identity
         // cannot tell what they added, and a call joining another's transfer never sends it.
         // A shared transfer reports its progress to the handlers of the call that started it
-        // only: a call with handlers of its own sends its own request.
+        // only: a call with handlers of its own sends its own request. The service's adapters
+        // see each call's `userInfo` and may decorate it from there (its tenant): a call with
+        // values of the app's own in it sends its own request too.
         guard call.options.deduplicates, request.isShareable, call.options.adapters.isEmpty,
-            call.options.downloadProgress == nil, call.options.uploadProgress == nil
+            call.options.downloadProgress == nil, call.options.uploadProgress == nil,
+            configuration.adapters.isEmpty || !call.options.userInfo.hasAppValues
         else {
             do {
                 // The call's options as they are (borrowed, not copied) when the attempt changes none.

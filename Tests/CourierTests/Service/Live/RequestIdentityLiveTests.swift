@@ -235,6 +235,31 @@ import Testing
         #expect(names.second == "bob")
     }
 
+    /// A service's adapter that decorates each call from its `userInfo` (a tenant, as
+    /// `UserInfo` is documented for): two GETs of one service with other tenants were shared
+    /// (the identity cannot see `userInfo`), and the second got the first tenant's answer.
+    @Test func getsWhoseServiceAdapterReadsTheirUserInfoAreNotShared() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let tenant: UserInfoKey = "test.tenant"
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.adapters = [
+                .adapter { request, context in
+                    var request = request
+                    request.head.headerFields[HTTPField.Name("X-Tenant")!] = context.userInfo[tenant] as? String
+                    return request
+                }
+            ]
+        }
+        let one = CallOptions.default.with(\.userInfo, [tenant: "one"])
+        let two = CallOptions.default.with(\.userInfo, [tenant: "two"])
+        let names = try await Self.overlappingGets(
+            on: server, "/tenant", echoing: "X-Tenant", deduplicator: service.configuration.deduplicator,
+            { try await service.get("tenant", options: one) }, { try await service.get("tenant", options: two) })
+        #expect(names.first == "one")
+        #expect(names.second == "two")
+    }
+
     /// One service's identical GETs still share one transfer when it has adapters.
     @Test func getsOfOneServiceWithAdaptersAreStillShared() async throws {
         let server = try TestServer()
