@@ -242,6 +242,35 @@ import Testing
         #expect(server.requestCount == 1)
     }
 
+    /// The fleet key leaves out the identity's own lines that differ between processes (`as`,
+    /// `client`, `jar`), not a header field of the call that has one of those names: two calls
+    /// that differ only in such a field are two requests, and the interval of one does not
+    /// hold the other back. On the old code every line starting `client: ` (or `as: `, `jar: `)
+    /// was dropped, and the second call was refused with `.throttled`.
+    @Test(arguments: ["Client", "Jar", "As"])
+    func aHeaderNamedLikeAnIdentityLineStillKeepsTwoRequestsApart(name: String) async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let server = try TestServer()
+        defer { server.stop() }
+        var configuration = ServiceConfiguration()
+        configuration.intervalGate = try redis.fleet().intervalGate()
+        let service = ServiceCore(
+            client: try HTTPClient(configuration: .init(baseURL: server.baseURL)), configuration: configuration)
+        struct Echo: Decodable, Sendable {}
+        let field = try #require(HTTPField.Name(name))
+        func call(_ value: String) async throws {
+            let options = CallOptions.default.with(\.interval, .drop(.seconds(60))).with(\.headers, [field: value])
+            let _: Echo = try await service.get("echo", options: options)
+        }
+        try await call("alpha")
+        try await call("beta")
+        #expect(server.requestCount == 2)
+        // The same request again is held back.
+        let error = await #expect(throws: CourierError.self) { try await call("alpha") }
+        #expect(error?.code == .throttled)
+    }
+
     /// A value under an interval key that no booking made (every booking expires; this one has
     /// no time to live), written by a neighbour on the same Redis: the fleet ignores it and
     /// books over it. On the old code every call of the endpoint was refused with `.throttled`

@@ -147,7 +147,8 @@ package struct CacheRequest: Sendable {
         var path = request.path ?? "/"
         if let hash = path.utf8.firstIndex(of: UInt8(ascii: "#")) { path = String(path[..<hash]) }
         if !realTimeQueryNames.isEmpty { path = Self.removingQueryItems(named: realTimeQueryNames, from: path) }
-        return asciiLowercased(request.scheme ?? "https") + "://" + asciiLowercased(request.authority ?? "") + path
+        return asciiLowercased(request.scheme ?? "https") + "://"
+            + asciiLowercased(percentEncodingNonASCII(request.authority ?? "")) + percentEncodingNonASCII(path)
     }
 
     /// `url` without the query items named in `names` (compared percent-decoded); without its
@@ -211,6 +212,30 @@ enum CacheLookupResult: Sendable {
     case stale(CachedResponse, conditionalHeaders: HTTPFields)
     /// Nothing usable: go to the network, then offer the response to `store`.
     case miss
+}
+
+/// `text` with each byte past ASCII as `%` and two uppercase hexadecimal digits, as a URL
+/// carries it (RFC 3987 §3.1); `text` itself when it has none. A cache key is compared and
+/// hashed as a `String`, whose `==` takes canonically equivalent Unicode strings for equal
+/// (`café` composed and decomposed, `K` and KELVIN SIGN): two targets the server sees as two
+/// must make two keys.
+func percentEncodingNonASCII(_ text: String) -> String {
+    var text = text
+    let hasNonASCII = text.withUTF8 { bytes in bytes.contains { $0 >= 0x80 } }
+    guard hasNonASCII else { return text }
+    let digits = Array("0123456789ABCDEF".utf8)
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(text.utf8.count * 3)
+    for byte in text.utf8 {
+        guard byte >= 0x80 else {
+            bytes.append(byte)
+            continue
+        }
+        bytes.append(UInt8(ascii: "%"))
+        bytes.append(digits[Int(byte >> 4)])
+        bytes.append(digits[Int(byte & 0xf)])
+    }
+    return String(decoding: bytes, as: UTF8.self)
 }
 
 /// `text` with ASCII letters lowercased; returns `text` itself (no allocation) when it has none.

@@ -232,9 +232,10 @@ extension HostScopedCache {
         configuration.sharedTier?.remove(key: key)
     }
 
-    /// `scheme://authority/path?query` with scheme and authority lowercased, fragment dropped.
+    /// `scheme://authority/path?query` with scheme and authority lowercased, fragment dropped,
+    /// bytes past ASCII percent-encoded (as `CacheRequest.normalizedURL` keys a request).
     static func normalize(_ url: String) -> String {
-        var text = Substring(url)
+        var text = Substring(percentEncodingNonASCII(url))
         if let hash = text.firstIndex(of: "#") { text = text[..<hash] }
         guard let schemeEnd = text.range(of: "://") else { return String(text) }
         let afterScheme = text[schemeEnd.upperBound...]

@@ -207,9 +207,12 @@ extension ServiceCore {
         // A call's own adapters decorate its request alone (a tenant, a scope): the identity
         // cannot tell what they added, and a call joining another's transfer never sends it.
         // A shared transfer reports its progress to the handlers of the call that started it
-        // only: a call with handlers of its own sends its own request.
+        // only: a call with handlers of its own sends its own request. The service's adapters
+        // see each call's `userInfo` and may decorate it from there (its tenant): a call with
+        // values of the app's own in it sends its own request too.
         guard call.options.deduplicates, request.isShareable, call.options.adapters.isEmpty,
-            call.options.downloadProgress == nil, call.options.uploadProgress == nil
+            call.options.downloadProgress == nil, call.options.uploadProgress == nil,
+            configuration.adapters.isEmpty || !call.options.userInfo.hasAppValues
         else {
             do {
                 // The call's options as they are (borrowed, not copied) when the attempt changes none.
@@ -233,18 +236,26 @@ extension ServiceCore {
     /// call's), or took a body over its own size limit or a redirect it refused; one that asked
     /// for a stale copy on error got the first call's error, and one with its own cache
     /// lifetime had the answer stored for the first call's.
+    ///
+    /// The client's own time limits too, once `updateSettings` has changed its settings: a call
+    /// that started under other ones joined a transfer made under the old limits, and failed
+    /// with its `.timedOut` (or waited past its own). Settings never changed cost nothing here.
     static func sharingKey(_ identity: String, _ options: RequestOptions) -> String {
+        let client = options.clientSettings.flatMap { $0.version == 0 ? nil : $0.settings }
         guard
             options.timeout != nil || options.maxResponseSize != nil || options.maxRedirects != nil
-                || options.staleIfError != nil || options.cacheLifetime != nil
+                || options.staleIfError != nil || options.cacheLifetime != nil || client != nil
         else {
             return identity
         }
-        let limits = [
+        var limits = [
             options.timeout.map { "\($0)" }, options.maxResponseSize.map(String.init),
             options.maxRedirects.map(String.init), options.staleIfError.map { "\($0)" },
             options.cacheLifetime.map { "\($0)" },
         ]
+        if let client {
+            limits += [client.timeout.map { "\($0)" }, "\(client.connectTimeout)", client.stallTimeout.map { "\($0)" }]
+        }
         return identity + "\nlimits:" + limits.map { " " + ($0 ?? "-") }.joined()
     }
 

@@ -36,6 +36,13 @@ public struct UserInfo: Sendable {
     }
 
     var isEmpty: Bool { values.isEmpty }
+
+    /// Whether it holds a value under a key other than Courier's own (`showsActivity`): what
+    /// an adapter may read to decorate one call's request and not another's.
+    var hasAppValues: Bool {
+        guard !values.isEmpty else { return false }
+        return values.keys.contains { $0 != .showsActivity }
+    }
     var keys: [UserInfoKey] { Array(values.keys) }
 }
 

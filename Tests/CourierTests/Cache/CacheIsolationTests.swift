@@ -123,6 +123,62 @@ import Testing
         #expect(bytes.range(of: Data(secret.utf8)) == nil)
     }
 
+    /// Two values of a header the answer varies on that Swift's `==` takes for equal
+    /// (canonically equivalent Unicode: `é` composed and decomposed, `K` and KELVIN SIGN) are
+    /// two values on the wire, and the server answers each its own way: the second request is
+    /// not served the first one's answer, and each keeps its own entry.
+    @Test(arguments: [false, true], [("caf\u{E9}", "cafe\u{301}"), ("K", "\u{212A}")])
+    func aVaryVariantIsMatchedByBytesNotByUnicodeEquivalence(onDisk: Bool, values: (String, String)) async throws {
+        let fixture = try Fixture(onDisk: onDisk)
+        let name = HTTPField.Name("X-Name")!
+        fixture.server.route("/greet") { request in
+            .text("hello " + (request.header("X-Name") ?? "nobody")).with(.cacheControl, "max-age=600")
+                .with(.vary, "X-Name")
+        }
+        let (one, two) = values
+        #expect(one == two)
+        #expect(Array(one.utf8) != Array(two.utf8))
+        let client = try fixture.client()
+        func greet(_ value: String) -> HTTPRequest {
+            HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/greet", headerFields: [name: value])
+        }
+        #expect(Array(Self.body(try await client.send(greet(one))).utf8) == Array(("hello " + one).utf8))
+        let second = try await client.send(greet(two))
+        #expect(!second.isFromCache)
+        #expect(Array(Self.body(second).utf8) == Array(("hello " + two).utf8))
+        #expect(fixture.server.recordedRequests(path: "/greet").count == 2)
+        // Each value keeps its own entry: neither replaced the other.
+        let again = try await client.send(greet(one))
+        #expect(again.isFromCache)
+        #expect(Array(Self.body(again).utf8) == Array(("hello " + one).utf8))
+        #expect(try await client.send(greet(two)).isFromCache)
+        #expect(fixture.server.recordedRequests(path: "/greet").count == 2)
+    }
+
+    /// A request a client sends directly may carry bytes past ASCII in its target: two targets
+    /// Swift's `==` takes for equal (canonically equivalent Unicode) are two URLs on the wire,
+    /// and the second is not served the first one's cached answer.
+    @Test(arguments: [false, true], [("caf\u{E9}", "cafe\u{301}"), ("K", "\u{212A}")])
+    func aTargetIsMatchedByBytesNotByUnicodeEquivalence(onDisk: Bool, values: (String, String)) async throws {
+        let fixture = try Fixture(onDisk: onDisk)
+        fixture.server.route("/greet") { request in
+            .text("hello " + request.target).with(.cacheControl, "max-age=600")
+        }
+        let (one, two) = values
+        let client = try fixture.client()
+        func greet(_ value: String) -> HTTPRequest {
+            HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/greet?name=" + value)
+        }
+        let first = Self.body(try await client.send(greet(one)))
+        let second = try await client.send(greet(two))
+        #expect(!second.isFromCache)
+        #expect(Array(Self.body(second).utf8) != Array(first.utf8))
+        #expect(fixture.server.recordedRequests(path: "/greet").count == 2)
+        let again = try await client.send(greet(one))
+        #expect(again.isFromCache)
+        #expect(Array(Self.body(again).utf8) == Array(first.utf8))
+    }
+
     // MARK: - Logout purges every credential kind
 
     enum Kind: String, CaseIterable, Sendable {

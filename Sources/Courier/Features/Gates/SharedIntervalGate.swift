@@ -27,9 +27,25 @@ extension RequestIntervalGate {
     /// `RequestIdentity` names the response type by its address, and the client and a service's
     /// cookie jar by numbers of the process's own (the jar's cookies are in its credential
     /// digest, which stays).
+    ///
+    /// Only the identity's own lines are left out: they come last, from its `as: ` line on
+    /// (a header value holds no line break). A header field named `As`, `Client` or `Jar` is
+    /// written in the same form before them, and two calls that differ only in it are two
+    /// requests.
     package static func fleetKey(_ key: String) -> String {
-        key.split(separator: "\n", omittingEmptySubsequences: false)
-            .filter { !$0.hasPrefix("as: ") && !$0.hasPrefix("client: ") && !$0.hasPrefix("jar: ") }
-            .joined(separator: "\n")
+        let marker = Array("\nas: ".utf8)
+        let bytes = Array(key.utf8)
+        guard bytes.count >= marker.count,
+            let start = stride(from: bytes.count - marker.count, through: 0, by: -1).first(where: {
+                bytes[$0..<$0 + marker.count].elementsEqual(marker)
+            })
+        else { return key }
+        var lines = [String(decoding: bytes[..<start], as: UTF8.self)[...]]
+        let rest = String(decoding: bytes[(start + marker.count)...], as: UTF8.self)
+        for line in rest.split(separator: "\n", omittingEmptySubsequences: false).dropFirst()
+        where !line.hasPrefix("client: ") && !line.hasPrefix("jar: ") {
+            lines.append(line)
+        }
+        return lines.joined(separator: "\n")
     }
 }

@@ -87,7 +87,8 @@ public struct RequestSigner: Sendable {
             // (`"/admin"` and `"admin"`), the first in byte order, not the table's order.
             if let best,
                 best.prefix.utf8.count > prefix.utf8.count
-                    || (best.prefix.utf8.count == prefix.utf8.count && best.written < written)
+                    || (best.prefix.utf8.count == prefix.utf8.count
+                        && best.written.utf8.lexicographicallyPrecedes(written.utf8))
             {
                 continue
             }
@@ -102,11 +103,15 @@ public struct RequestSigner: Sendable {
 
     /// Whether a rule's prefix covers an endpoint path: whole segments only, so `public`
     /// covers `public`, `public/…` and `public?…` but not `publications/…`.
+    ///
+    /// Compared by bytes: `hasPrefix` takes canonically equivalent Unicode for equal (KELVIN
+    /// SIGN for `K`, `é` composed for `e` and U+0301), which the server sees as two paths.
     private static func covers(_ prefix: Substring, _ path: Substring) -> Bool {
-        guard path.hasPrefix(prefix) else { return false }
-        guard !prefix.isEmpty, prefix.last != "/", path.count > prefix.count else { return true }
+        let (prefix, path) = (prefix.utf8, path.utf8)
+        guard path.starts(with: prefix) else { return false }
+        guard let last = prefix.last, last != UInt8(ascii: "/"), path.count > prefix.count else { return true }
         let next = path[path.index(path.startIndex, offsetBy: prefix.count)]
-        return next == "/" || next == "?" || next == "#"
+        return next == UInt8(ascii: "/") || next == UInt8(ascii: "?") || next == UInt8(ascii: "#")
     }
 
     /// Signs one attempt: sets the four fields (replacing an earlier attempt's).

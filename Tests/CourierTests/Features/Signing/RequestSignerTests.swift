@@ -173,6 +173,27 @@ import Testing
         #expect(Self.verifies(try #require(server.recordedRequests(path: "/adminx").first), key: Self.app))
     }
 
+    /// A rule covers the paths that start with its bytes, not with a string Swift's `==` takes
+    /// for equal (canonically equivalent Unicode: KELVIN SIGN and `K`): the endpoint `Kiosk/…`
+    /// is not the `\u{212A}iosk` one a rule signs with another key (the server sees two paths),
+    /// and the other way round.
+    @Test(arguments: [
+        ("\u{212A}iosk", "Kiosk/stats", "/Kiosk/stats"), ("Kiosk", "\u{212A}iosk/stats", "/%E2%84%AAiosk/stats"),
+    ])
+    func aRuleCoversPathsByTheirBytes(rule: String, path: String, route: String) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route(route) { _ in .json(["id": 1, "name": "x"]) }
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.signer = RequestSigner(key: Self.app, rules: [rule: .key(Self.admin)])
+        }
+        #expect(rule == String(path.prefix(5)))
+        let _: ServiceUser = try await service.get(path)
+        let sent = try #require(server.recordedRequests(path: route).first)
+        #expect(Self.verifies(sent, key: Self.app))
+        #expect(!Self.verifies(sent, key: Self.admin))
+    }
+
     @Test func aServerThatGetsNoCredentialGetsNoSignature() async throws {
         let server = try TestServer()
         let other = try TestServer()

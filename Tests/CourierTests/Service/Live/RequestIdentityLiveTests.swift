@@ -235,6 +235,31 @@ import Testing
         #expect(names.second == "bob")
     }
 
+    /// A service's adapter that decorates each call from its `userInfo` (a tenant, as
+    /// `UserInfo` is documented for): two GETs of one service with other tenants were shared
+    /// (the identity cannot see `userInfo`), and the second got the first tenant's answer.
+    @Test func getsWhoseServiceAdapterReadsTheirUserInfoAreNotShared() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let tenant: UserInfoKey = "test.tenant"
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.adapters = [
+                .adapter { request, context in
+                    var request = request
+                    request.head.headerFields[HTTPField.Name("X-Tenant")!] = context.userInfo[tenant] as? String
+                    return request
+                }
+            ]
+        }
+        let one = CallOptions.default.with(\.userInfo, [tenant: "one"])
+        let two = CallOptions.default.with(\.userInfo, [tenant: "two"])
+        let names = try await Self.overlappingGets(
+            on: server, "/tenant", echoing: "X-Tenant", deduplicator: service.configuration.deduplicator,
+            { try await service.get("tenant", options: one) }, { try await service.get("tenant", options: two) })
+        #expect(names.first == "one")
+        #expect(names.second == "two")
+    }
+
     /// One service's identical GETs still share one transfer when it has adapters.
     @Test func getsOfOneServiceWithAdaptersAreStillShared() async throws {
         let server = try TestServer()
@@ -334,6 +359,38 @@ import Testing
         #expect(service.configuration.deduplicator.executionCount == 2)
         held.release(2)
         #expect(try await first.value.name == "feed")
+    }
+
+    /// The client's own timeout changed (`updateSettings`) while an identical GET was in
+    /// flight: the second call, under the new settings, joined the first one's transfer, made
+    /// under the old 2-second timeout, and failed with its `.timedOut` although its own
+    /// settings allow the answer.
+    @Test func aCallUnderNewClientSettingsDoesNotTakeTheTimeoutOfATransferMadeUnderTheOld() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = HeldRoute()
+        server.routeHeldFeed(held)
+        defer { held.release(10) }
+        let service = try ServiceFixture.service(server) { $0.retryPolicy = .none }
+        try service.client.updateSettings { $0.timeout = .seconds(2) }
+        let first = Task { () async throws -> ServiceUser in try await service.get("feed") }
+        while held.arrived.value == 0 { await Task.yield() }
+        try service.client.updateSettings { $0.timeout = nil }
+        let second = Task { () async throws -> ServiceUser in try await service.get("feed") }
+        let dedup = service.configuration.deduplicator
+        while dedup.waiterCount < 2, held.arrived.value < 2 { await Task.yield() }
+        let firstError = await courierError { _ = try await first.value }
+        #expect(firstError?.code == .timedOut)
+        // The second call sends its own request, and gets the answer.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while held.arrived.value < 2, ContinuousClock.now < deadline, service.calls.count > 0 { await Task.yield() }
+        held.release(2)
+        do {
+            #expect(try await second.value.name == "feed")
+        } catch {
+            Issue.record("the second call failed: \(error)")
+        }
+        #expect(server.count("/feed") == 2)
     }
 
     /// A call with its own size limit joined an identical GET in flight and took its body,
