@@ -8,7 +8,8 @@
 /// large body, though: a 10 MB body read 2 KiB at a time took about twice the CPU of 16 KiB
 /// reads (each read is a `recv` and a write callback).
 ///
-/// So transfers start at 2 KiB, enough for a typical API answer; an origin whose body needed
+/// So transfers start at 2 KiB, enough for a typical API answer (16 KiB to an https origin, which
+/// may answer in HTTP/2: `minimumHTTPS`); an origin whose body needed
 /// more than one read gets a buffer that holds such a body (the next power of two, `maximum` at
 /// most) from its next transfer on, and goes back down one step after `shrinkAfter` transfers
 /// in a row whose bodies a quarter of the buffer would have held.
@@ -29,8 +30,16 @@ struct ReceiveBufferSizes {
         var smallInARow: Int
     }
 
-    /// The first size for an origin; libcurl accepts 1 KiB and more.
+    /// The first size for an http origin; libcurl accepts 1 KiB and more.
     static let minimum = 2 << 10
+    /// The first size for an https origin, which may answer in HTTP/2: libcurl 7.88 reads an
+    /// HTTP/2 answer of unknown length (no Content-Length, as nginx's gzip sends) with a buffer
+    /// smaller than a frame (16 KiB) to its last byte but does not see the stream end, and the
+    /// transfer waited for its stall timeout or its timeout.
+    static let minimumHTTPS = 16 << 10
+
+    /// The first (and smallest) size for `origin`.
+    static func minimum(for origin: Origin) -> Int { origin.isHTTPS ? minimumHTTPS : minimum }
     /// The largest learned size: an origin of large bodies is read 128 KiB at a time (the curl
     /// tool reads 100 KiB). At libcurl's default of 16 KiB, 32 transfers of 1 MB bodies took
     /// about 0.6× the curl tool's time: one read of each ready socket per pass of the loop.
@@ -54,7 +63,7 @@ struct ReceiveBufferSizes {
     private var entries: [Origin: Entry] = [:]
 
     /// The buffer size for the next transfer to `origin`.
-    func size(for origin: Origin) -> Int { entries[origin]?.size ?? Self.minimum }
+    func size(for origin: Origin) -> Int { entries[origin]?.size ?? Self.minimum(for: origin) }
 
     /// Learns from a transfer that ended.
     /// - Parameters:
@@ -62,7 +71,8 @@ struct ReceiveBufferSizes {
     ///   - bodyBytes: the bytes of its body (after content decoding).
     ///   - size: the buffer size it had.
     mutating func record(_ origin: Origin, bodyBytes: Int64, size: Int) {
-        var entry = entries[origin] ?? Entry(size: Self.minimum, smallInARow: 0)
+        let minimum = Self.minimum(for: origin)
+        var entry = entries[origin] ?? Entry(size: minimum, smallInARow: 0)
         if bodyBytes > Int64(size) {
             let fitting =
                 bodyBytes >= Int64(Self.maximum) ? Self.maximum : 1 << (64 - (Int(bodyBytes) - 1).leadingZeroBitCount)
@@ -70,12 +80,12 @@ struct ReceiveBufferSizes {
         } else if bodyBytes <= Int64(entry.size / 4) {
             entry.smallInARow += 1
             if entry.smallInARow >= Self.shrinkAfter {
-                entry = Entry(size: Swift.max(Self.minimum, entry.size / 2), smallInARow: 0)
+                entry = Entry(size: Swift.max(minimum, entry.size / 2), smallInARow: 0)
             }
         } else {
             entry.smallInARow = 0
         }
-        guard entry.size > Self.minimum else {
+        guard entry.size > minimum else {
             entries.removeValue(forKey: origin)
             return
         }
