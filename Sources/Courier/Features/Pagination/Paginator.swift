@@ -46,6 +46,12 @@ public enum PaginationStyle: Sendable, Hashable {
 /// `hasMore`, its `total`, or a page shorter than the page size (an empty page ends too), and
 /// after page number `Int.max`. A next cursor already fetched (pages that loop) is an error.
 /// Concurrent `next()` calls are served one after another, never fetching a page twice.
+/// The paginator whose page the current task is fetching (a generic type has no static
+/// stored property of its own).
+enum PaginatorFetch {
+    @TaskLocal static var paginator: ObjectIdentifier?
+}
+
 public actor Paginator<Item: Sendable> {
     /// Fetches the page a ``PageRequest`` describes.
     public typealias Fetch = @Sendable (PageRequest) async throws -> Page<Item>
@@ -79,7 +85,9 @@ public actor Paginator<Item: Sendable> {
 
     /// Loads the first page, starting over.
     /// - Returns: its items.
+    /// - Throws: `CourierError.invalidRequest` when called from a page's own fetch.
     public func first() async throws -> [Item] {
+        try refuseFromOwnFetch("first()")
         loading?.cancel()
         loading = nil
         generation &+= 1
@@ -91,8 +99,10 @@ public actor Paginator<Item: Sendable> {
 
     /// Loads the page after the last one loaded (the first page if none was).
     /// - Returns: its items; empty when there are no more pages.
-    /// - Throws: `CourierError.invalidResponse` when the next cursor is one already fetched.
+    /// - Throws: `CourierError.invalidResponse` when the next cursor is one already fetched;
+    ///   `.invalidRequest` when called from a page's own fetch (it would wait for itself).
     public func next() async throws -> [Item] {
+        try refuseFromOwnFetch("next()")
         while let current = loading {
             _ = try? await current.value
             // Whoever resumes first retires the finished load, so no one spins on it.
@@ -127,6 +137,17 @@ public actor Paginator<Item: Sendable> {
         return items
     }
 
+    /// A page's fetch that asks its own paginator for a page would wait for itself (`next()`:
+    /// for the load it is part of) or fetch again without end (`first()`): refused at once, from
+    /// the fetch and from any task it starts (they inherit its task-local values; a prefetch of
+    /// the next page belongs after the fetch, not in it).
+    /// - Throws: `CourierError.invalidRequest`.
+    private func refuseFromOwnFetch(_ method: String) throws(CourierError) {
+        guard PaginatorFetch.paginator == ObjectIdentifier(self) else { return }
+        throw CourierError(
+            .invalidRequest, "a page's fetch called \(method) on its own paginator: it would wait for itself")
+    }
+
     private var firstRequest: PageRequest {
         switch style {
         case .page(let first, let size): PageRequest(page: first, offset: nil, limit: size, cursor: nil)
@@ -154,7 +175,7 @@ public actor Paginator<Item: Sendable> {
     }
 
     private func fetchAndApply(_ request: PageRequest, generation: UInt64) async throws -> [Item] {
-        let page = try await fetch(request)
+        let page = try await PaginatorFetch.$paginator.withValue(ObjectIdentifier(self)) { try await fetch(request) }
         // A `first()` while this page was loading started over: this page is not part of it,
         // and the walk that asked for it ends with a `CourierError` like any other call.
         guard generation == self.generation else {

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @_spi(Fuzzing) @testable import Courier
@@ -14,6 +15,41 @@ import Testing
                 items: items, hasMore: reportHasMore ? start + items.count < count : nil,
                 total: reportTotal ? count : nil)
         }
+    }
+
+    /// A page's fetch that asks its own paginator for a page waited for itself forever
+    /// (`next()` awaits the load the fetch is part of): it is refused at once. The wait runs
+    /// in a task of its own with a 30 s bound, so a hang fails the test instead of hanging it.
+    @Test(arguments: [false, true])
+    func aFetchThatCallsItsOwnPaginatorIsRefused(callsFirst: Bool) async throws {
+        let own = LockedValue<Paginator<Int>?>(nil)
+        let seen = LockedValue<[CourierError]>([])
+        let fetch = Self.pages(45)
+        let paginator = Paginator<Int>(style: .page(size: 20)) { request in
+            if request.page == 1, let paginator = own.withLock({ $0 }) {
+                do {
+                    _ = callsFirst ? try await paginator.first() : try await paginator.next()
+                } catch let error as CourierError {
+                    seen.withLock { $0.append(error) }
+                }
+            }
+            return try await fetch(request)
+        }
+        own.withLock { $0 = paginator }
+        let done = DispatchSemaphore(value: 0)
+        let walk = Task {
+            defer { done.signal() }
+            return try await paginator.first()
+        }
+        // Waited for on a thread of its own: a blocked thread of the task pool could starve the walk.
+        let finished = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            Thread.detachNewThread { continuation.resume(returning: done.wait(timeout: .now() + 30) == .success) }
+        }
+        #expect(finished, "the fetch waited for its own paginator")
+        guard finished else { return }
+        #expect(try await walk.value == Array(0..<20))
+        #expect(seen.withLock { $0.map(\.code) } == [.invalidRequest])
+        own.withLock { $0 = nil }
     }
 
     @Test func pageStyleToTheEnd() async throws {
