@@ -46,12 +46,6 @@ public enum PaginationStyle: Sendable, Hashable {
 /// `hasMore`, its `total`, or a page shorter than the page size (an empty page ends too), and
 /// after page number `Int.max`. A next cursor already fetched (pages that loop) is an error.
 /// Concurrent `next()` calls are served one after another, never fetching a page twice.
-/// The paginator whose page the current task is fetching (a generic type has no static
-/// stored property of its own).
-enum PaginatorFetch {
-    @TaskLocal static var paginator: ObjectIdentifier?
-}
-
 public actor Paginator<Item: Sendable> {
     /// Fetches the page a ``PageRequest`` describes.
     public typealias Fetch = @Sendable (PageRequest) async throws -> Page<Item>
@@ -210,4 +204,10 @@ public actor Paginator<Item: Sendable> {
         next.offset = request.offset.map { $0 + page.items.count }
         return next
     }
+}
+
+/// The paginator whose page the current task is fetching (a generic type has no static
+/// stored property of its own).
+enum PaginatorFetch {
+    @TaskLocal static var paginator: ObjectIdentifier?
 }
