@@ -226,33 +226,9 @@ enum CacheVariant {
             }
             var value = values.map { $0.split(whereSeparator: \.isWhitespace).joined(separator: " ") }
                 .joined(separator: ", ")
-            value = credential(name, value) ?? ascii(value)
+            value = credential(name, value) ?? percentEncodingNonASCII(value, andPercent: true)
             lines.append(name.canonicalName + "=" + value)
         }
         return lines.joined(separator: "\n")
-    }
-
-    /// `text` in ASCII: a byte past ASCII, and `%`, as `%` and two hexadecimal digits.
-    /// Variants are compared with `String`'s `==` (and kept as dictionary keys), which takes
-    /// canonically equivalent Unicode strings for equal (`café` composed and decomposed, `K`
-    /// and KELVIN SIGN): two values a server sees as two must make two variants.
-    static func ascii(_ text: String) -> String {
-        guard text.utf8.contains(where: { $0 >= 0x80 || $0 == UInt8(ascii: "%") }) else { return text }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.utf8.count * 2)
-        for byte in text.utf8 {
-            guard byte >= 0x80 || byte == UInt8(ascii: "%") else {
-                bytes.append(byte)
-                continue
-            }
-            bytes.append(UInt8(ascii: "%"))
-            bytes.append(hexDigit(byte >> 4))
-            bytes.append(hexDigit(byte & 0xf))
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    private static func hexDigit(_ value: UInt8) -> UInt8 {
-        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "A") - 10 + value
     }
 }

@@ -214,20 +214,22 @@ enum CacheLookupResult: Sendable {
     case miss
 }
 
-/// `text` with each byte past ASCII as `%` and two uppercase hexadecimal digits, as a URL
-/// carries it (RFC 3987 §3.1); `text` itself when it has none. A cache key is compared and
-/// hashed as a `String`, whose `==` takes canonically equivalent Unicode strings for equal
-/// (`café` composed and decomposed, `K` and KELVIN SIGN): two targets the server sees as two
-/// must make two keys.
-func percentEncodingNonASCII(_ text: String) -> String {
+/// `text` with each byte past ASCII (and `%` too, `andPercent`) as `%` and two uppercase
+/// hexadecimal digits, as a URL carries it (RFC 3987 §3.1); `text` itself when it has none.
+/// Keys are compared and hashed as `String`s, whose `==` takes canonically equivalent Unicode
+/// strings for equal (`café` composed and decomposed, `K` and KELVIN SIGN): two values a server
+/// sees as two must make two keys. A URL keeps its `%` (its own escapes); a header value in a
+/// key escapes it too (the request identity, `Vary` variants), so no value reads as another's.
+func percentEncodingNonASCII(_ text: String, andPercent: Bool = false) -> String {
+    func escapes(_ byte: UInt8) -> Bool { byte >= 0x80 || (andPercent && byte == UInt8(ascii: "%")) }
     var text = text
-    let hasNonASCII = text.withUTF8 { bytes in bytes.contains { $0 >= 0x80 } }
-    guard hasNonASCII else { return text }
+    let needsEscaping = text.withUTF8 { bytes in bytes.contains(where: escapes) }
+    guard needsEscaping else { return text }
     let digits = Array("0123456789ABCDEF".utf8)
     var bytes: [UInt8] = []
     bytes.reserveCapacity(text.utf8.count * 3)
     for byte in text.utf8 {
-        guard byte >= 0x80 else {
+        guard escapes(byte) else {
             bytes.append(byte)
             continue
         }

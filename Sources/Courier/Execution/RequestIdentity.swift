@@ -176,30 +176,12 @@ struct RequestIdentity: Hashable, Sendable {
         init() { bytes.reserveCapacity(256) }
 
         /// Appends `text` in ASCII: a byte past ASCII, and `%`, as `%` and two hexadecimal
-        /// digits. The key is compared and hashed as a `String`, whose `==` takes canonically
-        /// equivalent Unicode strings for equal (`café` composed and decomposed): two values
-        /// that differ on the wire must differ in the key.
+        /// digits (`percentEncodingNonASCII(_:andPercent:)`). The key is compared and hashed as
+        /// a `String`, whose `==` takes canonically equivalent Unicode strings for equal (`café`
+        /// composed and decomposed): two values that differ on the wire must differ in the key.
         mutating func append(_ text: String) {
-            var text = text
-            text.withUTF8 { utf8 in
-                guard utf8.contains(where: { $0 >= 0x80 || $0 == UInt8(ascii: "%") }) else {
-                    bytes.append(contentsOf: utf8)
-                    return
-                }
-                for byte in utf8 {
-                    if byte >= 0x80 || byte == UInt8(ascii: "%") {
-                        bytes.append(UInt8(ascii: "%"))
-                        bytes.append(Self.hexDigit(byte >> 4))
-                        bytes.append(Self.hexDigit(byte & 0xf))
-                    } else {
-                        bytes.append(byte)
-                    }
-                }
-            }
-        }
-
-        private static func hexDigit(_ value: UInt8) -> UInt8 {
-            value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "A") - 10 + value
+            var text = percentEncodingNonASCII(text, andPercent: true)
+            text.withUTF8 { bytes.append(contentsOf: $0) }
         }
 
         /// `value` in lowercase hexadecimal, as `String(value, radix: 16)` writes it.
