@@ -128,6 +128,19 @@ import Testing
         #expect(service.calls.count == 0)
     }
 
+    /// A GET of `feed` in a task of its own: its result, and whether its task ended cancelled.
+    private static func feed(_ service: ServiceCore) -> Task<(Result<ServiceUser, CourierError>, Bool), Never> {
+        Task {
+            let result: Result<ServiceUser, CourierError>
+            do throws(CourierError) {
+                result = .success(try await service.get("feed"))
+            } catch {
+                result = .failure(error)
+            }
+            return (result, Task.isCancelled)
+        }
+    }
+
     /// A call waiting for a transfer it shares with an identical GET waits in its caller's task
     /// (no task of its own): the registry's cancel makes it leave, and the other call still
     /// gets the one transfer's answer.
@@ -138,17 +151,7 @@ import Testing
         server.routeHeldFeed(held)
         let service = try ServiceFixture.service(server)
         let dedup = service.configuration.deduplicator
-        func call() -> Task<(Result<ServiceUser, CourierError>, Bool), Never> {
-            Task {
-                let result: Result<ServiceUser, CourierError>
-                do throws(CourierError) {
-                    result = .success(try await service.get("feed"))
-                } catch {
-                    result = .failure(error)
-                }
-                return (result, Task.isCancelled)
-            }
-        }
+        func call() -> Task<(Result<ServiceUser, CourierError>, Bool), Never> { Self.feed(service) }
         let first = call()
         while dedup.waiterCount < 1 || held.arrived.value < 1 { await Task.yield() }
         let second = call()
@@ -182,17 +185,7 @@ import Testing
         server.routeHeldFeed(held)
         let service = try ServiceFixture.service(server)
         let dedup = service.configuration.deduplicator
-        func call() -> Task<(Result<ServiceUser, CourierError>, Bool), Never> {
-            Task {
-                let result: Result<ServiceUser, CourierError>
-                do throws(CourierError) {
-                    result = .success(try await service.get("feed"))
-                } catch {
-                    result = .failure(error)
-                }
-                return (result, Task.isCancelled)
-            }
-        }
+        func call() -> Task<(Result<ServiceUser, CourierError>, Bool), Never> { Self.feed(service) }
         let first = call()
         while dedup.waiterCount < 1 || held.arrived.value < 1 { await Task.yield() }
         let ids = service.calls.identifiers
