@@ -204,8 +204,8 @@ import Testing
         defer { redis.stop() }
         let first = try redis.fleet().intervalGate()
         let second = try redis.fleet().intervalGate()
-        let key = "GET https://h.example/feed\nas: 1\nclient: a1"
-        let sameFromAnotherProcess = "GET https://h.example/feed\nas: 2\nclient: b2"
+        let key = "GET https://h.example/feed\n@as: 1\n@client: a1"
+        let sameFromAnotherProcess = "GET https://h.example/feed\n@as: 2\n@client: b2"
         try await first.admit(key: key, rule: .drop(.seconds(60)))
         let error = await #expect(throws: CourierError.self) {
             try await second.admit(key: sameFromAnotherProcess, rule: .drop(.seconds(60)))

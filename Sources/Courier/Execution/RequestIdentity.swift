@@ -121,7 +121,9 @@ struct RequestIdentity: Hashable, Sendable {
                 fields.append(field)
             }
         }
-        if fields.count > 1 { fields.sort(by: Self.order) }
+        // By name only: fields of one name keep their order, which is part of their meaning
+        // (`Accept-Language: de` then `fr` prefers German; `fr` then `de`, French).
+        if fields.count > 1 { fields = Self.sortedByName(fields) }
         for field in fields {
             key.append("\n")
             key.append(field.name.canonicalName)
@@ -133,12 +135,12 @@ struct RequestIdentity: Hashable, Sendable {
         // per attempt.
         if let signingKey { credential.append(("signer " + signingKey.id, signingKey.secret.base64EncodedString())) }
         if !credential.isEmpty {
-            let text = credential.sorted(by: Self.order).map { "\($0.name): \($0.value)\n" }.joined()
-            key.append("\ncredential: ")
+            let text = Self.sortedByName(credential).map { "\($0.name): \($0.value)\n" }.joined()
+            key.append("\n@credential: ")
             key.append(Self.digest(text.utf8))
         }
         if let body = request.body {
-            key.append("\nbody:")
+            key.append("\n@body:")
             for segment in body.segments {
                 switch segment {
                 case .data(let data):
@@ -154,15 +156,15 @@ struct RequestIdentity: Hashable, Sendable {
                 }
             }
         }
-        key.append("\nas: ")
+        key.append("\n@as: ")
         key.appendHex(UInt(bitPattern: responseType))
-        if cachePolicy != .useProtocolCachePolicy { key.append("\ncache: \(cachePolicy)") }
+        if cachePolicy != .useProtocolCachePolicy { key.append("\n@cache: \(cachePolicy)") }
         if let client {
-            key.append("\nclient: ")
+            key.append("\n@client: ")
             key.appendHex(UInt(client))
         }
         if let cookieJar {
-            key.append("\njar: ")
+            key.append("\n@jar: ")
             key.appendHex(UInt(cookieJar))
         }
         self.key = String(decoding: key.bytes, as: UTF8.self)
@@ -209,12 +211,26 @@ struct RequestIdentity: Hashable, Sendable {
         return false
     }
 
-    private static func order(_ a: HTTPField, _ b: HTTPField) -> Bool {
-        a.name != b.name ? a.name.canonicalName < b.name.canonicalName : a.value < b.value
+    /// `fields` sorted by name, the fields of one name in their order: stable whatever the
+    /// sort does, by the field's index.
+    private static func sortedByName(_ fields: [HTTPField]) -> [HTTPField] {
+        var sorted = true
+        for index in fields.indices.dropFirst()
+        where fields[index].name.canonicalName < fields[index - 1].name.canonicalName {
+            sorted = false
+            break
+        }
+        if sorted { return fields }
+        return fields.enumerated().sorted { a, b in
+            a.element.name != b.element.name
+                ? a.element.name.canonicalName < b.element.name.canonicalName : a.offset < b.offset
+        }.map(\.element)
     }
 
-    private static func order(_ a: (name: String, value: String), _ b: (name: String, value: String)) -> Bool {
-        a.name != b.name ? a.name < b.name : a.value < b.value
+    private static func sortedByName(_ fields: [(name: String, value: String)]) -> [(name: String, value: String)] {
+        fields.enumerated().sorted { a, b in
+            a.element.name != b.element.name ? a.element.name < b.element.name : a.offset < b.offset
+        }.map(\.element)
     }
 
     /// The one-way digest of a credential or a body: the one place the hash is chosen.

@@ -42,14 +42,39 @@ import Testing
             client: client)
         let lines = identity.key.split(separator: "\n").map(String.init)
         #expect(lines.first == "GET https://api.example.com/feed?page=1")
-        // Sorted by name, then value; the credential only as a digest.
+        // Sorted by name, the fields of one name in their order; the credential only as a
+        // digest; the identity's own lines marked with `@`, which no field name holds.
         #expect(
             Array(lines.dropFirst().prefix(3)) == [
                 "accept: application/json", "accept: text/plain", "accept-language: fr",
             ])
-        #expect(lines.contains { $0.hasPrefix("credential: ") && !$0.contains("Bearer") })
-        #expect(lines.contains("as: " + String(UInt(bitPattern: ObjectIdentifier(Int.self)), radix: 16)))
-        #expect(lines.last == "client: " + String(client, radix: 16))
+        #expect(lines.contains { $0.hasPrefix("@credential: ") && !$0.contains("Bearer") })
+        #expect(lines.contains("@as: " + String(UInt(bitPattern: ObjectIdentifier(Int.self)), radix: 16)))
+        #expect(lines.last == "@client: " + String(client, radix: 16))
+    }
+
+    /// The fields of one name mean something in their order (`Accept-Language: de` then `fr`
+    /// prefers German). On the old code they were sorted by value, and the two orders made one
+    /// identity: one call got the other's answer.
+    @Test func fieldsOfOneNameInAnotherOrderAreAnotherRequest() {
+        let germanFirst = Self.identity(fields: [.acceptLanguage: "de", .acceptLanguage: "fr"])
+        let frenchFirst = Self.identity(fields: [.acceptLanguage: "fr", .acceptLanguage: "de"])
+        #expect(germanFirst != frenchFirst)
+        // Other names still do not depend on the order they were set in.
+        let one = Self.identity(fields: [.accept: "a", .acceptLanguage: "de", .accept: "b"])
+        let two = Self.identity(fields: [.acceptLanguage: "de", .accept: "a", .accept: "b"])
+        #expect(one == two)
+    }
+
+    /// A header field named like one of the identity's own lines cannot stand for it: the
+    /// identity's lines start with `@`, which a field name cannot hold.
+    @Test func aFieldNamedLikeTheIdentitysOwnLinesIsNotTakenForThem() {
+        let withCredential = Self.identity(fields: [.authorization: "Bearer a"])
+        let digest = RequestIdentity.digest("authorization: Bearer a\n".utf8)
+        #expect(withCredential.key.contains(digest))
+        let forged = Self.identity(fields: [HTTPField.Name("Credential")!: digest])
+        #expect(forged != withCredential)
+        #expect(HTTPField.Name("@credential") == nil)
     }
 
     @Test func everythingThatChangesTheAnswerChangesTheIdentity() {

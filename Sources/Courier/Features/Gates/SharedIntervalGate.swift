@@ -28,12 +28,12 @@ extension RequestIntervalGate {
     /// cookie jar by numbers of the process's own (the jar's cookies are in its credential
     /// digest, which stays).
     ///
-    /// Only the identity's own lines are left out: they come last, from its `as: ` line on
-    /// (a header value holds no line break). A header field named `As`, `Client` or `Jar` is
-    /// written in the same form before them, and two calls that differ only in it are two
-    /// requests.
+    /// Only the identity's own lines are left out: they come last, from its `@as: ` line on
+    /// (a header value holds no line break, and a field name no `@`). A header field named
+    /// `As`, `Client` or `Jar` is written before them as `as: …`, and two calls that differ
+    /// only in it are two requests.
     package static func fleetKey(_ key: String) -> String {
-        let marker = Array("\nas: ".utf8)
+        let marker = Array("\n@as: ".utf8)
         let bytes = Array(key.utf8)
         guard bytes.count >= marker.count,
             let start = stride(from: bytes.count - marker.count, through: 0, by: -1).first(where: {
@@ -43,7 +43,7 @@ extension RequestIntervalGate {
         var lines = [String(decoding: bytes[..<start], as: UTF8.self)[...]]
         let rest = String(decoding: bytes[(start + marker.count)...], as: UTF8.self)
         for line in rest.split(separator: "\n", omittingEmptySubsequences: false).dropFirst()
-        where !line.hasPrefix("client: ") && !line.hasPrefix("jar: ") {
+        where !line.hasPrefix("@client: ") && !line.hasPrefix("@jar: ") {
             lines.append(line)
         }
         return lines.joined(separator: "\n")

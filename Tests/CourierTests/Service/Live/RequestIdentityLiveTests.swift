@@ -76,6 +76,34 @@ import Testing
         #expect(server.count("/names") == 2)
     }
 
+    /// `Accept-Language: de` then `fr` prefers German, `fr` then `de` French: two GETs that
+    /// send the same values in another order are two requests. On the old code the identity
+    /// sorted the values, and the second call got the first one's answer.
+    @Test func getsWhoseRepeatedFieldsComeInAnotherOrderAreNotShared() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = HeldRoute()
+        server.route("/greeting") { request in
+            held.hold()
+            return .json(["id": 1, "name": request.header("Accept-Language") ?? "none"])
+        }
+        let service = try ServiceFixture.service(server)
+        func call(_ first: String, _ second: String) async throws -> ServiceUser {
+            try await service.get(
+                "greeting", options: .default.with(\.headers, [.acceptLanguage: first, .acceptLanguage: second]))
+        }
+        async let one = call("de", "fr")
+        while held.arrived.value < 1 { await Task.yield() }
+        async let two = call("fr", "de")
+        let dedup = service.configuration.deduplicator
+        while held.arrived.value < 2 && dedup.waiterCount < 2 { await Task.yield() }
+        held.release(2)
+        let (a, b) = try await (one, two)
+        #expect(a.name == "de, fr")
+        #expect(b.name == "fr, de")
+        #expect(server.count("/greeting") == 2)
+    }
+
     /// Two clients (an `Accept-Language` each) share one `ServiceConfiguration`, and so its
     /// de-duplicator: an identical GET from the second client must not join the first's.
     /// (Found by the red-team review: the `de` client received the `fr` client's answer.)
