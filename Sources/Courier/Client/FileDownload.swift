@@ -37,10 +37,71 @@ struct FileDownload {
 
     /// What a resumed request must match: the first response's validator, and where it stopped.
     private struct Resumption {
+        /// Bytes written to the file.
         var offset: Int64 = 0
         /// A strong `ETag` or a `Last-Modified` date (`If-Range`); nil: the download cannot resume.
         var validator: String?
+        /// The length of the whole resource (the first response's `Content-Length`, or its
+        /// `Content-Range` total), when known.
         var total: Int64?
+        /// The range the caller asked for (its own `Range` field), until an answer fixes it;
+        /// nil for the whole resource, and from a `200` on (the server sent it all).
+        var requested: RequestedRange?
+        /// The resource's bytes the file holds, from the first `206` to a caller's range on:
+        /// the file's first byte is the resource's byte `range.first`.
+        var range: (first: Int64, last: Int64)?
+
+        /// The resource byte the next body byte must be.
+        var next: Int64 { (range?.first ?? 0) + offset }
+        /// The bytes the file will hold when complete, when known (progress's total).
+        var expected: Int64? { range.map { $0.last - $0.first + 1 } ?? total }
+    }
+
+    /// A caller's own `Range` field: one byte range (`bytes=first-last`, `bytes=first-` or
+    /// `bytes=-suffix`). The file holds those bytes of the resource, and a resumption asks for
+    /// the rest of them.
+    enum RequestedRange: Equatable {
+        case from(first: Int64, last: Int64?)
+        case suffix(Int64)
+
+        /// - Throws: `CourierError.invalidRequest` for anything else (several ranges, another
+        ///   unit): the file could not hold the answer as the caller's bytes.
+        init(_ value: String) throws(CourierError) {
+            let refused = CourierError(
+                .invalidRequest,
+                "a download takes one byte range (bytes=first-last, first- or -suffix), not: \(value.prefix(80))")
+            let text = value.trimmingCharacters(in: .whitespaces)
+            guard text.lowercased().hasPrefix("bytes="), !text.contains(",") else { throw refused }
+            let bounds = text.dropFirst("bytes=".count).split(
+                separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+            guard bounds.count == 2 else { throw refused }
+            let first = bounds[0].trimmingCharacters(in: .whitespaces)
+            let last = bounds[1].trimmingCharacters(in: .whitespaces)
+            let digits = { (text: String) in !text.isEmpty && text.utf8.allSatisfy { $0 >= 48 && $0 <= 57 } }
+            if first.isEmpty {
+                guard digits(last), let length = Int64(last), length > 0 else { throw refused }
+                self = .suffix(length)
+            } else {
+                guard digits(first), let start = Int64(first), last.isEmpty || digits(last) else { throw refused }
+                let end = last.isEmpty ? nil : Int64(last)
+                guard last.isEmpty || end.map({ $0 >= start }) == true else { throw refused }
+                self = .from(first: start, last: end)
+            }
+        }
+
+        /// Whether `range` (of a resource of `total` bytes, when known) is the answer to this
+        /// range (RFC 9110 §14.1.2: a last byte past the end means the end).
+        func isAnsweredBy(_ range: ContentRange) -> Bool {
+            switch self {
+            case .from(let first, let last):
+                guard range.first == first else { return false }
+                let end = [last, range.total.map { $0 - 1 }].compactMap { $0 }.min()
+                return end.map { range.last == $0 } ?? true
+            case .suffix(let length):
+                guard let total = range.total else { return range.last - range.first + 1 <= length }
+                return range.last == total - 1 && range.last - range.first + 1 == min(length, total)
+            }
+        }
     }
 
     func run() async throws -> HTTPClient.Response {
@@ -62,6 +123,8 @@ struct FileDownload {
         }
         let limit = options.maxResponseSize ?? client.configuration.maxResponseSize
         var state = Resumption()
+        state.requested = try request.headerFields[.range].map { value throws(CourierError) in try RequestedRange(value)
+        }
         var resumes = 0
         // Resuming sends the request again: a POST only when the caller opts in, as for any retry.
         let maxResumes =
@@ -100,8 +163,10 @@ struct FileDownload {
         var head = request
         // Ranges count bytes as sent: a decoded (gzip) body could not be resumed.
         if head.headerFields[.acceptEncoding] == nil { head.headerFields[.acceptEncoding] = "identity" }
+        // The caller's own range goes as it is until an answer fixes it; a resumption asks for
+        // the rest of it, or of the whole resource.
         if state.offset > 0, let validator = state.validator {
-            head.headerFields[.range] = "bytes=\(state.offset)-"
+            head.headerFields[.range] = "bytes=\(state.next)-" + (state.range.map { "\($0.last)" } ?? "")
             head.headerFields[.ifRange] = validator
         }
         var options = self.options
@@ -115,15 +180,38 @@ struct FileDownload {
         var rangeEnd: Int64?
         switch answer.status.code {
         case 206:
-            let range = try ContentRange(answer.headerFields[.contentRange], expectedStart: state.offset)
-            // A range that stops short would be renamed as if it were the whole file.
-            if let total = range.total, range.last + 1 != total {
+            let requested = state.offset == 0 ? state.requested : nil
+            let range = try ContentRange(
+                answer.headerFields[.contentRange], expectedStart: requested == nil ? state.next : nil)
+            if let requested {
+                // The first answer to the caller's range: it must be that range, and fixes it.
+                guard requested.isAnsweredBy(range) else {
+                    throw CourierError(
+                        .invalidResponse,
+                        "the server sent bytes \(range.first)-\(range.last) of \(range.total.map { "\($0)" } ?? "*"), "
+                            + "not the range asked for (\(request.headerFields[.range] ?? ""))")
+                }
+                state.range = (range.first, range.last)
+                state.requested = nil
+                state.validator = Self.validator(of: answer)
+            } else if let fixed = state.range {
+                // The rest of the caller's range, no more and no less.
+                if range.last != fixed.last {
+                    throw CourierError(
+                        .invalidResponse,
+                        "the server sent bytes \(range.first)-\(range.last), not the rest of bytes \(fixed.first)-\(fixed.last)"
+                    )
+                }
+            } else if let total = range.total, range.last + 1 != total {
+                // A range that stops short would be renamed as if it were the whole file.
                 throw CourierError(
                     .invalidResponse, "the server sent bytes \(range.first)-\(range.last) of \(total), not the rest")
             }
             // The rest of the file the first response announced: a resumption that names
             // another length, or an unknown one (`*`) and stops short, is not of that file.
-            if let known = state.total, range.total.map({ $0 != known }) ?? (range.last + 1 != known) {
+            if let known = state.total,
+                range.total.map({ $0 != known }) ?? (state.range == nil && range.last + 1 != known)
+            {
                 throw CourierError(
                     .invalidResponse,
                     "the server resumed the download with bytes \(range.first)-\(range.last) of "
@@ -138,9 +226,12 @@ struct FileDownload {
             state.total = range.total ?? state.total
             rangeEnd = range.last + 1
         case 200...299:
-            // A full body: the server ignored the range (or none was asked for): start over.
+            // A full body: the server ignored the range (or none was asked for): start over,
+            // with the whole resource (a caller's range included: the status says so).
             if state.offset > 0 { try output.truncate() }
             state.offset = 0
+            state.range = nil
+            state.requested = nil
             state.total = answer.headerFields[.contentLength].flatMap { Int64($0) }
             state.validator = Self.validator(of: answer)
         default:
@@ -149,17 +240,17 @@ struct FileDownload {
                 .httpStatus, "the download got HTTP \(answer.status.code), not a body", response: answer,
                 body: body)
         }
-        if let total = state.total, total > limit { throw CourierError.tooLarge(limit) }
+        if let expected = state.expected, expected > limit { throw CourierError.tooLarge(limit) }
         for try await chunk in streamed.body {
             guard state.offset + Int64(chunk.count) <= limit else { throw CourierError.tooLarge(limit) }
             try output.write(chunk)
             state.offset += Int64(chunk.count)
-            progress.report(TransferProgress(completed: state.offset, total: state.total))
+            progress.report(TransferProgress(completed: state.offset, total: state.expected))
         }
-        if let rangeEnd, state.offset != rangeEnd {
+        if let rangeEnd, state.next != rangeEnd {
             throw CourierError(
                 .invalidResponse,
-                "the server's Content-Range ends at byte \(rangeEnd), its body at byte \(state.offset)")
+                "the server's Content-Range ends at byte \(rangeEnd), its body at byte \(state.next)")
         }
         return HTTPClient.Response(
             head: answer, body: Data(), metrics: TransferMetrics(), request: streamed.request, url: streamed.url,
@@ -191,8 +282,8 @@ struct ContentRange: Equatable {
     var total: Int64?
 
     /// - Throws: `CourierError.invalidResponse` when the header is missing, malformed, or does
-    ///   not start at `expectedStart`.
-    init(_ header: String?, expectedStart: Int64) throws(CourierError) {
+    ///   not start at `expectedStart` (nil: the first answer to a caller's range, checked by it).
+    init(_ header: String?, expectedStart: Int64?) throws(CourierError) {
         guard let header else {
             throw CourierError(.invalidResponse, "a 206 response without Content-Range")
         }
@@ -205,10 +296,11 @@ struct ContentRange: Equatable {
         else {
             throw CourierError(.invalidResponse, "a 206 response with a malformed Content-Range: \(header.prefix(80))")
         }
-        guard first == expectedStart else {
+        if let expectedStart, first != expectedStart {
             throw CourierError(
                 .invalidResponse,
-                "the server resumed the download at byte \(first), not at byte \(expectedStart) (Content-Range: \(header.prefix(80)))"
+                "the server resumed the download at byte \(first), not at byte \(expectedStart) "
+                    + "(Content-Range: \(header.prefix(80)))"
             )
         }
         self.first = first
