@@ -200,11 +200,15 @@ extension ServiceCore {
                     credentialQuery = applied.queryItems(named: authentication.credentialQueryNames)
                 }
             }
+            // Adapters may decorate a call from its `userInfo` (its tenant), after the identity:
+            // then its values are part of it (they are the plan's, as its options are).
+            let decorated = !service.configuration.adapters.isEmpty || !options.adapters.isEmpty
             let identity = RequestIdentity(
                 request: request, credentialQuery: credentialQuery,
                 credentialFieldNames: service.prepared.credentialFieldNames,
                 responseType: responseType, cachePolicy: options.cachePolicy, client: client.identityNumber,
-                cookieJar: service.configuration.cookieJar?.identityNumber, signingKey: varying.signingKey)
+                cookieJar: service.configuration.cookieJar?.identityNumber, signingKey: varying.signingKey,
+                userInfo: decorated ? options.userInfo.appValuesText : nil)
             if keeps {
                 let memo = RequestIdentity.Memo(varying: varying, identity: identity)
                 plan.identityMemo.withLock { $0 = memo }

@@ -18,6 +18,8 @@ import HTTPTypes
 /// - a digest of the body;
 /// - the call's options that change the answer: the response serializer and model type, and
 ///   the cache policy;
+/// - the call's `userInfo` values, when adapters may decorate its request from them (a
+///   tenant): one tenant's calls are not another's for the interval and the veto either;
 /// - the client that sends it: two clients may share one `ServiceConfiguration` (and so its
 ///   gates) but not their answers, whatever their settings;
 /// - the service's cookie jar: its cookies go with every hop, and a redirect may lead where
@@ -94,11 +96,13 @@ struct RequestIdentity: Hashable, Sendable {
     ///   - client: the client that sends the call (`HTTPClient.identityNumber`).
     ///   - cookieJar: the service's own cookie jar (`CookieJar.identityNumber`), if any.
     ///   - signingKey: the key the service's `RequestSigner` signs the call with, if any.
+    ///   - userInfo: the call's `userInfo` values as text (`UserInfo.appValuesText`), for a
+    ///     call whose adapters may decorate its request from them (a tenant).
     init(
         request: PreparedRequest, credentialQuery: [(name: String, value: String)] = [],
         credentialFieldNames: Set<HTTPField.Name>, responseType: ObjectIdentifier,
         cachePolicy: CachePolicy, client: UInt64? = nil, cookieJar: UInt64? = nil,
-        signingKey: RequestSigner.Key? = nil
+        signingKey: RequestSigner.Key? = nil, userInfo: String? = nil
     ) {
         let head = request.head
         // Built as bytes, in one buffer, and made a string once: this runs for every
@@ -155,6 +159,10 @@ struct RequestIdentity: Hashable, Sendable {
                     key.appendHex(UInt(source.identityNumber))
                 }
             }
+        }
+        if let userInfo {
+            key.append("\n@info: ")
+            key.append(userInfo.replacingOccurrences(of: "\n", with: "\\n"))
         }
         key.append("\n@as: ")
         key.appendHex(UInt(bitPattern: responseType))

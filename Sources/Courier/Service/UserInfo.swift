@@ -44,6 +44,21 @@ public struct UserInfo: Sendable {
         return values.keys.contains { $0 != .showsActivity }
     }
     var keys: [UserInfoKey] { Array(values.keys) }
+
+    /// The app's values as text, for the identity of a call whose adapters may decorate its
+    /// request from them (a tenant): sorted by key, each key and value (`String(reflecting:)`)
+    /// prefixed by its length so that no two sets of values read alike; nil without app values.
+    /// A class instance without a description of its own reads as its type: such values are
+    /// not told apart.
+    var appValuesText: String? {
+        guard hasAppValues else { return nil }
+        var text = ""
+        for (key, value) in values.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where key != .showsActivity {
+            let value = String(reflecting: value)
+            text += "\(key.rawValue.utf8.count):\(key.rawValue)=\(value.utf8.count):\(value);"
+        }
+        return text
+    }
 }
 
 extension UserInfo: ExpressibleByDictionaryLiteral {

@@ -12,13 +12,14 @@ import Testing
 
     static func identity(
         _ method: HTTPRequest.Method = .get, path: String = "/feed?page=1", fields: HTTPFields = [:],
-        body: RequestBody? = nil, as type: Any.Type = String.self, cachePolicy: CachePolicy = .useProtocolCachePolicy
+        body: RequestBody? = nil, as type: Any.Type = String.self, cachePolicy: CachePolicy = .useProtocolCachePolicy,
+        userInfo: String? = nil
     ) -> RequestIdentity {
         let head = HTTPRequest(
             method: method, scheme: "https", authority: "api.example.com", path: path, headerFields: fields)
         return RequestIdentity(
             request: PreparedRequest(head: head, body: body), credentialFieldNames: names,
-            responseType: ObjectIdentifier(type), cachePolicy: cachePolicy)
+            responseType: ObjectIdentifier(type), cachePolicy: cachePolicy, userInfo: userInfo)
     }
 
     @Test func sameRequestSameIdentity() {
@@ -64,6 +65,26 @@ import Testing
         let one = Self.identity(fields: [.accept: "a", .acceptLanguage: "de", .accept: "b"])
         let two = Self.identity(fields: [.acceptLanguage: "de", .accept: "a", .accept: "b"])
         #expect(one == two)
+    }
+
+    /// The `userInfo` values a call's adapters may read: other values, another identity;
+    /// Courier's own `showsActivity` is not among them, and no two sets of values read alike.
+    @Test func userInfoValuesAreTextThatTellsThemApart() {
+        let tenant: UserInfoKey = "tenant"
+        let other: UserInfoKey = "other"
+        #expect(UserInfo([tenant: "one"]).appValuesText != UserInfo([tenant: "two"]).appValuesText)
+        #expect(UserInfo([tenant: "one"]).appValuesText == UserInfo([tenant: "one"]).appValuesText)
+        #expect(UserInfo([tenant: 1]).appValuesText != UserInfo([tenant: "1"]).appValuesText)
+        #expect(UserInfo([.showsActivity: true]).appValuesText == nil)
+        #expect(
+            UserInfo([tenant: "one", .showsActivity: true]).appValuesText == UserInfo([tenant: "one"]).appValuesText)
+        #expect(
+            UserInfo([tenant: "a;5:other=1:b", other: "c"]).appValuesText
+                != UserInfo([tenant: "a", other: "c"]).appValuesText)
+        let one = Self.identity(userInfo: UserInfo([tenant: "one"]).appValuesText)
+        let two = Self.identity(userInfo: UserInfo([tenant: "two"]).appValuesText)
+        #expect(one != two)
+        #expect(one != Self.identity())
     }
 
     /// A header field named like one of the identity's own lines cannot stand for it: the

@@ -288,6 +288,74 @@ import Testing
         #expect(names.second == "two")
     }
 
+    /// A service whose adapter sends each call's tenant (`userInfo`) as `X-Tenant`.
+    static func tenantService(_ server: TestServer, _ tenant: UserInfoKey) throws -> ServiceCore {
+        try ServiceFixture.service(server) { configuration in
+            configuration.adapters = [
+                .adapter { request, context in
+                    var request = request
+                    request.head.headerFields[HTTPField.Name("X-Tenant")!] = context.userInfo[tenant] as? String
+                    return request
+                }
+            ]
+        }
+    }
+
+    /// One tenant's request interval does not hold back another tenant's call of the same
+    /// endpoint; it still holds back the same tenant's. On the old code the identity could not
+    /// see `userInfo`, and the second tenant's call was refused with `.throttled`.
+    @Test func theIntervalOfOneTenantDoesNotHoldBackAnother() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/feed") { request in .json(["id": 1, "name": request.header("X-Tenant") ?? "none"]) }
+        let tenant: UserInfoKey = "test.tenant"
+        let service = try Self.tenantService(server, tenant)
+        func options(_ name: String) -> CallOptions {
+            CallOptions.default.with(\.userInfo, [tenant: name]).with(\.interval, .drop(.seconds(60)))
+        }
+        let one: ServiceUser = try await service.get("feed", options: options("one"))
+        let two: ServiceUser = try await service.get("feed", options: options("two"))
+        #expect([one.name, two.name] == ["one", "two"])
+        let again = await courierError { let _: ServiceUser = try await service.get("feed", options: options("one")) }
+        #expect(again?.code == .throttled)
+        #expect(server.count("/feed") == 2)
+    }
+
+    /// One tenant's tap in flight does not veto another tenant's; it still vetoes its own.
+    @Test func theDoubleTapVetoOfOneTenantDoesNotSkipAnother() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = HeldRoute()
+        server.route("POST", "/posts/7/like") { request in
+            held.hold()
+            return .json(["id": 7, "name": request.header("X-Tenant") ?? "none"])
+        }
+        let tenant: UserInfoKey = "test.tenant"
+        let service = try Self.tenantService(server, tenant)
+        func options(_ name: String) -> CallOptions {
+            CallOptions.default.with(\.userInfo, [tenant: name]).with(\.skipsWhileInFlight, true)
+        }
+        let first = Task { () async throws -> ServiceUser in
+            try await service.post("posts/7/like", options: options("one"))
+        }
+        while held.arrived.value == 0 { await Task.yield() }
+        let own = await courierError {
+            let _: ServiceUser = try await service.post("posts/7/like", options: options("one"))
+        }
+        #expect(own?.code == .skipped)
+        let ended = Recorder<Int>()
+        let other = Task { () async throws -> ServiceUser in
+            defer { ended.append(1) }
+            return try await service.post("posts/7/like", options: options("two"))
+        }
+        // Until it reaches the server, or (the bug) is skipped.
+        while held.arrived.value < 2 && ended.values.isEmpty { await Task.yield() }
+        held.release(2)
+        #expect(try await first.value.name == "one")
+        #expect(try await other.value.name == "two")
+        #expect(server.count("/posts/7/like") == 2)
+    }
+
     /// One service's identical GETs still share one transfer when it has adapters.
     @Test func getsOfOneServiceWithAdaptersAreStillShared() async throws {
         let server = try TestServer()
