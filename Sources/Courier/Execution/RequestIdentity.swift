@@ -2,6 +2,12 @@ import Crypto
 import Foundation
 import HTTPTypes
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
 /// What makes two calls the same request: computed once per call, and the one key of
 /// de-duplication, the request interval and the double-tap veto.
 ///
@@ -152,7 +158,7 @@ struct RequestIdentity: Hashable, Sendable {
                     key.append(Self.digest(data))
                 case .file(let path):
                     key.append(" file ")
-                    key.append(Self.digest(path.utf8))
+                    key.append(Self.digest((path + "\u{0}" + Self.fileVersion(path)).utf8))
                 // Read once: never the same as another call's body.
                 case .stream(let source):
                     key.append(" stream ")
@@ -239,6 +245,16 @@ struct RequestIdentity: Hashable, Sendable {
         fields.enumerated().sorted { a, b in
             a.element.name != b.element.name ? a.element.name < b.element.name : a.offset < b.offset
         }.map(\.element)
+    }
+
+    /// Which version of the file at `path` a body would send: its device, inode, size and
+    /// modification time (to the nanosecond), or `missing`. The same path with other contents
+    /// (a photo exported again to the same temporary file) is another body; the file is not
+    /// read for it.
+    static func fileVersion(_ path: String) -> String {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return "missing" }
+        return "\(info.st_dev) \(info.st_ino) \(info.st_size) \(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
     }
 
     /// The one-way digest of a credential or a body: the one place the hash is chosen.

@@ -136,6 +136,27 @@ import Testing
         #expect(Self.identity(.post, body: .file(path: "/a")) != Self.identity(.post, body: .file(path: "/b")))
     }
 
+    /// A file body is the file's contents: the same path written again (a photo exported again
+    /// to one temporary file) is another body for the interval and the veto, the same file
+    /// unchanged the same body. On the old code only the path counted.
+    @Test func aFileBodyWrittenAgainAtTheSamePathIsAnotherBody() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("courier-identity-\(UUID()).bin")
+        defer { try? FileManager.default.removeItem(at: url) }
+        try Data("first".utf8).write(to: url)
+        let first = Self.identity(.post, body: .file(path: url.path))
+        #expect(first == Self.identity(.post, body: .file(path: url.path)))
+        try Data("second, longer".utf8).write(to: url)
+        let longer = Self.identity(.post, body: .file(path: url.path))
+        #expect(longer != first)
+        // The same length, another modification time.
+        try Data("second, LONGER".utf8).write(to: url)
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date(timeIntervalSince1970: 1_000_000)], ofItemAtPath: url.path)
+        #expect(Self.identity(.post, body: .file(path: url.path)) != longer)
+        try FileManager.default.removeItem(at: url)
+        #expect(Self.identity(.post, body: .file(path: url.path)) != first)
+    }
+
     @Test func digestIsSHA256() {
         #expect(
             RequestIdentity.digest("abc".utf8) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
