@@ -270,15 +270,7 @@ import Testing
         let server = try TestServer()
         defer { server.stop() }
         let tenant: UserInfoKey = "test.tenant"
-        let service = try ServiceFixture.service(server) { configuration in
-            configuration.adapters = [
-                .adapter { request, context in
-                    var request = request
-                    request.head.headerFields[HTTPField.Name("X-Tenant")!] = context.userInfo[tenant] as? String
-                    return request
-                }
-            ]
-        }
+        let service = try Self.tenantService(server, tenant)
         let one = CallOptions.default.with(\.userInfo, [tenant: "one"])
         let two = CallOptions.default.with(\.userInfo, [tenant: "two"])
         let names = try await Self.overlappingGets(
