@@ -431,7 +431,7 @@ import Testing
 
     /// A call with its own short timeout joined an identical GET in flight and waited on that
     /// transfer past its own timeout, for as long as the first call's (here until the client's
-    /// 30-second stall timeout failed both).
+    /// stall timeout failed both).
     @Test func aCallWithItsOwnTimeoutDoesNotWaitOnAnotherCallsTransfer() async throws {
         let server = try TestServer()
         defer { server.stop() }

@@ -35,8 +35,16 @@ enum ServiceFixture {
         #expect(server.count("/posts/7/like") == 1, sourceLocation: sourceLocation)
     }
 
+    /// A client of `server`. Its timeout and stall timeout are long: many tests hold a request
+    /// at the server (`HeldRoute`) while they make their next step, and with the whole suite
+    /// running in parallel on a loaded machine a step can wait its turn for longer than the
+    /// defaults (30 s without a byte): the held request then failed and was sent again, and
+    /// the test failed for the machine's load, not for the code. Tests of timeouts set their own.
     static func client(_ server: TestServer, center: NotificationCenter = NotificationCenter()) throws -> HTTPClient {
-        try HTTPClient(configuration: HTTPClient.Configuration(baseURL: server.baseURL, notificationCenter: center))
+        try HTTPClient(
+            configuration: HTTPClient.Configuration(
+                baseURL: server.baseURL, timeout: .seconds(600), stallTimeout: .seconds(600), notificationCenter: center
+            ))
     }
 
     static func service(
