@@ -200,7 +200,7 @@ import Testing
                 }
             }.start()
         }
-        let finished = try await offPool { group.wait(timeout: .now() + 60) == .success }
+        let finished = try await offPool { group.wait(timeout: TestTimeBound.deadline(seconds: 60)) == .success }
         #expect(finished)
         #expect(failures.withLock { $0 } == 0)
         #expect(server.requestCount == connections * requestsEach)
@@ -226,7 +226,7 @@ import Testing
         let started = ContinuousClock.now
         server.stop()
         server.stop()  // idempotent
-        #expect(ContinuousClock.now - started < .seconds(3))
+        #expect(ContinuousClock.now - started < TestTimeBound.scaled(.seconds(3)))
         #expect(server.openConnections == 0)
         #expect(await idle.readUntilEnd().end != .timedOut)
         #expect(throws: RawHTTPError.self) { try RawHTTPConnection(port: server.port) }

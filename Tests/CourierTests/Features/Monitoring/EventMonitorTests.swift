@@ -1,3 +1,4 @@
+import CourierTesting
 import Foundation
 import HTTPTypes
 import Logging
@@ -102,7 +103,9 @@ struct ServiceLogCapture: LogHandler {
             monitor.didFinish(first, result: .success(HTTPResponse(status: .ok)), metrics: CallMetrics())
             done.signal()
         }
-        #expect(done.wait(timeout: .now() + 30) == .success, "the handler deadlocked on the monitor")
+        #expect(
+            done.wait(timeout: TestTimeBound.deadline(seconds: 30)) == .success, "the handler deadlocked on the monitor"
+        )
         #expect(changes.withLock { $0 } == ["true 1", "false 0", "true 1"])
         holder.withLock { $0 = nil }
     }

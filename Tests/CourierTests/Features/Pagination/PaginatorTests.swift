@@ -1,3 +1,4 @@
+import CourierTesting
 import Foundation
 import Testing
 
@@ -43,7 +44,9 @@ import Testing
         }
         // Waited for on a thread of its own: a blocked thread of the task pool could starve the walk.
         let finished = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            Thread.detachNewThread { continuation.resume(returning: done.wait(timeout: .now() + 30) == .success) }
+            Thread.detachNewThread {
+                continuation.resume(returning: done.wait(timeout: TestTimeBound.deadline(seconds: 30)) == .success)
+            }
         }
         #expect(finished, "the fetch waited for its own paginator")
         guard finished else { return }

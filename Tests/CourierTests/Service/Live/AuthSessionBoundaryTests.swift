@@ -147,7 +147,8 @@ import Testing
 /// Waits for `task`; if it has not ended after `bound`, runs `rescue` (which makes it end) and
 /// says so. A bound for code that would hang, not a synchronisation.
 func awaitWithRescue<T: Sendable>(
-    _ task: Task<T, Never>, within bound: Duration = .seconds(180), rescue: @escaping @Sendable () -> Void
+    _ task: Task<T, Never>, within bound: Duration = TestTimeBound.scaled(.seconds(60)),
+    rescue: @escaping @Sendable () -> Void
 ) async -> (T, rescued: Bool) {
     let watchdog = Task { () -> Bool in
         try await Task.sleep(for: bound)

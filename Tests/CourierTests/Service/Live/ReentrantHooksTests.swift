@@ -20,7 +20,7 @@ import Testing
             inner.wait()
             done.signal()
         }
-        return done.wait(timeout: .now() + seconds) == .success
+        return done.wait(timeout: .now() + seconds * Double(TestTimeBound.scale)) == .success
     }
 
     /// Every hook re-enters the service it serves, on every event, while 330 calls run at once:

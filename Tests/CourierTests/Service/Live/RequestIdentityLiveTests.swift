@@ -28,7 +28,7 @@ import Testing
         let held = Self.heldEcho(server, "/me")
         let client = try HTTPClient(
             configuration: HTTPClient.Configuration(
-                baseURL: server.baseURL,
+                baseURL: server.baseURL, timeout: .seconds(600), stallTimeout: .seconds(600),
                 authorization: .custom { [HTTPField(name: Self.apiKey, value: $0)] }, notificationCenter: .init()))
         let service = ServiceCore(client: client)
         let name = HTTPField.Name(header)!
@@ -118,7 +118,8 @@ import Testing
         func client(_ language: String) throws -> HTTPClient {
             try HTTPClient(
                 configuration: HTTPClient.Configuration(
-                    baseURL: server.baseURL, defaultHeaders: [.acceptLanguage: language], notificationCenter: .init()))
+                    baseURL: server.baseURL, timeout: .seconds(600), stallTimeout: .seconds(600),
+                    defaultHeaders: [.acceptLanguage: language], notificationCenter: .init()))
         }
         let shared = ServiceConfiguration()
         let french = ServiceCore(client: try client("fr"), configuration: shared)
