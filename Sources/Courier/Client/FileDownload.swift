@@ -243,6 +243,13 @@ struct FileDownload {
         if let expected = state.expected, expected > limit { throw CourierError.tooLarge(limit) }
         for try await chunk in streamed.body {
             guard state.offset + Int64(chunk.count) <= limit else { throw CourierError.tooLarge(limit) }
+            // Bytes past the `206`'s range are not the range's: refused before they are written
+            // (and before `next` counts them, which near `Int64.max` would overflow).
+            if let rangeEnd, Int64(chunk.count) > rangeEnd - state.next {
+                throw CourierError(
+                    .invalidResponse,
+                    "the server's Content-Range ends at byte \(rangeEnd), its body goes on past it")
+            }
             try output.write(chunk)
             state.offset += Int64(chunk.count)
             progress.report(TransferProgress(completed: state.offset, total: state.expected))

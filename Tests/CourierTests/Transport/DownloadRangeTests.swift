@@ -127,6 +127,31 @@ import Testing
         #expect(try Data(contentsOf: destination.url) == content)
     }
 
+    /// A `206` whose body is longer than its `Content-Range`, for a range that ends at the
+    /// last byte a 64-bit offset can name: the bytes past the range are refused as they come,
+    /// never counted on past `Int64.max`. On the old code the byte after the range overflowed
+    /// the resource offset (`first + written`) and trapped the process, for a caller who only
+    /// asked for the last ten bytes.
+    @Test(arguments: ["bytes=-10", "bytes=9223372036854775797-"])
+    func aBodyLongerThanItsRangeNearTheLargestOffsetIsRefused(range: String) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/file") { _ in
+            ScriptedResponse(
+                status: 206,
+                headers: [
+                    .eTag: LargeBodyTests.etag,
+                    .contentRange: "bytes 9223372036854775797-9223372036854775806/9223372036854775807",
+                ],
+                body: TestServer.bytePattern(count: 64))
+        }
+        let destination = LargeBodyTests.Destination()
+        let error = await courierError { _ = try await download(server, range: range, to: destination) }
+        #expect(error?.code == .invalidResponse, "\(String(describing: error))")
+        #expect(!destination.exists)
+        #expect(!destination.partExists)
+    }
+
     @Test(arguments: ["bytes=0-1,5-6", "items=0-9", "bytes=9-1", "bytes=-0", "bytes=a-b", "bytes="])
     func aRangeTheFileCannotHoldIsRefusedBeforeSending(range: String) async throws {
         let server = try TestServer()
