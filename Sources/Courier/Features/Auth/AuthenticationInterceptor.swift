@@ -101,12 +101,16 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
         let current = coordinator.current
         // Which credential did the rejected request carry? If applying the current one
         // changes nothing, it was the current one: refresh it. Otherwise the credential
-        // changed since (another call refreshed it): just send again.
+        // changed since (another call refreshed it): just send again. The query is compared
+        // item by item, in any order: writing a query part moves its item to the end, behind
+        // the items adapters after this one added.
         var sent: Credential?
         if let current {
             var probe = request.head
             apply(current, &probe)
-            if probe.headerFields == request.head.headerFields && probe.path == request.head.path { sent = current }
+            if probe.headerFields == request.head.headerFields && Self.sameTarget(probe.path, request.head.path) {
+                sent = current
+            }
         }
         do {
             _ = try await coordinator.credential(replacing: sent)
@@ -122,6 +126,20 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
 }
 
 extension AuthenticationInterceptor {
+    /// Whether two request targets have the same path and the same query items, in any order,
+    /// byte for byte.
+    static func sameTarget(_ one: String?, _ other: String?) -> Bool {
+        guard let one, let other else { return one == nil && other == nil }
+        func parts(_ target: String) -> (path: [UInt8], items: [[UInt8]]) {
+            let bytes = Array(target.utf8)
+            guard let mark = bytes.firstIndex(of: UInt8(ascii: "?")) else { return (bytes, []) }
+            let items = bytes[(mark + 1)...].split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: false)
+            return (Array(bytes[..<mark]), items.map(Array.init).sorted { $0.lexicographicallyPrecedes($1) })
+        }
+        let (a, b) = (parts(one), parts(other))
+        return a.path == b.path && a.items == b.items
+    }
+
     /// Writes the current credential into `request`, as an attempt would.
     func applyCurrent(to request: inout HTTPRequest) {
         guard let credential = coordinator.current else { return }
