@@ -191,6 +191,12 @@ struct FileDownload {
                         "the server sent bytes \(range.first)-\(range.last) of \(range.total.map { "\($0)" } ?? "*"), "
                             + "not the range asked for (\(request.headerFields[.range] ?? ""))")
                 }
+                // The caller's own `If-Range` asked for its range of that version only (it holds
+                // the bytes before): a server that ignores it must not hand another version's.
+                if let asked = request.headerFields[.ifRange], !Self.matches(answer, asked) {
+                    throw CourierError(
+                        .invalidResponse, "the server sent the range of another version than the request's If-Range")
+                }
                 state.range = (range.first, range.last)
                 state.requested = nil
                 state.validator = Self.validator(of: answer)
