@@ -301,7 +301,15 @@ extension ServiceCore {
         func finish<Serializer: ResponseSerializer>(
             _ answer: HTTPClient.Response, request: PreparedRequest, serializer: Serializer
         ) throws -> Serializer.Output {
-            plan.pool?.record(answer.head.status.code >= 500 ? .failure : .success, for: server)
+            if let pool = plan.pool {
+                // What the server did: a fresh hit asked it nothing, and a stale answer served
+                // on its failure is that failure (it counted as a success, and hid it).
+                switch answer.serverOutcome {
+                case .answered: pool.record(answer.head.status.code >= 500 ? .failure : .success, for: server)
+                case .failed(let outcome): pool.record(outcome, for: server)
+                case .notAsked: break
+                }
+            }
             if let monitor, let event { monitor.didReceive(event, response: answer.head) }
             var context = ResponseContext(request: request.head, response: answer.head, body: answer.body)
             try plan.validator.validate(context, serializerContentTypes: serializer.acceptableContentTypes)
