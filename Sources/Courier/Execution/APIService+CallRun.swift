@@ -202,7 +202,7 @@ extension ServiceCore {
             }
             // Adapters may decorate a call from its `userInfo` (its tenant), after the identity:
             // then its values are part of it (they are the plan's, as its options are).
-            let decorated = !service.configuration.adapters.isEmpty || !options.adapters.isEmpty
+            let decorated = service.prepared.hasOwnAdapters || !options.adapters.isEmpty
             let identity = RequestIdentity(
                 request: request, credentialQuery: credentialQuery,
                 credentialFieldNames: service.prepared.credentialFieldNames,

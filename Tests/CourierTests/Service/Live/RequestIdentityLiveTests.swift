@@ -288,6 +288,81 @@ import Testing
         #expect(names.second == "two")
     }
 
+    /// A service's own `CredentialAuthentication` (not an `AuthenticationInterceptor`) that
+    /// writes each call's tenant's credential from its `userInfo`: an adapter of the call like
+    /// the service's adapters, so a call with a tenant sends its own request and its interval
+    /// is its tenant's. On the old code only `adapters` counted: the second tenant's GET joined
+    /// the first one's transfer and got the first tenant's answer, and the first tenant's
+    /// interval refused the second tenant's call.
+    struct TenantAuthentication: CredentialAuthentication {
+        let tenant: UserInfoKey
+
+        func adapt(_ request: PreparedRequest, context: InterceptorContext) async throws -> PreparedRequest {
+            var request = request
+            request.head.headerFields[.authorization] = "Bearer " + (context.userInfo[tenant] as? String ?? "none")
+            return request
+        }
+
+        func retry(_ request: PreparedRequest, failure: AttemptFailure, context: InterceptorContext) async
+            -> RetryVerdict
+        { .doNotRetry }
+    }
+
+    @Test func getsWhoseOwnAuthenticationReadsTheirUserInfoAreNotShared() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let tenant: UserInfoKey = "test.tenant"
+        let service = try ServiceFixture.service(server) {
+            $0.authentication = TenantAuthentication(tenant: tenant)
+        }
+        let one = CallOptions.default.with(\.userInfo, [tenant: "one"])
+        let two = CallOptions.default.with(\.userInfo, [tenant: "two"])
+        let names = try await Self.overlappingGets(
+            on: server, "/tenant", echoing: "Authorization", deduplicator: service.configuration.deduplicator,
+            { try await service.get("tenant", options: one) }, { try await service.get("tenant", options: two) })
+        #expect(names.first == "Bearer one")
+        #expect(names.second == "Bearer two")
+        // The interval of one tenant does not hold back the other's call.
+        server.route("/feed") { request in .json(["id": 1, "name": request.header("Authorization") ?? "none"]) }
+        let spaced = { (name: String) in
+            CallOptions.default.with(\.userInfo, [tenant: name]).with(\.interval, .drop(.seconds(60)))
+        }
+        let first: ServiceUser = try await service.get("feed", options: spaced("one"))
+        let second: ServiceUser = try await service.get("feed", options: spaced("two"))
+        #expect([first.name, second.name] == ["Bearer one", "Bearer two"])
+    }
+
+    /// A `CredentialAuthentication` of the app's own that sends its user's token.
+    struct UserAuthentication: CredentialAuthentication {
+        let user: String
+
+        func adapt(_ request: PreparedRequest, context: InterceptorContext) async throws -> PreparedRequest {
+            var request = request
+            request.head.headerFields[.authorization] = "Bearer " + user
+            return request
+        }
+
+        func retry(_ request: PreparedRequest, failure: AttemptFailure, context: InterceptorContext) async
+            -> RetryVerdict
+        { .doNotRetry }
+    }
+
+    /// Two services on one configuration, each with an authentication of the app's own for its
+    /// user: the identity cannot see what it writes. On the old code a GET of the second joined
+    /// the first's transfer, sent with the first user's token, and got the first user's answer.
+    @Test func getsOfServicesWithTheirOwnAuthenticationAreNotShared() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let (alice, bob, deduplicator) = try Self.servicesOfTwoUsers(server) { configuration, user in
+            configuration.authentication = UserAuthentication(user: user)
+        }
+        let names = try await Self.overlappingGets(
+            on: server, "/mine", echoing: "Authorization", deduplicator: deduplicator,
+            { try await alice.get("mine") }, { try await bob.get("mine") })
+        #expect(names.first == "Bearer alice")
+        #expect(names.second == "Bearer bob")
+    }
+
     /// A service whose adapter sends each call's tenant (`userInfo`) as `X-Tenant`.
     static func tenantService(_ server: TestServer, _ tenant: UserInfoKey) throws -> ServiceCore {
         try ServiceFixture.service(server) { configuration in
