@@ -203,11 +203,14 @@ extension ServiceCore {
             // Adapters may decorate a call from its `userInfo` (its tenant), after the identity:
             // then its values are part of it (they are the plan's, as its options are).
             let decorated = service.prepared.hasOwnAdapters || !options.adapters.isEmpty
+            // What the service's own adapters write is its user's: a service made from a copy of
+            // its configuration (one interval table, one in-flight guard) may write another's.
             let identity = RequestIdentity(
                 request: request, credentialQuery: credentialQuery,
                 credentialFieldNames: service.prepared.credentialFieldNames,
                 responseType: responseType, cachePolicy: options.cachePolicy, client: client.identityNumber,
                 cookieJar: service.configuration.cookieJar?.identityNumber, signingKey: varying.signingKey,
+                service: service.prepared.hasOwnAdapters ? service.identityNumber : nil,
                 userInfo: decorated ? options.userInfo.appValuesText : nil)
             if keeps {
                 let memo = RequestIdentity.Memo(varying: varying, identity: identity)

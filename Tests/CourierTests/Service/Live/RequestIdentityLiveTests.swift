@@ -363,6 +363,51 @@ import Testing
         #expect(names.second == "Bearer bob")
     }
 
+    /// Two services on one configuration (one interval table, one in-flight guard), each with
+    /// adapters or an authentication of the app's own for its user: one user's request
+    /// interval and tap in flight do not hold back the other's call of the same endpoint. On
+    /// the old code their identities were one (what the adapters write comes after it), and
+    /// the second user's call was refused with `.throttled` or `.skipped`.
+    @Test(arguments: [true, false])
+    func theIntervalAndTheTapOfOneUsersServiceDoNotHoldBackAnothers(authenticates: Bool) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/feed") { request in .json(["id": 1, "name": request.header("Authorization") ?? "none"]) }
+        let (alice, bob, _) = try Self.servicesOfTwoUsers(server) { configuration, user in
+            if authenticates {
+                configuration.authentication = UserAuthentication(user: user)
+            } else {
+                configuration.adapters = [Self.adapter(setting: "Authorization", to: "Bearer " + user)]
+            }
+        }
+        let spaced = CallOptions.default.with(\.interval, .drop(.seconds(60)))
+        let first: ServiceUser = try await alice.get("feed", options: spaced)
+        let second: ServiceUser = try await bob.get("feed", options: spaced)
+        #expect([first.name, second.name] == ["Bearer alice", "Bearer bob"])
+        // Alice's own second call is still held back.
+        let again = await courierError { let _: ServiceUser = try await alice.get("feed", options: spaced) }
+        #expect(again?.code == .throttled)
+        // One user's tap in flight does not skip the other's.
+        let held = HeldRoute()
+        server.route("POST", "/posts/7/like") { request in
+            held.hold()
+            return .json(["id": 7, "name": request.header("Authorization") ?? "none"])
+        }
+        let guarded = CallOptions.default.with(\.skipsWhileInFlight, true)
+        let tap = Task { () async throws -> ServiceUser in try await alice.post("posts/7/like", options: guarded) }
+        while held.arrived.value == 0 { await Task.yield() }
+        // Bob's tap either reaches the server or is skipped at once: wait for one of the two.
+        let otherEnded = LockedValue(false)
+        let other = Task { () async throws -> ServiceUser in
+            defer { otherEnded.withLock { $0 = true } }
+            return try await bob.post("posts/7/like", options: guarded)
+        }
+        while held.arrived.value < 2 && !otherEnded.withLock({ $0 }) { await Task.yield() }
+        held.release(2)
+        #expect(try await tap.value.name == "Bearer alice")
+        #expect(try await other.value.name == "Bearer bob")
+    }
+
     /// A service whose adapter sends each call's tenant (`userInfo`) as `X-Tenant`.
     static func tenantService(_ server: TestServer, _ tenant: UserInfoKey) throws -> ServiceCore {
         try ServiceFixture.service(server) { configuration in
