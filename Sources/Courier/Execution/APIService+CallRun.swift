@@ -49,6 +49,11 @@ extension ServiceCore {
         /// Set after an envelope asked for another attempt: the answer may have been cached
         /// (its headers allowed it), and the next attempt must not get it again.
         private var bypassesCache = false
+        /// The fields the authentication wrote into the current attempt, when the service could
+        /// not know them beforehand (`PreparedService.readsCredentialFieldsPerAttempt`): its
+        /// transfers treat them as credential fields (dropped across origins, redacted, part of
+        /// the cache identity).
+        private var attemptCredentialNames: Set<HTTPField.Name> = []
         /// The pool's environment at the start: a switch during the call does not move it.
         private let environment: ServerEnvironment?
         /// The call's logger, spans and metrics (see `CallTelemetry`).
@@ -261,12 +266,28 @@ extension ServiceCore {
                 transportOptions.cachePolicy = .reloadIgnoringCache
             }
             if !realTimeNames.isEmpty { transportOptions.realTimeQueryNames = realTimeNames }
+            if !attemptCredentialNames.isEmpty {
+                transportOptions.sensitiveHeaderNames.formUnion(attemptCredentialNames)
+            }
             return transportOptions
         }
 
         /// Whether the current attempt's transfer options differ from `transferOptions`: a
         /// call without these sends `transferOptions` as they are, not a copy of them.
-        var changesTransferOptions: Bool { bypassesCache || !realTimeNames.isEmpty }
+        var changesTransferOptions: Bool {
+            bypassesCache || !realTimeNames.isEmpty || !attemptCredentialNames.isEmpty
+        }
+
+        /// Reads the fields the authentication writes for its current credential, for a service
+        /// that could not know them beforehand (a credential of another type than `String`):
+        /// before, they were no credential fields, and a redirect carried them to another origin.
+        @inline(never)
+        func readCredentialFields() {
+            guard let credentials = service.prepared.credentials else { return }
+            // Those the client and the service know already need nothing more.
+            attemptCredentialNames = credentials.currentFieldNames().subtracting(
+                service.prepared.credentialFieldNames)
+        }
 
         /// The client's options for this call's transfers, as the call's plan made them.
         var transferOptions: RequestOptions { plan.transferOptions }
@@ -289,6 +310,7 @@ extension ServiceCore {
             self.event = nil
             event.request = request.head
             event.attempt = attempts
+            if !attemptCredentialNames.isEmpty { event.credentialFieldNames.formUnion(attemptCredentialNames) }
             event.networkStatus = service.configuration.networkStatus?.current
             monitor.willSend(event)
             self.event = event

@@ -41,6 +41,7 @@ extension ServiceCore {
                 if configuration.networkStatus != nil { try await awaitNetwork(for: call) }
                 var request = call.attemptRequest()
                 if !call.chain.adapters.isEmpty { request = try await adapt(request, context: context, for: call) }
+                if prepared.readsCredentialFieldsPerAttempt, call.sendsCredential { call.readCredentialFields() }
                 // Signed last, per attempt, as sent: a retry carries a fresh signature.
                 if call.sendsCredential, let signer = configuration.signer {
                     try signer.sign(&request, endpointPath: call.path)

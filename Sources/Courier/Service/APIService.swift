@@ -297,6 +297,9 @@ struct PreparedService: Sendable {
     /// service's own state: its user): its `adapters`, and an `authentication` that is not an
     /// `AuthenticationInterceptor` (whose fields and credential the identity knows).
     let hasOwnAdapters: Bool
+    /// Whether the authentication's fields are read per attempt (`CredentialCarrying.knowsItsFields`):
+    /// a credential of another type than `String` cannot be probed when the service is made.
+    let readsCredentialFieldsPerAttempt: Bool
     /// The request head of the last endpoint called, its path checked.
     let heads = RequestHeadCache()
     /// The plans of the service's last calls (`CallPlan`).
@@ -311,6 +314,7 @@ struct PreparedService: Sendable {
             configuration: configuration, options: CallOptions(), authentication: false)
         credentials = configuration.credentials
         hasOwnAdapters = !configuration.adapters.isEmpty || (configuration.authentication != nil && credentials == nil)
+        readsCredentialFieldsPerAttempt = credentials.map { !$0.knowsItsFields } ?? false
         extraCredentialNames = credentials?.credentialFieldNames.subtracting(client.credentialFieldNames) ?? []
         credentialFieldNames = client.credentialFieldNames.union(extraCredentialNames)
         credentialQueryNames = credentials?.credentialQueryNames ?? []

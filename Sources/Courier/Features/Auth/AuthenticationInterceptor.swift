@@ -140,6 +140,14 @@ extension AuthenticationInterceptor {
         return a.path == b.path && a.items == b.items
     }
 
+    /// The header fields the current credential is written into (none when logged out).
+    func currentFieldNames() -> Set<HTTPField.Name> {
+        guard let credential = coordinator.current else { return [] }
+        var request = HTTPRequest(method: .get, scheme: "https", authority: "probe.invalid", path: "/")
+        apply(credential, &request)
+        return Set(request.headerFields.map(\.name))
+    }
+
     /// Writes the current credential into `request`, as an attempt would.
     func applyCurrent(to request: inout HTTPRequest) {
         guard let credential = coordinator.current else { return }

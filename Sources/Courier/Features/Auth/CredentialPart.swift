@@ -106,6 +106,12 @@ protocol CredentialCarrying: Sendable {
     func logOut()
     /// Changes at each logout (`AuthRefreshCoordinator.sessionEpoch`).
     var sessionEpoch: UInt64 { get }
+    /// Whether `credentialFieldNames` are all the fields it writes: known when the service is
+    /// made (a `String` credential, probed; a credential of parts). False for a credential of
+    /// another type, whose fields are read per attempt (`currentFieldNames()`).
+    var knowsItsFields: Bool { get }
+    /// The header fields the current credential is written into (none when logged out).
+    func currentFieldNames() -> Set<HTTPField.Name>
 }
 
 extension AuthenticationInterceptor: CredentialAuthentication, CredentialCarrying {
@@ -118,6 +124,8 @@ extension AuthenticationInterceptor: CredentialAuthentication, CredentialCarryin
     func logOut() { coordinator.logout() }
 
     var sessionEpoch: UInt64 { coordinator.sessionEpoch }
+
+    var knowsItsFields: Bool { probedFieldNames != nil }
 }
 
 extension ServiceConfiguration {
