@@ -54,6 +54,8 @@ extension ServiceCore {
         /// transfers treat them as credential fields (dropped across origins, redacted, part of
         /// the cache identity).
         private var attemptCredentialNames: Set<HTTPField.Name> = []
+        /// The same for its query items.
+        private var attemptCredentialQueryNames: Set<String> = []
         /// The pool's environment at the start: a switch during the call does not move it.
         private let environment: ServerEnvironment?
         /// The call's logger, spans and metrics (see `CallTelemetry`).
@@ -269,6 +271,9 @@ extension ServiceCore {
             if !attemptCredentialNames.isEmpty {
                 transportOptions.sensitiveHeaderNames.formUnion(attemptCredentialNames)
             }
+            if !attemptCredentialQueryNames.isEmpty {
+                transportOptions.credentialQueryNames.formUnion(attemptCredentialQueryNames)
+            }
             return transportOptions
         }
 
@@ -276,6 +281,7 @@ extension ServiceCore {
         /// call without these sends `transferOptions` as they are, not a copy of them.
         var changesTransferOptions: Bool {
             bypassesCache || !realTimeNames.isEmpty || !attemptCredentialNames.isEmpty
+                || !attemptCredentialQueryNames.isEmpty
         }
 
         /// Reads the fields the authentication writes for its current credential, for a service
@@ -285,8 +291,9 @@ extension ServiceCore {
         func readCredentialFields() {
             guard let credentials = service.prepared.credentials else { return }
             // Those the client and the service know already need nothing more.
-            attemptCredentialNames = credentials.currentFieldNames().subtracting(
-                service.prepared.credentialFieldNames)
+            let names = credentials.currentNames()
+            attemptCredentialNames = names.fields.subtracting(service.prepared.credentialFieldNames)
+            attemptCredentialQueryNames = names.queryItems.subtracting(service.prepared.credentialQueryNames)
         }
 
         /// The client's options for this call's transfers, as the call's plan made them.
@@ -311,6 +318,9 @@ extension ServiceCore {
             event.request = request.head
             event.attempt = attempts
             if !attemptCredentialNames.isEmpty { event.credentialFieldNames.formUnion(attemptCredentialNames) }
+            if !attemptCredentialQueryNames.isEmpty {
+                event.credentialQueryNames.formUnion(attemptCredentialQueryNames)
+            }
             event.networkStatus = service.configuration.networkStatus?.current
             monitor.willSend(event)
             self.event = event

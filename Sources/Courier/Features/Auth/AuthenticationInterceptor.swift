@@ -38,14 +38,13 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
         apply: @escaping @Sendable (Credential, inout HTTPRequest) -> Void
     ) {
         var names: Set<HTTPField.Name>?
+        var queryNames: Set<String> = []
         if let probe = CredentialScope.probe as? Credential {
-            var request = HTTPRequest(method: .get, scheme: "https", authority: "probe.invalid", path: "/")
-            apply(probe, &request)
-            names = Set(request.headerFields.map(\.name))
+            (names, queryNames) = Self.names(written: probe, by: apply)
         }
         self.init(
             coordinator: coordinator, maximumAttempts: maximumAttempts, requiresRefresh: requiresRefresh,
-            fieldNames: names, queryNames: [], apply: apply)
+            fieldNames: names, queryNames: queryNames, apply: apply)
     }
 
     /// An interceptor whose fields are known without probing (a multi-part credential's).
@@ -140,12 +139,22 @@ extension AuthenticationInterceptor {
         return a.path == b.path && a.items == b.items
     }
 
-    /// The header fields the current credential is written into (none when logged out).
-    func currentFieldNames() -> Set<HTTPField.Name> {
-        guard let credential = coordinator.current else { return [] }
+    /// The header fields and query items the current credential is written into (none when
+    /// logged out).
+    func currentNames() -> (fields: Set<HTTPField.Name>, queryItems: Set<String>) {
+        guard let credential = coordinator.current else { return ([], []) }
+        return Self.names(written: credential, by: apply)
+    }
+
+    /// The header fields and query items `apply` writes for `credential` into a request that
+    /// has none: a query item is a credential as much as a header field (its value is digested
+    /// in what the cache stores, and redacted).
+    private static func names(
+        written credential: Credential, by apply: (Credential, inout HTTPRequest) -> Void
+    ) -> (fields: Set<HTTPField.Name>, queryItems: Set<String>) {
         var request = HTTPRequest(method: .get, scheme: "https", authority: "probe.invalid", path: "/")
         apply(credential, &request)
-        return Set(request.headerFields.map(\.name))
+        return (Set(request.headerFields.map(\.name)), request.queryItemNames)
     }
 
     /// Writes the current credential into `request`, as an attempt would.
