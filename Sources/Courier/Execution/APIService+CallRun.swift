@@ -204,7 +204,11 @@ extension ServiceCore {
                     var applied = request.head
                     authentication.applyCurrent(to: &applied)
                     request.head.headerFields = applied.headerFields
-                    credentialQuery = applied.queryItems(named: authentication.credentialQueryNames)
+                    // Those of a credential whose names are read per attempt, as its transfers read them.
+                    let queryNames =
+                        authentication.knowsItsFields
+                        ? authentication.credentialQueryNames : authentication.currentNames().queryItems
+                    credentialQuery = applied.queryItems(named: queryNames)
                 }
             }
             // Adapters may decorate a call from its `userInfo` (its tenant), after the identity:

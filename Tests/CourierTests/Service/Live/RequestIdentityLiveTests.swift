@@ -408,6 +408,47 @@ import Testing
         #expect(try await other.value.name == "Bearer bob")
     }
 
+    /// A token of the app's own type.
+    struct SessionToken: Sendable, Equatable { var value: String }
+
+    /// Two services on one configuration, each with an `AuthenticationInterceptor` that sends
+    /// its user's token as a query item (`?session=`), of a `String` or of a type of the app's
+    /// own: the identity holds the token's digest. On the old code the identity saw header
+    /// fields only, a GET of the second joined the first's transfer, and the second user got
+    /// the first user's answer.
+    @Test(arguments: [false, true])
+    func getsOfServicesWithAQueryTokenOfTheirOwnAreNotShared(customType: Bool) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        @Sendable func write(_ token: String, _ request: inout HTTPRequest) {
+            let path = request.path ?? "/"
+            request.path = path + (path.contains("?") ? "&" : "?") + "session=" + token
+        }
+        let (alice, bob, deduplicator) = try Self.servicesOfTwoUsers(server) { configuration, user in
+            if customType {
+                let coordinator = AuthRefreshCoordinator<SessionToken>(credential: SessionToken(value: user)) { $0 }
+                configuration.authentication = AuthenticationInterceptor(coordinator: coordinator) {
+                    write($0.value, &$1)
+                }
+            } else {
+                let coordinator = AuthRefreshCoordinator<String>(credential: user) { $0 }
+                configuration.authentication = AuthenticationInterceptor(coordinator: coordinator) { write($0, &$1) }
+            }
+        }
+        let held = HeldRoute()
+        server.route("/mine") { request in
+            held.hold()
+            return .json(["id": 1, "name": request.queryValue("session") ?? "none"])
+        }
+        let one = Task { () async throws -> ServiceUser in try await alice.get("mine") }
+        while held.arrived.value < 1 { await Task.yield() }
+        let two = Task { () async throws -> ServiceUser in try await bob.get("mine") }
+        while held.arrived.value < 2 && deduplicator.waiterCount < 2 { await Task.yield() }
+        held.release(2)
+        #expect(try await one.value.name == "alice")
+        #expect(try await two.value.name == "bob")
+    }
+
     /// A service whose adapter sends each call's tenant (`userInfo`) as `X-Tenant`.
     static func tenantService(_ server: TestServer, _ tenant: UserInfoKey) throws -> ServiceCore {
         try ServiceFixture.service(server) { configuration in
