@@ -242,6 +242,32 @@ import Testing
         #expect(server.requestCount == 1)
     }
 
+    /// A service with adapters of its own adds its number to the identity (two services on one
+    /// configuration may write their own users' fields), a number of this process's own: the
+    /// fleet key leaves it out, so the same request from two processes is still one.
+    @Test func theIntervalHoldsAcrossProcessesWhoseServicesHaveAdaptersOfTheirOwn() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let server = try TestServer()
+        defer { server.stop() }
+        func process() throws -> ServiceCore {
+            var configuration = ServiceConfiguration()
+            configuration.adapters = [.header(HTTPField.Name("X-App")!, "one")]
+            configuration.intervalGate = try redis.fleet().intervalGate()
+            let client = try HTTPClient(configuration: .init(baseURL: server.baseURL))
+            return ServiceCore(client: client, configuration: configuration)
+        }
+        let (first, second) = (try process(), try process())
+        struct Echo: Decodable, Sendable {}
+        let options = CallOptions.default.with(\.interval, .drop(.seconds(60)))
+        let _: Echo = try await first.get("echo", options: options)
+        let error = await #expect(throws: CourierError.self) {
+            let _: Echo = try await second.get("echo", options: options)
+        }
+        #expect(error?.code == .throttled)
+        #expect(server.requestCount == 1)
+    }
+
     /// The fleet key leaves out the identity's own lines that differ between processes (`as`,
     /// `client`, `jar`), not a header field of the call that has one of those names: two calls
     /// that differ only in such a field are two requests, and the interval of one does not

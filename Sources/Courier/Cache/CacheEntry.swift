@@ -49,7 +49,7 @@ final class CacheEntry: Sendable {
         control = CacheControl(fields)
         varyNames = Self.varyNames(fields)
         dateValue = fields[.date].flatMap(HTTPDateFormat.parse)
-        ageValue = fields[CacheFieldName.age].flatMap(Self.deltaSeconds) ?? 0
+        ageValue = Self.firstMember(fields[values: CacheFieldName.age]).flatMap(Self.deltaSeconds) ?? 0
         headerLifetime = Self.lifetime(
             fields: fields, control: control, date: dateValue ?? responseTime, hasQuery: hasQuery)
     }
@@ -64,6 +64,13 @@ final class CacheEntry: Sendable {
         let cap: TimeInterval = 2_147_483_648
         guard digits.utf8.count <= 10, let value = TimeInterval(digits) else { return cap }
         return min(value, cap)
+    }
+
+    /// The first member of a singleton field sent as a list or on several lines (`Age: 3600,
+    /// 3600` from a chain of caches): RFC 9111 §5.1 says to use it and discard the rest.
+    /// The combined value was no delta-seconds at all, and an hour-old answer was taken as new.
+    static func firstMember(_ values: [String]) -> String? {
+        values.first.map { value in value.firstIndex(of: ",").map { String(value[..<$0]) } ?? value }
     }
 
     /// Approximate bytes held, for the memory bound.

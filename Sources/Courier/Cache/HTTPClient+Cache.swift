@@ -78,6 +78,11 @@ extension HTTPClient {
             request: network?.request ?? prepared, url: url, redirectCount: 0)
         response.isFromCache = result.isFromCache
         response.isStale = result.isStale
+        switch result.source {
+        case .cache: response.serverOutcome = .notAsked
+        case .staleOnError: response.serverOutcome = .failed(result.failure ?? .failure)
+        case .network, .revalidated: break
+        }
         return response
     }
 

@@ -57,6 +57,8 @@ struct CacheLoadResult: Sendable {
     var isStale: Bool
     /// For cached responses, the URL the entry was stored for.
     var url: URL? = nil
+    /// For `.staleOnError`, how the network failed (a server pool's outcome).
+    var failure: ServerOutcome? = nil
 }
 
 extension HostScopedCache {
@@ -134,8 +136,10 @@ extension HostScopedCache {
                 }
             } catch {
                 if Self.isNetworkFailure(error), let stale = staleFallback(request, cached: cached, status: nil) {
+                    let refused = (error as? CourierError)?.code == .cannotConnect
                     return CacheLoadResult(
-                        response: stale.response, body: stale.body, source: .staleOnError, isStale: true)
+                        response: stale.response, body: stale.body, source: .staleOnError, isStale: true,
+                        failure: refused ? .connectionFailure : .failure)
                 }
                 throw error
             }
@@ -143,7 +147,8 @@ extension HostScopedCache {
                 let stale = staleFallback(request, cached: cached, status: result.response.status)
             {
                 return CacheLoadResult(
-                    response: stale.response, body: stale.body, source: .staleOnError, isStale: true, url: stale.url)
+                    response: stale.response, body: stale.body, source: .staleOnError, isStale: true, url: stale.url,
+                    failure: .failure)
             }
             await offer(request, result)
             return CacheLoadResult(response: result.response, body: result.body, source: .network, isStale: false)

@@ -191,6 +191,12 @@ struct FileDownload {
                         "the server sent bytes \(range.first)-\(range.last) of \(range.total.map { "\($0)" } ?? "*"), "
                             + "not the range asked for (\(request.headerFields[.range] ?? ""))")
                 }
+                // The caller's own `If-Range` asked for its range of that version only (it holds
+                // the bytes before): a server that ignores it must not hand another version's.
+                if let asked = request.headerFields[.ifRange], !Self.matches(answer, asked) {
+                    throw CourierError(
+                        .invalidResponse, "the server sent the range of another version than the request's If-Range")
+                }
                 state.range = (range.first, range.last)
                 state.requested = nil
                 state.validator = Self.validator(of: answer)
@@ -243,6 +249,13 @@ struct FileDownload {
         if let expected = state.expected, expected > limit { throw CourierError.tooLarge(limit) }
         for try await chunk in streamed.body {
             guard state.offset + Int64(chunk.count) <= limit else { throw CourierError.tooLarge(limit) }
+            // Bytes past the `206`'s range are not the range's: refused before they are written
+            // (and before `next` counts them, which near `Int64.max` would overflow).
+            if let rangeEnd, Int64(chunk.count) > rangeEnd - state.next {
+                throw CourierError(
+                    .invalidResponse,
+                    "the server's Content-Range ends at byte \(rangeEnd), its body goes on past it")
+            }
             try output.write(chunk)
             state.offset += Int64(chunk.count)
             progress.report(TransferProgress(completed: state.offset, total: state.expected))

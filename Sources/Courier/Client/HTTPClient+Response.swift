@@ -33,6 +33,8 @@ extension HTTPClient {
         public var isFromCache = false
         /// True when a cached response was served past its freshness.
         public var isStale = false
+        /// What a server pool counts of this answer (`ServerPool.record`).
+        var serverOutcome = ServerAnswer.answered
 
         init(
             head: HTTPResponse, body: Data, metrics: TransferMetrics, request: HTTPRequest, url: URL?,
@@ -48,6 +50,17 @@ extension HTTPClient {
 
         /// The status code of the final response.
         public var status: HTTPResponse.Status { head.status }
+    }
+
+    /// Whether the server answered a response, for a server pool: a fresh cache hit asked it
+    /// nothing, and a stale answer served because it failed (stale-if-error) is that failure.
+    enum ServerAnswer: Sendable, Hashable {
+        /// It answered (a 304 the cache merged included): its status says how.
+        case answered
+        /// The cache answered without asking it.
+        case notAsked
+        /// It failed, and the cache served a stale answer instead.
+        case failed(ServerOutcome)
     }
 
     /// A response whose body is still arriving.

@@ -49,6 +49,13 @@ extension ServiceCore {
         /// Set after an envelope asked for another attempt: the answer may have been cached
         /// (its headers allowed it), and the next attempt must not get it again.
         private var bypassesCache = false
+        /// The fields the authentication wrote into the current attempt, when the service could
+        /// not know them beforehand (`PreparedService.readsCredentialFieldsPerAttempt`): its
+        /// transfers treat them as credential fields (dropped across origins, redacted, part of
+        /// the cache identity).
+        private var attemptCredentialNames: Set<HTTPField.Name> = []
+        /// The same for its query items.
+        private var attemptCredentialQueryNames: Set<String> = []
         /// The pool's environment at the start: a switch during the call does not move it.
         private let environment: ServerEnvironment?
         /// The call's logger, spans and metrics (see `CallTelemetry`).
@@ -197,17 +204,24 @@ extension ServiceCore {
                     var applied = request.head
                     authentication.applyCurrent(to: &applied)
                     request.head.headerFields = applied.headerFields
-                    credentialQuery = applied.queryItems(named: authentication.credentialQueryNames)
+                    // Those of a credential whose names are read per attempt, as its transfers read them.
+                    let queryNames =
+                        authentication.knowsItsFields
+                        ? authentication.credentialQueryNames : authentication.currentNames().queryItems
+                    credentialQuery = applied.queryItems(named: queryNames)
                 }
             }
             // Adapters may decorate a call from its `userInfo` (its tenant), after the identity:
             // then its values are part of it (they are the plan's, as its options are).
-            let decorated = !service.configuration.adapters.isEmpty || !options.adapters.isEmpty
+            let decorated = service.prepared.hasOwnAdapters || !options.adapters.isEmpty
+            // What the service's own adapters write is its user's: a service made from a copy of
+            // its configuration (one interval table, one in-flight guard) may write another's.
             let identity = RequestIdentity(
                 request: request, credentialQuery: credentialQuery,
                 credentialFieldNames: service.prepared.credentialFieldNames,
                 responseType: responseType, cachePolicy: options.cachePolicy, client: client.identityNumber,
                 cookieJar: service.configuration.cookieJar?.identityNumber, signingKey: varying.signingKey,
+                service: service.prepared.hasOwnAdapters ? service.identityNumber : nil,
                 userInfo: decorated ? options.userInfo.appValuesText : nil)
             if keeps {
                 let memo = RequestIdentity.Memo(varying: varying, identity: identity)
@@ -258,12 +272,33 @@ extension ServiceCore {
                 transportOptions.cachePolicy = .reloadIgnoringCache
             }
             if !realTimeNames.isEmpty { transportOptions.realTimeQueryNames = realTimeNames }
+            if !attemptCredentialNames.isEmpty {
+                transportOptions.sensitiveHeaderNames.formUnion(attemptCredentialNames)
+            }
+            if !attemptCredentialQueryNames.isEmpty {
+                transportOptions.credentialQueryNames.formUnion(attemptCredentialQueryNames)
+            }
             return transportOptions
         }
 
         /// Whether the current attempt's transfer options differ from `transferOptions`: a
         /// call without these sends `transferOptions` as they are, not a copy of them.
-        var changesTransferOptions: Bool { bypassesCache || !realTimeNames.isEmpty }
+        var changesTransferOptions: Bool {
+            bypassesCache || !realTimeNames.isEmpty || !attemptCredentialNames.isEmpty
+                || !attemptCredentialQueryNames.isEmpty
+        }
+
+        /// Reads the fields the authentication writes for its current credential, for a service
+        /// that could not know them beforehand (a credential of another type than `String`):
+        /// before, they were no credential fields, and a redirect carried them to another origin.
+        @inline(never)
+        func readCredentialFields() {
+            guard let credentials = service.prepared.credentials else { return }
+            // Those the client and the service know already need nothing more.
+            let names = credentials.currentNames()
+            attemptCredentialNames = names.fields.subtracting(service.prepared.credentialFieldNames)
+            attemptCredentialQueryNames = names.queryItems.subtracting(service.prepared.credentialQueryNames)
+        }
 
         /// The client's options for this call's transfers, as the call's plan made them.
         var transferOptions: RequestOptions { plan.transferOptions }
@@ -286,6 +321,10 @@ extension ServiceCore {
             self.event = nil
             event.request = request.head
             event.attempt = attempts
+            if !attemptCredentialNames.isEmpty { event.credentialFieldNames.formUnion(attemptCredentialNames) }
+            if !attemptCredentialQueryNames.isEmpty {
+                event.credentialQueryNames.formUnion(attemptCredentialQueryNames)
+            }
             event.networkStatus = service.configuration.networkStatus?.current
             monitor.willSend(event)
             self.event = event
@@ -301,7 +340,15 @@ extension ServiceCore {
         func finish<Serializer: ResponseSerializer>(
             _ answer: HTTPClient.Response, request: PreparedRequest, serializer: Serializer
         ) throws -> Serializer.Output {
-            plan.pool?.record(answer.head.status.code >= 500 ? .failure : .success, for: server)
+            if let pool = plan.pool {
+                // What the server did: a fresh hit asked it nothing, and a stale answer served
+                // on its failure is that failure (it counted as a success, and hid it).
+                switch answer.serverOutcome {
+                case .answered: pool.record(answer.head.status.code >= 500 ? .failure : .success, for: server)
+                case .failed(let outcome): pool.record(outcome, for: server)
+                case .notAsked: break
+                }
+            }
             if let monitor, let event { monitor.didReceive(event, response: answer.head) }
             var context = ResponseContext(request: request.head, response: answer.head, body: answer.body)
             try plan.validator.validate(context, serializerContentTypes: serializer.acceptableContentTypes)

@@ -41,6 +41,7 @@ extension ServiceCore {
                 if configuration.networkStatus != nil { try await awaitNetwork(for: call) }
                 var request = call.attemptRequest()
                 if !call.chain.adapters.isEmpty { request = try await adapt(request, context: context, for: call) }
+                if prepared.readsCredentialFieldsPerAttempt, call.sendsCredential { call.readCredentialFields() }
                 // Signed last, per attempt, as sent: a retry carries a fresh signature.
                 if call.sendsCredential, let signer = configuration.signer {
                     try signer.sign(&request, endpointPath: call.path)
@@ -212,7 +213,7 @@ extension ServiceCore {
         // values of the app's own in it sends its own request too.
         guard call.options.deduplicates, request.isShareable, call.options.adapters.isEmpty,
             call.options.downloadProgress == nil, call.options.uploadProgress == nil,
-            configuration.adapters.isEmpty || !call.options.userInfo.hasAppValues
+            !prepared.hasOwnAdapters || !call.options.userInfo.hasAppValues
         else {
             do {
                 // The call's options as they are (borrowed, not copied) when the attempt changes none.
@@ -274,9 +275,10 @@ extension ServiceCore {
         let options = call.requestOptions()
         let identity = call.identity
         var text = Self.sharingKey(identity.key, options)
-        // What the service's adapters add is not in the identity, and a service made from a
-        // copy of this configuration may add something else (its user's): no sharing across.
-        if !configuration.adapters.isEmpty { text += "\nservice: \(identityNumber)" }
+        // What the service's adapters (its own authentication included) add is not in the
+        // identity, and a service made from a copy of this configuration may add something else
+        // (its user's): no sharing across.
+        if prepared.hasOwnAdapters { text += "\nservice: \(identityNumber)" }
         // Nothing appended (the same length): the identity's key, hashed once already.
         typealias Key = InFlightDeduplicator<HTTPClient.Response>.Key
         let key = text.utf8.count == identity.key.utf8.count ? Key(text, hash: identity.keyHash) : Key(text)

@@ -29,7 +29,9 @@ import HTTPTypes
 /// - the client that sends it: two clients may share one `ServiceConfiguration` (and so its
 ///   gates) but not their answers, whatever their settings;
 /// - the service's cookie jar: its cookies go with every hop, and a redirect may lead where
-///   one user's jar has a session the other's does not.
+///   one user's jar has a session the other's does not;
+/// - the service, when it has adapters of the app's own (`PreparedService.hasOwnAdapters`):
+///   two services on one configuration may write their own users' fields after the identity.
 ///
 /// Kept in memory only. The cache keeps its own keyed identity.
 struct RequestIdentity: Hashable, Sendable {
@@ -102,13 +104,15 @@ struct RequestIdentity: Hashable, Sendable {
     ///   - client: the client that sends the call (`HTTPClient.identityNumber`).
     ///   - cookieJar: the service's own cookie jar (`CookieJar.identityNumber`), if any.
     ///   - signingKey: the key the service's `RequestSigner` signs the call with, if any.
+    ///   - service: the service (`ServiceCore.identityNumber`), when it has adapters of the
+    ///     app's own.
     ///   - userInfo: the call's `userInfo` values as text (`UserInfo.appValuesText`), for a
     ///     call whose adapters may decorate its request from them (a tenant).
     init(
         request: PreparedRequest, credentialQuery: [(name: String, value: String)] = [],
         credentialFieldNames: Set<HTTPField.Name>, responseType: ObjectIdentifier,
         cachePolicy: CachePolicy, client: UInt64? = nil, cookieJar: UInt64? = nil,
-        signingKey: RequestSigner.Key? = nil, userInfo: String? = nil
+        signingKey: RequestSigner.Key? = nil, service: UInt64? = nil, userInfo: String? = nil
     ) {
         let head = request.head
         // Built as bytes, in one buffer, and made a string once: this runs for every
@@ -180,6 +184,10 @@ struct RequestIdentity: Hashable, Sendable {
         if let cookieJar {
             key.append("\n@jar: ")
             key.appendHex(UInt(cookieJar))
+        }
+        if let service {
+            key.append("\n@service: ")
+            key.appendHex(UInt(service))
         }
         self.key = String(decoding: key.bytes, as: UTF8.self)
         keyHash = self.key.hashValue

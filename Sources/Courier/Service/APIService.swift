@@ -292,6 +292,14 @@ struct PreparedService: Sendable {
     /// The authentication's credential as the identity reads it (`ServiceConfiguration.credentials`,
     /// a dynamic cast made once here rather than per call).
     let credentials: (any CredentialCarrying)?
+    /// Whether the service has adapters of the app's own, which may write anything into a
+    /// call's request after its identity was made (from its `userInfo`: a tenant; or from the
+    /// service's own state: its user): its `adapters`, and an `authentication` that is not an
+    /// `AuthenticationInterceptor` (whose fields and credential the identity knows).
+    let hasOwnAdapters: Bool
+    /// Whether the authentication's fields are read per attempt (`CredentialCarrying.knowsItsFields`):
+    /// a credential of another type than `String` cannot be probed when the service is made.
+    let readsCredentialFieldsPerAttempt: Bool
     /// The request head of the last endpoint called, its path checked.
     let heads = RequestHeadCache()
     /// The plans of the service's last calls (`CallPlan`).
@@ -305,6 +313,8 @@ struct PreparedService: Sendable {
         chainWithoutCredential = InterceptorChain(
             configuration: configuration, options: CallOptions(), authentication: false)
         credentials = configuration.credentials
+        hasOwnAdapters = !configuration.adapters.isEmpty || (configuration.authentication != nil && credentials == nil)
+        readsCredentialFieldsPerAttempt = credentials.map { !$0.knowsItsFields } ?? false
         extraCredentialNames = credentials?.credentialFieldNames.subtracting(client.credentialFieldNames) ?? []
         credentialFieldNames = client.credentialFieldNames.union(extraCredentialNames)
         credentialQueryNames = credentials?.credentialQueryNames ?? []

@@ -76,6 +76,27 @@ import Testing
         #expect(try await client.send(request("/fresh")).isFromCache)
     }
 
+    /// An `Age` sent as a list, or on two lines (a chain of caches that each added one), is
+    /// the first member's age (RFC 9111 §5.1): an hour old with `max-age=600` is stale at once.
+    /// On the old code the list was no delta-seconds at all, taken for an age of 0, and the
+    /// stale answer was served fresh without asking the server for ten minutes.
+    @Test(arguments: [["3600", "3600"], ["3600, 3600"], ["3600,10"]])
+    func anAgeGivenAsAListCountsItsFirstMember(ages: [String]) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/aged") { _ in
+            var response = ScriptedResponse.text("aged")
+            response.headers[.cacheControl] = "max-age=600"
+            for age in ages { response.headers.append(HTTPField(name: CacheFieldName.age, value: age)) }
+            return response
+        }
+        let (client, _) = try makeClient(server)
+        #expect(try await !client.send(request("/aged")).isFromCache)
+        let again = try await client.send(request("/aged"))
+        #expect(!again.isFromCache, "an hour old, for ten minutes' freshness")
+        #expect(server.requestCount == 2)
+    }
+
     @Test func maxAgeZeroIsStoredAndRevalidatedOnEveryCall() async throws {
         let server = try TestServer()
         defer { server.stop() }

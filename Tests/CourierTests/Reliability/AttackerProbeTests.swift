@@ -79,6 +79,48 @@ import Testing
     /// Broken on main: a token in the query (`?access_token=`) was written to the disk cache
     /// in clear text, in the entry's key and URL. It is kept as a keyed digest: the same URL
     /// still hits, another token's URL misses, an unsafe call still invalidates it.
+    /// An `AuthenticationInterceptor` that writes its token as a query item of its own name
+    /// (`?session=`, not one of the names every cache digests): the probe that tells its
+    /// header fields tells its query items too, and the cache stores their values keyed. On
+    /// the old code only header fields were probed, and the token reached the disk in clear
+    /// text in the stored URL.
+    @Test func anInterceptorsQueryTokenNeverReachesTheDiskInClearText() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let secret = "s3ssion-T0KEN-on-disk"
+        server.route("GET", "/feed") { request in
+            ScriptedResponse.json(["id": 1, "name": request.queryValue("session") == secret ? "A" : "B"])
+                .with(.cacheControl, "max-age=600")
+        }
+        let directory = NSTemporaryDirectory() + "courier-probe-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        do {
+            let cache = try HostScopedCache(
+                configuration: .init(
+                    rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .disk(directory: directory)))
+            let client = try makeClient {
+                $0.baseURL = server.baseURL
+                $0.cache = cache
+            }
+            let coordinator = AuthRefreshCoordinator<String>(credential: secret) { $0 }
+            let interceptor = AuthenticationInterceptor(coordinator: coordinator) { token, request in
+                let path = request.path ?? "/"
+                request.path = path + (path.contains("?") ? "&" : "?") + "session=" + token
+            }
+            let service = ServiceCore(client: client, configuration: ServiceConfiguration(authentication: interceptor))
+            let first: ServiceUser = try await service.get("feed", parameters: ["page": 1])
+            #expect(first.name == "A")
+            let hit = try await service.send(Endpoint<ServiceUser>.get("feed", parameters: ["page": 1]))
+            #expect(hit.isFromCache)
+        }
+        var bytes = Data()
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory) {
+            bytes.append(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name)))
+        }
+        #expect(bytes.range(of: Data("page=1".utf8)) != nil)
+        #expect(bytes.range(of: Data(secret.utf8)) == nil)
+    }
+
     @Test func aTokenInTheQueryNeverReachesTheDiskInClearText() async throws {
         let server = try TestServer()
         defer { server.stop() }

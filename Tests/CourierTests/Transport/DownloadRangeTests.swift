@@ -45,12 +45,15 @@ import Testing
         return first <= last ? first...last : nil
     }
 
-    func download(_ server: TestServer, range: String, to destination: LargeBodyTests.Destination) async throws
+    func download(
+        _ server: TestServer, range: String, ifRange: String? = nil, to destination: LargeBodyTests.Destination
+    ) async throws
         -> (HTTPClient.Response, [TransferProgress])
     {
         let client = try makeClient()
         var request = HTTPRequest(.get, server.url("/file"))
         request.headerFields[.range] = range
+        request.headerFields[.ifRange] = ifRange
         let transfer = client.download(request, to: destination.url, options: Self.options)
         let progress = LargeBodyTests.collect(transfer.progress)
         let response = try await transfer.response
@@ -114,6 +117,40 @@ import Testing
         #expect(!destination.partExists)
     }
 
+    /// A caller's `If-Range` asks for its range of that version only: the caller holds the
+    /// bytes before it and appends these. A server that ignores `If-Range` and sends the range
+    /// of another version must not have its bytes handed over as the rest of the caller's
+    /// (RFC 9110 §13.1.5), as Courier's own resumptions already refuse. On the old code the
+    /// other version's bytes were written and the download succeeded with a `206`.
+    @Test(arguments: ["\"v0\"", "Sat, 01 Jan 2000 00:00:00 GMT"])
+    func aRangeOfAnotherVersionThanTheCallersIfRangeIsRefused(ifRange: String) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let content = TestServer.bytePattern(count: 100_000)
+        server.route("/file") { _ in
+            ScriptedResponse(
+                status: 206,
+                headers: [
+                    .eTag: LargeBodyTests.etag, .lastModified: "Sun, 02 Jan 2000 00:00:00 GMT",
+                    .contentRange: "bytes 1000-1999/100000",
+                ],
+                body: content.subdata(in: 1000..<2000))
+        }
+        let destination = LargeBodyTests.Destination()
+        let error = await courierError {
+            _ = try await download(server, range: "bytes=1000-1999", ifRange: ifRange, to: destination)
+        }
+        #expect(error?.code == .invalidResponse, "\(String(describing: error))")
+        #expect(!destination.exists)
+        #expect(!destination.partExists)
+        #expect(server.recordedRequests(path: "/file").map { $0.header("If-Range") } == [ifRange])
+        // The version the caller named is the one it gets.
+        let (response, _) = try await download(
+            server, range: "bytes=1000-1999", ifRange: LargeBodyTests.etag, to: destination)
+        #expect(response.status == .partialContent)
+        #expect(try Data(contentsOf: destination.url) == content.subdata(in: 1000..<2000))
+    }
+
     /// A server may ignore `Range` and send the whole resource with a `200`: the file holds
     /// it, and the status says so (as curl and URLSession do).
     @Test func aServerThatIgnoresTheCallersRangeGivesTheWholeFile() async throws {
@@ -125,6 +162,31 @@ import Testing
         let (response, _) = try await download(server, range: "bytes=10-19", to: destination)
         #expect(response.status == .ok)
         #expect(try Data(contentsOf: destination.url) == content)
+    }
+
+    /// A `206` whose body is longer than its `Content-Range`, for a range that ends at the
+    /// last byte a 64-bit offset can name: the bytes past the range are refused as they come,
+    /// never counted on past `Int64.max`. On the old code the byte after the range overflowed
+    /// the resource offset (`first + written`) and trapped the process, for a caller who only
+    /// asked for the last ten bytes.
+    @Test(arguments: ["bytes=-10", "bytes=9223372036854775797-"])
+    func aBodyLongerThanItsRangeNearTheLargestOffsetIsRefused(range: String) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/file") { _ in
+            ScriptedResponse(
+                status: 206,
+                headers: [
+                    .eTag: LargeBodyTests.etag,
+                    .contentRange: "bytes 9223372036854775797-9223372036854775806/9223372036854775807",
+                ],
+                body: TestServer.bytePattern(count: 64))
+        }
+        let destination = LargeBodyTests.Destination()
+        let error = await courierError { _ = try await download(server, range: range, to: destination) }
+        #expect(error?.code == .invalidResponse, "\(String(describing: error))")
+        #expect(!destination.exists)
+        #expect(!destination.partExists)
     }
 
     @Test(arguments: ["bytes=0-1,5-6", "items=0-9", "bytes=9-1", "bytes=-0", "bytes=a-b", "bytes="])

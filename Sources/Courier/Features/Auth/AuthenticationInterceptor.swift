@@ -38,14 +38,13 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
         apply: @escaping @Sendable (Credential, inout HTTPRequest) -> Void
     ) {
         var names: Set<HTTPField.Name>?
+        var queryNames: Set<String> = []
         if let probe = CredentialScope.probe as? Credential {
-            var request = HTTPRequest(method: .get, scheme: "https", authority: "probe.invalid", path: "/")
-            apply(probe, &request)
-            names = Set(request.headerFields.map(\.name))
+            (names, queryNames) = Self.names(written: probe, by: apply)
         }
         self.init(
             coordinator: coordinator, maximumAttempts: maximumAttempts, requiresRefresh: requiresRefresh,
-            fieldNames: names, queryNames: [], apply: apply)
+            fieldNames: names, queryNames: queryNames, apply: apply)
     }
 
     /// An interceptor whose fields are known without probing (a multi-part credential's).
@@ -101,12 +100,16 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
         let current = coordinator.current
         // Which credential did the rejected request carry? If applying the current one
         // changes nothing, it was the current one: refresh it. Otherwise the credential
-        // changed since (another call refreshed it): just send again.
+        // changed since (another call refreshed it): just send again. The query is compared
+        // item by item, in any order: writing a query part moves its item to the end, behind
+        // the items adapters after this one added.
         var sent: Credential?
         if let current {
             var probe = request.head
             apply(current, &probe)
-            if probe.headerFields == request.head.headerFields && probe.path == request.head.path { sent = current }
+            if probe.headerFields == request.head.headerFields && Self.sameTarget(probe.path, request.head.path) {
+                sent = current
+            }
         }
         do {
             _ = try await coordinator.credential(replacing: sent)
@@ -122,6 +125,38 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
 }
 
 extension AuthenticationInterceptor {
+    /// Whether two request targets have the same path and the same query items, in any order,
+    /// byte for byte.
+    static func sameTarget(_ one: String?, _ other: String?) -> Bool {
+        guard let one, let other else { return one == nil && other == nil }
+        func parts(_ target: String) -> (path: [UInt8], items: [[UInt8]]) {
+            let bytes = Array(target.utf8)
+            guard let mark = bytes.firstIndex(of: UInt8(ascii: "?")) else { return (bytes, []) }
+            let items = bytes[(mark + 1)...].split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: false)
+            return (Array(bytes[..<mark]), items.map(Array.init).sorted { $0.lexicographicallyPrecedes($1) })
+        }
+        let (a, b) = (parts(one), parts(other))
+        return a.path == b.path && a.items == b.items
+    }
+
+    /// The header fields and query items the current credential is written into (none when
+    /// logged out).
+    func currentNames() -> (fields: Set<HTTPField.Name>, queryItems: Set<String>) {
+        guard let credential = coordinator.current else { return ([], []) }
+        return Self.names(written: credential, by: apply)
+    }
+
+    /// The header fields and query items `apply` writes for `credential` into a request that
+    /// has none: a query item is a credential as much as a header field (its value is digested
+    /// in what the cache stores, and redacted).
+    private static func names(
+        written credential: Credential, by apply: (Credential, inout HTTPRequest) -> Void
+    ) -> (fields: Set<HTTPField.Name>, queryItems: Set<String>) {
+        var request = HTTPRequest(method: .get, scheme: "https", authority: "probe.invalid", path: "/")
+        apply(credential, &request)
+        return (Set(request.headerFields.map(\.name)), request.queryItemNames)
+    }
+
     /// Writes the current credential into `request`, as an attempt would.
     func applyCurrent(to request: inout HTTPRequest) {
         guard let credential = coordinator.current else { return }

@@ -106,6 +106,13 @@ protocol CredentialCarrying: Sendable {
     func logOut()
     /// Changes at each logout (`AuthRefreshCoordinator.sessionEpoch`).
     var sessionEpoch: UInt64 { get }
+    /// Whether `credentialFieldNames` are all the fields it writes: known when the service is
+    /// made (a `String` credential, probed; a credential of parts). False for a credential of
+    /// another type, whose fields are read per attempt (`currentFieldNames()`).
+    var knowsItsFields: Bool { get }
+    /// The header fields and query items the current credential is written into (none when
+    /// logged out).
+    func currentNames() -> (fields: Set<HTTPField.Name>, queryItems: Set<String>)
 }
 
 extension AuthenticationInterceptor: CredentialAuthentication, CredentialCarrying {
@@ -118,6 +125,8 @@ extension AuthenticationInterceptor: CredentialAuthentication, CredentialCarryin
     func logOut() { coordinator.logout() }
 
     var sessionEpoch: UInt64 { coordinator.sessionEpoch }
+
+    var knowsItsFields: Bool { probedFieldNames != nil }
 }
 
 extension ServiceConfiguration {
@@ -140,6 +149,15 @@ extension HTTPRequest {
         }.map(String.init)
         items.append(item)
         path = target[..<mark] + "?" + items.joined(separator: "&")
+    }
+
+    /// The names of the query items, percent-decoded.
+    var queryItemNames: Set<String> {
+        guard let target = path, let mark = target.firstIndex(of: "?") else { return [] }
+        return Set(
+            target[target.index(after: mark)...].split(separator: "&").map { pair in
+                RelativePath.percentDecoded(pair[..<(pair.firstIndex(of: "=") ?? pair.endIndex)])
+            })
     }
 
     /// The values of the query items named in `names`, as `(name, value)` in order.

@@ -24,9 +24,9 @@ package enum SharedIntervalVerdict: Sendable, Equatable {
 
 extension RequestIntervalGate {
     /// `key` without what differs between processes for the same request: a
-    /// `RequestIdentity` names the response type by its address, and the client and a service's
-    /// cookie jar by numbers of the process's own (the jar's cookies are in its credential
-    /// digest, which stays).
+    /// `RequestIdentity` names the response type by its address, and the client, a service's
+    /// cookie jar and a service with adapters of its own by numbers of the process's own (the
+    /// jar's cookies are in its credential digest, which stays).
     ///
     /// Only the identity's own lines are left out: they come last, from its `@as: ` line on
     /// (a header value holds no line break, and a field name no `@`). A header field named
@@ -43,7 +43,7 @@ extension RequestIntervalGate {
         var lines = [String(decoding: bytes[..<start], as: UTF8.self)[...]]
         let rest = String(decoding: bytes[(start + marker.count)...], as: UTF8.self)
         for line in rest.split(separator: "\n", omittingEmptySubsequences: false).dropFirst()
-        where !line.hasPrefix("@client: ") && !line.hasPrefix("@jar: ") {
+        where !line.hasPrefix("@client: ") && !line.hasPrefix("@jar: ") && !line.hasPrefix("@service: ") {
             lines.append(line)
         }
         return lines.joined(separator: "\n")

@@ -71,6 +71,39 @@ import Testing
         #expect(server.recordedRequests(path: "/me").allSatisfy { $0.queryItems.count == 1 })
     }
 
+    /// A service adapter that adds a query item after the credential's (a locale, a tenant)
+    /// leaves the credential's item before it in the request as sent. The interceptor told the
+    /// credential a 401 rejected by writing the current one into that request again, which
+    /// moves the credential's item to the end: the request no longer looked the same, the 401
+    /// was taken for one of an older credential, and the call was sent again with the same
+    /// expired one until its attempts ran out. On the old code nothing was ever refreshed.
+    @Test func aRejectedQueryCredentialIsRefreshedWhenAnAdapterAddsAQueryItemAfterIt() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/me") { request in
+            Self.generations(request) == [2, 2, 2] && request.queryValue("lang") == "de"
+                ? .json(["id": 2, "name": "second"]) : .json(["error": "expired"], status: 401)
+        }
+        let refreshes = ServiceCounter()
+        let coordinator = AuthRefreshCoordinator<Session>(credential: .generation(1)) { _ in
+            refreshes.increment()
+            return .generation(2)
+        }
+        let locale = ClosureRequestAdapter { request, _ in
+            var request = request
+            request.appendQuery("lang=de")
+            return request
+        }
+        let service = try ServiceFixture.service(server) {
+            $0.authentication = Self.interceptor(coordinator)
+            $0.adapters = [locale]
+        }
+        let user: ServiceUser = try await service.get("me")
+        #expect(user.id == 2)
+        #expect(refreshes.value == 1)
+        #expect(server.recordedRequests(path: "/me").map(Self.generations) == [[1, 1, 1], [2, 2, 2]])
+    }
+
     @Test func aTokenPairPastItsExpiryIsRefreshedOnceBeforeItIsSent() async throws {
         struct TokenPair: Sendable, Equatable {
             var access: String

@@ -132,6 +132,61 @@ import Testing
         #expect(changes.withLock { $0.count } == 1)
     }
 
+    /// A stale answer the cache serves because the server failed (stale-if-error) is that
+    /// server's failure for the pool, and a fresh hit, which reached no server, is nothing.
+    /// On the old code every answer the call got counted as the server's success: a pool whose
+    /// server refused every connection, or answered 503 to everything, stayed on it for as long
+    /// as the cache had something stale to serve, and fresh hits diluted its error rate.
+    @Test(arguments: [true, false])
+    func aStaleAnswerServedOnErrorIsTheServersFailureForThePool(refuses: Bool) async throws {
+        let primary = try TestServer()
+        let secondary = try TestServer()
+        defer {
+            primary.stop()
+            secondary.stop()
+        }
+        let failing = LockedValue(false)
+        primary.route("/users/1") { _ in
+            guard !failing.withLock({ $0 }) else { return .status(503) }
+            var response = ScriptedResponse.json(["id": 1, "name": "primary"])
+            response.headers[.cacheControl] = "max-age=0"
+            return response
+        }
+        primary.route("/users/2") { _ in
+            var response = ScriptedResponse.json(["id": 2, "name": "primary"])
+            response.headers[.cacheControl] = "max-age=600"
+            return response
+        }
+        secondary.route("/users/1") { _ in .json(["id": 1, "name": "secondary"]) }
+        let clock = ManualServiceClock(autoAdvance: true)
+        // Three outcomes, one of them a failure, pass the rate; one refused connection switches.
+        let policy = FailoverPolicy(errorRateThreshold: 0.3, minimumRequests: 3)
+        let pool = try ServerPool(
+            servers: [ServiceFixture.base(primary), ServiceFixture.base(secondary)], policy: policy, clock: clock)
+        let cache = try HostScopedCache(
+            configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly, staleIfError: true)
+        )
+        let client = try HTTPClient(configuration: .init(baseURL: primary.baseURL, cache: cache))
+        var configuration = ServiceConfiguration(retryPolicy: .none, clock: clock)
+        configuration.servers = pool
+        let service = ServiceCore(client: client, configuration: configuration)
+        let _: ServiceUser = try await service.get("users/1")
+        // Fresh hits reach no server: they leave the window as it is.
+        let _: ServiceUser = try await service.get("users/2")
+        for _ in 0..<3 {
+            let hit = try await service.send(Endpoint<ServiceUser>.get("users/2"))
+            #expect(hit.isFromCache)
+        }
+        #expect(pool.errorRate.count == 2)
+        if refuses { primary.stop() } else { failing.withLock { $0 = true } }
+        let stale = try await service.send(Endpoint<ServiceUser>.get("users/1"))
+        #expect(stale.value.name == "primary")
+        #expect(stale.isFromCache && stale.isStale)
+        #expect(pool.current == ServiceFixture.base(secondary).url)
+        let user: ServiceUser = try await service.get("users/1")
+        #expect(user.name == "secondary")
+    }
+
     @Test func connectionFailureFailsOverAndTheRetryGoesToTheNextServer() async throws {
         let dead = try TestServer.refusingPort()
         defer { dead.stop() }

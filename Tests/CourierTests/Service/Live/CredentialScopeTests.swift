@@ -236,6 +236,65 @@ import Testing
         #expect(other.recordedRequests.first?.header("X-Partner-Token") == nil)
     }
 
+    /// The same with a credential of the app's own type (a token with its expiry, say), which
+    /// the one probe (a `String`) cannot stand for: the fields it writes are credentials too,
+    /// dropped across origins. On the old code a credential of another type than `String` was
+    /// never probed, its field was no credential, and the redirect carried it to the other
+    /// origin.
+    @Test func aCustomCredentialTypesFieldIsDroppedOnACrossOriginRedirect() async throws {
+        struct PartnerToken: Sendable, Equatable {
+            var value: String
+            var expiry: Int
+        }
+        let api = try TestServer()
+        let other = try TestServer()
+        defer {
+            api.stop()
+            other.stop()
+        }
+        let partner = HTTPField.Name("X-Partner-Token")!
+        let coordinator = AuthRefreshCoordinator<PartnerToken>(
+            credential: PartnerToken(value: "partner-secret", expiry: 1)
+        ) { _ in PartnerToken(value: "new", expiry: 2) }
+        let interceptor = AuthenticationInterceptor(coordinator: coordinator) { token, request in
+            request.headerFields[partner] = token.value
+        }
+        let service = try ServiceFixture.service(api) { $0.authentication = interceptor }
+        let echo: EchoModel = try await service.get(
+            "redirect-to", parameters: ["url": other.url("/echo").absoluteString])
+        #expect(api.recordedRequests.first?.header("X-Partner-Token") == "partner-secret")
+        #expect(echo.headers["x-partner-token"] == nil)
+        #expect(other.recordedRequests.first?.header("X-Partner-Token") == nil)
+    }
+
+    /// The cache keeps the answers of two credentials of the app's own type apart: on the old
+    /// code their field was no credential, both users' requests were anonymous to the cache,
+    /// and the second user was served the first user's cached answer.
+    @Test func aCustomCredentialTypesAnswersAreCachedPerCredential() async throws {
+        struct PartnerToken: Sendable, Equatable { var value: String }
+        let api = try TestServer()
+        defer { api.stop() }
+        api.route("/me") { request in
+            var response = ScriptedResponse.json(["id": 1, "name": request.header("X-Partner-Token") ?? "none"])
+            response.headers[.cacheControl] = "private, max-age=600"
+            return response
+        }
+        let partner = HTTPField.Name("X-Partner-Token")!
+        let coordinator = AuthRefreshCoordinator<PartnerToken>(credential: PartnerToken(value: "one")) { $0 }
+        let interceptor = AuthenticationInterceptor(coordinator: coordinator) { token, request in
+            request.headerFields[partner] = token.value
+        }
+        let cache = try HostScopedCache(
+            configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly))
+        let client = try HTTPClient(configuration: .init(baseURL: api.baseURL, cache: cache))
+        let service = ServiceCore(client: client, configuration: ServiceConfiguration(authentication: interceptor))
+        let first: ServiceUser = try await service.get("me")
+        coordinator.login(PartnerToken(value: "two"))
+        let second: ServiceUser = try await service.get("me")
+        #expect([first.name, second.name] == ["one", "two"])
+        #expect(api.count("/me") == 2)
+    }
+
     /// An interceptor that picks its header by the credential's value (`sk_…` → X-Secret-Key)
     /// writes a field its one probe never saw: the field would escape the scope (sent across
     /// origins, left out of the identities). The call is refused before anything is sent.

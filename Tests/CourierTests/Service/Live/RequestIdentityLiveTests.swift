@@ -281,6 +281,167 @@ import Testing
         #expect(names.second == "two")
     }
 
+    /// A service's own `CredentialAuthentication` (not an `AuthenticationInterceptor`) that
+    /// writes each call's tenant's credential from its `userInfo`: an adapter of the call like
+    /// the service's adapters, so a call with a tenant sends its own request and its interval
+    /// is its tenant's. On the old code only `adapters` counted: the second tenant's GET joined
+    /// the first one's transfer and got the first tenant's answer, and the first tenant's
+    /// interval refused the second tenant's call.
+    struct TenantAuthentication: CredentialAuthentication {
+        let tenant: UserInfoKey
+
+        func adapt(_ request: PreparedRequest, context: InterceptorContext) async throws -> PreparedRequest {
+            var request = request
+            request.head.headerFields[.authorization] = "Bearer " + (context.userInfo[tenant] as? String ?? "none")
+            return request
+        }
+
+        func retry(_ request: PreparedRequest, failure: AttemptFailure, context: InterceptorContext) async
+            -> RetryVerdict
+        { .doNotRetry }
+    }
+
+    @Test func getsWhoseOwnAuthenticationReadsTheirUserInfoAreNotShared() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let tenant: UserInfoKey = "test.tenant"
+        let service = try ServiceFixture.service(server) {
+            $0.authentication = TenantAuthentication(tenant: tenant)
+        }
+        let one = CallOptions.default.with(\.userInfo, [tenant: "one"])
+        let two = CallOptions.default.with(\.userInfo, [tenant: "two"])
+        let names = try await Self.overlappingGets(
+            on: server, "/tenant", echoing: "Authorization", deduplicator: service.configuration.deduplicator,
+            { try await service.get("tenant", options: one) }, { try await service.get("tenant", options: two) })
+        #expect(names.first == "Bearer one")
+        #expect(names.second == "Bearer two")
+        // The interval of one tenant does not hold back the other's call.
+        server.route("/feed") { request in .json(["id": 1, "name": request.header("Authorization") ?? "none"]) }
+        let spaced = { (name: String) in
+            CallOptions.default.with(\.userInfo, [tenant: name]).with(\.interval, .drop(.seconds(60)))
+        }
+        let first: ServiceUser = try await service.get("feed", options: spaced("one"))
+        let second: ServiceUser = try await service.get("feed", options: spaced("two"))
+        #expect([first.name, second.name] == ["Bearer one", "Bearer two"])
+    }
+
+    /// A `CredentialAuthentication` of the app's own that sends its user's token.
+    struct UserAuthentication: CredentialAuthentication {
+        let user: String
+
+        func adapt(_ request: PreparedRequest, context: InterceptorContext) async throws -> PreparedRequest {
+            var request = request
+            request.head.headerFields[.authorization] = "Bearer " + user
+            return request
+        }
+
+        func retry(_ request: PreparedRequest, failure: AttemptFailure, context: InterceptorContext) async
+            -> RetryVerdict
+        { .doNotRetry }
+    }
+
+    /// Two services on one configuration, each with an authentication of the app's own for its
+    /// user: the identity cannot see what it writes. On the old code a GET of the second joined
+    /// the first's transfer, sent with the first user's token, and got the first user's answer.
+    @Test func getsOfServicesWithTheirOwnAuthenticationAreNotShared() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let (alice, bob, deduplicator) = try Self.servicesOfTwoUsers(server) { configuration, user in
+            configuration.authentication = UserAuthentication(user: user)
+        }
+        let names = try await Self.overlappingGets(
+            on: server, "/mine", echoing: "Authorization", deduplicator: deduplicator,
+            { try await alice.get("mine") }, { try await bob.get("mine") })
+        #expect(names.first == "Bearer alice")
+        #expect(names.second == "Bearer bob")
+    }
+
+    /// Two services on one configuration (one interval table, one in-flight guard), each with
+    /// adapters or an authentication of the app's own for its user: one user's request
+    /// interval and tap in flight do not hold back the other's call of the same endpoint. On
+    /// the old code their identities were one (what the adapters write comes after it), and
+    /// the second user's call was refused with `.throttled` or `.skipped`.
+    @Test(arguments: [true, false])
+    func theIntervalAndTheTapOfOneUsersServiceDoNotHoldBackAnothers(authenticates: Bool) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/feed") { request in .json(["id": 1, "name": request.header("Authorization") ?? "none"]) }
+        let (alice, bob, _) = try Self.servicesOfTwoUsers(server) { configuration, user in
+            if authenticates {
+                configuration.authentication = UserAuthentication(user: user)
+            } else {
+                configuration.adapters = [Self.adapter(setting: "Authorization", to: "Bearer " + user)]
+            }
+        }
+        let spaced = CallOptions.default.with(\.interval, .drop(.seconds(60)))
+        let first: ServiceUser = try await alice.get("feed", options: spaced)
+        let second: ServiceUser = try await bob.get("feed", options: spaced)
+        #expect([first.name, second.name] == ["Bearer alice", "Bearer bob"])
+        // Alice's own second call is still held back.
+        let again = await courierError { let _: ServiceUser = try await alice.get("feed", options: spaced) }
+        #expect(again?.code == .throttled)
+        // One user's tap in flight does not skip the other's.
+        let held = HeldRoute()
+        server.route("POST", "/posts/7/like") { request in
+            held.hold()
+            return .json(["id": 7, "name": request.header("Authorization") ?? "none"])
+        }
+        let guarded = CallOptions.default.with(\.skipsWhileInFlight, true)
+        let tap = Task { () async throws -> ServiceUser in try await alice.post("posts/7/like", options: guarded) }
+        while held.arrived.value == 0 { await Task.yield() }
+        // Bob's tap either reaches the server or is skipped at once: wait for one of the two.
+        let otherEnded = LockedValue(false)
+        let other = Task { () async throws -> ServiceUser in
+            defer { otherEnded.withLock { $0 = true } }
+            return try await bob.post("posts/7/like", options: guarded)
+        }
+        while held.arrived.value < 2 && !otherEnded.withLock({ $0 }) { await Task.yield() }
+        held.release(2)
+        #expect(try await tap.value.name == "Bearer alice")
+        #expect(try await other.value.name == "Bearer bob")
+    }
+
+    /// A token of the app's own type.
+    struct SessionToken: Sendable, Equatable { var value: String }
+
+    /// Two services on one configuration, each with an `AuthenticationInterceptor` that sends
+    /// its user's token as a query item (`?session=`), of a `String` or of a type of the app's
+    /// own: the identity holds the token's digest. On the old code the identity saw header
+    /// fields only, a GET of the second joined the first's transfer, and the second user got
+    /// the first user's answer.
+    @Test(arguments: [false, true])
+    func getsOfServicesWithAQueryTokenOfTheirOwnAreNotShared(customType: Bool) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        @Sendable func write(_ token: String, _ request: inout HTTPRequest) {
+            let path = request.path ?? "/"
+            request.path = path + (path.contains("?") ? "&" : "?") + "session=" + token
+        }
+        let (alice, bob, deduplicator) = try Self.servicesOfTwoUsers(server) { configuration, user in
+            if customType {
+                let coordinator = AuthRefreshCoordinator<SessionToken>(credential: SessionToken(value: user)) { $0 }
+                configuration.authentication = AuthenticationInterceptor(coordinator: coordinator) {
+                    write($0.value, &$1)
+                }
+            } else {
+                let coordinator = AuthRefreshCoordinator<String>(credential: user) { $0 }
+                configuration.authentication = AuthenticationInterceptor(coordinator: coordinator) { write($0, &$1) }
+            }
+        }
+        let held = HeldRoute()
+        server.route("/mine") { request in
+            held.hold()
+            return .json(["id": 1, "name": request.queryValue("session") ?? "none"])
+        }
+        let one = Task { () async throws -> ServiceUser in try await alice.get("mine") }
+        while held.arrived.value < 1 { await Task.yield() }
+        let two = Task { () async throws -> ServiceUser in try await bob.get("mine") }
+        while held.arrived.value < 2 && deduplicator.waiterCount < 2 { await Task.yield() }
+        held.release(2)
+        #expect(try await one.value.name == "alice")
+        #expect(try await two.value.name == "bob")
+    }
+
     /// A service whose adapter sends each call's tenant (`userInfo`) as `X-Tenant`.
     static func tenantService(_ server: TestServer, _ tenant: UserInfoKey) throws -> ServiceCore {
         try ServiceFixture.service(server) { configuration in
