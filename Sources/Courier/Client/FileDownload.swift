@@ -180,6 +180,11 @@ struct FileDownload {
         var rangeEnd: Int64?
         switch answer.status.code {
         case 206:
+            // Only an answer to a range (RFC 9110 §15.3.7): one to a request for the whole
+            // resource may be any part of it (`bytes 0-99/*` looked like all of it).
+            guard head.headerFields[.range] != nil else {
+                throw CourierError(.invalidResponse, "a 206 response to a download that asked for no range")
+            }
             let requested = state.offset == 0 ? state.requested : nil
             let range = try ContentRange(
                 answer.headerFields[.contentRange], expectedStart: requested == nil ? state.next : nil)

@@ -189,6 +189,26 @@ import Testing
         #expect(!destination.partExists)
     }
 
+    /// A `206` answers a range only: to a download that asked for none it may be any part of
+    /// the file, and with an unknown length (`bytes 0-99/*`) it looked like all of it. On the
+    /// old code the part was renamed as the whole download.
+    @Test func aPartialAnswerToADownloadThatAskedForNoRangeIsRefused() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let content = TestServer.bytePattern(count: 100)
+        server.route("/file") { _ in
+            ScriptedResponse(status: 206, headers: [.contentRange: "bytes 0-99/*"], body: content)
+        }
+        let destination = LargeBodyTests.Destination()
+        let client = try makeClient()
+        let error = await courierError {
+            _ = try await client.download(HTTPRequest(.get, server.url("/file")), to: destination.url).response
+        }
+        #expect(error?.code == .invalidResponse)
+        #expect(!destination.exists)
+        #expect(!destination.partExists)
+    }
+
     @Test(arguments: ["bytes=0-1,5-6", "items=0-9", "bytes=9-1", "bytes=-0", "bytes=a-b", "bytes="])
     func aRangeTheFileCannotHoldIsRefusedBeforeSending(range: String) async throws {
         let server = try TestServer()
