@@ -13,30 +13,7 @@ import Synchronization
 /// A service keys its calls by their `RequestIdentity`; `key(for:varyingOn:)` builds a key for
 /// other uses.
 final class InFlightDeduplicator<Value: Sendable>: Sendable {
-    private final class Entry: Sendable {
-        struct State {
-            /// The waiters: most runs have one, kept without a dictionary (no allocation, no
-            /// hashing); the rest join `others`.
-            var first: (id: UInt64, continuation: UnsafeContinuation<Value, any Error>)?
-            var others: [UInt64: UnsafeContinuation<Value, any Error>] = [:]
-            var result: Result<Value, any Error>?
-
-            var count: Int { (first == nil ? 0 : 1) + others.count }
-
-            mutating func add(_ id: UInt64, _ continuation: UnsafeContinuation<Value, any Error>) {
-                if first == nil { first = (id, continuation) } else { others[id] = continuation }
-            }
-
-            mutating func remove(_ id: UInt64) -> UnsafeContinuation<Value, any Error>? {
-                if let first, first.id == id {
-                    self.first = nil
-                    return first.continuation
-                }
-                return others.removeValue(forKey: id)
-            }
-        }
-        let state = LockedValue(State())
-    }
+    private typealias Entry = InFlightEntry
 
     /// A key with its hash worked out once (a request identity's is kept with it).
     struct Key: Hashable, Sendable {
@@ -58,25 +35,37 @@ final class InFlightDeduplicator<Value: Sendable>: Sendable {
         static func == (lhs: Key, rhs: Key) -> Bool { lhs.hashed == rhs.hashed && lhs.text == rhs.text }
     }
 
+    /// A key's run in the table, and whether another caller has found it there (then it may
+    /// join, and the run's result must be kept for it).
+    private struct Slot {
+        let entry: Entry
+        var isFound = false
+    }
+
     private struct Table {
-        var entries: [Key: Entry] = [:]
+        var entries: [Key: Slot] = [:]
         var nextWaiter: UInt64 = 0
         var executions = 0
 
         /// Removes `key`'s entry if it is still `entry` (a later run may have replaced it),
         /// hashing the key once.
-        mutating func remove(_ key: Key, ifIs entry: Entry) {
-            guard let index = entries.index(forKey: key), entries.values[index] === entry else { return }
-            entries.remove(at: index)
+        /// - Returns: whether another caller found the entry (true when it was not there).
+        mutating func remove(_ key: Key, ifIs entry: Entry) -> Bool {
+            guard let index = entries.index(forKey: key), entries.values[index].entry === entry else { return true }
+            return entries.remove(at: index).value.isFound
         }
     }
 
-    private static func newEntry(_ isNew: inout Bool) -> Entry {
+    private static func newSlot(_ isNew: inout Bool) -> Slot {
         isNew = true
-        return Entry()
+        return Slot(entry: Entry())
     }
 
-    private static func value(of entry: inout Entry) -> Entry { entry }
+    /// The slot's entry, marked found unless the caller just made it.
+    private static func find(_ slot: inout Slot, isNew: Bool) -> Entry {
+        if !isNew { slot.isFound = true }
+        return slot.entry
+    }
 
     private let table = LockedValue(Table())
 
@@ -88,7 +77,7 @@ final class InFlightDeduplicator<Value: Sendable>: Sendable {
     /// The number of callers waiting, over all keys: the one running each key's work, and those
     /// who joined it.
     var waiterCount: Int {
-        let entries = table.withLock { Array($0.entries.values) }
+        let entries = table.withLock { $0.entries.values.map(\.entry) }
         return entries.reduce(0) { count, entry in count + 1 + entry.state.withLock { $0.count } }
     }
 
@@ -141,7 +130,7 @@ final class InFlightDeduplicator<Value: Sendable>: Sendable {
                 table.nextWaiter += 1
                 // One lookup of the key (hashed once), which inserts a new entry when missing.
                 var isNew = false
-                let entry = Self.value(of: &table.entries[key, default: Self.newEntry(&isNew)])
+                let entry = Self.find(&table.entries[key, default: Self.newSlot(&isNew)], isNew: isNew)
                 if isNew { table.executions += 1 }
                 return (entry, isNew, table.nextWaiter)
             }
@@ -164,12 +153,11 @@ final class InFlightDeduplicator<Value: Sendable>: Sendable {
             value = try await operation()
         } catch {
             // Stopped because this caller was cancelled: not the joiners' answer. They start again.
-            let result: Result<Value, any Error> =
-                Task.isCancelled || scope?.isCancelled == true ? .failure(Restart()) : .failure(error)
-            finish(key: key, entry: entry, result: result)
+            let restarts = Task.isCancelled || scope?.isCancelled == true
+            finish(key: key, entry: entry) { restarts ? .failure(Restart()) : .failure(error) }
             throw error
         }
-        finish(key: key, entry: entry, result: .success(value))
+        finish(key: key, entry: entry) { .success(value) }
         return value
     }
 
@@ -178,8 +166,9 @@ final class InFlightDeduplicator<Value: Sendable>: Sendable {
         defer { scope?.removeHandler() }
         return try await withTaskCancellationHandler {
             defer { ThreadSanitizer.continuationReturned() }
-            return try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Value, any Error>) in
-                let finished = entry.state.withLock { state -> Result<Value, any Error>? in
+            let value = try await withUnsafeThrowingContinuation {
+                (continuation: UnsafeContinuation<any Sendable, any Error>) in
+                let finished = entry.state.withLock { state -> Result<any Sendable, any Error>? in
                     if let result = state.result { return result }
                     if Task.isCancelled { return .failure(CancellationError()) }
                     state.add(waiterID, continuation)
@@ -192,6 +181,8 @@ final class InFlightDeduplicator<Value: Sendable>: Sendable {
                     leave(entry: entry, waiterID: waiterID)
                 }
             }
+            // The first caller's `Value`, kept as `any Sendable` by the non-generic entry.
+            return value as! Value
         } onCancel: {
             self.leave(entry: entry, waiterID: waiterID)
         }
@@ -206,18 +197,51 @@ final class InFlightDeduplicator<Value: Sendable>: Sendable {
         continuation?.resume(throwing: CancellationError())
     }
 
-    private func finish(key: Key, entry: Entry, result: Result<Value, any Error>) {
-        table.withLock { $0.remove(key, ifIs: entry) }
+    /// Ends the run: takes it out of the table and, when another caller found it, gives them
+    /// `result` (made only then: a run nobody joined keeps no result and wakes nobody).
+    private func finish(key: Key, entry: Entry, result: () -> Result<Value, any Error>) {
+        guard table.withLock({ $0.remove(key, ifIs: entry) }) else { return }
+        let shared: Result<any Sendable, any Error> = result().map { $0 }
         let (first, others) = entry.state.withLock {
-            state -> (UnsafeContinuation<Value, any Error>?, [UnsafeContinuation<Value, any Error>]) in
-            state.result = result
+            state -> (UnsafeContinuation<any Sendable, any Error>?, [UnsafeContinuation<any Sendable, any Error>]) in
+            state.result = shared
             let first = state.first?.continuation
             state.first = nil
             guard !state.others.isEmpty else { return (first, []) }
             defer { state.others = [:] }
             return (first, Array(state.others.values))
         }
-        first?.resume(with: result)
-        others.forEach { $0.resume(with: result) }
+        first?.resume(with: shared)
+        others.forEach { $0.resume(with: shared) }
     }
+}
+
+/// One key's run of an `InFlightDeduplicator`: the callers who joined it and, once it ended,
+/// its result for those who join late. Not generic: a generic class's deinit runs
+/// unspecialised and looks the types of its fields up on every run (three generic metadata
+/// lookups per de-duplicated GET, ~850 instructions); the value travels as `any Sendable`,
+/// boxed only for a run someone joined.
+private final class InFlightEntry: Sendable {
+    struct State {
+        /// The waiters: most runs have one, kept without a dictionary (no allocation, no
+        /// hashing); the rest join `others`.
+        var first: (id: UInt64, continuation: UnsafeContinuation<any Sendable, any Error>)?
+        var others: [UInt64: UnsafeContinuation<any Sendable, any Error>] = [:]
+        var result: Result<any Sendable, any Error>?
+
+        var count: Int { (first == nil ? 0 : 1) + others.count }
+
+        mutating func add(_ id: UInt64, _ continuation: UnsafeContinuation<any Sendable, any Error>) {
+            if first == nil { first = (id, continuation) } else { others[id] = continuation }
+        }
+
+        mutating func remove(_ id: UInt64) -> UnsafeContinuation<any Sendable, any Error>? {
+            if let first, first.id == id {
+                self.first = nil
+                return first.continuation
+            }
+            return others.removeValue(forKey: id)
+        }
+    }
+    let state = LockedValue(State())
 }
