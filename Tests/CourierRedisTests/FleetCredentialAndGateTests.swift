@@ -220,39 +220,30 @@ import Testing
     /// Two processes whose jars got other numbers make the same request; on the old code the
     /// second process's call went through within the first one's interval.
     @Test func theIntervalHoldsAcrossProcessesWhoseCookieJarsAreNumberedApart() async throws {
-        let redis = try await RedisTestServer.make()
-        defer { redis.stop() }
-        let server = try TestServer()
-        defer { server.stop() }
-        func process() throws -> ServiceCore {
-            var configuration = ServiceConfiguration()
-            configuration.cookieJar = CookieJar()
-            configuration.intervalGate = try redis.fleet().intervalGate()
-            let client = try HTTPClient(configuration: .init(baseURL: server.baseURL))
-            return ServiceCore(client: client, configuration: configuration)
-        }
-        let (first, second) = (try process(), try process())
-        struct Echo: Decodable, Sendable {}
-        let options = CallOptions.default.with(\.interval, .drop(.seconds(60)))
-        let _: Echo = try await first.get("echo", options: options)
-        let error = await #expect(throws: CourierError.self) {
-            let _: Echo = try await second.get("echo", options: options)
-        }
-        #expect(error?.code == .throttled)
-        #expect(server.requestCount == 1)
+        try await Self.expectOneIntervalAcrossTwoProcesses { $0.cookieJar = CookieJar() }
     }
 
     /// A service with adapters of its own adds its number to the identity (two services on one
     /// configuration may write their own users' fields), a number of this process's own: the
     /// fleet key leaves it out, so the same request from two processes is still one.
     @Test func theIntervalHoldsAcrossProcessesWhoseServicesHaveAdaptersOfTheirOwn() async throws {
+        try await Self.expectOneIntervalAcrossTwoProcesses {
+            $0.adapters = [.header(HTTPField.Name("X-App")!, "one")]
+        }
+    }
+
+    /// Two processes (a service each, on one Redis) whose services `configure` makes alike:
+    /// the second's call of an endpoint within the first's interval is refused.
+    static func expectOneIntervalAcrossTwoProcesses(
+        sourceLocation: SourceLocation = #_sourceLocation, configure: (inout ServiceConfiguration) -> Void
+    ) async throws {
         let redis = try await RedisTestServer.make()
         defer { redis.stop() }
         let server = try TestServer()
         defer { server.stop() }
         func process() throws -> ServiceCore {
             var configuration = ServiceConfiguration()
-            configuration.adapters = [.header(HTTPField.Name("X-App")!, "one")]
+            configure(&configuration)
             configuration.intervalGate = try redis.fleet().intervalGate()
             let client = try HTTPClient(configuration: .init(baseURL: server.baseURL))
             return ServiceCore(client: client, configuration: configuration)
@@ -261,11 +252,11 @@ import Testing
         struct Echo: Decodable, Sendable {}
         let options = CallOptions.default.with(\.interval, .drop(.seconds(60)))
         let _: Echo = try await first.get("echo", options: options)
-        let error = await #expect(throws: CourierError.self) {
+        let error = await #expect(throws: CourierError.self, sourceLocation: sourceLocation) {
             let _: Echo = try await second.get("echo", options: options)
         }
-        #expect(error?.code == .throttled)
-        #expect(server.requestCount == 1)
+        #expect(error?.code == .throttled, sourceLocation: sourceLocation)
+        #expect(server.requestCount == 1, sourceLocation: sourceLocation)
     }
 
     /// The fleet key leaves out the identity's own lines that differ between processes (`as`,
