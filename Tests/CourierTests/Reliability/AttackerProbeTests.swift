@@ -12,6 +12,25 @@ import Testing
     static let apiKey = HTTPField.Name("X-Api-Key")!
     static let authToken = HTTPField.Name("X-Auth-Token")!
 
+    /// A client of `server` whose cache keeps 127.0.0.1's answers on disk in `directory`.
+    static func diskCachedClient(_ server: TestServer, directory: String) throws -> HTTPClient {
+        let cache = try HostScopedCache(
+            configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .disk(directory: directory)))
+        return try makeClient {
+            $0.baseURL = server.baseURL
+            $0.cache = cache
+        }
+    }
+
+    /// Every byte of the files in `directory`, one after the other.
+    static func bytes(in directory: String) throws -> Data {
+        var bytes = Data()
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory) {
+            bytes.append(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name)))
+        }
+        return bytes
+    }
+
     // MARK: - The library's own secret names are credentials everywhere
 
     /// Broken on main: `X-Api-Key` and `X-Auth-Token` were redacted as secrets but were not
@@ -56,22 +75,13 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let secret = "t0ken-V4LUE-per-call"
         do {
-            let cache = try HostScopedCache(
-                configuration: .init(
-                    rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .disk(directory: directory)))
-            let client = try makeClient {
-                $0.baseURL = server.baseURL
-                $0.cache = cache
-            }
+            let client = try Self.diskCachedClient(server, directory: directory)
             let request = HTTPRequest(
                 method: .get, scheme: nil, authority: nil, path: "/varies", headerFields: [Self.authToken: secret])
             _ = try await client.send(request)
             #expect(try await client.send(request).isFromCache)
         }
-        var bytes = Data()
-        for name in try FileManager.default.contentsOfDirectory(atPath: directory) {
-            bytes.append(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name)))
-        }
+        let bytes = try Self.bytes(in: directory)
         #expect(!bytes.isEmpty)
         #expect(bytes.range(of: Data(secret.utf8)) == nil)
     }
@@ -95,13 +105,7 @@ import Testing
         let directory = NSTemporaryDirectory() + "courier-probe-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
         do {
-            let cache = try HostScopedCache(
-                configuration: .init(
-                    rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .disk(directory: directory)))
-            let client = try makeClient {
-                $0.baseURL = server.baseURL
-                $0.cache = cache
-            }
+            let client = try Self.diskCachedClient(server, directory: directory)
             let coordinator = AuthRefreshCoordinator<String>(credential: secret) { $0 }
             let interceptor = AuthenticationInterceptor(coordinator: coordinator) { token, request in
                 let path = request.path ?? "/"
@@ -113,10 +117,7 @@ import Testing
             let hit = try await service.send(Endpoint<ServiceUser>.get("feed", parameters: ["page": 1]))
             #expect(hit.isFromCache)
         }
-        var bytes = Data()
-        for name in try FileManager.default.contentsOfDirectory(atPath: directory) {
-            bytes.append(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name)))
-        }
+        let bytes = try Self.bytes(in: directory)
         #expect(bytes.range(of: Data("page=1".utf8)) != nil)
         #expect(bytes.range(of: Data(secret.utf8)) == nil)
     }
@@ -137,13 +138,7 @@ import Testing
             HTTPRequest(method: method, scheme: nil, authority: nil, path: "/feed?page=1&access_token=\(token)")
         }
         do {
-            let cache = try HostScopedCache(
-                configuration: .init(
-                    rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .disk(directory: directory)))
-            let client = try makeClient {
-                $0.baseURL = server.baseURL
-                $0.cache = cache
-            }
+            let client = try Self.diskCachedClient(server, directory: directory)
             _ = try await client.send(feed(secret))
             let hit = try await client.send(feed(secret))
             #expect(hit.isFromCache)
@@ -154,10 +149,7 @@ import Testing
             _ = try await client.send(feed("another-token", .post))
             #expect(!(try await client.send(feed("another-token"))).isFromCache)
         }
-        var bytes = Data()
-        for name in try FileManager.default.contentsOfDirectory(atPath: directory) {
-            bytes.append(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name)))
-        }
+        let bytes = try Self.bytes(in: directory)
         #expect(bytes.range(of: Data("page=1".utf8)) != nil)
         #expect(bytes.range(of: Data(secret.utf8)) == nil)
     }
