@@ -123,8 +123,7 @@ struct FileDownload {
         }
         let limit = options.maxResponseSize ?? client.configuration.maxResponseSize
         var state = Resumption()
-        state.requested = try request.headerFields[.range].map { value throws(CourierError) in try RequestedRange(value)
-        }
+        if let range = request.headerFields[.range] { state.requested = try RequestedRange(range) }
         var resumes = 0
         // Resuming sends the request again: a POST only when the caller opts in, as for any retry.
         let maxResumes =

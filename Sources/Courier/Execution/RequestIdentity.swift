@@ -137,7 +137,7 @@ struct RequestIdentity: Hashable, Sendable {
         }
         // By name only: fields of one name keep their order, which is part of their meaning
         // (`Accept-Language: de` then `fr` prefers German; `fr` then `de`, French).
-        if fields.count > 1 { fields = Self.sortedByName(fields) }
+        if fields.count > 1 { fields = Self.sortedByName(fields) { $0.name.canonicalName } }
         for field in fields {
             key.append("\n")
             key.append(field.name.canonicalName)
@@ -149,7 +149,7 @@ struct RequestIdentity: Hashable, Sendable {
         // per attempt.
         if let signingKey { credential.append(("signer " + signingKey.id, signingKey.secret.base64EncodedString())) }
         if !credential.isEmpty {
-            let text = Self.sortedByName(credential).map { "\($0.name): \($0.value)\n" }.joined()
+            let text = Self.sortedByName(credential) { $0.name }.map { "\($0.name): \($0.value)\n" }.joined()
             key.append("\n@credential: ")
             key.append(Self.digest(text.utf8))
         }
@@ -233,25 +233,18 @@ struct RequestIdentity: Hashable, Sendable {
         return false
     }
 
-    /// `fields` sorted by name, the fields of one name in their order: stable whatever the
-    /// sort does, by the field's index.
-    private static func sortedByName(_ fields: [HTTPField]) -> [HTTPField] {
+    /// `items` sorted by `name`, the items of one name in their order: stable whatever the sort
+    /// does, by the item's index; `items` as they are when already in order (the common case).
+    private static func sortedByName<Item>(_ items: [Item], _ name: (Item) -> String) -> [Item] {
         var sorted = true
-        for index in fields.indices.dropFirst()
-        where fields[index].name.canonicalName < fields[index - 1].name.canonicalName {
+        for index in items.indices.dropFirst() where name(items[index]) < name(items[index - 1]) {
             sorted = false
             break
         }
-        if sorted { return fields }
-        return fields.enumerated().sorted { a, b in
-            a.element.name != b.element.name
-                ? a.element.name.canonicalName < b.element.name.canonicalName : a.offset < b.offset
-        }.map(\.element)
-    }
-
-    private static func sortedByName(_ fields: [(name: String, value: String)]) -> [(name: String, value: String)] {
-        fields.enumerated().sorted { a, b in
-            a.element.name != b.element.name ? a.element.name < b.element.name : a.offset < b.offset
+        if sorted { return items }
+        return items.enumerated().sorted { a, b in
+            let (one, two) = (name(a.element), name(b.element))
+            return one != two ? one < two : a.offset < b.offset
         }.map(\.element)
     }
 
