@@ -130,15 +130,7 @@ import Testing
 
     /// A GET of `feed` in a task of its own: its result, and whether its task ended cancelled.
     private static func feed(_ service: ServiceCore) -> Task<(Result<ServiceUser, CourierError>, Bool), Never> {
-        Task {
-            let result: Result<ServiceUser, CourierError>
-            do throws(CourierError) {
-                result = .success(try await service.get("feed"))
-            } catch {
-                result = .failure(error)
-            }
-            return (result, Task.isCancelled)
-        }
+        Task { await ServiceFixture.getFeed(service) }
     }
 
     /// A call waiting for a transfer it shares with an identical GET waits in its caller's task

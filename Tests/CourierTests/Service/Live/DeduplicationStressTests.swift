@@ -58,15 +58,7 @@ import Testing
         for index in 0..<count {
             tasks.append(
                 Task {
-                    await Self.$caller.withValue(index) {
-                        let result: Result<ServiceUser, CourierError>
-                        do throws(CourierError) {
-                            result = .success(try await service.get("feed"))
-                        } catch {
-                            result = .failure(error)
-                        }
-                        return (result, Task.isCancelled)
-                    }
+                    await Self.$caller.withValue(index) { await ServiceFixture.getFeed(service) }
                 })
             await Self.wait("call \(index) registered") { service.calls.identifiers.count == index + 1 }
             ids.append(try #require(service.calls.identifiers.last))

@@ -35,6 +35,17 @@ enum ServiceFixture {
         #expect(server.count("/posts/7/like") == 1, sourceLocation: sourceLocation)
     }
 
+    /// A GET of `feed`: its result, and whether the task it ran in was cancelled when it ended.
+    static func getFeed(_ service: ServiceCore) async -> (Result<ServiceUser, CourierError>, Bool) {
+        let result: Result<ServiceUser, CourierError>
+        do throws(CourierError) {
+            result = .success(try await service.get("feed"))
+        } catch {
+            result = .failure(error)
+        }
+        return (result, Task.isCancelled)
+    }
+
     /// A client of `server`. Its timeout and stall timeout are long: many tests hold a request
     /// at the server (`HeldRoute`) while they make their next step, and with the whole suite
     /// running in parallel on a loaded machine a step can wait its turn for longer than the
