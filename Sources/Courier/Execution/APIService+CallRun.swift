@@ -41,6 +41,9 @@ extension ServiceCore {
         /// The names of the real-time parameters the current attempt carries: the cache's key
         /// leaves them out, as the identity does.
         private var realTimeNames: Set<String> = []
+        /// What the service's own adapters wrote into the current attempt, digested
+        /// (`RequestIdentity.adaptedHeadDigest`), for a GET that may share its transfer.
+        private(set) var adaptedDigest: String?
         /// The failure of the attempt that just ended, for `prepareRetry`: kept here rather
         /// than in `perform`'s async frame, which lives as long as the call; boxed, made only
         /// when an attempt fails, to keep this object within malloc's per-thread cache sizes
@@ -244,6 +247,15 @@ extension ServiceCore {
             var request = base
             request.appendQuery(ServiceCore.encodeQuery(items))
             return request
+        }
+
+        /// Notes what the service's own adapters wrote into the current attempt: they write
+        /// after the identity, and what they write may change while a GET is in flight (the app
+        /// logged another user in); a GET that joined a transfer sent with the previous user's
+        /// token got that user's answer.
+        @inline(never)
+        func noteAdapted(_ request: PreparedRequest) {
+            adaptedDigest = RequestIdentity.adaptedHeadDigest(request.head, leavingOut: realTimeNames)
         }
 
         /// Counts an attempt.

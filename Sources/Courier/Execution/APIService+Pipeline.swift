@@ -40,7 +40,12 @@ extension ServiceCore {
                 let context = try call.beginAttempt()
                 if configuration.networkStatus != nil { try await awaitNetwork(for: call) }
                 var request = call.attemptRequest()
-                if !call.chain.adapters.isEmpty { request = try await adapt(request, context: context, for: call) }
+                if !call.chain.adapters.isEmpty {
+                    request = try await adapt(request, context: context, for: call)
+                    if prepared.hasOwnAdapters, call.options.deduplicates, request.isShareable {
+                        call.noteAdapted(request)
+                    }
+                }
                 if prepared.readsCredentialFieldsPerAttempt, call.sendsCredential { call.readCredentialFields() }
                 // Signed last, per attempt, as sent: a retry carries a fresh signature.
                 if call.sendsCredential, let signer = configuration.signer {
@@ -277,8 +282,12 @@ extension ServiceCore {
         var text = Self.sharingKey(identity.key, options)
         // What the service's adapters (its own authentication included) add is not in the
         // identity, and a service made from a copy of this configuration may add something else
-        // (its user's): no sharing across.
-        if prepared.hasOwnAdapters { text += "\nservice: \(identityNumber)" }
+        // (its user's): no sharing across. Nor within one service when they wrote something
+        // else (another user logged in since the transfer started).
+        if prepared.hasOwnAdapters {
+            text += "\nservice: \(identityNumber)"
+            if let adapted = call.adaptedDigest { text += "\nadapted: " + adapted }
+        }
         // Nothing appended (the same length): the identity's key, hashed once already.
         typealias Key = InFlightDeduplicator<HTTPClient.Response>.Key
         let key = text.utf8.count == identity.key.utf8.count ? Key(text, hash: identity.keyHash) : Key(text)

@@ -258,6 +258,22 @@ struct RequestIdentity: Hashable, Sendable {
         return "\(info.st_dev) \(info.st_ino) \(info.st_size) \(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
     }
 
+    /// A one-way digest of a request head as the service's own adapters left it: its target
+    /// without the attempt's real-time parameters (`leavingOut`) and every field in order, each
+    /// piece length-prefixed. Part of the de-duplication key of a service whose adapters write
+    /// after the identity (its user's token, from the app's own session store): two GETs are one
+    /// transfer only when the adapters wrote the same.
+    static func adaptedHeadDigest(_ head: HTTPRequest, leavingOut realTimeNames: Set<String>) -> String {
+        var target = (head.scheme ?? "") + "://" + (head.authority ?? "") + (head.path ?? "/")
+        target = CacheRequest.removingQueryItems(named: realTimeNames, from: target)
+        var text = head.method.rawValue + "\n" + String(target.utf8.count) + ":" + target
+        for field in head.headerFields {
+            let name = field.name.canonicalName
+            text += "\n\(name.utf8.count):\(name)\(field.value.utf8.count):\(field.value)"
+        }
+        return digest(text.utf8)
+    }
+
     /// The one-way digest of a credential or a body: the one place the hash is chosen.
     static func digest(_ bytes: some Sequence<UInt8>) -> String {
         CacheSecret.hexString(SHA256.hash(data: Array(bytes)))

@@ -67,6 +67,31 @@ import Testing
         #expect(one == two)
     }
 
+    /// What the service's own adapters wrote (part of a GET's sharing key): another token or
+    /// another order of fields is another digest, the attempt's real-time parameters are left
+    /// out (a timestamp does not stop two GETs from sharing), and a value cannot pass for a
+    /// field boundary.
+    @Test func theAdaptedHeadDigestTellsWhatTheAdaptersWroteApart() {
+        func digest(_ path: String, _ fields: HTTPFields, leavingOut names: Set<String> = []) -> String {
+            var head = HTTPRequest(method: .get, scheme: "https", authority: "api.example.com", path: path)
+            head.headerFields = fields
+            return RequestIdentity.adaptedHeadDigest(head, leavingOut: names)
+        }
+        let alice = digest("/feed", [.authorization: "Bearer alice"])
+        #expect(alice == digest("/feed", [.authorization: "Bearer alice"]))
+        #expect(alice != digest("/feed", [.authorization: "Bearer bob"]))
+        #expect(alice != digest("/feed?user=alice", [.authorization: "Bearer alice"]))
+        #expect(
+            digest("/feed?ts=1&page=2", [.authorization: "Bearer alice"], leavingOut: ["ts"])
+                == digest("/feed?page=2&ts=2", [.authorization: "Bearer alice"], leavingOut: ["ts"]))
+        #expect(
+            digest("/feed", [.accept: "a", .acceptLanguage: "b"])
+                != digest("/feed", [.acceptLanguage: "b", .accept: "a"]))
+        let xa = HTTPField.Name("X-A")!
+        let xb = HTTPField.Name("X-B")!
+        #expect(digest("/feed", [xa: "1x-b:2"]) != digest("/feed", [xa: "1", xb: "2"]))
+    }
+
     /// The `userInfo` values a call's adapters may read: other values, another identity;
     /// Courier's own `showsActivity` is not among them, and no two sets of values read alike.
     @Test func userInfoValuesAreTextThatTellsThemApart() {

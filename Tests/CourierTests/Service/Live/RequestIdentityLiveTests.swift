@@ -356,6 +356,81 @@ import Testing
         #expect(names.second == "Bearer bob")
     }
 
+    /// A `CredentialAuthentication` of the app's own that sends the token of whoever is logged
+    /// in now (the app's own session store, which Courier never sees).
+    struct CurrentUserAuthentication: CredentialAuthentication {
+        let user: CurrentUser
+
+        func adapt(_ request: PreparedRequest, context: InterceptorContext) async throws -> PreparedRequest {
+            var request = request
+            request.head.headerFields[.authorization] = "Bearer " + user.name
+            return request
+        }
+
+        func retry(_ request: PreparedRequest, failure: AttemptFailure, context: InterceptorContext) async
+            -> RetryVerdict
+        { .doNotRetry }
+    }
+
+    /// The app's own record of who is logged in.
+    final class CurrentUser: Sendable {
+        private let current: LockedValue<String>
+        init(_ name: String) { current = LockedValue(name) }
+        var name: String {
+            get { current.withLock { $0 } }
+            set { current.withLock { $0 = newValue } }
+        }
+    }
+
+    /// One service whose own authentication (or adapter) writes the app's current user: Alice
+    /// logs out and Bob logs in while Alice's GET is in flight, and Bob's GET of the same
+    /// endpoint is sent with his token. On the old code the sharing key held the service, not
+    /// what its adapters wrote: Bob's GET joined Alice's transfer and got Alice's answer.
+    @Test(arguments: [true, false])
+    func aGetAfterTheAppsOwnLogInDoesNotJoinThePreviousUsersTransfer(authenticates: Bool) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let user = CurrentUser("alice")
+        let service = try ServiceFixture.service(server) { configuration in
+            if authenticates {
+                configuration.authentication = CurrentUserAuthentication(user: user)
+            } else {
+                configuration.adapters = [
+                    .adapter { request, _ in
+                        var request = request
+                        request.head.headerFields[.authorization] = "Bearer " + user.name
+                        return request
+                    }
+                ]
+            }
+        }
+        let held = HeldRoute()
+        server.route("/mine") { request in
+            held.hold()
+            return .json(["id": 1, "name": request.header("Authorization") ?? "none"])
+        }
+        let alice = Task { () async throws -> ServiceUser in try await service.get("mine") }
+        while held.arrived.value < 1 { await Task.yield() }
+        user.name = "bob"
+        let bob = Task { () async throws -> ServiceUser in try await service.get("mine") }
+        let deduplicator = service.configuration.deduplicator
+        while held.arrived.value < 2 && deduplicator.waiterCount < 2 { await Task.yield() }
+        held.release(2)
+        #expect(try await alice.value.name == "Bearer alice")
+        #expect(try await bob.value.name == "Bearer bob")
+        #expect(server.count("/mine") == 2)
+        // Two GETs of one user while nothing changes are still one transfer.
+        let sent = held.arrived.value
+        let first = Task { () async throws -> ServiceUser in try await service.get("mine") }
+        while held.arrived.value < sent + 1 { await Task.yield() }
+        let second = Task { () async throws -> ServiceUser in try await service.get("mine") }
+        while deduplicator.waiterCount < 2 && held.arrived.value < sent + 2 { await Task.yield() }
+        held.release(2)
+        #expect(try await first.value.name == "Bearer bob")
+        #expect(try await second.value.name == "Bearer bob")
+        #expect(held.arrived.value == sent + 1)
+    }
+
     /// Two services on one configuration (one interval table, one in-flight guard), each with
     /// adapters or an authentication of the app's own for its user: one user's request
     /// interval and tap in flight do not hold back the other's call of the same endpoint. On
