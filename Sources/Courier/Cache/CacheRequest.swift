@@ -124,6 +124,15 @@ package struct CacheRequest: Sendable {
     /// does, for its session): lookup and store then skip deriving it again.
     var storedIdentity: StoredIdentity?
 
+    /// The conditional fields a caller may set itself (RFC 9110 §13.1).
+    static let conditionNames: [HTTPField.Name] = [
+        .ifNoneMatch, .ifModifiedSince, .ifMatch, .ifUnmodifiedSince, .ifRange,
+    ]
+
+    /// Whether the request carries conditions of its caller's own: they ask about the
+    /// version the caller holds, and the answer (a 304 included) is the caller's.
+    var hasOwnConditions: Bool { Self.conditionNames.contains { request.headerFields[$0] != nil } }
+
     /// Creates a cache request.
     /// - Parameters:
     ///   - request: The request head as it will be sent (after interceptors added auth).

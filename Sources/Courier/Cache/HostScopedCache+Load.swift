@@ -64,7 +64,8 @@ struct CacheLoadResult: Sendable {
 extension HostScopedCache {
     /// Runs one call through the cache: pipeline steps 6 and 8 around a transport.
     ///
-    /// Looks the request up; a fresh hit returns without calling `send`. A stale entry is
+    /// Looks the request up; a fresh hit returns without calling `send`. A request with
+    /// conditions of its caller's own is sent as it is. A stale entry is
     /// revalidated with a conditional request and a 304 is merged into it (a 304 that names
     /// another representation, by its ETag or Last-Modified, is followed by an unconditional
     /// request). Other responses are offered to `store`. Unsafe methods invalidate the URL, even
@@ -91,6 +92,15 @@ extension HostScopedCache {
             }
             invalidate(
                 after: request.request, response: result.response, realTimeQueryNames: request.realTimeQueryNames)
+            return CacheLoadResult(response: result.response, body: result.body, source: .network, isStale: false)
+        }
+        // Conditions of the caller's own (`If-None-Match: "v2"`) ask about the version the
+        // caller holds: the stored entry is not the answer, and a 304 answers the caller's
+        // validator, not the entry's (merged, it served the entry's older body as confirmed).
+        // Sent as it is, as OkHttp does; a whole answer is still offered for storage.
+        if request.hasOwnConditions, request.policy != .returnCacheDataDontLoad {
+            let result = try await timed(send, request.request)
+            await offer(request, result)
             return CacheLoadResult(response: result.response, body: result.body, source: .network, isStale: false)
         }
         let shared = configuration.sharedTier

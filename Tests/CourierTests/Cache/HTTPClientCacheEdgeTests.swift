@@ -145,6 +145,39 @@ import Testing
         #expect(server.requestCount == 3)
     }
 
+    /// A caller's own `If-None-Match` asks about the version the caller holds, not the stored
+    /// one: the server's 304 (here without an ETag, as sloppy servers send it) answers the
+    /// caller's validator. On the old code the stored entry's validator gave way to the
+    /// caller's, the 304 was merged into the entry of another version: the caller got the old
+    /// version's body as a 200, and the entry, made fresh for a minute by the 304, served it to
+    /// the next plain call too. A request with conditions of its own goes to the network as it
+    /// is (as OkHttp does), and its 304 is the caller's.
+    @Test func aCallersOwnConditionalRequestIsNotAnsweredWithTheStoredVersion() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let version = LockedValue("1")
+        server.route("/versioned") { request in
+            let current = version.withLock { $0 }
+            if request.header("If-None-Match") == "\"\(current)\"" {
+                return ScriptedResponse.status(304).with(.cacheControl, "max-age=60")
+            }
+            return ScriptedResponse.text("version \(current)").with(.eTag, "\"\(current)\"")
+                .with(.cacheControl, "max-age=0")
+        }
+        let (client, _) = try makeClient(server)
+        #expect(String(decoding: try await client.send(request("/versioned")).body, as: UTF8.self) == "version 1")
+        version.withLock { $0 = "2" }
+        var conditional = request("/versioned")
+        conditional.headerFields[.ifNoneMatch] = "\"2\""
+        let answer = try await client.send(conditional)
+        #expect(answer.status.code == 304)
+        #expect(answer.body.isEmpty)
+        #expect(!answer.isFromCache)
+        let plain = try await client.send(request("/versioned"))
+        #expect(String(decoding: plain.body, as: UTF8.self) == "version 2")
+        #expect(server.requestCount == 3)
+    }
+
     /// Courier neither stores HEAD responses nor answers a HEAD from a stored GET (RFC 9111
     /// allows the latter; Courier keeps HEAD a plain network call), and HEAD invalidates nothing.
     @Test func headGoesToTheNetworkAndLeavesTheStoredGETAlone() async throws {
