@@ -38,7 +38,12 @@ public struct Cookie: Sendable, Hashable {
 /// or per service. Nothing is kept on connections or transfer handles, so a client sharing a
 /// transport with another never sees its cookies.
 public final class CookieJar: Sendable {
-    private let cookies = LockedValue<[Cookie]>([])
+    private let contents = LockedValue(Contents())
+    private struct Contents {
+        var cookies: [Cookie] = []
+        /// Moves on at every `removeAll()`: an answer to a request sent before is not stored.
+        var clearings: UInt64 = 0
+    }
     private let clock: any ServiceClock
     let maximumCookies: Int
     let maximumCookiesPerDomain: Int
@@ -82,17 +87,28 @@ public final class CookieJar: Sendable {
     /// Every cookie not expired.
     public var all: [Cookie] {
         let now = clock.wallTime
-        return cookies.withLock { $0.filter { !$0.isExpired(at: now) } }
+        return contents.withLock { $0.cookies.filter { !$0.isExpired(at: now) } }
     }
 
-    /// Forgets every cookie.
-    public func removeAll() { cookies.withLock { $0.removeAll() } }
+    /// Forgets every cookie, and those of the answers still on their way.
+    public func removeAll() {
+        contents.withLock { contents in
+            contents.cookies.removeAll()
+            contents.clearings &+= 1
+        }
+    }
+
+    /// How many times the jar was emptied: read when a request starts, handed back to
+    /// `store(from:for:session:)` with its answers.
+    var session: UInt64 { contents.withLock { $0.clearings } }
 
     /// Stores the cookies a response sets.
     /// - Parameters:
     ///   - response: the response, with its `Set-Cookie` fields.
     ///   - request: the request it answers (for the host and default path).
-    func store(from response: HTTPResponse, for request: HTTPRequest) {
+    ///   - session: `session` when the request started; when the jar was emptied since (a
+    ///     logout), the answer is the ended session's and nothing is stored.
+    func store(from response: HTTPResponse, for request: HTTPRequest, session: UInt64? = nil) {
         let lines = response.headerFields[values: .setCookie]
         guard !lines.isEmpty, let host = Self.host(of: request) else { return }
         let now = clock.wallTime
@@ -101,33 +117,39 @@ public final class CookieJar: Sendable {
             Self.parse($0, host: host, requestPath: request.path ?? "/", now: now, secureOrigin: secure)
         }
         guard !parsed.isEmpty else { return }
-        cookies.withLock { stored in
-            for cookie in parsed {
-                // RFC 6265bis §5.7 step 16: an http answer neither replaces nor shadows (nor
-                // deletes) a `Secure` cookie, which only an https answer could have set.
-                if !secure, stored.contains(where: { $0.secure && Self.shadows(cookie, $0) }) { continue }
-                stored.removeAll { $0.name == cookie.name && $0.domain == cookie.domain && $0.path == cookie.path }
-                // An already-expired cookie is how a server deletes one.
-                if !cookie.isExpired(at: now) { stored.append(cookie) }
-            }
-            stored.removeAll { $0.isExpired(at: now) }
-            // Bounded per site, not per domain name: a host with many labels sets cookies for
-            // each of its parents, and could push every other site's cookies out of the jar.
-            for site in Set(parsed.map { Self.site(of: $0.domain) }) {
-                let subdomains = "." + site
-                let inSite = { (cookie: Cookie) in cookie.domain == site || cookie.domain.hasSuffix(subdomains) }
-                let count = stored.lazy.filter(inSite).count
-                if count > maximumCookiesPerDomain {
-                    var excess = count - maximumCookiesPerDomain
-                    stored.removeAll { cookie in
-                        guard excess > 0, inSite(cookie) else { return false }
-                        excess -= 1
-                        return true
-                    }
+        contents.withLock { contents in
+            guard session.map({ $0 == contents.clearings }) ?? true else { return }
+            insert(parsed, into: &contents.cookies, secure: secure, now: now)
+        }
+    }
+
+    /// Adds `parsed` to `stored`, dropping the expired and what is over the bounds.
+    private func insert(_ parsed: [Cookie], into stored: inout [Cookie], secure: Bool, now: Date) {
+        for cookie in parsed {
+            // RFC 6265bis §5.7 step 16: an http answer neither replaces nor shadows (nor
+            // deletes) a `Secure` cookie, which only an https answer could have set.
+            if !secure, stored.contains(where: { $0.secure && Self.shadows(cookie, $0) }) { continue }
+            stored.removeAll { $0.name == cookie.name && $0.domain == cookie.domain && $0.path == cookie.path }
+            // An already-expired cookie is how a server deletes one.
+            if !cookie.isExpired(at: now) { stored.append(cookie) }
+        }
+        stored.removeAll { $0.isExpired(at: now) }
+        // Bounded per site, not per domain name: a host with many labels sets cookies for
+        // each of its parents, and could push every other site's cookies out of the jar.
+        for site in Set(parsed.map { Self.site(of: $0.domain) }) {
+            let subdomains = "." + site
+            let inSite = { (cookie: Cookie) in cookie.domain == site || cookie.domain.hasSuffix(subdomains) }
+            let count = stored.lazy.filter(inSite).count
+            if count > maximumCookiesPerDomain {
+                var excess = count - maximumCookiesPerDomain
+                stored.removeAll { cookie in
+                    guard excess > 0, inSite(cookie) else { return false }
+                    excess -= 1
+                    return true
                 }
             }
-            if stored.count > maximumCookies { stored.removeFirst(stored.count - maximumCookies) }
         }
+        if stored.count > maximumCookies { stored.removeFirst(stored.count - maximumCookies) }
     }
 
     /// The `Cookie` header value for a request, or nil when no cookie applies.
@@ -137,8 +159,8 @@ public final class CookieJar: Sendable {
         let secure = request.scheme?.lowercased() == "https"
         let path = Self.pathOnly(request.path ?? "/")
         let now = clock.wallTime
-        let matching = cookies.withLock { stored in
-            stored.filter { cookie in
+        let matching = contents.withLock { contents in
+            contents.cookies.filter { cookie in
                 !cookie.isExpired(at: now) && (!cookie.secure || secure)
                     && (cookie.hostOnly ? host == cookie.domain : Self.domainMatches(host, cookie.domain))
                     && Self.pathMatches(path, cookie.path)

@@ -270,4 +270,34 @@ import Testing
         #expect(jar.all.isEmpty)
         #expect(try await cookieSent(by: client, to: server.url("/echo")) == nil)
     }
+
+    /// A response to a request sent before logout, arriving after it, planted the logged-out
+    /// user's session cookie back into the emptied jar: the next user's requests went out with
+    /// it. The jar now keeps no cookie from an answer to a request it was cleared since.
+    @Test func aCookieArrivingAfterLogOutIsNotStored() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let arrived = Signal()
+        let release = DispatchSemaphore(value: 0)
+        server.route("/held") { _ in
+            arrived.fire()
+            release.wait()
+            return ScriptedResponse.text("held").with(.setCookie, "sid=alice; Path=/")
+        }
+        let jar = CookieJar()
+        let client = try makeClient { $0.cookieJar = jar }
+        try client.logIn(credential: "alice-token")
+        let inFlight = Task { try await client.send(HTTPRequest(.get, server.url("/held"))) }
+        await arrived.wait()
+        client.logOut()
+        release.signal()
+        _ = try await inFlight.value
+        #expect(jar.all.isEmpty)
+        try client.logIn(credential: "bob-token")
+        #expect(try await cookieSent(by: client, to: server.url("/echo")) == nil)
+        // Control: the same answer within one session is stored.
+        release.signal()
+        _ = try await client.send(HTTPRequest(.get, server.url("/held")))
+        #expect(jar.all.map(\.name) == ["sid"])
+    }
 }
