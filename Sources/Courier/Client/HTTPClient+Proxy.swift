@@ -135,13 +135,16 @@ struct ProxyRoute: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The URL without its `user:password@`, and the two apart, for a URL `URLComponents`
-    /// cannot read: the user information ends at the last `@` before the path.
+    /// cannot read: the user information ends at the last `@`, even past a `/`, `?` or `#`.
+    /// A password written without percent-encoding (as environment variables often have it)
+    /// holds those too, and ending the authority at the first of them kept the password in the
+    /// URL that `description` and the configuration error show; a proxy URL has no use for an
+    /// `@` in a path.
     private static func splitCredentials(_ text: String) -> (String, String?, String?) {
         guard let separator = text.range(of: "://") else { return (text, nil, nil) }
         let rest = text[separator.upperBound...]
-        let authority = rest[..<(rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex)]
-        guard let at = authority.lastIndex(of: "@") else { return (text, nil, nil) }
-        let userInfo = authority[..<at]
+        guard let at = rest.lastIndex(of: "@") else { return (text, nil, nil) }
+        let userInfo = rest[..<at]
         let colon = userInfo.firstIndex(of: ":")
         let decoded = { (part: Substring) -> String in part.removingPercentEncoding ?? String(part) }
         let url = String(text[..<separator.upperBound]) + String(rest[rest.index(after: at)...])

@@ -183,6 +183,27 @@ import Testing
         }
     }
 
+    /// A password with a `#`, `/` or `?` not percent-encoded (as an environment variable often
+    /// has it) ends the authority where `URLComponents` and the fallback read it, before the
+    /// `@`: the URL was taken as having no credentials, and the configuration error and
+    /// `description` showed the password.
+    @Test(arguments: [
+        "http://alice:hunter2#x@proxy.test:1", "http://alice:hun/ter2@proxy.test:1",
+        "http://alice:hunter2?@proxy.test:1", "alice:hun#ter2@proxy.test:3128",
+    ])
+    func aPasswordWithAFragmentOrPathCharacterIsNeverShown(_ url: String) {
+        let fixed = Proxy(mode: .fixed(ProxyRoute(url), bypass: []))
+        #expect(!fixed.description.contains("ter2"))
+        #expect(ProxyRoute(url).password?.contains("ter2") == true)
+        for proxy in [fixed, .environment(["http_proxy": url]), .environment(["all_proxy": url])] {
+            do {
+                _ = try makeClient { $0.proxy = proxy }
+            } catch {
+                #expect(!String(describing: error).contains("ter2"))
+            }
+        }
+    }
+
     @Test func invalidBypassAndEnvironmentAreConfigurationErrors() {
         for proxy in [
             Proxy.url(URL(string: "http://proxy.test:3128")!, bypass: ["a,b"]),
