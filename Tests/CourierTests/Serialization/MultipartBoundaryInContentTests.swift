@@ -49,4 +49,19 @@ import Testing
         harmless.append("--\(String(Self.boundary.dropLast()))", name: "prefix")
         #expect(throws: Never.self) { try harmless.makeBody() }
     }
+
+    /// The boundary after a bare LF: RFC 2046 writes the delimiter after CR LF, but servers read
+    /// it after LF alone too (PHP's form parser looks for `\n--boundary`), so a user's text with
+    /// Unix line breaks still closed the field and added a part of its own; only CR LF was looked for.
+    @Test func theBoundaryAfterABareLineFeedIsRefused() throws {
+        var form = MultipartFormData(boundary: Self.boundary)
+        form.append(Self.injected.replacingOccurrences(of: "\r\n", with: "\n"), name: "comment")
+        #expect(throws: CourierError.self) { try form.makeBody() }
+
+        var big = MultipartFormData(boundary: Self.boundary)
+        var bytes = Data(repeating: 0x61, count: MultipartFormData.separateSegmentThreshold * 2)
+        bytes.append(Data("\n--\(Self.boundary)--".utf8))
+        big.append(bytes, name: "blob")
+        #expect(throws: CourierError.self) { try big.makeBody() }
+    }
 }
