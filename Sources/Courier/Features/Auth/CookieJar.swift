@@ -30,7 +30,8 @@ public struct Cookie: Sendable, Hashable {
 /// `removeAll()` — which the client and the service do on logout unless `clearsOnLogout` is
 /// off. A cookie whose `Domain` does not match the answering host, or names a public suffix
 /// (`com`, `co.uk`, `github.io`: the Public Suffix List, through libpsl), is refused, so one
-/// site cannot set cookies for another. A `Secure` cookie is taken only from an https answer
+/// site cannot set cookies for another; a `Domain` naming the host itself when it is a public
+/// suffix, an IP address or `localhost` sets a host-only cookie. A `Secure` cookie is taken only from an https answer
 /// and sent only over https; an http answer cannot replace it, and names starting `__Secure-`
 /// or `__Host-` need what their prefix promises (RFC 6265bis).
 ///
@@ -226,11 +227,12 @@ public final class CookieJar: Sendable {
                 var domain = argument.lowercased()
                 if domain.hasPrefix(".") { domain.removeFirst() }
                 guard !domain.isEmpty else { continue }
-                // Not for another site, not for a bare top-level domain, not on an IP host.
-                guard domainMatches(host, domain), domain.contains("."), !isIPAddress(host) else { return nil }
-                if isPublicSuffix(domain) {
-                    // RFC 6265 §5.3 step 5: a public suffix is only the host's own name, as a
-                    // host-only cookie; for any other host it would reach every site under it.
+                // Not for another site.
+                guard domainMatches(host, domain) else { return nil }
+                if isIPAddress(host) || !domain.contains(".") || isPublicSuffix(domain) {
+                    // RFC 6265 §5.3 step 5: an IP address, a bare top-level name (`localhost`)
+                    // or a public suffix is only the host's own name, as a host-only cookie; for
+                    // any other host it would reach every site under it.
                     guard domain == host else { return nil }
                     continue
                 }

@@ -300,4 +300,24 @@ import Testing
         _ = try await client.send(HTTPRequest(.get, server.url("/held")))
         #expect(jar.all.map(\.name) == ["sid"])
     }
+
+    /// A server that names its own host in `Domain` (`Domain=127.0.0.1` from 127.0.0.1,
+    /// `Domain=localhost` from localhost, as frameworks do when told `domain = request.host`)
+    /// sets a host-only cookie (RFC 6265 §5.3 steps 5–6; browsers keep it). The jar dropped
+    /// the cookie whole: the session was never kept, every call after login was anonymous.
+    /// A `Domain` naming another address or a parent of `localhost` is still refused.
+    @Test(arguments: ["127.0.0.1", "localhost"])
+    func aDomainNamingTheHostItselfSetsAHostOnlyCookie(_ host: String) async throws {
+        let server = try server(setting: [
+            "sid=own; Domain=\(host); Path=/", "other=1; Domain=127.0.0.2; Path=/", "parent=2; Domain=host; Path=/",
+        ])
+        defer { server.stop() }
+        let jar = CookieJar()
+        let client = try makeClient { $0.cookieJar = jar }
+        let origin = URL(string: "http://\(host):\(server.port)")!
+        _ = try await client.send(HTTPRequest(.get, origin.appendingPathComponent("set")))
+        #expect(jar.all.map(\.name) == ["sid"])
+        #expect(jar.all.first?.hostOnly == true)
+        #expect(try await cookieSent(by: client, to: origin.appendingPathComponent("echo")) == "sid=own")
+    }
 }
