@@ -218,6 +218,9 @@ public final class CookieJar: Sendable {
             let pieces = attribute.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let key = pieces[0].trimmingCharacters(in: .whitespaces).lowercased()
             let argument = pieces.count > 1 ? pieces[1].trimmingCharacters(in: .whitespaces) : ""
+            // RFC 6265bis §5.6: a longer value is ignored (a `Path` of 100 KiB per cookie, fifty
+            // per site, kept megabytes in the jar).
+            guard argument.utf8.count <= Self.maximumAttributeValueBytes else { continue }
             switch key {
             case "expires":
                 if let date = HTTPDateFormat.parse(argument) { cookie.expires = date }
@@ -287,6 +290,9 @@ public final class CookieJar: Sendable {
 
     /// The most bytes of a cookie's name and value together (RFC 6265bis, as browsers keep).
     static let maximumNameAndValueBytes = 4_096
+
+    /// The most bytes of an attribute's value (RFC 6265bis, as browsers keep).
+    static let maximumAttributeValueBytes = 1_024
 
     private static func isSafe(_ text: String) -> Bool {
         !text.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || $0 == ";" }

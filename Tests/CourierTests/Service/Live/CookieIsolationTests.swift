@@ -160,6 +160,23 @@ import Testing
         #expect(try await cookieSent(by: client, to: server.url("/echo")) == "fits=\(big.dropLast(2)); ok=1")
     }
 
+    /// The 4,096-byte bound covered the name and value only: a `Path` (or any attribute) of
+    /// 90 KiB was kept with the cookie, so fifty answers of one site held 4.5 MB in the jar and
+    /// every request compared its path with them. An attribute over 1,024 bytes is ignored
+    /// (RFC 6265bis §5.6), as browsers do: the cookie keeps its default path.
+    @Test func anAttributeOverOneKilobyteIsIgnored() async throws {
+        let long = "/" + String(repeating: "p", count: 90 << 10)
+        let fits = "/" + String(repeating: "q", count: 1_023)
+        let server = try server(setting: ["long=1; Path=\(long)", "fits=2; Path=\(fits)"])
+        defer { server.stop() }
+        let jar = CookieJar()
+        let client = try makeClient { $0.cookieJar = jar }
+        _ = try await client.send(HTTPRequest(.get, server.url("/set")))
+        #expect(jar.all.map(\.name) == ["long", "fits"])
+        #expect(jar.all.map(\.path) == ["/", fits])
+        #expect(try await cookieSent(by: client, to: server.url("/echo")) == "long=1")
+    }
+
     /// The jar's cookies went out as one `Cookie` line each (HTTPTypes keeps them as separate
     /// fields): RFC 6265 §5.4 allows one, and a server that joins repeated fields with ", "
     /// (this one, as many do) read `a` as `1, b=2`.
