@@ -45,7 +45,8 @@ extension HTTPClient.Configuration {
         ///   - username: the proxy user (Basic for an HTTP proxy, RFC 1929 for SOCKS5).
         ///   - password: the proxy password.
         ///   - bypass: hosts reached directly, as in `no_proxy`: a name matches itself and its
-        ///     subdomains, an address or CIDR range matches addresses, `*` matches every host.
+        ///     subdomains, an address or CIDR range matches addresses (an IPv6 one bare or in
+        ///     brackets), `*` matches every host; no ports.
         public static func url(
             _ url: URL, username: String? = nil, password: String? = nil, bypass: [String] = []
         ) -> Proxy {
@@ -75,7 +76,8 @@ extension HTTPClient.Configuration {
                 return ResolvedProxy()
             case .fixed(let route, let bypass):
                 return ResolvedProxy(
-                    http: route, https: route, noProxy: bypass.isEmpty ? nil : bypass.joined(separator: ","))
+                    http: route, https: route,
+                    noProxy: bypass.isEmpty ? nil : Self.curlNoProxy(bypass.joined(separator: ",")))
             case .environment(let variables):
                 let environment = variables ?? ProcessInfo.processInfo.environment
                 func value(_ names: String...) -> String? {
@@ -85,8 +87,30 @@ extension HTTPClient.Configuration {
                 return ResolvedProxy(
                     http: (value("http_proxy") ?? all).map(ProxyRoute.init),
                     https: (value("https_proxy", "HTTPS_PROXY") ?? all).map(ProxyRoute.init),
-                    noProxy: value("no_proxy", "NO_PROXY"))
+                    noProxy: value("no_proxy", "NO_PROXY").map(Self.curlNoProxy))
             }
+        }
+
+        /// curl's `NOPROXY` list for a `no_proxy` list: an IPv6 address written as in a URL
+        /// (`[::1]`, `[fd00::]/8`) loses its brackets. curl matches the bare form only, so the
+        /// requests such an entry names went through the proxy, credentials and all.
+        static func curlNoProxy(_ list: String) -> String {
+            list.split(separator: ",", omittingEmptySubsequences: false).map { item in
+                let entry = item.trimmingCharacters(in: .whitespaces)
+                guard entry.hasPrefix("["), let close = entry.firstIndex(of: "]") else { return String(item) }
+                let rest = entry[entry.index(after: close)...]
+                guard rest.isEmpty || rest.hasPrefix("/") else { return String(item) }
+                return String(entry[entry.index(after: entry.startIndex)..<close] + rest)
+            }.joined(separator: ",")
+        }
+
+        /// Whether a bypass entry is `host:port` or `[address]:port` (an IPv6 address alone has
+        /// two colons or more).
+        static func hasPort(_ entry: String) -> Bool {
+            if entry.hasPrefix("["), let close = entry.firstIndex(of: "]") {
+                return entry[entry.index(after: close)...].hasPrefix(":")
+            }
+            return entry.utf8.lazy.filter { $0 == UInt8(ascii: ":") }.count == 1
         }
 
         /// What makes every request fail.
@@ -96,6 +120,11 @@ extension HTTPClient.Configuration {
                 let forbidden: (Character) -> Bool = { $0.isNewline || $0 == "\0" || $0 == "," || $0 == " " }
                 if bypass.contains(where: { $0.isEmpty || $0.contains(where: forbidden) }) {
                     throw CourierError(.configuration, "invalid proxy bypass entry")
+                }
+                // curl matches no_proxy entries by host alone: `host:port` would never match,
+                // and the requests it names would go through the proxy.
+                if bypass.contains(where: Self.hasPort) {
+                    throw CourierError(.configuration, "a proxy bypass entry names a port; give the host alone")
                 }
             }
             let routes = resolved()
