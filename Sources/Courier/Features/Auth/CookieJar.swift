@@ -377,3 +377,27 @@ public final class CookieJar: Sendable {
 extension Cookie {
     func isExpired(at now: Date) -> Bool { expires.map { $0 <= now } ?? false }
 }
+
+/// A cookie's value is the user's session: a description or a dump (a log line, `print(jar.all)`,
+/// a test failure) shows it as `Redaction.marker`, as it does the `Cookie` field.
+extension Cookie: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The cookie with its value redacted.
+    public var description: String {
+        "Cookie(\(name)=\(Redaction.marker); domain: \(domain)\(hostOnly ? " (host only)" : ""), path: \(path)"
+            + "\(secure ? ", secure" : "")\(httpOnly ? ", httpOnly" : "")"
+            + "\(expires.map { ", expires: \(HTTPDateFormat.format($0))" } ?? ""))"
+    }
+
+    /// The same as `description`.
+    public var debugDescription: String { description }
+
+    /// The attributes, with the value redacted.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "name": name, "value": Redaction.marker, "domain": domain, "hostOnly": hostOnly, "path": path,
+                "secure": secure, "httpOnly": httpOnly, "expires": expires as Any,
+            ], displayStyle: .struct)
+    }
+}

@@ -337,4 +337,23 @@ import Testing
         #expect(jar.all.first?.hostOnly == true)
         #expect(try await cookieSent(by: client, to: origin.appendingPathComponent("echo")) == "sid=own")
     }
+
+    /// A stored cookie printed itself whole: `print(jar.all)`, a log line or a test failure
+    /// showed the user's session token, which no description may (`Redaction`). The value is
+    /// redacted in `description` and in reflection (`dump`); `value` still reads it.
+    @Test func aCookiesDescriptionDoesNotShowItsValue() async throws {
+        let server = try server(setting: ["sid=s3cr3t-session-token; Path=/"])
+        defer { server.stop() }
+        let jar = CookieJar()
+        let client = try makeClient { $0.cookieJar = jar }
+        _ = try await client.send(HTTPRequest(.get, server.url("/set")))
+        let cookie = try #require(jar.all.first)
+        #expect(cookie.value == "s3cr3t-session-token")
+        var dumped = ""
+        dump(jar.all, to: &dumped)
+        for text in [String(describing: cookie), String(reflecting: cookie), "\(jar.all)", dumped] {
+            #expect(!text.contains("s3cr3t"), "\(text)")
+            #expect(text.contains("sid"))
+        }
+    }
 }
