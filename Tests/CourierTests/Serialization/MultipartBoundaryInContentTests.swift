@@ -38,11 +38,7 @@ import Testing
         atStart.append(Data("--\(Self.boundary)--\r\n".utf8), name: "blob")
         #expect(throws: CourierError.self) { try atStart.makeBody() }
 
-        var big = MultipartFormData(boundary: Self.boundary)
-        var bytes = Data(repeating: 0x61, count: MultipartFormData.separateSegmentThreshold * 2)
-        bytes.append(Data("\r\n--\(Self.boundary)\r\n".utf8))
-        big.append(bytes, name: "blob")
-        #expect(throws: CourierError.self) { try big.makeBody() }
+        #expect(throws: CourierError.self) { try Self.bigForm(endingWith: "\r\n--\(Self.boundary)\r\n").makeBody() }
 
         var harmless = MultipartFormData(boundary: Self.boundary)
         harmless.append("the boundary is \(Self.boundary), and --\(Self.boundary) mid-line", name: "note")
@@ -58,10 +54,15 @@ import Testing
         form.append(Self.injected.replacingOccurrences(of: "\r\n", with: "\n"), name: "comment")
         #expect(throws: CourierError.self) { try form.makeBody() }
 
-        var big = MultipartFormData(boundary: Self.boundary)
+        #expect(throws: CourierError.self) { try Self.bigForm(endingWith: "\n--\(Self.boundary)--").makeBody() }
+    }
+
+    /// A form of one part big enough to be a segment of its own, ending with `tail`.
+    static func bigForm(endingWith tail: String) -> MultipartFormData {
+        var form = MultipartFormData(boundary: boundary)
         var bytes = Data(repeating: 0x61, count: MultipartFormData.separateSegmentThreshold * 2)
-        bytes.append(Data("\n--\(Self.boundary)--".utf8))
-        big.append(bytes, name: "blob")
-        #expect(throws: CourierError.self) { try big.makeBody() }
+        bytes.append(Data(tail.utf8))
+        form.append(bytes, name: "blob")
+        return form
     }
 }
