@@ -1,3 +1,5 @@
+import Foundation
+
 /// The key of a `UserInfo` entry.
 public struct UserInfoKey: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral {
     /// The key's name; namespace your own (`"myapp.screen"`).
@@ -46,19 +48,24 @@ public struct UserInfo: Sendable {
     var keys: [UserInfoKey] { Array(values.keys) }
 
     /// The app's values as text, for the identity of a call whose adapters may decorate its
-    /// request from them (a tenant): sorted by key, each key and value (`String(reflecting:)`)
-    /// prefixed by its length so that no two sets of values read alike; nil without app values.
+    /// request from them (a tenant): sorted by key, each key and value (`String(reflecting:)`;
+    /// a `Data`'s bytes digested, as it reads as its length) prefixed by its length so that no
+    /// two sets of values read alike; nil without app values. Longer than
+    /// `largestAppValuesText`, the text is digested: the identity is kept in the gates' tables.
     /// A class instance without a description of its own reads as its type: such values are
     /// not told apart.
     var appValuesText: String? {
         guard hasAppValues else { return nil }
         var text = ""
         for (key, value) in values.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where key != .showsActivity {
-            let value = String(reflecting: value)
+            let value = (value as? Data).map { "Data " + RequestIdentity.digest($0) } ?? String(reflecting: value)
             text += "\(key.rawValue.utf8.count):\(key.rawValue)=\(value.utf8.count):\(value);"
         }
-        return text
+        return text.utf8.count > Self.largestAppValuesText ? "digest " + RequestIdentity.digest(text.utf8) : text
     }
+
+    /// The longest `appValuesText` kept as text.
+    static let largestAppValuesText = 128
 }
 
 extension UserInfo: ExpressibleByDictionaryLiteral {

@@ -112,6 +112,25 @@ import Testing
         #expect(one != Self.identity())
     }
 
+    /// A tenant's token as `Data` read as its length (`32 bytes`): two tenants with tokens of
+    /// one length were one identity, and one's request interval and tap in flight held back
+    /// the other's call. Bytes are digested now; and a large value stands in the identity (and
+    /// in the interval table's keys) as a digest, not as its whole text.
+    @Test func userInfoDataValuesAreToldApartByTheirBytesAndLargeValuesAreDigested() {
+        let tenant: UserInfoKey = "tenant"
+        let one = UserInfo([tenant: Data(repeating: 1, count: 32)]).appValuesText
+        let two = UserInfo([tenant: Data(repeating: 2, count: 32)]).appValuesText
+        #expect(one != two)
+        #expect(one == UserInfo([tenant: Data(repeating: 1, count: 32)]).appValuesText)
+        let large = Array(repeating: "segment", count: 10_000)
+        let text = UserInfo([tenant: large]).appValuesText ?? ""
+        #expect(text.utf8.count < 200)
+        var changed = large
+        changed[9_999] = "other"
+        #expect(text != UserInfo([tenant: changed]).appValuesText)
+        #expect(text == UserInfo([tenant: large]).appValuesText)
+    }
+
     /// A header field named like one of the identity's own lines cannot stand for it: the
     /// identity's lines start with `@`, which a field name cannot hold.
     @Test func aFieldNamedLikeTheIdentitysOwnLinesIsNotTakenForThem() {
