@@ -1,13 +1,16 @@
 extension ServiceCore {
     /// Before an attempt: while the service's status source says offline, fail at once, wait
     /// for the network (up to a limit, on the service's clock), or go on, as the call or the
-    /// service says.
+    /// service says; a call that reads the cache only always goes on.
     /// - Throws: `CourierError.offline`, or `CancellationError`.
     @inline(never)
     func awaitNetwork(for call: CallRun) async throws {
         guard let source = configuration.networkStatus else { return }
         let status = source.current
         guard !status.isOnline else { return }
+        // A call that reads the client's cache only sends nothing: it is answered (or is
+        // `.notCached`) whatever the network.
+        if call.options.cachePolicy == .returnCacheDataDontLoad, client.configuration.cache != nil { return }
         switch call.options.whenOffline ?? configuration.whenOffline {
         case .proceed:
             return

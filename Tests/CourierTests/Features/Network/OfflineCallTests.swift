@@ -134,6 +134,71 @@ import Testing
         #expect(service.calls.count == 0)
     }
 
+    /// A call that reads the cache only (`.returnCacheDataDontLoad`) sends nothing, whatever the
+    /// network. On the old code, while offline, `.fail` failed it with `.offline` though its
+    /// answer was in the cache, and `.wait(upTo:)` held it until the network came back (or the
+    /// limit passed) for a request it never sends (`cacheThenNetwork` set `.proceed` on its own
+    /// cache read to get around it). It is answered from the cache at once, or is `.notCached`.
+    @Test(arguments: [OfflineBehavior.fail, .wait(upTo: .seconds(600))])
+    func aCacheOnlyCallIsAnsweredWhileOffline(whenOffline: OfflineBehavior) async throws {
+        let network = ManualNetworkStatus(Self.wired)
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/status") { _ in
+            ScriptedResponse.json(["id": 1, "name": "up"]).with(.cacheControl, "max-age=600")
+        }
+        let cache = try HostScopedCache(
+            configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly))
+        let client = try HTTPClient(
+            configuration: HTTPClient.Configuration(
+                baseURL: server.baseURL, notificationCenter: NotificationCenter(), cache: cache))
+        var configuration = ServiceConfiguration(retryPolicy: .none)
+        configuration.networkStatus = network
+        configuration.whenOffline = whenOffline
+        configuration.clock = ManualServiceClock()
+        let service = ServiceCore(client: client, configuration: configuration)
+        let _: ServiceUser = try await service.get("status")
+        network.set(.offline)
+        let cacheOnly = CallOptions.default.with(\.cachePolicy, .returnCacheDataDontLoad)
+        let call = Task { () -> Result<(ServiceUser, Bool), CourierError> in
+            do throws(CourierError) {
+                let response: Response<ServiceUser> = try await service.send(
+                    Endpoint<ServiceUser>.get("status", options: cacheOnly))
+                return .success((response.value, response.isFromCache))
+            } catch {
+                return .failure(error)
+            }
+        }
+        // Only a bound for the old code, whose `.wait` held the call until the network came back.
+        let (result, rescued) = await awaitWithRescue(call, within: TestTimeBound.scaled(.seconds(20))) {
+            network.set(Self.wired)
+        }
+        #expect(!rescued, "the cache-only call waited for the network")
+        switch result {
+        case .success(let (user, isFromCache)):
+            #expect(user.name == "up")
+            #expect(isFromCache)
+        case .failure(let error):
+            Issue.record("the cached answer was not served while offline: \(error)")
+        }
+        // Nothing cached: the cache's own answer, not the network's status.
+        let missing = Task { () -> CourierError? in
+            do throws(CourierError) {
+                let _: Response<ServiceUser> = try await service.send(
+                    Endpoint<ServiceUser>.get("other", options: cacheOnly))
+                return nil
+            } catch {
+                return error
+            }
+        }
+        let (error, rescuedAgain) = await awaitWithRescue(missing, within: TestTimeBound.scaled(.seconds(20))) {
+            network.set(Self.wired)
+        }
+        #expect(!rescuedAgain, "the cache-only call waited for the network")
+        #expect(error?.code == .notCached)
+        #expect(server.count("/status") == 1)
+    }
+
     @Test func eventMonitorsSeeTheStatusOfEachAttempt() async throws {
         let network = ManualNetworkStatus(Self.wired)
         let seen = LockedValue<[NetworkStatus?]>([])
