@@ -147,3 +147,19 @@ public final class RedisFleet: Sendable {
             .map { String(format: "%02x", $0) }.joined()
     }
 }
+
+extension RedisFleet.Configuration: CustomStringConvertible, CustomReflectable {
+    /// The configuration without its secrets: the password and the identity key are redacted
+    /// (a service that logs its settings at start must not log them).
+    public var description: String {
+        var text = "RedisFleet.Configuration(host: \(host), port: \(port)"
+        if let username { text += ", username: \(username)" }
+        if password != nil { text += ", password: <redacted>" }
+        text += ", database: \(database), namespace: \(namespace), identityKey: <redacted>"
+        text += ", connectTimeout: \(connectTimeout), commandTimeout: \(commandTimeout), retryAfter: \(retryAfter)"
+        return text + ", fillLease: \(fillLease), staleRetention: \(staleRetention))"
+    }
+
+    /// The description only: a dump of a configuration must not show the secrets.
+    public var customMirror: Mirror { Mirror(self, children: ["configuration": description]) }
+}

@@ -335,6 +335,29 @@ import Testing
         #expect(error?.code == .configuration)
     }
 
+    /// The password is "never logged", and the identity key is the fleet's secret: on the old
+    /// code a configuration printed or dumped (a service logging its settings at start) showed
+    /// both, the key byte by byte. They are redacted in its description and its reflection;
+    /// where Redis is still shows.
+    @Test func aPrintedOrDumpedConfigurationShowsNeitherThePasswordNorTheIdentityKey() {
+        let key: [UInt8] = (0..<32).map { UInt8(200 + $0 % 50) }
+        var configuration = RedisFleet.Configuration(
+            host: "redis.internal", port: 6380, identityKey: key, password: "hunter2-redis-secret")
+        configuration.username = "courier-app"
+        var dumped = ""
+        dump(configuration, to: &dumped)
+        let texts = [
+            String(describing: configuration), String(reflecting: configuration), "\(configuration)", dumped,
+            String(describing: [configuration]),
+        ]
+        let keyBytes = key.map(String.init).joined(separator: ", ")
+        for text in texts {
+            #expect(!text.contains("hunter2"), "the password in \(text)")
+            #expect(!text.contains(keyBytes) && !text.contains("\(key[0])"), "the identity key in \(text)")
+            #expect(text.contains("redis.internal") && text.contains("6380"), "the host in \(text)")
+        }
+    }
+
     /// Redis is shared with processes that do not hold the fleet's identity key (another app on
     /// the same server, or one taken over): one of them writes, under the key of an anonymous
     /// request, an entry it made itself, in Courier's own format and through Courier's own
