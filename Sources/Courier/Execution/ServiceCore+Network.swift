@@ -23,7 +23,9 @@ extension ServiceCore {
             let online = try await CancellationScope.run(in: call.scope) {
                 try await Self.waitForOnline(source, upTo: limit, clock: clock)
             }
-            guard online else {
+            // A source whose sequence never told (nor the status now, as it should) may say
+            // online now: the status at the limit decides, not the silence before it.
+            guard online || source.current.isOnline else {
                 throw CourierError(.offline, "the network stayed offline for \(limit); the call was not sent")
             }
         }

@@ -199,6 +199,29 @@ import Testing
         #expect(server.count("/status") == 1)
     }
 
+    /// A source whose `statuses()` never reports (an app setting whose changes nobody wired to
+    /// the sequence): its `current` turned online during the wait, but on the old code the call
+    /// failed at the limit with "the network stayed offline", unsent. At the limit, the status
+    /// now decides.
+    @Test func aSourceThatNeverReportsIsAskedAgainAtTheLimit() async throws {
+        let network = SilentNetworkStatus()
+        let clock = ManualServiceClock()
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/status") { _ in .json(["id": 1, "name": "up"]) }
+        let service = try ServiceFixture.service(server) {
+            $0.networkStatus = network
+            $0.whenOffline = .wait(upTo: .seconds(5))
+            $0.clock = clock
+        }
+        let call = Task { () async throws -> ServiceUser in try await service.get("status") }
+        await clock.waitForSleepers(1)
+        network.current = Self.wired
+        clock.advance(by: .seconds(5))
+        #expect(try await call.value.name == "up")
+        #expect(server.count("/status") == 1)
+    }
+
     @Test func eventMonitorsSeeTheStatusOfEachAttempt() async throws {
         let network = ManualNetworkStatus(Self.wired)
         let seen = LockedValue<[NetworkStatus?]>([])
@@ -221,4 +244,17 @@ import Testing
         #expect(await iterator.next() == Self.wired)
         #expect(await iterator.next() == .offline)
     }
+}
+
+/// A status source whose `statuses()` says nothing at all, not even the status now: its
+/// `current` alone tells.
+private final class SilentNetworkStatus: NetworkStatusSource {
+    private let status = LockedValue(NetworkStatus.offline)
+
+    var current: NetworkStatus {
+        get { status.withLock { $0 } }
+        set { status.withLock { $0 = newValue } }
+    }
+
+    func statuses() -> AsyncStream<NetworkStatus> { AsyncStream { _ in } }
 }
