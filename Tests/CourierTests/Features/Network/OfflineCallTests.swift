@@ -147,11 +147,7 @@ import Testing
         server.route("/status") { _ in
             ScriptedResponse.json(["id": 1, "name": "up"]).with(.cacheControl, "max-age=600")
         }
-        let cache = try HostScopedCache(
-            configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly))
-        let client = try HTTPClient(
-            configuration: HTTPClient.Configuration(
-                baseURL: server.baseURL, notificationCenter: NotificationCenter(), cache: cache))
+        let client = try ServiceFixture.cachingClient(server)
         var configuration = ServiceConfiguration(retryPolicy: .none)
         configuration.networkStatus = network
         configuration.whenOffline = whenOffline
