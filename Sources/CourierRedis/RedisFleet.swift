@@ -148,18 +148,18 @@ public final class RedisFleet: Sendable {
     }
 }
 
-extension RedisFleet.Configuration: CustomStringConvertible, CustomReflectable {
-    /// The configuration without its secrets: the password and the identity key are redacted
-    /// (a service that logs its settings at start must not log them).
-    public var description: String {
-        var text = "RedisFleet.Configuration(host: \(host), port: \(port)"
-        if let username { text += ", username: \(username)" }
-        if password != nil { text += ", password: <redacted>" }
-        text += ", database: \(database), namespace: \(namespace), identityKey: <redacted>"
-        text += ", connectTimeout: \(connectTimeout), commandTimeout: \(commandTimeout), retryAfter: \(retryAfter)"
-        return text + ", fillLease: \(fillLease), staleRetention: \(staleRetention))"
+extension RedisFleet.Configuration: CustomReflectable {
+    /// Every setting; the password and the identity key redacted (a service that logs its
+    /// settings at start must not log them).
+    public var customMirror: Mirror {
+        let redacted = "<redacted>"
+        return Mirror(
+            self,
+            children: [
+                "host": host, "port": port, "username": username as Any,
+                "password": password.map { _ in redacted } as Any, "database": database, "namespace": namespace,
+                "identityKey": redacted, "connectTimeout": connectTimeout, "commandTimeout": commandTimeout,
+                "retryAfter": retryAfter, "fillLease": fillLease, "staleRetention": staleRetention,
+            ], displayStyle: .struct)
     }
-
-    /// The description only: a dump of a configuration must not show the secrets.
-    public var customMirror: Mirror { Mirror(self, children: ["configuration": description]) }
 }
