@@ -45,7 +45,8 @@ extension HTTPClient.Configuration {
         ///   - username: the proxy user (Basic for an HTTP proxy, RFC 1929 for SOCKS5).
         ///   - password: the proxy password.
         ///   - bypass: hosts reached directly, as in `no_proxy`: a name matches itself and its
-        ///     subdomains, an address or CIDR range matches addresses, `*` matches every host.
+        ///     subdomains, an address or CIDR range matches addresses (an IPv6 one bare or in
+        ///     brackets), `*` matches every host; no ports.
         public static func url(
             _ url: URL, username: String? = nil, password: String? = nil, bypass: [String] = []
         ) -> Proxy {
@@ -75,7 +76,8 @@ extension HTTPClient.Configuration {
                 return ResolvedProxy()
             case .fixed(let route, let bypass):
                 return ResolvedProxy(
-                    http: route, https: route, noProxy: bypass.isEmpty ? nil : bypass.joined(separator: ","))
+                    http: route, https: route,
+                    noProxy: bypass.isEmpty ? nil : Self.curlNoProxy(bypass.joined(separator: ",")))
             case .environment(let variables):
                 let environment = variables ?? ProcessInfo.processInfo.environment
                 func value(_ names: String...) -> String? {
@@ -85,8 +87,30 @@ extension HTTPClient.Configuration {
                 return ResolvedProxy(
                     http: (value("http_proxy") ?? all).map(ProxyRoute.init),
                     https: (value("https_proxy", "HTTPS_PROXY") ?? all).map(ProxyRoute.init),
-                    noProxy: value("no_proxy", "NO_PROXY"))
+                    noProxy: value("no_proxy", "NO_PROXY").map(Self.curlNoProxy))
             }
+        }
+
+        /// curl's `NOPROXY` list for a `no_proxy` list: an IPv6 address written as in a URL
+        /// (`[::1]`, `[fd00::]/8`) loses its brackets. curl matches the bare form only, so the
+        /// requests such an entry names went through the proxy, credentials and all.
+        static func curlNoProxy(_ list: String) -> String {
+            list.split(separator: ",", omittingEmptySubsequences: false).map { item in
+                let entry = item.trimmingCharacters(in: .whitespaces)
+                guard entry.hasPrefix("["), let close = entry.firstIndex(of: "]") else { return String(item) }
+                let rest = entry[entry.index(after: close)...]
+                guard rest.isEmpty || rest.hasPrefix("/") else { return String(item) }
+                return String(entry[entry.index(after: entry.startIndex)..<close] + rest)
+            }.joined(separator: ",")
+        }
+
+        /// Whether a bypass entry is `host:port` or `[address]:port` (an IPv6 address alone has
+        /// two colons or more).
+        static func hasPort(_ entry: String) -> Bool {
+            if entry.hasPrefix("["), let close = entry.firstIndex(of: "]") {
+                return entry[entry.index(after: close)...].hasPrefix(":")
+            }
+            return entry.utf8.lazy.filter { $0 == UInt8(ascii: ":") }.count == 1
         }
 
         /// What makes every request fail.
@@ -96,6 +120,11 @@ extension HTTPClient.Configuration {
                 let forbidden: (Character) -> Bool = { $0.isNewline || $0 == "\0" || $0 == "," || $0 == " " }
                 if bypass.contains(where: { $0.isEmpty || $0.contains(where: forbidden) }) {
                     throw CourierError(.configuration, "invalid proxy bypass entry")
+                }
+                // curl matches no_proxy entries by host alone: `host:port` would never match,
+                // and the requests it names would go through the proxy.
+                if bypass.contains(where: Self.hasPort) {
+                    throw CourierError(.configuration, "a proxy bypass entry names a port; give the host alone")
                 }
             }
             let routes = resolved()
@@ -135,13 +164,16 @@ struct ProxyRoute: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The URL without its `user:password@`, and the two apart, for a URL `URLComponents`
-    /// cannot read: the user information ends at the last `@` before the path.
+    /// cannot read: the user information ends at the last `@`, even past a `/`, `?` or `#`.
+    /// A password written without percent-encoding (as environment variables often have it)
+    /// holds those too, and ending the authority at the first of them kept the password in the
+    /// URL that `description` and the configuration error show; a proxy URL has no use for an
+    /// `@` in a path.
     private static func splitCredentials(_ text: String) -> (String, String?, String?) {
         guard let separator = text.range(of: "://") else { return (text, nil, nil) }
         let rest = text[separator.upperBound...]
-        let authority = rest[..<(rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex)]
-        guard let at = authority.lastIndex(of: "@") else { return (text, nil, nil) }
-        let userInfo = authority[..<at]
+        guard let at = rest.lastIndex(of: "@") else { return (text, nil, nil) }
+        let userInfo = rest[..<at]
         let colon = userInfo.firstIndex(of: ":")
         let decoded = { (part: Substring) -> String in part.removingPercentEncoding ?? String(part) }
         let url = String(text[..<separator.upperBound]) + String(rest[rest.index(after: at)...])

@@ -6,7 +6,8 @@ import Foundation
 /// absolute URLs (`https://…`, `mailto:…`), network-path references (`//evil.example`),
 /// `..` segments (also when percent-encoded as `%2e%2e`, or hidden in a segment as `..%2F`,
 /// `..%5C` or `..;`), `.` segments but a leading `./`, backslashes, fragments and control
-/// characters. Each segment is percent-encoded; escapes already present are kept.
+/// characters. Each segment is percent-encoded; escapes already present are kept (escapes of
+/// bytes that are not UTF-8, `%E9` or `%C0%AE`, are refused: they cannot be kept as text).
 /// A first segment containing `:` reads as a URL scheme and is refused; write `./name:verb`.
 @_spi(Fuzzing) public struct RelativePath: Sendable, Hashable, CustomStringConvertible {
     /// The decoded segments, in order (`["users", "a b"]`).
@@ -69,7 +70,7 @@ import Foundation
                 if index == rawSegments.count - 1 { continue }
                 throw CourierError(.invalidRequest, "the path contains an empty segment ('//')")
             }
-            let decoded = Self.percentDecoded(raw)
+            let decoded = raw.utf8.contains(UInt8(ascii: "%")) ? try Self.decodedSegment(Array(raw.utf8)) : String(raw)
             if Self.stepsUp(decoded) {
                 throw CourierError(.invalidRequest, "the path contains a '..' segment")
             }
@@ -141,7 +142,7 @@ import Foundation
                     if isLast { continue }
                     throw CourierError(.invalidRequest, "the path contains an empty segment ('//')")
                 }
-                let decoded = percentDecoded(UnsafeBufferPointer(rebasing: part[start..<end]))
+                let decoded = try decodedSegment(UnsafeBufferPointer(rebasing: part[start..<end]))
                 if stepsUp(decoded) {
                     throw CourierError(.invalidRequest, "the path contains a '..' segment")
                 }
@@ -291,7 +292,25 @@ import Foundation
 
     /// Decodes valid `%XX` escapes in UTF-8 bytes; an invalid escape is kept as literal text.
     private static func percentDecoded(_ bytes: some RandomAccessCollection<UInt8>) -> String {
-        guard bytes.contains(UInt8(ascii: "%")) else { return String(decoding: bytes, as: UTF8.self) }
+        guard let decoded = decodedBytes(bytes) else { return String(decoding: bytes, as: UTF8.self) }
+        return String(decoding: decoded, as: UTF8.self)
+    }
+
+    /// A path segment's text, its escapes decoded.
+    /// - Throws: `CourierError.invalidRequest` when escapes decode to bytes that are not UTF-8
+    ///   (`%E9`, `%FF`, the overlong `%C0%AE`): as text they are U+FFFD, sent as `%EF%BF%BD`,
+    ///   another path than the caller's (and two such paths one).
+    private static func decodedSegment(_ bytes: some RandomAccessCollection<UInt8>) throws(CourierError) -> String {
+        guard let decoded = decodedBytes(bytes) else { return String(decoding: bytes, as: UTF8.self) }
+        guard let text = String(validating: decoded, as: UTF8.self) else {
+            throw CourierError(.invalidRequest, "the path has a percent-escape of bytes that are not UTF-8")
+        }
+        return text
+    }
+
+    /// The bytes with valid `%XX` escapes decoded, or nil when they hold no `%`.
+    private static func decodedBytes(_ bytes: some RandomAccessCollection<UInt8>) -> [UInt8]? {
+        guard bytes.contains(UInt8(ascii: "%")) else { return nil }
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
         var index = bytes.startIndex
@@ -307,7 +326,7 @@ import Foundation
                 index = bytes.index(after: index)
             }
         }
-        return String(decoding: out, as: UTF8.self)
+        return out
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {

@@ -28,10 +28,7 @@ struct CredentialScope: Sendable {
         // The names every log redacts as secrets (X-Api-Key, X-Auth-Token) are credentials too,
         // set per call or by the builder: redacted, dropped across origins, and the cache's and
         // the de-duplication's identity, or two users' keys would share one cached answer.
-        var names = RedirectHandler.credentialHeaders.union(Redaction.commonSecretHeaderNames)
-            .union(configuration.sensitiveHeaderNames)
-        // Which fields does the builder make? Ask it once, with a value that means nothing.
-        for field in configuration.authorization.build(Self.probe) { names.insert(field.name) }
+        let names = Self.fieldNames(of: configuration)
         fieldNames = names
         var origins: Set<Origin> = []
         for url in configuration.credentialOrigins {
@@ -43,6 +40,15 @@ struct CredentialScope: Sendable {
         if let baseURL = configuration.baseURL, let origin = Origin(baseURL) { origins.insert(origin) }
         self.origins = origins
         redaction = Redaction.default.adding(names)
+    }
+
+    /// The fields that carry a credential for a client made with `configuration`.
+    static func fieldNames(of configuration: HTTPClient.Configuration) -> Set<HTTPField.Name> {
+        var names = RedirectHandler.credentialHeaders.union(Redaction.commonSecretHeaderNames)
+            .union(configuration.sensitiveHeaderNames)
+        // Which fields does the builder make? Ask it once, with a value that means nothing.
+        for field in configuration.authorization.build(Self.probe) { names.insert(field.name) }
+        return names
     }
 
     /// Whether the client adds its credential to `request`.

@@ -25,6 +25,8 @@ extension HTTPClient {
         private var redirectMetrics: [TransferMetrics] = []
         private let limit: Int
         private let cookieJar: CookieJar?
+        /// The jar's session when the exchange started: its answers after a logout store nothing.
+        private let cookieSession: UInt64?
         /// The credential fields (the client's and the request's): dropped across origins.
         private let sensitive: Set<HTTPField.Name>
         /// The request's sensitive names, redacted on top of the client's list.
@@ -49,11 +51,13 @@ extension HTTPClient {
             // One snapshot of the live settings for every hop of the request.
             let settings = options.clientSettings ?? client.liveSettings
             self.client = client
+            cookieJar = options.cookieJar ?? client.cookieJar
+            // Read before the request takes the jar's cookies: a logout after it is seen.
+            cookieSession = cookieJar?.session
             current = try client.prepare(
                 request, cookieJar: options.cookieJar, sendsCredential: options.sendsCredential, settings: settings)
             self.body = body
             limit = options.maxRedirects.map { max(0, $0) } ?? client.configuration.maxRedirects
-            cookieJar = options.cookieJar ?? client.cookieJar
             extraSensitive = options.sensitiveHeaderNames
             sensitive =
                 extraSensitive.isEmpty
@@ -146,7 +150,7 @@ extension HTTPClient {
         mutating func followsRedirect(after head: HTTPResponse, metrics: TransferMetrics) throws -> Bool {
             // Asked before the answer's cookies change the jar, and only for a redirect to follow.
             let ownsCookie = limit > 0 && RedirectHandler.isRedirect(head) && sendsOwnCookie()
-            cookieJar?.store(from: head, for: current)
+            cookieJar?.store(from: head, for: current, session: cookieSession)
             let logger = self.logger
             logger.debug(
                 "courier: ← \(head.status.code) \(current.method) \(target)",

@@ -40,7 +40,9 @@ public struct ServiceConfiguration: Sendable {
     public var signer: RequestSigner? = nil
     /// Sees every step of every call.
     public var monitors: [any EventMonitor]
-    /// Cookies of this API, cleared on logout; nil sends none.
+    /// Cookies of this API, cleared on logout; nil: the client's jar
+    /// (`HTTPClient.Configuration.cookieJar`), when it has one. Shared by every service holding
+    /// this value: give each user's services a jar of their own.
     public var cookieJar: CookieJar?
     /// Enforces request intervals (`CallOptions.interval`); services holding the same gate share
     /// their intervals. `RedisFleet.intervalGate()` (CourierRedis) enforces them across processes.

@@ -120,6 +120,31 @@ import Testing
         #expect(!proxy.log.contains("GET http://localhost"))
     }
 
+    /// An IPv6 address written as in a URL (`[::1]`) in the bypass list or `no_proxy` was
+    /// handed to curl as it was, which matches only the bare form (`::1`): the request meant to
+    /// go direct went through the proxy, credential and all. A `host:port` entry, which curl
+    /// cannot match either, is refused rather than ignored.
+    @Test func aBracketedIPv6BypassEntryGoesDirect() async throws {
+        let proxy = try await offPool { try ProxyServer.tinyproxy() }
+        defer { proxy.stop() }
+        // Port 1 on ::1: nothing listens, so going direct fails to connect; through the proxy,
+        // the proxy answers (and logs the request).
+        let target = URL(string: "http://[::1]:1/echo")!
+        for configured in [
+            Proxy.url(proxy.url, bypass: ["[::1]"]),
+            .environment(["http_proxy": proxy.url.absoluteString, "no_proxy": "example.test, [::1]"]),
+        ] {
+            let client = try makeClient { $0.proxy = configured }
+            let error = await courierError { _ = try await client.send(HTTPRequest(.get, target)) }
+            #expect(error?.code == .cannotConnect)
+        }
+        #expect(!proxy.log.contains("::1"))
+        let error = #expect(throws: CourierError.self) {
+            _ = try makeClient { $0.proxy = .url(proxy.url, bypass: ["internal.test:8080"]) }
+        }
+        #expect(error?.code == .configuration)
+    }
+
     @Test func environmentProxyIsReadWhenChosen() async throws {
         let server = try TestServer()
         defer { server.stop() }
@@ -180,6 +205,27 @@ import Testing
             let error = #expect(throws: CourierError.self) { _ = try makeClient { $0.proxy = proxy } }
             #expect(error?.code == .configuration)
             #expect(error.map { !String(describing: $0).contains("hunter2") } == true)
+        }
+    }
+
+    /// A password with a `#`, `/` or `?` not percent-encoded (as an environment variable often
+    /// has it) ends the authority where `URLComponents` and the fallback read it, before the
+    /// `@`: the URL was taken as having no credentials, and the configuration error and
+    /// `description` showed the password.
+    @Test(arguments: [
+        "http://alice:hunter2#x@proxy.test:1", "http://alice:hun/ter2@proxy.test:1",
+        "http://alice:hunter2?@proxy.test:1", "alice:hun#ter2@proxy.test:3128",
+    ])
+    func aPasswordWithAFragmentOrPathCharacterIsNeverShown(_ url: String) {
+        let fixed = Proxy(mode: .fixed(ProxyRoute(url), bypass: []))
+        #expect(!fixed.description.contains("ter2"))
+        #expect(ProxyRoute(url).password?.contains("ter2") == true)
+        for proxy in [fixed, .environment(["http_proxy": url]), .environment(["all_proxy": url])] {
+            do {
+                _ = try makeClient { $0.proxy = proxy }
+            } catch {
+                #expect(!String(describing: error).contains("ter2"))
+            }
         }
     }
 

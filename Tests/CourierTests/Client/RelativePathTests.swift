@@ -33,6 +33,20 @@ import Testing
         #expect(try RelativePath("a/%2Fb").encoded == "a/%2Fb")
     }
 
+    /// An escape of bytes that are not UTF-8 (`%E9`, a Latin-1 `é`; `%FF`; the overlong `%C0%AE`)
+    /// was decoded to U+FFFD and sent as `%EF%BF%BD`: another path than the caller's, and
+    /// `files/%FE` and `files/%FF` one path (and one identity). Such a path is refused, not
+    /// rewritten; escapes of UTF-8 are kept as they were.
+    @Test(arguments: ["files/caf%E9", "files/%FF", "a/%C0%AE%C0%AE/b", "%FE", "a/%F0%9F%9A"])
+    func anEscapeThatIsNotUTF8IsRefusedNotRewritten(_ path: String) throws {
+        for parse in [{ try RelativePath(path) }, { try RelativePath(parsingCharacters: path) }] {
+            let error = #expect(throws: CourierError.self) { _ = try parse() }
+            #expect(error?.code == .invalidRequest)
+        }
+        #expect(try RelativePath("files/caf%C3%A9").encoded == "files/caf%C3%A9")
+        #expect(try RelativePath("a/%F0%9F%9A%80").encoded == "a/%F0%9F%9A%80")
+    }
+
     @Test func leadingSlashDotSegmentsAndTrailingSlash() throws {
         #expect(try RelativePath("/users/1").encoded == "users/1")
         #expect(try RelativePath("./users:batch").encoded == "users:batch")

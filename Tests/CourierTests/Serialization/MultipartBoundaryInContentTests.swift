@@ -38,15 +38,31 @@ import Testing
         atStart.append(Data("--\(Self.boundary)--\r\n".utf8), name: "blob")
         #expect(throws: CourierError.self) { try atStart.makeBody() }
 
-        var big = MultipartFormData(boundary: Self.boundary)
-        var bytes = Data(repeating: 0x61, count: MultipartFormData.separateSegmentThreshold * 2)
-        bytes.append(Data("\r\n--\(Self.boundary)\r\n".utf8))
-        big.append(bytes, name: "blob")
-        #expect(throws: CourierError.self) { try big.makeBody() }
+        #expect(throws: CourierError.self) { try Self.bigForm(endingWith: "\r\n--\(Self.boundary)\r\n").makeBody() }
 
         var harmless = MultipartFormData(boundary: Self.boundary)
         harmless.append("the boundary is \(Self.boundary), and --\(Self.boundary) mid-line", name: "note")
         harmless.append("--\(String(Self.boundary.dropLast()))", name: "prefix")
         #expect(throws: Never.self) { try harmless.makeBody() }
+    }
+
+    /// The boundary after a bare LF: RFC 2046 writes the delimiter after CR LF, but servers read
+    /// it after LF alone too (PHP's form parser looks for `\n--boundary`), so a user's text with
+    /// Unix line breaks still closed the field and added a part of its own; only CR LF was looked for.
+    @Test func theBoundaryAfterABareLineFeedIsRefused() throws {
+        var form = MultipartFormData(boundary: Self.boundary)
+        form.append(Self.injected.replacingOccurrences(of: "\r\n", with: "\n"), name: "comment")
+        #expect(throws: CourierError.self) { try form.makeBody() }
+
+        #expect(throws: CourierError.self) { try Self.bigForm(endingWith: "\n--\(Self.boundary)--").makeBody() }
+    }
+
+    /// A form of one part big enough to be a segment of its own, ending with `tail`.
+    static func bigForm(endingWith tail: String) -> MultipartFormData {
+        var form = MultipartFormData(boundary: boundary)
+        var bytes = Data(repeating: 0x61, count: MultipartFormData.separateSegmentThreshold * 2)
+        bytes.append(Data(tail.utf8))
+        form.append(bytes, name: "blob")
+        return form
     }
 }

@@ -30,7 +30,8 @@ public struct Cookie: Sendable, Hashable {
 /// `removeAll()` — which the client and the service do on logout unless `clearsOnLogout` is
 /// off. A cookie whose `Domain` does not match the answering host, or names a public suffix
 /// (`com`, `co.uk`, `github.io`: the Public Suffix List, through libpsl), is refused, so one
-/// site cannot set cookies for another. A `Secure` cookie is taken only from an https answer
+/// site cannot set cookies for another; a `Domain` naming the host itself when it is a public
+/// suffix, an IP address or `localhost` sets a host-only cookie. A `Secure` cookie is taken only from an https answer
 /// and sent only over https; an http answer cannot replace it, and names starting `__Secure-`
 /// or `__Host-` need what their prefix promises (RFC 6265bis).
 ///
@@ -38,7 +39,12 @@ public struct Cookie: Sendable, Hashable {
 /// or per service. Nothing is kept on connections or transfer handles, so a client sharing a
 /// transport with another never sees its cookies.
 public final class CookieJar: Sendable {
-    private let cookies = LockedValue<[Cookie]>([])
+    private let contents = LockedValue(Contents())
+    private struct Contents {
+        var cookies: [Cookie] = []
+        /// Moves on at every `removeAll()`: an answer to a request sent before is not stored.
+        var clearings: UInt64 = 0
+    }
     private let clock: any ServiceClock
     let maximumCookies: Int
     let maximumCookiesPerDomain: Int
@@ -82,17 +88,28 @@ public final class CookieJar: Sendable {
     /// Every cookie not expired.
     public var all: [Cookie] {
         let now = clock.wallTime
-        return cookies.withLock { $0.filter { !$0.isExpired(at: now) } }
+        return contents.withLock { $0.cookies.filter { !$0.isExpired(at: now) } }
     }
 
-    /// Forgets every cookie.
-    public func removeAll() { cookies.withLock { $0.removeAll() } }
+    /// Forgets every cookie, and those of the answers still on their way.
+    public func removeAll() {
+        contents.withLock { contents in
+            contents.cookies.removeAll()
+            contents.clearings &+= 1
+        }
+    }
+
+    /// How many times the jar was emptied: read when a request starts, handed back to
+    /// `store(from:for:session:)` with its answers.
+    var session: UInt64 { contents.withLock { $0.clearings } }
 
     /// Stores the cookies a response sets.
     /// - Parameters:
     ///   - response: the response, with its `Set-Cookie` fields.
     ///   - request: the request it answers (for the host and default path).
-    func store(from response: HTTPResponse, for request: HTTPRequest) {
+    ///   - session: `session` when the request started; when the jar was emptied since (a
+    ///     logout), the answer is the ended session's and nothing is stored.
+    func store(from response: HTTPResponse, for request: HTTPRequest, session: UInt64? = nil) {
         let lines = response.headerFields[values: .setCookie]
         guard !lines.isEmpty, let host = Self.host(of: request) else { return }
         let now = clock.wallTime
@@ -101,33 +118,39 @@ public final class CookieJar: Sendable {
             Self.parse($0, host: host, requestPath: request.path ?? "/", now: now, secureOrigin: secure)
         }
         guard !parsed.isEmpty else { return }
-        cookies.withLock { stored in
-            for cookie in parsed {
-                // RFC 6265bis §5.7 step 16: an http answer neither replaces nor shadows (nor
-                // deletes) a `Secure` cookie, which only an https answer could have set.
-                if !secure, stored.contains(where: { $0.secure && Self.shadows(cookie, $0) }) { continue }
-                stored.removeAll { $0.name == cookie.name && $0.domain == cookie.domain && $0.path == cookie.path }
-                // An already-expired cookie is how a server deletes one.
-                if !cookie.isExpired(at: now) { stored.append(cookie) }
-            }
-            stored.removeAll { $0.isExpired(at: now) }
-            // Bounded per site, not per domain name: a host with many labels sets cookies for
-            // each of its parents, and could push every other site's cookies out of the jar.
-            for site in Set(parsed.map { Self.site(of: $0.domain) }) {
-                let subdomains = "." + site
-                let inSite = { (cookie: Cookie) in cookie.domain == site || cookie.domain.hasSuffix(subdomains) }
-                let count = stored.lazy.filter(inSite).count
-                if count > maximumCookiesPerDomain {
-                    var excess = count - maximumCookiesPerDomain
-                    stored.removeAll { cookie in
-                        guard excess > 0, inSite(cookie) else { return false }
-                        excess -= 1
-                        return true
-                    }
+        contents.withLock { contents in
+            guard session.map({ $0 == contents.clearings }) ?? true else { return }
+            insert(parsed, into: &contents.cookies, secure: secure, now: now)
+        }
+    }
+
+    /// Adds `parsed` to `stored`, dropping the expired and what is over the bounds.
+    private func insert(_ parsed: [Cookie], into stored: inout [Cookie], secure: Bool, now: Date) {
+        for cookie in parsed {
+            // RFC 6265bis §5.7 step 16: an http answer neither replaces nor shadows (nor
+            // deletes) a `Secure` cookie, which only an https answer could have set.
+            if !secure, stored.contains(where: { $0.secure && Self.shadows(cookie, $0) }) { continue }
+            stored.removeAll { $0.name == cookie.name && $0.domain == cookie.domain && $0.path == cookie.path }
+            // An already-expired cookie is how a server deletes one.
+            if !cookie.isExpired(at: now) { stored.append(cookie) }
+        }
+        stored.removeAll { $0.isExpired(at: now) }
+        // Bounded per site, not per domain name: a host with many labels sets cookies for
+        // each of its parents, and could push every other site's cookies out of the jar.
+        for site in Set(parsed.map { Self.site(of: $0.domain) }) {
+            let subdomains = "." + site
+            let inSite = { (cookie: Cookie) in cookie.domain == site || cookie.domain.hasSuffix(subdomains) }
+            let count = stored.lazy.filter(inSite).count
+            if count > maximumCookiesPerDomain {
+                var excess = count - maximumCookiesPerDomain
+                stored.removeAll { cookie in
+                    guard excess > 0, inSite(cookie) else { return false }
+                    excess -= 1
+                    return true
                 }
             }
-            if stored.count > maximumCookies { stored.removeFirst(stored.count - maximumCookies) }
         }
+        if stored.count > maximumCookies { stored.removeFirst(stored.count - maximumCookies) }
     }
 
     /// The `Cookie` header value for a request, or nil when no cookie applies.
@@ -137,8 +160,8 @@ public final class CookieJar: Sendable {
         let secure = request.scheme?.lowercased() == "https"
         let path = Self.pathOnly(request.path ?? "/")
         let now = clock.wallTime
-        let matching = cookies.withLock { stored in
-            stored.filter { cookie in
+        let matching = contents.withLock { contents in
+            contents.cookies.filter { cookie in
                 !cookie.isExpired(at: now) && (!cookie.secure || secure)
                     && (cookie.hostOnly ? host == cookie.domain : Self.domainMatches(host, cookie.domain))
                     && Self.pathMatches(path, cookie.path)
@@ -195,6 +218,9 @@ public final class CookieJar: Sendable {
             let pieces = attribute.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let key = pieces[0].trimmingCharacters(in: .whitespaces).lowercased()
             let argument = pieces.count > 1 ? pieces[1].trimmingCharacters(in: .whitespaces) : ""
+            // RFC 6265bis §5.6: a longer value is ignored (a `Path` of 100 KiB per cookie, fifty
+            // per site, kept megabytes in the jar).
+            guard argument.utf8.count <= Self.maximumAttributeValueBytes else { continue }
             switch key {
             case "expires":
                 if let date = HTTPDateFormat.parse(argument) { cookie.expires = date }
@@ -204,11 +230,12 @@ public final class CookieJar: Sendable {
                 var domain = argument.lowercased()
                 if domain.hasPrefix(".") { domain.removeFirst() }
                 guard !domain.isEmpty else { continue }
-                // Not for another site, not for a bare top-level domain, not on an IP host.
-                guard domainMatches(host, domain), domain.contains("."), !isIPAddress(host) else { return nil }
-                if isPublicSuffix(domain) {
-                    // RFC 6265 §5.3 step 5: a public suffix is only the host's own name, as a
-                    // host-only cookie; for any other host it would reach every site under it.
+                // Not for another site.
+                guard domainMatches(host, domain) else { return nil }
+                if isIPAddress(host) || !domain.contains(".") || isPublicSuffix(domain) {
+                    // RFC 6265 §5.3 step 5: an IP address, a bare top-level name (`localhost`)
+                    // or a public suffix is only the host's own name, as a host-only cookie; for
+                    // any other host it would reach every site under it.
                     guard domain == host else { return nil }
                     continue
                 }
@@ -263,6 +290,9 @@ public final class CookieJar: Sendable {
 
     /// The most bytes of a cookie's name and value together (RFC 6265bis, as browsers keep).
     static let maximumNameAndValueBytes = 4_096
+
+    /// The most bytes of an attribute's value (RFC 6265bis, as browsers keep).
+    static let maximumAttributeValueBytes = 1_024
 
     private static func isSafe(_ text: String) -> Bool {
         !text.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || $0 == ";" }
@@ -346,4 +376,28 @@ public final class CookieJar: Sendable {
 
 extension Cookie {
     func isExpired(at now: Date) -> Bool { expires.map { $0 <= now } ?? false }
+}
+
+/// A cookie's value is the user's session: a description or a dump (a log line, `print(jar.all)`,
+/// a test failure) shows it as `Redaction.marker`, as it does the `Cookie` field.
+extension Cookie: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The cookie with its value redacted.
+    public var description: String {
+        "Cookie(\(name)=\(Redaction.marker); domain: \(domain)\(hostOnly ? " (host only)" : ""), path: \(path)"
+            + "\(secure ? ", secure" : "")\(httpOnly ? ", httpOnly" : "")"
+            + "\(expires.map { ", expires: \(HTTPDateFormat.format($0))" } ?? ""))"
+    }
+
+    /// The same as `description`.
+    public var debugDescription: String { description }
+
+    /// The attributes, with the value redacted.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "name": name, "value": Redaction.marker, "domain": domain, "hostOnly": hostOnly, "path": path,
+                "secure": secure, "httpOnly": httpOnly, "expires": expires as Any,
+            ], displayStyle: .struct)
+    }
 }

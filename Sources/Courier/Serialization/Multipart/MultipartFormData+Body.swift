@@ -48,18 +48,19 @@ extension MultipartFormData {
     }
 
     /// Whether `content` holds what a reader takes for a delimiter: `--boundary` at its start
-    /// (right after the part's header lines) or after a line break.
+    /// (right after the part's header lines) or after a line break, CR LF or a bare LF (which
+    /// lenient readers take for one: PHP's looks for `\n--boundary`).
     static func contains(delimiter dashBoundary: Data, in content: Data) -> Bool {
         guard content.count >= dashBoundary.count else { return false }
         if content.starts(with: dashBoundary) { return true }
-        let needle = Data([0x0D, 0x0A]) + dashBoundary
+        let needle = Data([0x0A]) + dashBoundary
         return content.withUnsafeBytes { haystack in
             needle.withUnsafeBytes { needle in
                 guard let base = haystack.baseAddress, haystack.count >= needle.count else { return false }
-                // Each CR (found by `memchr`), compared with the line break and the boundary.
+                // Each LF (found by `memchr`), compared with the line break and the boundary.
                 var offset = 0
                 let last = haystack.count - needle.count
-                while offset <= last, let found = memchr(base + offset, 0x0D, last - offset + 1) {
+                while offset <= last, let found = memchr(base + offset, 0x0A, last - offset + 1) {
                     let at = base.distance(to: UnsafeRawPointer(found))
                     if memcmp(base + at, needle.baseAddress!, needle.count) == 0 { return true }
                     offset = at + 1

@@ -160,6 +160,23 @@ import Testing
         #expect(try await cookieSent(by: client, to: server.url("/echo")) == "fits=\(big.dropLast(2)); ok=1")
     }
 
+    /// The 4,096-byte bound covered the name and value only: a `Path` (or any attribute) of
+    /// 90 KiB was kept with the cookie, so fifty answers of one site held 4.5 MB in the jar and
+    /// every request compared its path with them. An attribute over 1,024 bytes is ignored
+    /// (RFC 6265bis §5.6), as browsers do: the cookie keeps its default path.
+    @Test func anAttributeOverOneKilobyteIsIgnored() async throws {
+        let long = "/" + String(repeating: "p", count: 90 << 10)
+        let fits = "/" + String(repeating: "q", count: 1_023)
+        let server = try server(setting: ["long=1; Path=\(long)", "fits=2; Path=\(fits)"])
+        defer { server.stop() }
+        let jar = CookieJar()
+        let client = try makeClient { $0.cookieJar = jar }
+        _ = try await client.send(HTTPRequest(.get, server.url("/set")))
+        #expect(jar.all.map(\.name) == ["long", "fits"])
+        #expect(jar.all.map(\.path) == ["/", fits])
+        #expect(try await cookieSent(by: client, to: server.url("/echo")) == "long=1")
+    }
+
     /// The jar's cookies went out as one `Cookie` line each (HTTPTypes keeps them as separate
     /// fields): RFC 6265 §5.4 allows one, and a server that joins repeated fields with ", "
     /// (this one, as many do) read `a` as `1, b=2`.
@@ -269,5 +286,74 @@ import Testing
         try await answer(setting: "sid=deleted; Max-Age=-99999999999999999999")
         #expect(jar.all.isEmpty)
         #expect(try await cookieSent(by: client, to: server.url("/echo")) == nil)
+    }
+
+    /// A response to a request sent before logout, arriving after it, planted the logged-out
+    /// user's session cookie back into the emptied jar: the next user's requests went out with
+    /// it. The jar now keeps no cookie from an answer to a request it was cleared since.
+    @Test func aCookieArrivingAfterLogOutIsNotStored() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let arrived = Signal()
+        let release = DispatchSemaphore(value: 0)
+        server.route("/held") { _ in
+            arrived.fire()
+            release.wait()
+            return ScriptedResponse.text("held").with(.setCookie, "sid=alice; Path=/")
+        }
+        let jar = CookieJar()
+        let client = try makeClient { $0.cookieJar = jar }
+        try client.logIn(credential: "alice-token")
+        let inFlight = Task { try await client.send(HTTPRequest(.get, server.url("/held"))) }
+        await arrived.wait()
+        client.logOut()
+        release.signal()
+        _ = try await inFlight.value
+        #expect(jar.all.isEmpty)
+        try client.logIn(credential: "bob-token")
+        #expect(try await cookieSent(by: client, to: server.url("/echo")) == nil)
+        // Control: the same answer within one session is stored.
+        release.signal()
+        _ = try await client.send(HTTPRequest(.get, server.url("/held")))
+        #expect(jar.all.map(\.name) == ["sid"])
+    }
+
+    /// A server that names its own host in `Domain` (`Domain=127.0.0.1` from 127.0.0.1,
+    /// `Domain=localhost` from localhost, as frameworks do when told `domain = request.host`)
+    /// sets a host-only cookie (RFC 6265 §5.3 steps 5–6; browsers keep it). The jar dropped
+    /// the cookie whole: the session was never kept, every call after login was anonymous.
+    /// A `Domain` naming another address or a parent of `localhost` is still refused.
+    @Test(arguments: ["127.0.0.1", "localhost"])
+    func aDomainNamingTheHostItselfSetsAHostOnlyCookie(_ host: String) async throws {
+        let server = try server(setting: [
+            "sid=own; Domain=\(host); Path=/", "other=1; Domain=127.0.0.2; Path=/", "parent=2; Domain=host; Path=/",
+        ])
+        defer { server.stop() }
+        let jar = CookieJar()
+        let client = try makeClient { $0.cookieJar = jar }
+        let origin = URL(string: "http://\(host):\(server.port)")!
+        _ = try await client.send(HTTPRequest(.get, origin.appendingPathComponent("set")))
+        #expect(jar.all.map(\.name) == ["sid"])
+        #expect(jar.all.first?.hostOnly == true)
+        #expect(try await cookieSent(by: client, to: origin.appendingPathComponent("echo")) == "sid=own")
+    }
+
+    /// A stored cookie printed itself whole: `print(jar.all)`, a log line or a test failure
+    /// showed the user's session token, which no description may (`Redaction`). The value is
+    /// redacted in `description` and in reflection (`dump`); `value` still reads it.
+    @Test func aCookiesDescriptionDoesNotShowItsValue() async throws {
+        let server = try server(setting: ["sid=s3cr3t-session-token; Path=/"])
+        defer { server.stop() }
+        let jar = CookieJar()
+        let client = try makeClient { $0.cookieJar = jar }
+        _ = try await client.send(HTTPRequest(.get, server.url("/set")))
+        let cookie = try #require(jar.all.first)
+        #expect(cookie.value == "s3cr3t-session-token")
+        var dumped = ""
+        dump(jar.all, to: &dumped)
+        for text in [String(describing: cookie), String(reflecting: cookie), "\(jar.all)", dumped] {
+            #expect(!text.contains("s3cr3t"), "\(text)")
+            #expect(text.contains("sid"))
+        }
     }
 }

@@ -404,11 +404,7 @@ import Testing
                 ]
             }
         }
-        let held = HeldRoute()
-        server.route("/mine") { request in
-            held.hold()
-            return .json(["id": 1, "name": request.header("Authorization") ?? "none"])
-        }
+        let held = Self.heldEcho(server, "/mine")
         let alice = Task { () async throws -> ServiceUser in try await service.get("mine") }
         while held.arrived.value < 1 { await Task.yield() }
         user.name = "bob"
