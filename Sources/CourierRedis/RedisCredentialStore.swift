@@ -177,7 +177,7 @@ final class RedisCredentialStore: Sendable {
     func acquire() async -> Acquired {
         let owner = UUID().uuidString
         let reply = await fleet.lockClient.eval(
-            Self.acquireScript, keys: [lockKey, fenceKey],
+            Self.acquireScript, keys: [lockKey, fenceKey, credentialKey],
             arguments: [Data(owner.utf8), Data(String(lease.redisMilliseconds).utf8)])
         guard case .success(let value) = reply, let fence = value.integer else { return .unavailable }
         return fence > 0 ? .acquired(owner: owner, fence: UInt64(fence)) : .held
@@ -215,13 +215,24 @@ final class RedisCredentialStore: Sendable {
         return (generation, String(decoding: plain, as: UTF8.self))
     }
 
-    /// KEYS: lock, fence counter. ARGV: owner, lease ms. Returns the new fence, or 0 when held.
-    /// Every lock has its lease: a value without a time to live (a neighbour's on the same
-    /// Redis) is not one, and is replaced.
+    /// KEYS: lock, fence counter, credential. ARGV: owner, lease ms. Returns the new fence, or 0
+    /// when held. Every lock has its lease: a value without a time to live (a neighbour's on the
+    /// same Redis) is not one, and is replaced. The fence is above the published generation: the
+    /// counter, read only when a process refreshes, is the key an `allkeys-lru` Redis evicts
+    /// while the credential (read before every attempt) stays, and a fence at or below it could
+    /// never be published. Generations past 2^53 (not a number Lua holds exactly) are not
+    /// followed.
     static let acquireScript = """
         if redis.call('PTTL', KEYS[1]) == -1 then redis.call('DEL', KEYS[1]) end
         if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-          return redis.call('INCR', KEYS[2])
+          local fence = redis.call('INCR', KEYS[2])
+          local current = redis.call('GET', KEYS[3])
+          local generation = current and tonumber(string.match(current, '^(%d+):'))
+          if generation and generation >= fence and generation < 9007199254740992 then
+            fence = generation + 1
+            redis.call('SET', KEYS[2], string.format('%d', fence))
+          end
+          return fence
         end
         return 0
         """

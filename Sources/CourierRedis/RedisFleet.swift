@@ -147,3 +147,19 @@ public final class RedisFleet: Sendable {
             .map { String(format: "%02x", $0) }.joined()
     }
 }
+
+extension RedisFleet.Configuration: CustomReflectable {
+    /// Every setting; the password and the identity key redacted (a service that logs its
+    /// settings at start must not log them).
+    public var customMirror: Mirror {
+        let redacted = "<redacted>"
+        return Mirror(
+            self,
+            children: [
+                "host": host, "port": port, "username": username as Any,
+                "password": password.map { _ in redacted } as Any, "database": database, "namespace": namespace,
+                "identityKey": redacted, "connectTimeout": connectTimeout, "commandTimeout": commandTimeout,
+                "retryAfter": retryAfter, "fillLease": fillLease, "staleRetention": staleRetention,
+            ], displayStyle: .struct)
+    }
+}

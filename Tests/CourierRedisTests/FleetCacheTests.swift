@@ -2,6 +2,7 @@ import CourierLocking
 import CourierTesting
 import Foundation
 import HTTPTypes
+@_spi(Reflection) import Swift
 import Testing
 
 @_spi(Fuzzing) @testable import Courier
@@ -333,6 +334,42 @@ import Testing
             try fleet.cache(.init(rules: [], storage: .disk(directory: NSTemporaryDirectory())))
         }
         #expect(error?.code == .configuration)
+    }
+
+    /// The password is "never logged", and the identity key is the fleet's secret: on the old
+    /// code a configuration printed or dumped (a service logging its settings at start) showed
+    /// both, the key byte by byte. They are redacted in its description and its reflection;
+    /// where Redis is still shows.
+    @Test func aPrintedOrDumpedConfigurationShowsNeitherThePasswordNorTheIdentityKey() {
+        let key: [UInt8] = (0..<32).map { UInt8(200 + $0 % 50) }
+        var configuration = RedisFleet.Configuration(
+            host: "redis.internal", port: 6380, identityKey: key, password: "hunter2-redis-secret")
+        configuration.username = "courier-app"
+        var dumped = ""
+        dump(configuration, to: &dumped)
+        debugPrint(configuration, to: &dumped)
+        let texts = [
+            String(describing: configuration), String(reflecting: configuration), "\(configuration)", dumped,
+            String(describing: [configuration]),
+        ]
+        // Every setting still shows.
+        var stored: [String] = []
+        _ = _forEachField(of: RedisFleet.Configuration.self, options: []) { name, _, _, _ in
+            stored.append(String(cString: name))
+            return true
+        }
+        #expect(Set(Mirror(reflecting: configuration).children.compactMap(\.label)) == Set(stored))
+        // The key as `print` lists an array, and as `dump` does, a byte a line.
+        let keyBytes = key.map(String.init).joined(separator: ", ")
+        let dumpedBytes = key.map { "- \($0)" }.joined(separator: "\n")
+        for text in texts {
+            let lines = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            #expect(!text.contains("hunter2"), "the password in \(text)")
+            #expect(
+                !text.contains(keyBytes) && !lines.joined(separator: "\n").contains(dumpedBytes),
+                "the identity key in \(text)")
+            #expect(text.contains("redis.internal") && text.contains("6380"), "the host in \(text)")
+        }
     }
 
     /// Redis is shared with processes that do not hold the fleet's identity key (another app on

@@ -51,6 +51,38 @@ import Testing
         #expect(try await other.credential(replacing: "t1") == "t2")
     }
 
+    /// The fence counter is read only when a process refreshes, the published credential before
+    /// every attempt: under `maxmemory-policy allkeys-lru` (a Redis run as a cache) the counter is
+    /// the key evicted. On the old code the next refresh then got fence 1, at or below the
+    /// published generation: its publish was refused as not newer, it waited twice the lease
+    /// for a holder that did not exist, kept its token to itself (the fleet still read the old
+    /// one, and every process refreshed on its own), and each later refresh did the same until
+    /// the counter passed the old generation. A fence is now always above the published one.
+    @Test func aLostFenceCounterDoesNotStopPublishing() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        // 10 s per command: this test is about a Redis that answers.
+        let fleet = try redis.fleet(commandTimeout: .seconds(10))
+        let store = RedisCredentialStore(fleet: fleet, name: "api", lease: .seconds(2))
+        var token = "t0"
+        for generation in 1...3 {
+            token = try await store.refresh(expired: token) { _ in "t\(generation)" }
+        }
+        #expect(token == "t3")
+        _ = try redis.command("DEL", fleet.key("g", RedisFleet.digest("api")))
+        #expect(try await store.refresh(expired: "t3") { _ in "t4" } == "t4")
+        guard case .value(_, let published) = await store.read() else {
+            Issue.record("nothing published")
+            return
+        }
+        #expect(published == "t4")
+        // Another process takes it without refreshing.
+        let other = try redis.fleet(commandTimeout: .seconds(10)).coordinator(name: "api", credential: "t3") { _ in
+            "from-another-refresh"
+        }
+        #expect(try await other.credential(replacing: "t3") == "t4")
+    }
+
     @Test func eightProcessesRefreshAnExpiredTokenOnce() async throws {
         let redis = try await RedisTestServer.make()
         defer { redis.stop() }

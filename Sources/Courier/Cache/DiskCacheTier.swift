@@ -55,13 +55,24 @@ final class DiskCacheTier {
         connection = opened.connection
         totalBytes = opened.totalBytes
         accessCounter = opened.accessCounter
+        if opened.replacedForeignTable {
+            recreatedBecause = "its entries table had another schema (another version's or another tool's)"
+        }
     }
 
     private struct Opened {
         var connection: SQLiteConnection
         var totalBytes: Int
         var accessCounter: Int64
+        /// Whether an `entries` table of another shape was replaced by an empty one.
+        var replacedForeignTable = false
     }
+
+    /// The columns of `entries`, in this version's schema.
+    private static let columns: Set<String> = [
+        "id", "key", "variant", "url", "identity", "head", "body", "request_time", "response_time", "lifetime",
+        "has_query", "checksum", "size", "last_access",
+    ]
 
     /// Opens the database, waiting while another connection's lock refuses it.
     ///
@@ -105,6 +116,56 @@ final class DiskCacheTier {
         try connection.execute("PRAGMA synchronous=NORMAL")
         // Truncate the WAL back to 4 MiB after checkpoints so it does not keep its high-water size.
         try connection.execute("PRAGMA journal_size_limit=4194304")
+        let replacedForeignTable = try replaceForeignTable(connection)
+        try createSchema(connection)
+        // Two queries, each answered from an index: one over both columns scans the table, and
+        // reading `size` (stored after the body) walks every body's overflow pages, so opening a
+        // full 200 MB cache read all 200 MB (630 ms warm, from disk far longer; 0.2 ms now).
+        let total = try connection.statement("SELECT COALESCE(SUM(size), 0) FROM entries")
+        let totalBytes = try total.step(connection) ? Int(total.int64(0)) : 0
+        sqlite3_reset(total.raw)
+        let newest = try connection.statement("SELECT COALESCE(MAX(last_access), 0) FROM entries")
+        let accessCounter = try newest.step(connection) ? newest.int64(0) : 0
+        sqlite3_reset(newest.raw)
+        // The -wal and -shm files exist now; ones an older version left may be wider than 0600.
+        try CacheFolder.tighten([path, path + "-wal", path + "-shm"])
+        return Opened(
+            connection: connection, totalBytes: totalBytes, accessCounter: accessCounter,
+            replacedForeignTable: replacedForeignTable)
+    }
+
+    /// Replaces an `entries` table whose columns are not this version's (another version's or
+    /// another tool's) by an empty one of this version's: with it, every index or write of this
+    /// version fails, and the cache is disposable.
+    /// - Returns: Whether a table was replaced.
+    private static func replaceForeignTable(_ connection: SQLiteConnection) throws(CourierError) -> Bool {
+        guard try hasForeignTable(connection) else { return false }
+        // Under the write lock, and checked again there: two connections opening the folder
+        // together must neither both drop it nor drop the one the other has just made.
+        try connection.execute("BEGIN IMMEDIATE")
+        do {
+            let foreign = try hasForeignTable(connection)
+            if foreign {
+                try connection.execute("DROP TABLE entries")
+                try createSchema(connection)
+            }
+            try connection.execute("COMMIT")
+            return foreign
+        } catch {
+            try? connection.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    private static func hasForeignTable(_ connection: SQLiteConnection) throws(CourierError) -> Bool {
+        let info = try connection.statement("SELECT name FROM pragma_table_info('entries')")
+        var names: Set<String> = []
+        while try info.step(connection) { names.insert(info.text(0)) }
+        sqlite3_reset(info.raw)
+        return !names.isEmpty && names != columns
+    }
+
+    private static func createSchema(_ connection: SQLiteConnection) throws(CourierError) {
         try connection.execute(
             """
             CREATE TABLE IF NOT EXISTS entries(
@@ -119,18 +180,6 @@ final class DiskCacheTier {
             CREATE INDEX IF NOT EXISTS entries_access ON entries(last_access);
             CREATE INDEX IF NOT EXISTS entries_size ON entries(size);
             """)
-        // Two queries, each answered from an index: one over both columns scans the table, and
-        // reading `size` (stored after the body) walks every body's overflow pages, so opening a
-        // full 200 MB cache read all 200 MB (630 ms warm, from disk far longer; 0.2 ms now).
-        let total = try connection.statement("SELECT COALESCE(SUM(size), 0) FROM entries")
-        let totalBytes = try total.step(connection) ? Int(total.int64(0)) : 0
-        sqlite3_reset(total.raw)
-        let newest = try connection.statement("SELECT COALESCE(MAX(last_access), 0) FROM entries")
-        let accessCounter = try newest.step(connection) ? newest.int64(0) : 0
-        sqlite3_reset(newest.raw)
-        // The -wal and -shm files exist now; ones an older version left may be wider than 0600.
-        try CacheFolder.tighten([path, path + "-wal", path + "-shm"])
-        return Opened(connection: connection, totalBytes: totalBytes, accessCounter: accessCounter)
     }
 
     private static func deleteFiles(_ path: String) {

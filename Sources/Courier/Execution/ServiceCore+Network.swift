@@ -1,13 +1,16 @@
 extension ServiceCore {
     /// Before an attempt: while the service's status source says offline, fail at once, wait
     /// for the network (up to a limit, on the service's clock), or go on, as the call or the
-    /// service says.
+    /// service says; a call that reads the cache only always goes on.
     /// - Throws: `CourierError.offline`, or `CancellationError`.
     @inline(never)
     func awaitNetwork(for call: CallRun) async throws {
         guard let source = configuration.networkStatus else { return }
         let status = source.current
         guard !status.isOnline else { return }
+        // A call that reads the client's cache only sends nothing: it is answered (or is
+        // `.notCached`) whatever the network.
+        if call.options.cachePolicy == .returnCacheDataDontLoad, client.configuration.cache != nil { return }
         switch call.options.whenOffline ?? configuration.whenOffline {
         case .proceed:
             return
@@ -20,7 +23,9 @@ extension ServiceCore {
             let online = try await CancellationScope.run(in: call.scope) {
                 try await Self.waitForOnline(source, upTo: limit, clock: clock)
             }
-            guard online else {
+            // A source whose sequence never told (nor the status now, as it should) may say
+            // online now: the status at the limit decides, not the silence before it.
+            guard online || source.current.isOnline else {
                 throw CourierError(.offline, "the network stayed offline for \(limit); the call was not sent")
             }
         }

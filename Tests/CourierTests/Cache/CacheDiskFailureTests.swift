@@ -87,6 +87,62 @@ import Testing
         #expect(try again.lookup(path(100)).bodyString == "after the damage")
     }
 
+    /// Tables of another shape than this version's, as another version or tool may leave in the
+    /// folder.
+    enum ForeignSchema: String, CaseIterable, Sendable {
+        /// An `entries` table without most of the columns (no `url`: an index on it fails).
+        case otherColumns
+        /// Every column but one (`has_query`): the indexes build, but every insert fails.
+        case oneColumnMissing
+
+        var sql: String {
+            switch self {
+            case .otherColumns:
+                return "CREATE TABLE entries(id INTEGER PRIMARY KEY, key TEXT, value BLOB);"
+                    + " INSERT INTO entries(key, value) VALUES ('k', x'00');"
+            case .oneColumnMissing:
+                return """
+                    CREATE TABLE entries(
+                      id INTEGER PRIMARY KEY, key TEXT NOT NULL, variant TEXT NOT NULL, url TEXT NOT NULL,
+                      identity TEXT NOT NULL, head BLOB NOT NULL, body BLOB NOT NULL, request_time REAL NOT NULL,
+                      response_time REAL NOT NULL, lifetime REAL, checksum INTEGER NOT NULL, size INTEGER NOT NULL,
+                      last_access INTEGER NOT NULL, UNIQUE(key, variant));
+                    """
+            }
+        }
+    }
+
+    /// Broken before: a database whose `entries` table had another shape made every
+    /// `HostScopedCache` on the folder fail to open ("no such column: url"), or open and fail
+    /// every write, until someone deleted the file by hand. The cache is disposable: such a
+    /// table is replaced by an empty one of this version's shape, monitors are told, and the
+    /// cache stores and serves across a reopen.
+    @Test(arguments: ForeignSchema.allCases)
+    func aDatabaseOfAnotherSchemaIsRecreated(schema: ForeignSchema) throws {
+        let directory = TemporaryDirectory()
+        do {
+            let foreign = try SQLiteConnection(path: directory.path + "/cache.sqlite3")
+            try foreign.execute(schema.sql)
+        }
+        let events = EventLog()
+        let cache = try HostScopedCache(
+            configuration: .init(
+                rules: [CacheRule(CacheFixtures.host, .followHTTP)], storage: .disk(directory: directory.path),
+                clock: clock.cacheClock, onEvent: events.handler))
+        func reasons() -> [String] {
+            events.all.compactMap { event -> String? in
+                if case .diskUnavailable(let reason) = event { return reason }
+                return nil
+            }
+        }
+        #expect(reasons().count == 1)
+        #expect(reasons().first?.contains("schema") == true)
+        #expect(cache.store(path(1), maxAge, body: "stored"))
+        #expect(reasons().count == 1, "the write failed: \(reasons())")
+        let again = try CacheFixtures.diskCache(clock: clock, directory: directory.path)
+        #expect(try again.lookup(path(1)).bodyString == "stored")
+    }
+
     /// A full disk refuses the write: the response is kept in memory, monitors are told, and
     /// nothing half-written is left for the next process.
     @Test func aFullDiskKeepsTheEntryInMemoryAndSaysSo() throws {

@@ -134,6 +134,90 @@ import Testing
         #expect(service.calls.count == 0)
     }
 
+    /// A call that reads the cache only (`.returnCacheDataDontLoad`) sends nothing, whatever the
+    /// network. On the old code, while offline, `.fail` failed it with `.offline` though its
+    /// answer was in the cache, and `.wait(upTo:)` held it until the network came back (or the
+    /// limit passed) for a request it never sends (`cacheThenNetwork` set `.proceed` on its own
+    /// cache read to get around it). It is answered from the cache at once, or is `.notCached`.
+    @Test(arguments: [OfflineBehavior.fail, .wait(upTo: .seconds(600))])
+    func aCacheOnlyCallIsAnsweredWhileOffline(whenOffline: OfflineBehavior) async throws {
+        let network = ManualNetworkStatus(Self.wired)
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/status") { _ in
+            ScriptedResponse.json(["id": 1, "name": "up"]).with(.cacheControl, "max-age=600")
+        }
+        let client = try ServiceFixture.cachingClient(server)
+        var configuration = ServiceConfiguration(retryPolicy: .none)
+        configuration.networkStatus = network
+        configuration.whenOffline = whenOffline
+        configuration.clock = ManualServiceClock()
+        let service = ServiceCore(client: client, configuration: configuration)
+        let _: ServiceUser = try await service.get("status")
+        network.set(.offline)
+        let cacheOnly = CallOptions.default.with(\.cachePolicy, .returnCacheDataDontLoad)
+        let call = Task { () -> Result<(ServiceUser, Bool), CourierError> in
+            do throws(CourierError) {
+                let response: Response<ServiceUser> = try await service.send(
+                    Endpoint<ServiceUser>.get("status", options: cacheOnly))
+                return .success((response.value, response.isFromCache))
+            } catch {
+                return .failure(error)
+            }
+        }
+        // Only a bound for the old code, whose `.wait` held the call until the network came back.
+        let (result, rescued) = await awaitWithRescue(call, within: TestTimeBound.scaled(.seconds(20))) {
+            network.set(Self.wired)
+        }
+        #expect(!rescued, "the cache-only call waited for the network")
+        switch result {
+        case .success(let (user, isFromCache)):
+            #expect(user.name == "up")
+            #expect(isFromCache)
+        case .failure(let error):
+            Issue.record("the cached answer was not served while offline: \(error)")
+        }
+        // Nothing cached: the cache's own answer, not the network's status.
+        let missing = Task { () -> CourierError? in
+            do throws(CourierError) {
+                let _: Response<ServiceUser> = try await service.send(
+                    Endpoint<ServiceUser>.get("other", options: cacheOnly))
+                return nil
+            } catch {
+                return error
+            }
+        }
+        let (error, rescuedAgain) = await awaitWithRescue(missing, within: TestTimeBound.scaled(.seconds(20))) {
+            network.set(Self.wired)
+        }
+        #expect(!rescuedAgain, "the cache-only call waited for the network")
+        #expect(error?.code == .notCached)
+        #expect(server.count("/status") == 1)
+    }
+
+    /// A source whose `statuses()` never reports (an app setting whose changes nobody wired to
+    /// the sequence): its `current` turned online during the wait, but on the old code the call
+    /// failed at the limit with "the network stayed offline", unsent. At the limit, the status
+    /// now decides.
+    @Test func aSourceThatNeverReportsIsAskedAgainAtTheLimit() async throws {
+        let network = SilentNetworkStatus()
+        let clock = ManualServiceClock()
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/status") { _ in .json(["id": 1, "name": "up"]) }
+        let service = try ServiceFixture.service(server) {
+            $0.networkStatus = network
+            $0.whenOffline = .wait(upTo: .seconds(5))
+            $0.clock = clock
+        }
+        let call = Task { () async throws -> ServiceUser in try await service.get("status") }
+        await clock.waitForSleepers(1)
+        network.current = Self.wired
+        clock.advance(by: .seconds(5))
+        #expect(try await call.value.name == "up")
+        #expect(server.count("/status") == 1)
+    }
+
     @Test func eventMonitorsSeeTheStatusOfEachAttempt() async throws {
         let network = ManualNetworkStatus(Self.wired)
         let seen = LockedValue<[NetworkStatus?]>([])
@@ -156,4 +240,17 @@ import Testing
         #expect(await iterator.next() == Self.wired)
         #expect(await iterator.next() == .offline)
     }
+}
+
+/// A status source whose `statuses()` says nothing at all, not even the status now: its
+/// `current` alone tells.
+private final class SilentNetworkStatus: NetworkStatusSource {
+    private let status = LockedValue(NetworkStatus.offline)
+
+    var current: NetworkStatus {
+        get { status.withLock { $0 } }
+        set { status.withLock { $0 = newValue } }
+    }
+
+    func statuses() -> AsyncStream<NetworkStatus> { AsyncStream { _ in } }
 }

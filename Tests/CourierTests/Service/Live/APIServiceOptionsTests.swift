@@ -169,11 +169,7 @@ import Testing
         server.route("/config") { _ in
             ScriptedResponse.json(["id": 1, "name": "cfg"]).with(.cacheControl, "max-age=60")
         }
-        let cache = try HostScopedCache(
-            configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly))
-        let client = try HTTPClient(
-            configuration: HTTPClient.Configuration(
-                baseURL: server.baseURL, notificationCenter: NotificationCenter(), cache: cache))
+        let client = try ServiceFixture.cachingClient(server)
         let service = ServiceCore(client: client, configuration: ServiceConfiguration(retryPolicy: .none))
         let first = try await service.send(Endpoint<ServiceUser>.get("config"))
         let second = try await service.send(Endpoint<ServiceUser>.get("config"))

@@ -46,6 +46,15 @@ enum ServiceFixture {
         return (result, Task.isCancelled)
     }
 
+    /// A client of `server` whose cache keeps 127.0.0.1's answers in memory, by HTTP's rules.
+    static func cachingClient(_ server: TestServer) throws -> HTTPClient {
+        let cache = try HostScopedCache(
+            configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly))
+        return try HTTPClient(
+            configuration: HTTPClient.Configuration(
+                baseURL: server.baseURL, notificationCenter: NotificationCenter(), cache: cache))
+    }
+
     /// A client of `server`. Its timeout and stall timeout are long: many tests hold a request
     /// at the server (`HeldRoute`) while they make their next step, and with the whole suite
     /// running in parallel on a loaded machine a step can wait its turn for longer than the
