@@ -45,6 +45,8 @@ enum JSONObjectScanner {
         }
 
         mutating func members() throws -> [String: Range<Int>] {
+            // A UTF-8 byte order mark, as the JSON decoder skips it (`JSONParser`).
+            if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { index = 3 }
             try expect(UInt8(ascii: "{"))
             var result: [String: Range<Int>] = [:]
             skipWhitespace()

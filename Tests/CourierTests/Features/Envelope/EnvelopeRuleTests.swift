@@ -222,6 +222,29 @@ import Testing
         #expect(server.requestCount == 2)
     }
 
+    /// A UTF-8 byte order mark before the envelope (some Windows-hosted APIs send one): the
+    /// JSON decoder skips it for a plain answer, so the envelope reader must too, and a `null`
+    /// answer after one is still "no data".
+    @Test func envelopeAfterAByteOrderMarkIsRead() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/me") { _ in .json(text: "\u{FEFF}" + #"{"code":0,"msg":"ok","data":{"id":1,"name":"Ada"}}"#) }
+        server.route("/plain") { _ in .json(text: "\u{FEFF}" + #"{"id":2,"name":"Bo"}"#) }
+        server.route("/none") { _ in .json(text: "\u{FEFF}null") }
+        let plainService = try ServiceFixture.service(server)
+        let plain: ServiceUser = try await plainService.get("plain")
+        #expect(plain == ServiceUser(id: 2, name: "Bo"))
+        do {
+            let _: ServiceUser = try await plainService.get("none", options: .default.with(\.noData, .null))
+            Issue.record("expected .noData")
+        } catch {
+            #expect(error.code == .noData)
+        }
+        let service = try ServiceFixture.service(server) { $0.envelope = Self.rule }
+        let user: ServiceUser = try await service.get("me")
+        #expect(user == ServiceUser(id: 1, name: "Ada"))
+    }
+
     @Test func meaningOfCodes() {
         let rule = EnvelopeRule.json(successCodes: ["0", "200"], retryCodes: ["1"], refreshCodes: ["2", "1"])
         #expect(rule.meaning(of: "0") == .success)
