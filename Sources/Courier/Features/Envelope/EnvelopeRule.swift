@@ -22,7 +22,7 @@ import HTTPTypes
 public struct EnvelopeRule: Sendable {
     /// What one envelope says: its code, message and payload.
     public struct Reading: Sendable {
-        /// The code, as text (`0`, `"0"` and `0` read the same).
+        /// The code, as text (`0`, `"0"` and `0.0` read the same in a JSON envelope).
         var code: String
         /// The message, if there is one.
         var message: String?
@@ -191,8 +191,25 @@ enum JSONEnvelope {
         guard let code = text(codeKey) else {
             throw CourierError(.decoding, "the envelope has no '\(codeKey)'")
         }
-        return EnvelopeRule.Reading(code: code, message: text(messageKey), payload: raw(payloadKey))
+        let isNumber = raw(codeKey)?.first != UInt8(ascii: "\"")
+        return EnvelopeRule.Reading(
+            code: isNumber ? numericCode(code) : code, message: text(messageKey), payload: raw(payloadKey))
     }
+
+    /// A number code as its integer value when it has one exactly (`0.0`, `-0`, `4.0101e4` are
+    /// `0`, `0`, `40101`), so that it matches the rule's codes; any other number as written.
+    static func numericCode(_ written: String) -> String {
+        // Only a number's characters: `Double` also reads `0x1e`, `inf` and `nan`, which a
+        // lenient scan lets through but JSON has not.
+        guard written.utf8.allSatisfy({ Self.numberBytes.contains($0) }),
+            written.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) || written.hasPrefix("-0"),
+            let value = Double(written), value.isFinite, value == value.rounded(), abs(value) < 0x1p53
+        else { return written }
+        return String(Int64(value))
+    }
+
+    /// The bytes a JSON number is written with.
+    private static let numberBytes = Set("0123456789+-.eE".utf8)
 }
 
 extension JSONDecoder {

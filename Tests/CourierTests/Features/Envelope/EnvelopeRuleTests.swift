@@ -245,6 +245,27 @@ import Testing
         #expect(user == ServiceUser(id: 1, name: "Ada"))
     }
 
+    /// A JSON number is its value, however it is written: a server (or a gateway re-encoding
+    /// numbers as doubles) that sends `0.0` or `-0` means code 0. A number too large for its
+    /// value to be exact stays as written, and is a failure like any unknown code.
+    @Test func numericCodesReadAsTheirValue() throws {
+        func code(_ json: String) throws -> String {
+            try JSONEnvelope.read(Data(json.utf8), codeKey: "code", messageKey: "msg", payloadKey: "data").code
+        }
+        for zero in ["0", "0.0", "-0", "0e0", "0E+2", "-0.000"] {
+            #expect(try code(#"{"code":\#(zero)}"#) == "0", "\(zero)")
+        }
+        #expect(try code(#"{"code":4.0101e4}"#) == "40101")
+        #expect(try code(#"{"code":"0.0"}"#) == "0.0")
+        #expect(try code(#"{"code":0.5}"#) == "0.5")
+        #expect(try code(#"{"code":123456789012345678901234567890}"#) == "123456789012345678901234567890")
+        #expect(try code(#"{"code":1e400}"#) == "1e400")
+        // Not JSON numbers (a lenient scan lets them through): as written, never a value.
+        #expect(try code(#"{"code":0x1e}"#) == "0x1e")
+        #expect(try code(#"{"code":-0x1p3}"#) == "-0x1p3")
+        #expect(Self.rule.meaning(of: try code(#"{"code":5.0301e4}"#)) == .retry)
+    }
+
     @Test func meaningOfCodes() {
         let rule = EnvelopeRule.json(successCodes: ["0", "200"], retryCodes: ["1"], refreshCodes: ["2", "1"])
         #expect(rule.meaning(of: "0") == .success)
