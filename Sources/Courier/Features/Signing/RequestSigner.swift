@@ -76,12 +76,10 @@ public struct RequestSigner: Sendable {
 
     /// The key for an endpoint, nil when it is unsigned.
     func key(forEndpoint path: String) -> Key? {
-        var path = Substring(path)
-        while path.first == "/" { path = path.dropFirst() }
+        let path = Self.endpointForm(path)
         var best: (prefix: Substring, written: String, rule: Rule)?
         for (written, rule) in rules {
-            var prefix = Substring(written)
-            while prefix.first == "/" { prefix = prefix.dropFirst() }
+            let prefix = Self.endpointForm(written)
             guard Self.covers(prefix, path) else { continue }
             // The longest wins; between two that are written differently but read the same
             // (`"/admin"` and `"admin"`), the first in byte order, not the table's order.
@@ -98,6 +96,22 @@ public struct RequestSigner: Sendable {
         case nil: return key
         case .unsigned?: return nil
         case .key(let other)?: return other
+        }
+    }
+
+    /// A path as the request sends it, relative to the server: without the leading `/` and
+    /// `./` (`RelativePath` drops a leading `./`, so `./admin` is the endpoint `admin`).
+    private static func endpointForm(_ path: String) -> Substring {
+        var path = Substring(path)
+        // By bytes, as `covers` compares: `"./"` followed by a combining mark is not `./`.
+        while true {
+            if path.utf8.first == UInt8(ascii: "/") {
+                path = Substring(path.utf8.dropFirst())
+            } else if path.utf8.starts(with: "./".utf8) {
+                path = Substring(path.utf8.dropFirst(2))
+            } else {
+                return path
+            }
         }
     }
 

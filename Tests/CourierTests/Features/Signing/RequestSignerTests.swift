@@ -173,6 +173,28 @@ import Testing
         #expect(Self.verifies(try #require(server.recordedRequests(path: "/adminx").first), key: Self.app))
     }
 
+    /// A leading `./` (which `RelativePath` allows, for `./name:verb`) is dropped before the
+    /// request is sent, so `./admin/stats` is the endpoint `admin/stats`: the rules read it so.
+    @Test func aLeadingDotSegmentNamesTheSameEndpointForTheRules() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        for path in ["/public/info", "/admin/stats"] {
+            server.route(path) { _ in .json(["id": 1, "name": "x"]) }
+        }
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.signer = RequestSigner(
+                key: Self.app, rules: ["public": .unsigned, "admin": .key(Self.admin)])
+        }
+        for path in ["./public/info", "./admin/stats"] {
+            let _: ServiceUser = try await service.get(path)
+        }
+        let unsigned = try #require(server.recordedRequests(path: "/public/info").first)
+        #expect(unsigned.header("X-Signature") == nil && unsigned.header("X-Key-Id") == nil)
+        let admin = try #require(server.recordedRequests(path: "/admin/stats").first)
+        #expect(Self.verifies(admin, key: Self.admin))
+        #expect(!Self.verifies(admin, key: Self.app))
+    }
+
     /// A rule covers the paths that start with its bytes, not with a string Swift's `==` takes
     /// for equal (canonically equivalent Unicode: KELVIN SIGN and `K`): the endpoint `Kiosk/…`
     /// is not the `\u{212A}iosk` one a rule signs with another key (the server sees two paths),
