@@ -367,7 +367,9 @@ extension ServiceCore {
             // The body-level outcome: a retry or refresh code fails the attempt as a status would.
             if let envelope = service.configuration.envelope {
                 do {
-                    context = try envelope.unwrap(context)
+                    context = try envelope.unwrap(
+                        context.strippingXSSIPrefixes(service.configuration.pipeline.preprocessors)
+                            .strippingXSSIPrefixes(options.preprocessors))
                 } catch {
                     // A failure the body reports is an error, not an answer to keep: the cache
                     // stored it before it was read (`refused` does the same for a retry code).

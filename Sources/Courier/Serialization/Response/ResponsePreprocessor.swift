@@ -31,10 +31,23 @@ public struct XSSIPrefixPreprocessor: ResponsePreprocessor {
     /// - Parameter prefix: the prefix to strip (Angular's `)]}',\n` by default).
     public init(prefix: String = ")]}',\n") { self.prefix = Data(prefix.utf8) }
 
-    public func preprocess(_ context: ResponseContext) throws -> ResponseContext {
+    public func preprocess(_ context: ResponseContext) throws -> ResponseContext { stripped(context) }
+
+    /// `context` without the prefix, if its body starts with it.
+    func stripped(_ context: ResponseContext) -> ResponseContext {
         guard context.body.starts(with: prefix) else { return context }
         var result = context
         result.body = context.body.dropFirst(prefix.count)
+        return result
+    }
+}
+
+extension ResponseContext {
+    /// The answer without the anti-XSSI prefixes that `preprocessors` strip: a prefix guards the
+    /// whole body, so it goes before an envelope is read (`EnvelopeRule`), not after.
+    func strippingXSSIPrefixes(_ preprocessors: [any ResponsePreprocessor]) -> ResponseContext {
+        var result = self
+        for case let strip as XSSIPrefixPreprocessor in preprocessors { result = strip.stripped(result) }
         return result
     }
 }

@@ -266,6 +266,28 @@ import Testing
         #expect(Self.rule.meaning(of: try code(#"{"code":5.0301e4}"#)) == .retry)
     }
 
+    /// An anti-XSSI prefix guards the whole body, envelope included: a service that strips it
+    /// (`.stripXSSIPrefix` in its pipeline) and reads codes with `envelope` gets the envelope,
+    /// and its retry code still retries.
+    @Test func anXSSIPrefixIsStrippedBeforeTheEnvelopeIsRead() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let hits = ServiceCounter()
+        server.route("/me") { _ in
+            let envelope =
+                hits.increment() == 1
+                ? #"{"code":50301,"msg":"busy"}"# : #"{"code":0,"msg":"ok","data":{"id":1,"name":"Ada"}}"#
+            return .json(text: ")]}',\n" + envelope)
+        }
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.envelope = Self.rule
+            configuration.pipeline = ResponsePipeline(preprocessors: [.stripXSSIPrefix])
+        }
+        let response = try await service.send(Endpoint<ServiceUser>.get("me"))
+        #expect(response.value == ServiceUser(id: 1, name: "Ada"))
+        #expect(response.attempts == 2)
+    }
+
     @Test func meaningOfCodes() {
         let rule = EnvelopeRule.json(successCodes: ["0", "200"], retryCodes: ["1"], refreshCodes: ["2", "1"])
         #expect(rule.meaning(of: "0") == .success)
