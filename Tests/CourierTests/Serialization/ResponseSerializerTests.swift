@@ -28,6 +28,23 @@ import Testing
                 == expected)
     }
 
+    /// A UTF-8 byte order mark is the encoding's signature, not text, and it says the body is
+    /// UTF-8 whatever the header (or the default) claims, as browsers decode (WHATWG Encoding,
+    /// "decode"): before, the text began with U+FEFF, or with `ï»¿` under a Latin-1 label.
+    @Test(arguments: [
+        "text/plain", "text/plain; charset=utf-8", "text/plain; charset=iso-8859-1",
+        "text/plain; charset=windows-1252",
+    ])
+    func aUTF8ByteOrderMarkIsNotTextAndNamesTheEncoding(contentType: String) throws {
+        let bytes = Data([0xEF, 0xBB, 0xBF]) + Data("héllo".utf8)
+        #expect(
+            try StringResponseSerializer.string.serialize(makeContext(contentType: contentType, bytes: bytes))
+                == "héllo")
+        #expect(
+            try StringResponseSerializer(defaultEncoding: .isoLatin1).serialize(
+                makeContext(contentType: nil, bytes: bytes)) == "héllo")
+    }
+
     @Test func stringDefaultsToUTF8AndCanBeConfigured() throws {
         let latin1 = Data([0xE9])
         #expect(

@@ -1,6 +1,7 @@
 import Foundation
 
-/// The body as text, in the charset named by `Content-Type` (UTF-8 when none is named).
+/// The body as text, in the charset named by `Content-Type` (UTF-8 when none is named); a
+/// body that starts with a UTF-8 byte order mark is UTF-8, without the mark.
 ///
 /// Knows UTF-8, US-ASCII, ISO-8859-1 (Latin-1), Windows-1252 and UTF-16 (LE/BE); another
 /// charset is a `CourierError.decoding`, as are bytes that are not valid in the charset.
@@ -19,6 +20,14 @@ public struct StringResponseSerializer: ResponseSerializer {
     /// - Throws: `CourierError.decoding` for an unknown charset or invalid bytes.
     public func serialize(_ context: ResponseContext) throws -> String {
         if context.isBodiless { return "" }
+        // A UTF-8 byte order mark is a signature, not text, and names the encoding whatever the
+        // header says (WHATWG Encoding, "decode").
+        if context.body.starts(with: [0xEF, 0xBB, 0xBF]) {
+            if let text = String(validating: context.body.dropFirst(3), as: UTF8.self) { return text }
+            throw CourierError(
+                .decoding, "the body is not valid UTF-8 after its byte order mark", response: context.response,
+                body: context.body)
+        }
         var encoding = defaultEncoding
         if let charset = context.contentType?.charset {
             guard let named = Self.encoding(forCharset: charset) else {
