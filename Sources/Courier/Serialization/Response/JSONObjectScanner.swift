@@ -46,7 +46,7 @@ enum JSONObjectScanner {
 
         mutating func members() throws -> [String: Range<Int>] {
             // A UTF-8 byte order mark, as the JSON decoder skips it (`JSONParser`).
-            if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { index = 3 }
+            if bytes.starts(with: utf8ByteOrderMark) { index = utf8ByteOrderMark.count }
             try expect(UInt8(ascii: "{"))
             var result: [String: Range<Int>] = [:]
             skipWhitespace()

@@ -30,7 +30,7 @@ extension NoDataRule {
         if context.hasNoContent { return contains(.empty) }
         var bytes = context.body[...]
         // A UTF-8 byte order mark is not data: the JSON decoder skips it too.
-        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes = bytes.dropFirst(3) }
+        if bytes.starts(with: utf8ByteOrderMark) { bytes = bytes.dropFirst(utf8ByteOrderMark.count) }
         while let first = bytes.first, Self.isWhitespace(first) { bytes = bytes.dropFirst() }
         while let last = bytes.last, Self.isWhitespace(last) { bytes = bytes.dropLast() }
         if bytes.isEmpty { return contains(.empty) }

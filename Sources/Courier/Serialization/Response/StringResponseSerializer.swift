@@ -22,8 +22,10 @@ public struct StringResponseSerializer: ResponseSerializer {
         if context.isBodiless { return "" }
         // A UTF-8 byte order mark is a signature, not text, and names the encoding whatever the
         // header says (WHATWG Encoding, "decode").
-        if context.body.starts(with: [0xEF, 0xBB, 0xBF]) {
-            if let text = String(validating: context.body.dropFirst(3), as: UTF8.self) { return text }
+        if context.body.starts(with: utf8ByteOrderMark) {
+            if let text = String(validating: context.body.dropFirst(utf8ByteOrderMark.count), as: UTF8.self) {
+                return text
+            }
             throw CourierError(
                 .decoding, "the body is not valid UTF-8 after its byte order mark", response: context.response,
                 body: context.body)
