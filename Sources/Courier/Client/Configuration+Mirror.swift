@@ -33,7 +33,7 @@ extension ServiceConfiguration: CustomReflectable {
     public var customMirror: Mirror {
         let redaction = Redaction.default
         let parameters = generalParameters.map { parameter in
-            redaction.queryNames.contains(parameter.name.lowercased())
+            redaction.isRedacted(queryName: parameter.name)
                 ? (name: parameter.name, value: Redaction.marker) : parameter
         }
         return Mirror(

@@ -53,6 +53,9 @@ struct Redaction: Sendable, Hashable {
         Self.alwaysRedacted.contains(name) || extraNames.contains(name)
     }
 
+    /// Whether the value of the query parameter (or general parameter) `name` must not be logged.
+    func isRedacted(queryName name: some StringProtocol) -> Bool { queryNames.contains(name.lowercased()) }
+
     // MARK: Header fields
 
     /// Header fields as `Name: value` lines, secrets replaced.
@@ -101,8 +104,9 @@ struct Redaction: Sendable, Hashable {
         let query = target[target.index(after: mark)...]
         let pairs = query.split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = RelativePath.percentDecoded(parts[0]).lowercased()
-            guard parts.count == 2, queryNames.contains(name) else { return String(pair) }
+            guard parts.count == 2, isRedacted(queryName: RelativePath.percentDecoded(parts[0])) else {
+                return String(pair)
+            }
             return "\(parts[0])=\(Self.marker)"
         }
         return target[..<mark] + "?" + pairs.joined(separator: "&")
