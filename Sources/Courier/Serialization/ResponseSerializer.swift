@@ -1,11 +1,11 @@
 import Foundation
 import HTTPTypes
 
-/// What a response serializer sees: the request that was sent, the response head, the body.
 /// The UTF-8 byte order mark: not text, and names the encoding (the JSON decoder skips it too,
 /// `JSONParser`).
 let utf8ByteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
 
+/// What a response serializer sees: the request that was sent, the response head, the body.
 public struct ResponseContext: Sendable {
     /// The request as it was sent.
     public var request: HTTPRequest {
