@@ -35,9 +35,15 @@ extension HTTPRequest {
 
 /// A client that logs nothing, for tests. Its timeouts are only a safety net against a hang
 /// (tests of timeouts set their own): loose, as a full parallel run on a loaded two-core
-/// machine has kept a three-request redirect chain waiting for a thread for 20 s.
+/// machine has kept a three-request redirect chain waiting for a thread for 20 s, and scaled
+/// under the sanitizers. The stall timeout too: a test that holds an answer mid-way (a held
+/// route, a trickle) until its own task has done something else waits for the cooperative
+/// pool, and under ThreadSanitizer at load 10 three such tests saw the default 30 s pass
+/// (`.timedOut`, "no byte moved for 30.0 seconds") before their task ran again.
 func makeClient(_ configure: (inout HTTPClient.Configuration) -> Void = { _ in }) throws -> HTTPClient {
-    var configuration = HTTPClient.Configuration(timeout: .seconds(60), connectTimeout: .seconds(15))
+    let safetyNet = TestTimeBound.scaled(.seconds(60))
+    var configuration = HTTPClient.Configuration(
+        timeout: safetyNet, connectTimeout: TestTimeBound.scaled(.seconds(15)), stallTimeout: safetyNet)
     configuration.notificationCenter = NotificationCenter()
     configure(&configuration)
     return try HTTPClient(configuration: configuration)
