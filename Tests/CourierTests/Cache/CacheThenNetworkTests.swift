@@ -46,9 +46,11 @@ import Testing
                 configuration: .init(
                     rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly,
                     clock: CacheClock { knobs.now.withLock { $0 } }))
+            // Long timeouts: tests hold the feed at the server (`ServiceFixture.client`).
             let client = try HTTPClient(
                 configuration: HTTPClient.Configuration(
-                    baseURL: server.baseURL, notificationCenter: NotificationCenter(), cache: cache))
+                    baseURL: server.baseURL, timeout: .seconds(600), stallTimeout: .seconds(600),
+                    notificationCenter: NotificationCenter(), cache: cache))
             var configuration = ServiceConfiguration(
                 retryPolicy: .none, callbackQueue: DispatchQueue(label: "test.cache-then-network"))
             configuration.networkStatus = network

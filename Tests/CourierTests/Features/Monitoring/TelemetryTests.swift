@@ -279,8 +279,10 @@ import Tracing
             other.stop()
         }
         let metrics = TestMetrics()
+        // Long timeouts: the requests are held at the server (`ServiceFixture.client`).
         var configuration = HTTPClient.Configuration(
-            baseURL: server.baseURL, maxConnectionsPerHost: 1, notificationCenter: NotificationCenter())
+            baseURL: server.baseURL, timeout: .seconds(600), stallTimeout: .seconds(600), maxConnectionsPerHost: 1,
+            notificationCenter: NotificationCenter())
         configuration.metricsFactory = metrics
         let client = try HTTPClient(configuration: configuration)
         var feed = ServiceConfiguration()

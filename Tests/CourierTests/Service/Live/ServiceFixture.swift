@@ -46,13 +46,15 @@ enum ServiceFixture {
         return (result, Task.isCancelled)
     }
 
-    /// A client of `server` whose cache keeps 127.0.0.1's answers in memory, by HTTP's rules.
+    /// A client of `server` whose cache keeps 127.0.0.1's answers in memory, by HTTP's rules;
+    /// long timeouts as `client(_:center:)`'s.
     static func cachingClient(_ server: TestServer) throws -> HTTPClient {
         let cache = try HostScopedCache(
             configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly))
         return try HTTPClient(
             configuration: HTTPClient.Configuration(
-                baseURL: server.baseURL, notificationCenter: NotificationCenter(), cache: cache))
+                baseURL: server.baseURL, timeout: .seconds(600), stallTimeout: .seconds(600),
+                notificationCenter: NotificationCenter(), cache: cache))
     }
 
     /// A client of `server`. Its timeout and stall timeout are long: many tests hold a request
