@@ -222,6 +222,17 @@ extension CurlTransfer {
                 return false
             }
             var response = parser.response
+            if parser.hasTransferEncoding, !acceptsTransferCodings, method != .head, response.status.code != 204,
+                response.status.code != 304,
+                let coding = ContentDecoder.undecodedTransferCoding(response.headerFields[values: .transferEncoding])
+            {
+                head = response
+                callbackFailure = CourierError(
+                    .invalidResponse,
+                    "the response has Transfer-Encoding \(coding.prefix(40)), which Courier did not ask for (it "
+                        + "sends no TE) and does not decode")
+                return false
+            }
             if decodesContent, parser.isEncoded, method != .head, response.status.code != 204,
                 response.status.code != 304
             {
