@@ -12,8 +12,8 @@ extension HostScopedCache {
     /// ones (302 and 307 need explicit freshness), bodies not received whole or over the size
     /// limit, answers that set a cookie to a request without a credential (unless a lifetime is
     /// forced). `Set-Cookie` and hop-by-hop fields are not kept. A whole response of a storable
-    /// status that cannot replace the stored one (`no-store`, over the size limit) drops it, so
-    /// the older answer is not served after the newer one.
+    /// status that cannot replace the stored one (`no-store`, over the size limit, `Vary: *`)
+    /// drops it, so the older answer is not served after the newer one.
     /// - Parameters:
     ///   - request: The call's cache request (the request as sent, without conditional fields).
     ///   - response: The response head.
@@ -49,14 +49,15 @@ extension HostScopedCache {
                 || control.isPrivate
             guard code == 302 || code == 307, explicit else { return nil }
         }
-        if body.count > configuration.maxEntryBytes || (forced == nil && control.noStore) {
+        // `Vary: *`: no later request can match this answer (RFC 9111 §4.1).
+        let varyStar = fields[values: .vary].contains(where: { $0.contains("*") })
+        if body.count > configuration.maxEntryBytes || (forced == nil && control.noStore) || varyStar {
             // A newer answer of a storable kind: the older one must not outlive it. (A 5xx is
             // not one, so it never drops what stale-if-error may still serve.)
             invalidateKey(Self.key(identity: identity(of: request), url: storedURL(of: request)))
             return nil
         }
         let varyNames = CacheEntry.varyNames(fields)
-        if fields[values: .vary].contains(where: { $0.contains("*") }) { return nil }
         let identity = identity(of: request)
         // A cookie set in answer to a request without a credential starts a session for whoever
         // asked; the anonymous entry would go to every other caller without one (other clients

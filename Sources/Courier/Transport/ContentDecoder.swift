@@ -54,6 +54,21 @@ final class ContentDecoder {
         return codings
     }
 
+    /// The first transfer coding in `values` other than `chunked` (which libcurl takes off), or
+    /// nil. Courier sends no `TE`, so a server may apply no other (RFC 9112 §7.4), and neither
+    /// libcurl nor Courier decodes one: the bytes would be handed out as the content still coded.
+    /// So is the coding after a `chunked` that is not last (RFC 9112 §6.3 frames such a body by
+    /// the connection's close, libcurl by its chunks).
+    static func undecodedTransferCoding(_ values: [String]) -> String? {
+        for value in values {
+            for token in value.split(separator: ",") {
+                let name = token.trimmingCharacters(in: .whitespaces).lowercased()
+                if name != "chunked", name != "identity", !name.isEmpty { return name }
+            }
+        }
+        return nil
+    }
+
     /// One inflater per coding, the last applied first.
     private let layers: [Inflater]
 

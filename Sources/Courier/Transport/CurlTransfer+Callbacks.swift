@@ -213,7 +213,26 @@ extension CurlTransfer {
                     + "\(ResponseHeadParser.maxFieldCount) fields")
             return false
         case .complete:
+            // Courier speaks HTTP only and never asks for an upgrade, so a 101 switches to a
+            // protocol it cannot speak (RFC 9110 §15.2.2); libcurl 7.88 would read whatever
+            // follows it as its body.
+            guard parser.status != 101 else {
+                callbackFailure = CourierError(
+                    .invalidResponse, "the server switched protocols (101); Courier speaks only HTTP")
+                return false
+            }
             var response = parser.response
+            if parser.hasTransferEncoding, !acceptsTransferCodings, method != .head, response.status.code != 204,
+                response.status.code != 304,
+                let coding = ContentDecoder.undecodedTransferCoding(response.headerFields[values: .transferEncoding])
+            {
+                head = response
+                callbackFailure = CourierError(
+                    .invalidResponse,
+                    "the response has Transfer-Encoding \(coding.prefix(40)), which Courier did not ask for (it "
+                        + "sends no TE) and does not decode")
+                return false
+            }
             if decodesContent, parser.isEncoded, method != .head, response.status.code != 204,
                 response.status.code != 304
             {

@@ -53,6 +53,9 @@ final class CurlTransfer: @unchecked Sendable {
     /// Whether Courier offered its codings (the caller set no `Accept-Encoding`) and decodes
     /// them; a caller that set its own gets the bytes as sent, with the head as sent.
     let decodesContent: Bool
+    /// Whether the caller set a `TE` of its own: then a transfer coding it asked for is its to
+    /// decode, as with its own `Accept-Encoding`.
+    let acceptsTransferCodings: Bool
     private let outcome = LockedValue(Outcome.idle)
 
     // MARK: curl thread only
@@ -134,6 +137,7 @@ final class CurlTransfer: @unchecked Sendable {
         self.delivery = delivery
         let sendsBody = request.body != nil || head.method == .post || head.method == .put || head.method == .patch
         decodesContent = head.headerFields[.acceptEncoding] == nil
+        acceptsTransferCodings = head.headerFields[.te] != nil
         headerList = try Self.makeHeaderList(
             head.headerFields, suppressExpect: sendsBody, offerCodings: decodesContent)
     }

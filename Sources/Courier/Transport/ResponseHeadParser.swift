@@ -35,6 +35,8 @@ struct ResponseHeadParser {
     private(set) var contentLength: Int64?
     /// Whether the final head announced a `Content-Encoding` (then the length is not the decoded size).
     private(set) var isEncoded = false
+    /// Whether the final head has a `Transfer-Encoding` field.
+    private(set) var hasTransferEncoding = false
     /// Whether the final head is complete (later lines are trailers).
     private(set) var isComplete = false
     /// Bytes and field lines seen so far, over every head of the response and its trailers.
@@ -152,6 +154,7 @@ struct ResponseHeadParser {
         switch kind {
         case .contentLength: contentLength = Self.decimal(value)
         case .contentEncoding: isEncoded = true
+        case .transferEncoding: hasTransferEncoding = true
         case .other: break
         }
     }
@@ -219,10 +222,16 @@ enum KnownFieldNames {
     enum Kind {
         case contentLength
         case contentEncoding
+        case transferEncoding
         case other
 
         init(_ name: HTTPField.Name) {
-            self = name == .contentLength ? .contentLength : name == .contentEncoding ? .contentEncoding : .other
+            switch name {
+            case .contentLength: self = .contentLength
+            case .contentEncoding: self = .contentEncoding
+            case .transferEncoding: self = .transferEncoding
+            default: self = .other
+            }
         }
     }
 

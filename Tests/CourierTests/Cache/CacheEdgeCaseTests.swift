@@ -251,6 +251,19 @@ import Testing
         #expect(try cache.lookup(CacheFixtures.request("/big")).bodyString == "small")
     }
 
+    /// `Vary: *` is never stored (RFC 9111 §4.1: no later request matches it), but it is a newer
+    /// whole answer all the same: the entry it could not replace must not be served after it
+    /// (the stored "old" came back fresh to the next call after a reload brought "new").
+    @Test func aNewerVaryStarResponseDropsTheOlderOne() throws {
+        let cache = try CacheFixtures.memoryCache(clock: clock)
+        #expect(cache.store(CacheFixtures.request("/a"), response([("Cache-Control", "max-age=600")]), body: "old"))
+        #expect(
+            !cache.store(
+                CacheFixtures.request("/a"), response([("Cache-Control", "max-age=600"), ("Vary", "Accept, *")]),
+                body: "new", policy: .reloadIgnoringCache))
+        #expect(try cache.lookup(CacheFixtures.request("/a")).isMiss)
+    }
+
     @Test func unsafeAndUnknownMethodsInvalidateSafeOnesDoNot() throws {
         let cache = try CacheFixtures.memoryCache(clock: clock)
         let maxAge = response([("Cache-Control", "max-age=600")])

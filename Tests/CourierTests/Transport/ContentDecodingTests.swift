@@ -41,6 +41,38 @@ import Testing
         #expect(try Echo(next.body).args["after"] == "1")
     }
 
+    /// A transfer coding other than `chunked` (`Transfer-Encoding: gzip, chunked`, or `chunked,
+    /// gzip`, which RFC 9112 §6.3 frames by the connection's close) was never asked for (Courier
+    /// sends no `TE`) and is decoded by neither libcurl nor Courier: the still-coded bytes were
+    /// handed out, and cached, as a whole 200's content. It is a malformed answer.
+    @Test(arguments: ["gzip, chunked", "chunked, gzip", "br, chunked", "x-custom"])
+    func aTransferCodingNobodyAskedForIsAnError(_ codings: String) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let coded = Compression.gzip(Data("the content".utf8))
+        let chunked = codings.contains("chunked")
+        server.route("/coded") { _ in
+            let body =
+                chunked
+                ? Data("\(String(coded.count, radix: 16))\r\n".utf8) + coded + Data("\r\n0\r\n\r\n".utf8) : coded
+            return ScriptedResponse(
+                fault: .raw(Data("HTTP/1.1 200 OK\r\nTransfer-Encoding: \(codings)\r\n\r\n".utf8) + body))
+        }
+        let client = try makeClient()
+        let error = await courierError {
+            let response = try await client.send(HTTPRequest(.get, server.url("/coded")))
+            Issue.record("a \(response.status.code) with \(response.body.count) bytes")
+        }
+        #expect(error?.code == .invalidResponse, "\(String(describing: error))")
+        // A caller that sent a `TE` of its own asked for the coding: it gets the bytes as sent.
+        var own = HTTPRequest(.get, server.url("/coded"))
+        own.headerFields[.te] = "gzip"
+        #expect(try await client.send(own).body == coded)
+        // A chunked answer stays what it was, and the client goes on.
+        server.route("/chunked") { _ in .chunked([Data("a".utf8), Data("b".utf8)]) }
+        #expect(try await client.send(HTTPRequest(.get, server.url("/chunked"))).body == Data("ab".utf8))
+    }
+
     @Test(arguments: ["length", "chunked"], ["gzip", "deflate"])
     func anIntactCompressedBodyIsDecodedWhole(framing: String, encoding: String) async throws {
         let server = try TestServer()
