@@ -44,6 +44,9 @@ extension ServiceCore {
         /// What the service's own adapters wrote into the current attempt, digested
         /// (`RequestIdentity.adaptedHeadDigest`), for a GET that may share its transfer.
         private(set) var adaptedDigest: String?
+        /// The credentials the service's own adapters wrote into the first attempt, digested
+        /// (`RequestIdentity.adaptedCredentialDigest`): the user of the interval and the veto.
+        private var adaptedUser: String?
         /// The failure of the attempt that just ended, for `prepareRetry`: kept here rather
         /// than in `perform`'s async frame, which lives as long as the call; boxed, made only
         /// when an attempt fails, to keep this object within malloc's per-thread cache sizes
@@ -131,17 +134,53 @@ extension ServiceCore {
             if let monitor, let event { monitor.didStart(event) }
         }
 
-        /// Step 3 without the interval: the veto, then the in-flight guard.
+        /// Step 3 without the interval: the veto, then the in-flight guard (after the first
+        /// attempt's adapters when `gatesAfterAdapters`).
         /// - Throws: `CourierError.skipped`.
         @inline(never)
         func checkVetoAndEnter() throws {
             if let skipIf = options.skipIf, skipIf() {
                 throw CourierError(.skipped, "the call was vetoed before sending")
             }
+            guard !gatesAfterAdapters else { return }
+            try enter()
+        }
+
+        /// Whether the request interval and the in-flight guard wait for the first attempt's
+        /// adapters: a service whose own adapters write the app's current user (from a session
+        /// store Courier cannot see) writes it after the identity, and one user's call held back
+        /// the next user's. Never for a service without adapters of its own.
+        var gatesAfterAdapters: Bool {
+            service.prepared.hasOwnAdapters && (options.interval != nil || options.skipsWhileInFlight)
+        }
+
+        /// Whether the attempt under way is the call's first.
+        var isFirstAttempt: Bool { attempts == 1 }
+
+        /// The key of the request interval and the in-flight guard: the identity, with the
+        /// credentials the service's own adapters wrote when they wrote any.
+        var gateKey: String {
+            guard let adaptedUser else { return identity.key }
+            return identity.key + "\nadapted user: " + adaptedUser
+        }
+
+        /// Notes the credentials the service's own adapters wrote into the first attempt, for
+        /// `gateKey`.
+        @inline(never)
+        func noteAdaptedUser(_ request: PreparedRequest) {
+            adaptedUser = RequestIdentity.adaptedCredentialDigest(
+                request.head, names: service.prepared.credentialFieldNames.union(Redaction.commonSecretHeaderNames),
+                queryNames: service.prepared.credentialQueryNames, leavingOut: realTimeNames)
+        }
+
+        /// The in-flight guard.
+        /// - Throws: `CourierError.skipped` when the same call is in flight.
+        @inline(never)
+        func enter() throws {
             // The call's state is written only when the call holds the guard (each access to
             // it is checked for exclusivity at run time).
             guard options.skipsWhileInFlight else { return }
-            let key = identity.key
+            let key = gateKey
             if !service.configuration.inFlightGuard.enter(key) {
                 throw CourierError(.skipped, "the same call is already in flight")
             }

@@ -472,6 +472,71 @@ import Testing
         #expect(try await other.value.name == "Bearer bob")
     }
 
+    /// One service whose own authentication (or adapter) writes the app's current user, from
+    /// the app's own session store: Alice's call of an endpoint with a request interval, the
+    /// app logs Bob in, and Bob's call goes out; Bob's tap in flight does not skip Carol's. Two
+    /// calls of one user are still throttled (or skipped). On the old code the interval and the
+    /// veto were decided on the identity before the adapters wrote the user: Bob's call was
+    /// refused with `.throttled` because of Alice's, Carol's with `.skipped` because of Bob's.
+    @Test(arguments: [true, false])
+    func theIntervalAndTheTapOfOneUserDoNotHoldBackTheNextUserOfTheSameService(authenticates: Bool) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/feed") { request in .json(["id": 1, "name": request.header("Authorization") ?? "none"]) }
+        let user = CurrentUser("alice")
+        let service = try ServiceFixture.service(server) { configuration in
+            if authenticates {
+                configuration.authentication = CurrentUserAuthentication(user: user)
+            } else {
+                configuration.adapters = [
+                    .adapter { request, _ in
+                        var request = request
+                        request.head.headerFields[.authorization] = "Bearer " + user.name
+                        return request
+                    }
+                ]
+            }
+        }
+        let spaced = CallOptions.default.with(\.interval, .drop(.seconds(60)))
+        let first: ServiceUser = try await service.get("feed", options: spaced)
+        user.name = "bob"
+        let second: ServiceUser = try await service.get("feed", options: spaced)
+        #expect([first.name, second.name] == ["Bearer alice", "Bearer bob"])
+        // Bob's own second call is still held back, and so is Alice's after she logs back in.
+        let again = await courierError { let _: ServiceUser = try await service.get("feed", options: spaced) }
+        #expect(again?.code == .throttled)
+        user.name = "alice"
+        let hers = await courierError { let _: ServiceUser = try await service.get("feed", options: spaced) }
+        #expect(hers?.code == .throttled)
+        #expect(server.count("/feed") == 2)
+        // Bob's tap in flight skips his own second tap, not Carol's after the app logs her in.
+        user.name = "bob"
+        let held = HeldRoute()
+        server.route("POST", "/posts/7/like") { request in
+            held.hold()
+            return .json(["id": 7, "name": request.header("Authorization") ?? "none"])
+        }
+        let guarded = CallOptions.default.with(\.skipsWhileInFlight, true)
+        let tap = Task { () async throws -> ServiceUser in try await service.post("posts/7/like", options: guarded) }
+        while held.arrived.value == 0 { await Task.yield() }
+        let own = await courierError {
+            let _: ServiceUser = try await service.post("posts/7/like", options: guarded)
+        }
+        #expect(own?.code == .skipped)
+        user.name = "carol"
+        // Carol's tap either reaches the server or is skipped at once: wait for one of the two.
+        let otherEnded = LockedValue(false)
+        let other = Task { () async throws -> ServiceUser in
+            defer { otherEnded.withLock { $0 = true } }
+            return try await service.post("posts/7/like", options: guarded)
+        }
+        while held.arrived.value < 2 && !otherEnded.withLock({ $0 }) { await Task.yield() }
+        held.release(2)
+        #expect(try await tap.value.name == "Bearer bob")
+        #expect(try await other.value.name == "Bearer carol")
+        #expect(server.count("/posts/7/like") == 2)
+    }
+
     /// A token of the app's own type.
     struct SessionToken: Sendable, Equatable { var value: String }
 
