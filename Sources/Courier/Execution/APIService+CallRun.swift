@@ -55,6 +55,8 @@ extension ServiceCore {
         /// Set after an envelope asked for another attempt: the answer may have been cached
         /// (its headers allowed it), and the next attempt must not get it again.
         private var bypassesCache = false
+        /// Set while offline for an attempt the cache may answer (`ServiceCore.cachedWhileOffline`).
+        var answersFromCacheWhileOffline = false
         /// The fields the authentication wrote into the current attempt, when the service could
         /// not know them beforehand (`PreparedService.readsCredentialFieldsPerAttempt`): its
         /// transfers treat them as credential fields (dropped across origins, redacted, part of
@@ -305,12 +307,24 @@ extension ServiceCore {
             attempts += 1
             try Task.checkCancellation()
             if scope?.isCancelled == true { throw CancellationError() }
+            try checkSession()
+            return InterceptorContext(callID: id, attempt: attempts, userInfo: options.userInfo)
+        }
+
+        /// - Throws: `CourierError.authentication` when the session the call started in ended.
+        func checkSession() throws(CourierError) {
             if let sessionEpoch, service.prepared.credentials?.sessionEpoch != sessionEpoch {
                 throw CourierError(
                     .authentication,
                     "logged out during the call: it is not sent again with the credential of a later session")
             }
-            return InterceptorContext(callID: id, attempt: attempts, userInfo: options.userInfo)
+        }
+
+        /// Whether the cache may answer the call's attempt without the network: a GET that
+        /// reads the cache's fresh answers (`.useProtocolCachePolicy`, `.returnCacheDataElseLoad`).
+        var mayBeAnsweredFromCache: Bool {
+            base.head.method == .get && !bypassesCache
+                && (options.cachePolicy == .useProtocolCachePolicy || options.cachePolicy == .returnCacheDataElseLoad)
         }
 
         /// The client's options for this call's transfers: the ones made at the start, with
@@ -516,6 +530,8 @@ extension ServiceCore {
         func fail(_ error: any Error) throws {
             // Refused by `conclude`, which kept the attempt's failure.
             if error is AnswerRefused { return }
+            // The call's rule while offline ended it (`ServiceCore.cachedWhileOffline`).
+            if let refusal = error as? OfflineRefusal { throw refusal.error }
             guard let courier = error as? CourierError else { throw error }
             failure = FailedAttempt(failed(courier))
         }

@@ -224,6 +224,10 @@ extension ServiceCore {
     /// holds the client's `Exchange` while the transfer is in flight, as this one did).
     @inline(__always)
     private func transfer(_ request: PreparedRequest, for call: CallRun) async throws -> HTTPClient.Response {
+        // Offline, a GET the cache may answer asks it first (`awaitNetwork`).
+        if call.answersFromCacheWhileOffline, let cached = try await cachedWhileOffline(request, for: call) {
+            return cached
+        }
         // A call's own adapters decorate its request alone (a tenant, a scope): the identity
         // cannot tell what they added, and a call joining another's transfer never sends it.
         // A shared transfer reports its progress to the handlers of the call that started it

@@ -197,6 +197,67 @@ import Testing
         #expect(server.count("/status") == 1)
     }
 
+    /// A GET whose cache holds a fresh answer sends nothing, whatever the network: it is
+    /// answered from the cache while offline, as a cache-only call is. On the old code `.fail`
+    /// failed it with `.offline`, and `.wait(upTo:)` held it until the network came back (or the
+    /// limit passed). A stale entry (one the server must confirm) still follows the policy.
+    @Test(arguments: [OfflineBehavior.fail, .wait(upTo: .seconds(600))])
+    func aFreshCachedAnswerIsServedWhileOffline(whenOffline: OfflineBehavior) async throws {
+        let network = ManualNetworkStatus(Self.wired)
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/status") { _ in
+            ScriptedResponse.json(["id": 1, "name": "up"]).with(.cacheControl, "max-age=600")
+        }
+        server.route("/stale") { _ in
+            ScriptedResponse.json(["id": 2, "name": "stale"]).with(.cacheControl, "max-age=0")
+        }
+        let client = try ServiceFixture.cachingClient(server)
+        var configuration = ServiceConfiguration(retryPolicy: .none)
+        configuration.networkStatus = network
+        configuration.whenOffline = whenOffline
+        let clock = ManualServiceClock()
+        configuration.clock = clock
+        let service = ServiceCore(client: client, configuration: configuration)
+        let _: ServiceUser = try await service.get("status")
+        let _: ServiceUser = try await service.get("stale")
+        network.set(.offline)
+        let call = Task { () -> Result<(ServiceUser, Bool), CourierError> in
+            do throws(CourierError) {
+                let response: Response<ServiceUser> = try await service.send(Endpoint<ServiceUser>.get("status"))
+                return .success((response.value, response.isFromCache))
+            } catch {
+                return .failure(error)
+            }
+        }
+        // Only a bound for the old code, whose `.wait` held the call until the network came back.
+        let (result, rescued) = await awaitWithRescue(call) {
+            network.set(Self.wired)
+        }
+        #expect(!rescued, "the call with a fresh cached answer waited for the network")
+        switch result {
+        case .success(let (user, isFromCache)):
+            #expect(user.name == "up")
+            #expect(isFromCache)
+        case .failure(let error):
+            Issue.record("the fresh cached answer was not served while offline: \(error)")
+        }
+        #expect(server.count("/status") == 1)
+        // A stale entry needs the server: the policy holds.
+        if case .wait = whenOffline {
+            let stale = Task { () async throws -> ServiceUser in try await service.get("stale") }
+            await clock.waitForSleepers(1)
+            #expect(server.count("/stale") == 1)
+            network.set(Self.wired)
+            #expect(try await stale.value.name == "stale")
+            #expect(server.count("/stale") == 2)
+        } else {
+            let error = await courierError { let _: ServiceUser = try await service.get("stale") }
+            #expect(error?.code == .offline)
+            #expect(server.count("/stale") == 1)
+        }
+    }
+
     /// A source whose `statuses()` never reports (an app setting whose changes nobody wired to
     /// the sequence): its `current` turned online during the wait, but on the old code the call
     /// failed at the limit with "the network stayed offline", unsent. At the limit, the status
