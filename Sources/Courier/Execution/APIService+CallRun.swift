@@ -52,6 +52,9 @@ extension ServiceCore {
         /// when an attempt fails, to keep this object within malloc's per-thread cache sizes
         /// (see `outcome`).
         private var failure: FailedAttempt?
+        /// The failure the call retries after, for the error of a streamed body it cannot send
+        /// again (`fail(_:)`).
+        private var retriedFailure: FailedAttempt?
         /// Set after an envelope asked for another attempt: the answer may have been cached
         /// (its headers allowed it), and the next attempt must not get it again.
         private var bypassesCache = false
@@ -532,7 +535,11 @@ extension ServiceCore {
             if error is AnswerRefused { return }
             // The call's rule while offline ended it (`ServiceCore.cachedWhileOffline`).
             if let refusal = error as? OfflineRefusal { throw refusal.error }
-            guard let courier = error as? CourierError else { throw error }
+            guard var courier = error as? CourierError else { throw error }
+            // A streamed body the retry could not send again: the error names why it was retried.
+            if courier.isStreamedBodyResent, let cause = retriedFailure?.failure.error {
+                courier = courier.resent(after: cause)
+            }
             failure = FailedAttempt(failed(courier))
         }
 
@@ -582,10 +589,12 @@ extension ServiceCore {
         /// - Throws: the error that ends the call.
         @inline(never)
         func prepareRetry(sent request: PreparedRequest, context: InterceptorContext) async throws {
-            guard let failure = self.failure?.failure else {
+            guard let kept = self.failure else {
                 preconditionFailure("a retry is prepared for an attempt that did not fail")
             }
+            let failure = kept.failure
             self.failure = nil
+            retriedFailure = kept
             let delay = try await retryDelay(after: failure, sent: request, context: context)
             let clock = self.clock
             try await CancellationScope.run(in: scope) { try await clock.sleep(for: delay) }
