@@ -216,6 +216,35 @@ import Testing
         #expect(!Self.verifies(sent, key: Self.admin))
     }
 
+    /// A rule and an endpoint are compared as the request sends the path (`RelativePath`'s
+    /// percent-encoded form): a rule written `"a b"` covers the endpoint `"a%20b/…"` and the
+    /// other way round, and escapes in lower-case hex read as in upper-case. On the old code
+    /// they were compared as written: the rule was missed, and the request was signed with
+    /// the signer's key instead of the rule's.
+    @Test(arguments: [
+        ("a b", "a%20b/stats", "/a%20b/stats"), ("a%20b", "a b/stats", "/a%20b/stats"),
+        ("caf%c3%a9", "caf\u{E9}/stats", "/caf%C3%A9/stats"),
+    ])
+    func aRuleAndAnEndpointAreComparedAsSent(rule: String, path: String, route: String) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route(route) { _ in .json(["id": 1, "name": "x"]) }
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.signer = RequestSigner(key: Self.app, rules: [rule: .key(Self.admin)])
+        }
+        let _: ServiceUser = try await service.get(path)
+        let sent = try #require(server.recordedRequests(path: route).first)
+        #expect(Self.verifies(sent, key: Self.admin))
+        #expect(!Self.verifies(sent, key: Self.app))
+        // An unsigned rule is not missed either.
+        let open = try ServiceFixture.service(server) { configuration in
+            configuration.signer = RequestSigner(key: Self.app, rules: [rule: .unsigned])
+        }
+        let _: ServiceUser = try await open.get(path)
+        let unsigned = try #require(server.recordedRequests(path: route).last)
+        #expect(unsigned.header("X-Signature") == nil && unsigned.header("X-Key-Id") == nil)
+    }
+
     @Test func aServerThatGetsNoCredentialGetsNoSignature() async throws {
         let server = try TestServer()
         let other = try TestServer()
