@@ -203,15 +203,8 @@ import Testing
         ("\u{212A}iosk", "Kiosk/stats", "/Kiosk/stats"), ("Kiosk", "\u{212A}iosk/stats", "/%E2%84%AAiosk/stats"),
     ])
     func aRuleCoversPathsByTheirBytes(rule: String, path: String, route: String) async throws {
-        let server = try TestServer()
-        defer { server.stop() }
-        server.route(route) { _ in .json(["id": 1, "name": "x"]) }
-        let service = try ServiceFixture.service(server) { configuration in
-            configuration.signer = RequestSigner(key: Self.app, rules: [rule: .key(Self.admin)])
-        }
         #expect(rule == String(path.prefix(5)))
-        let _: ServiceUser = try await service.get(path)
-        let sent = try #require(server.recordedRequests(path: route).first)
+        let sent = try await Self.sent(path, rule: rule, .key(Self.admin), route: route)
         #expect(Self.verifies(sent, key: Self.app))
         #expect(!Self.verifies(sent, key: Self.admin))
     }
@@ -226,23 +219,26 @@ import Testing
         ("caf%c3%a9", "caf\u{E9}/stats", "/caf%C3%A9/stats"),
     ])
     func aRuleAndAnEndpointAreComparedAsSent(rule: String, path: String, route: String) async throws {
+        let sent = try await Self.sent(path, rule: rule, .key(Self.admin), route: route)
+        #expect(Self.verifies(sent, key: Self.admin))
+        #expect(!Self.verifies(sent, key: Self.app))
+        // An unsigned rule is not missed either.
+        let unsigned = try await Self.sent(path, rule: rule, .unsigned, route: route)
+        #expect(unsigned.header("X-Signature") == nil && unsigned.header("X-Key-Id") == nil)
+    }
+
+    /// The GET of `path` by a service whose signer has the one rule `rule`, as `route` got it.
+    static func sent(_ path: String, rule: String, _ ruled: RequestSigner.Rule, route: String) async throws
+        -> RecordedRequest
+    {
         let server = try TestServer()
         defer { server.stop() }
         server.route(route) { _ in .json(["id": 1, "name": "x"]) }
         let service = try ServiceFixture.service(server) { configuration in
-            configuration.signer = RequestSigner(key: Self.app, rules: [rule: .key(Self.admin)])
+            configuration.signer = RequestSigner(key: Self.app, rules: [rule: ruled])
         }
         let _: ServiceUser = try await service.get(path)
-        let sent = try #require(server.recordedRequests(path: route).first)
-        #expect(Self.verifies(sent, key: Self.admin))
-        #expect(!Self.verifies(sent, key: Self.app))
-        // An unsigned rule is not missed either.
-        let open = try ServiceFixture.service(server) { configuration in
-            configuration.signer = RequestSigner(key: Self.app, rules: [rule: .unsigned])
-        }
-        let _: ServiceUser = try await open.get(path)
-        let unsigned = try #require(server.recordedRequests(path: route).last)
-        #expect(unsigned.header("X-Signature") == nil && unsigned.header("X-Key-Id") == nil)
+        return try #require(server.recordedRequests(path: route).first)
     }
 
     @Test func aServerThatGetsNoCredentialGetsNoSignature() async throws {
