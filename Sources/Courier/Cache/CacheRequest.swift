@@ -120,6 +120,8 @@ package struct CacheRequest: Sendable {
     /// Asked at store time, under the cache's lock: false when the session that sent the
     /// request has ended since (the user logged out), and the response must not be stored.
     var isCurrent: (@Sendable () -> Bool)?
+    /// Answered from the cache only, as `Cache-Control: only-if-cached` asks (`RequestOptions.onlyIfCached`).
+    var onlyIfCached = false
     /// The identity as the cache stores it, when the caller computed it already (the client
     /// does, for its session): lookup and store then skip deriving it again.
     var storedIdentity: StoredIdentity?

@@ -34,6 +34,7 @@ extension HTTPClient {
         }
         call.secretQueryNames = options.credentialQueryNames
         call.realTimeQueryNames = options.realTimeQueryNames
+        call.onlyIfCached = options.onlyIfCached
         // The identity is also what the session's logout purges; the cache checks `isCurrent`
         // before it stores, so an answer that arrives after logout stores nothing.
         let identity = cache.identity(of: call)

@@ -98,7 +98,7 @@ extension HostScopedCache {
         // caller holds: the stored entry is not the answer, and a 304 answers the caller's
         // validator, not the entry's (merged, it served the entry's older body as confirmed).
         // Sent as it is, as OkHttp does; a whole answer is still offered for storage.
-        if request.hasOwnConditions, request.policy != .returnCacheDataDontLoad {
+        if request.hasOwnConditions, request.policy != .returnCacheDataDontLoad, !request.onlyIfCached {
             let result = try await timed(send, request.request)
             await offer(request, result)
             return CacheLoadResult(response: result.response, body: result.body, source: .network, isStale: false)

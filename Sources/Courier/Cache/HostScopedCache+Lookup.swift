@@ -13,7 +13,8 @@ extension HostScopedCache {
     func lookup(_ request: CacheRequest, now: Date? = nil) throws(CourierError) -> CacheLookupResult {
         let now = now ?? configuration.clock.now()
         let requestControl = CacheControl(request.request.headerFields)
-        let cacheOnly = request.policy == .returnCacheDataDontLoad || requestControl.onlyIfCached
+        let cacheOnly =
+            request.policy == .returnCacheDataDontLoad || requestControl.onlyIfCached || request.onlyIfCached
         guard let plan = plan(for: request) else {
             if cacheOnly { throw notCached(request) }
             return .miss

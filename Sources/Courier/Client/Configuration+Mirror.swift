@@ -52,6 +52,33 @@ extension ServiceConfiguration: CustomReflectable {
     }
 }
 
+extension CallOptions: CustomReflectable {
+    /// Every setting; the values of secret header fields in `headers` (a per-call
+    /// `Authorization`) and of secret query parameters in `server` redacted.
+    public var customMirror: Mirror {
+        let redaction = Redaction.default
+        let fields = storedFields
+        return Mirror(
+            self,
+            children: [
+                "requestSerializer": fields.requestSerializer as Any, "headers": redaction.redact(fields.headers),
+                "timeout": fields.timeout as Any, "maxResponseSize": fields.maxResponseSize as Any,
+                "maxRedirects": fields.maxRedirects as Any, "uploadProgress": fields.uploadProgress as Any,
+                "downloadProgress": fields.downloadProgress as Any, "cachePolicy": fields.cachePolicy,
+                "cacheLifetime": fields.cacheLifetime as Any, "staleIfError": fields.staleIfError as Any,
+                "retryPolicy": fields.retryPolicy as Any, "interval": fields.interval as Any,
+                "server": fields.server.map { redaction.redact(target: $0.absoluteString) } as Any,
+                "sendsCredentialToServer": fields.sendsCredentialToServer, "validator": fields.validator as Any,
+                "preprocessors": fields.preprocessors, "adapters": fields.adapters, "retriers": fields.retriers,
+                "deduplicates": fields.deduplicates, "includesGeneralParameters": fields.includesGeneralParameters,
+                "skipIf": fields.skipIf as Any, "skipsWhileInFlight": fields.skipsWhileInFlight,
+                "noData": fields.noData, "acceptsResult": fields.acceptsResult as Any, "userInfo": fields.userInfo,
+                "errorMapper": fields.errorMapper as Any, "whenOffline": fields.whenOffline as Any,
+                "logger": fields.logger as Any, "operationName": fields.operationName as Any,
+            ], displayStyle: .struct)
+    }
+}
+
 extension RequestSigner.Key: CustomStringConvertible, CustomReflectable {
     /// The key's id; its secret redacted.
     public var description: String { "Key(id: \(id), secret: \(Redaction.marker))" }

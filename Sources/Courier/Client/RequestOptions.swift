@@ -39,6 +39,10 @@ struct RequestOptions: Sendable {
     /// The client's settings as the call found them when it started (a service's call keeps
     /// one snapshot for all its attempts); nil: the client's settings when the request starts.
     var clientSettings: HTTPClient.LiveSettings?
+    /// Answered from the cache only, as `Cache-Control: only-if-cached` asks: a fresh entry (or
+    /// one the request's own directives accept), else `CourierError.notCached`; nothing is sent.
+    /// For a service call while offline (`ServiceCore.cachedWhileOffline`).
+    var onlyIfCached = false
 
     init(
         timeout: Duration? = nil, maxResponseSize: Int64? = nil, maxRedirects: Int? = nil,

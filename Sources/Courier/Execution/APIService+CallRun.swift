@@ -44,14 +44,22 @@ extension ServiceCore {
         /// What the service's own adapters wrote into the current attempt, digested
         /// (`RequestIdentity.adaptedHeadDigest`), for a GET that may share its transfer.
         private(set) var adaptedDigest: String?
+        /// The credentials the service's own adapters wrote into the first attempt, digested
+        /// (`RequestIdentity.adaptedCredentialDigest`): the user of the interval and the veto.
+        private var adaptedUser: String?
         /// The failure of the attempt that just ended, for `prepareRetry`: kept here rather
         /// than in `perform`'s async frame, which lives as long as the call; boxed, made only
         /// when an attempt fails, to keep this object within malloc's per-thread cache sizes
         /// (see `outcome`).
         private var failure: FailedAttempt?
+        /// The failure the call retries after, for the error of a streamed body it cannot send
+        /// again (`fail(_:)`).
+        private var retriedFailure: FailedAttempt?
         /// Set after an envelope asked for another attempt: the answer may have been cached
         /// (its headers allowed it), and the next attempt must not get it again.
         private var bypassesCache = false
+        /// Set while offline for an attempt the cache may answer (`ServiceCore.cachedWhileOffline`).
+        var answersFromCacheWhileOffline = false
         /// The fields the authentication wrote into the current attempt, when the service could
         /// not know them beforehand (`PreparedService.readsCredentialFieldsPerAttempt`): its
         /// transfers treat them as credential fields (dropped across origins, redacted, part of
@@ -131,17 +139,53 @@ extension ServiceCore {
             if let monitor, let event { monitor.didStart(event) }
         }
 
-        /// Step 3 without the interval: the veto, then the in-flight guard.
+        /// Step 3 without the interval: the veto, then the in-flight guard (after the first
+        /// attempt's adapters when `gatesAfterAdapters`).
         /// - Throws: `CourierError.skipped`.
         @inline(never)
         func checkVetoAndEnter() throws {
             if let skipIf = options.skipIf, skipIf() {
                 throw CourierError(.skipped, "the call was vetoed before sending")
             }
+            guard !gatesAfterAdapters else { return }
+            try enter()
+        }
+
+        /// Whether the request interval and the in-flight guard wait for the first attempt's
+        /// adapters: a service whose own adapters write the app's current user (from a session
+        /// store Courier cannot see) writes it after the identity, and one user's call held back
+        /// the next user's. Never for a service without adapters of its own.
+        var gatesAfterAdapters: Bool {
+            service.prepared.hasOwnAdapters && (options.interval != nil || options.skipsWhileInFlight)
+        }
+
+        /// Whether the attempt under way is the call's first.
+        var isFirstAttempt: Bool { attempts == 1 }
+
+        /// The key of the request interval and the in-flight guard: the identity, with the
+        /// credentials the service's own adapters wrote when they wrote any.
+        var gateKey: String {
+            guard let adaptedUser else { return identity.key }
+            return identity.key + "\nadapted user: " + adaptedUser
+        }
+
+        /// Notes the credentials the service's own adapters wrote into the first attempt, for
+        /// `gateKey`.
+        @inline(never)
+        func noteAdaptedUser(_ request: PreparedRequest) {
+            adaptedUser = RequestIdentity.adaptedCredentialDigest(
+                request.head, names: service.prepared.credentialFieldNames.union(Redaction.commonSecretHeaderNames),
+                queryNames: service.prepared.credentialQueryNames, leavingOut: realTimeNames)
+        }
+
+        /// The in-flight guard.
+        /// - Throws: `CourierError.skipped` when the same call is in flight.
+        @inline(never)
+        func enter() throws {
             // The call's state is written only when the call holds the guard (each access to
             // it is checked for exclusivity at run time).
             guard options.skipsWhileInFlight else { return }
-            let key = identity.key
+            let key = gateKey
             if !service.configuration.inFlightGuard.enter(key) {
                 throw CourierError(.skipped, "the same call is already in flight")
             }
@@ -266,12 +310,24 @@ extension ServiceCore {
             attempts += 1
             try Task.checkCancellation()
             if scope?.isCancelled == true { throw CancellationError() }
+            try checkSession()
+            return InterceptorContext(callID: id, attempt: attempts, userInfo: options.userInfo)
+        }
+
+        /// - Throws: `CourierError.authentication` when the session the call started in ended.
+        func checkSession() throws(CourierError) {
             if let sessionEpoch, service.prepared.credentials?.sessionEpoch != sessionEpoch {
                 throw CourierError(
                     .authentication,
                     "logged out during the call: it is not sent again with the credential of a later session")
             }
-            return InterceptorContext(callID: id, attempt: attempts, userInfo: options.userInfo)
+        }
+
+        /// Whether the cache may answer the call's attempt without the network: a GET that
+        /// reads the cache's fresh answers (`.useProtocolCachePolicy`, `.returnCacheDataElseLoad`).
+        var mayBeAnsweredFromCache: Bool {
+            base.head.method == .get && !bypassesCache
+                && (options.cachePolicy == .useProtocolCachePolicy || options.cachePolicy == .returnCacheDataElseLoad)
         }
 
         /// The client's options for this call's transfers: the ones made at the start, with
@@ -477,7 +533,13 @@ extension ServiceCore {
         func fail(_ error: any Error) throws {
             // Refused by `conclude`, which kept the attempt's failure.
             if error is AnswerRefused { return }
-            guard let courier = error as? CourierError else { throw error }
+            // The call's rule while offline ended it (`ServiceCore.cachedWhileOffline`).
+            if let refusal = error as? OfflineRefusal { throw refusal.error }
+            guard var courier = error as? CourierError else { throw error }
+            // A streamed body the retry could not send again: the error names why it was retried.
+            if courier.isStreamedBodyResent, let cause = retriedFailure?.failure.error {
+                courier = courier.resent(after: cause)
+            }
             failure = FailedAttempt(failed(courier))
         }
 
@@ -527,10 +589,12 @@ extension ServiceCore {
         /// - Throws: the error that ends the call.
         @inline(never)
         func prepareRetry(sent request: PreparedRequest, context: InterceptorContext) async throws {
-            guard let failure = self.failure?.failure else {
+            guard let kept = self.failure else {
                 preconditionFailure("a retry is prepared for an attempt that did not fail")
             }
+            let failure = kept.failure
             self.failure = nil
+            retriedFailure = kept
             let delay = try await retryDelay(after: failure, sent: request, context: context)
             let clock = self.clock
             try await CancellationScope.run(in: scope) { try await clock.sleep(for: delay) }

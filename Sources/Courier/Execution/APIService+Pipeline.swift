@@ -6,7 +6,8 @@ extension ServiceCore {
     /// 1. compose the URL (call's server, else the pool's current one, else the client's base URL);
     /// 2. headers, general and real-time parameters, request serializer;
     /// 3. the call's `RequestIdentity`; veto (`skipIf`, in-flight guard), then the request
-    ///    interval, both on the identity;
+    ///    interval, both on the identity (for a service with adapters of its own, the guard and
+    ///    the interval come after the first attempt's adapters, with the user they wrote);
     /// 4. per attempt: the network status (fail or wait while offline), real-time parameters, adapters (authentication first — only for the
     ///    API's own servers —, then the service's, then the call's), the `RequestSigner` (API's
     ///    own servers), cookies, de-duplication of GETs on the identity, send (the client adds
@@ -35,7 +36,7 @@ extension ServiceCore {
         do {
             try call.checkVetoAndEnter()
             defer { call.leave() }
-            if call.options.interval != nil { try await admitInterval(for: call) }
+            if call.options.interval != nil, !call.gatesAfterAdapters { try await admitInterval(for: call) }
             while true {
                 let context = try call.beginAttempt()
                 if configuration.networkStatus != nil { try await awaitNetwork(for: call) }
@@ -46,6 +47,8 @@ extension ServiceCore {
                         call.noteAdapted(request)
                     }
                 }
+                // The adapters of a service's own wrote the call's user: the gates read it.
+                if call.isFirstAttempt, call.gatesAfterAdapters { try await admitAfterAdapters(request, for: call) }
                 if prepared.readsCredentialFieldsPerAttempt, call.sendsCredential { call.readCredentialFields() }
                 // Signed last, per attempt, as sent: a retry carries a fresh signature.
                 if call.sendsCredential, let signer = configuration.signer {
@@ -105,11 +108,22 @@ extension ServiceCore {
         return call.response(try await perform(call, serializer: serializer))
     }
 
+    /// Step 3 for a service with adapters of its own (`CallRun.gatesAfterAdapters`), after the
+    /// first attempt's adapters: the in-flight guard, then the request interval, keyed by the
+    /// user the adapters wrote.
+    /// - Throws: `CourierError.skipped` or `.throttled`.
+    @inline(never)
+    private func admitAfterAdapters(_ request: PreparedRequest, for call: CallRun) async throws {
+        call.noteAdaptedUser(request)
+        try call.enter()
+        if call.options.interval != nil { try await admitInterval(for: call) }
+    }
+
     /// Step 3: the request interval.
     @inline(never)
     private func admitInterval(for call: CallRun) async throws {
         guard let interval = call.options.interval else { return }
-        let (gate, key, clock) = (configuration.intervalGate, call.identity.key, call.clock)
+        let (gate, key, clock) = (configuration.intervalGate, call.gateKey, call.clock)
         try await CancellationScope.run(in: call.scope) {
             try await gate.admit(key: key, rule: interval, clock: clock)
         }
@@ -210,6 +224,10 @@ extension ServiceCore {
     /// holds the client's `Exchange` while the transfer is in flight, as this one did).
     @inline(__always)
     private func transfer(_ request: PreparedRequest, for call: CallRun) async throws -> HTTPClient.Response {
+        // Offline, a GET the cache may answer asks it first (`awaitNetwork`).
+        if call.answersFromCacheWhileOffline, let cached = try await cachedWhileOffline(request, for: call) {
+            return cached
+        }
         // A call's own adapters decorate its request alone (a tenant, a scope): the identity
         // cannot tell what they added, and a call joining another's transfer never sends it.
         // A shared transfer reports its progress to the handlers of the call that started it

@@ -23,6 +23,8 @@ extension HTTPClient {
         private(set) var redirectCount = 0
         /// The metrics of the redirect hops before the current one.
         private var redirectMetrics: [TransferMetrics] = []
+        /// The status of the last redirect followed, for the error of a body it cannot resend.
+        private var redirectStatus = 0
         private let limit: Int
         private let cookieJar: CookieJar?
         /// The jar's session when the exchange started: its answers after a logout store nothing.
@@ -132,13 +134,16 @@ extension HTTPClient {
             return try followsRedirect(after: response.head, metrics: response.metrics) ? nil : self.response(response)
         }
 
-        /// Logs a hop that failed with a `CourierError`.
+        /// Logs a hop that failed with a `CourierError`; a streamed body a redirect would send
+        /// again names the redirect.
         /// - Returns: the error.
         @inline(never)
         func logged(_ error: any Error) -> any Error {
-            if let error = error as? CourierError {
-                logger.debug("courier: ✗ \(current.method) \(target): \(error.code): \(error.message)")
+            guard var error = error as? CourierError else { return error }
+            if redirectCount > 0, error.isStreamedBodyResent {
+                error.message += "; the server answered \(redirectStatus) (a redirect that keeps the body)"
             }
+            logger.debug("courier: ✗ \(current.method) \(target): \(error.code): \(error.message)")
             return error
         }
 
@@ -164,6 +169,7 @@ extension HTTPClient {
                 throw CourierError(.redirect, "more than \(limit) redirects", response: head)
             }
             redirectCount += 1
+            redirectStatus = head.status.code
             redirectMetrics.append(metrics)
             current = next.request
             // A field of the caller's own holds on every hop to the same origin, as on the first;

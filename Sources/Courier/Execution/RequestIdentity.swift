@@ -274,6 +274,36 @@ struct RequestIdentity: Hashable, Sendable {
         return digest(text.utf8)
     }
 
+    /// A one-way digest of the credentials a request head carries as the service's own
+    /// adapters left it: the values of its credential fields (`names`, and those `Redaction`
+    /// always hides) and of its query items whose names hold a secret (`queryNames`, and those
+    /// `Redaction` hides), without the attempt's real-time parameters; nil when it carries none.
+    /// Part of the key of the request interval and the double-tap veto of a service whose
+    /// adapters write the app's current user: one user's call does not hold back the next
+    /// user's. Credentials only, not every field: one an adapter makes new for each call (a
+    /// request id) would free every call from its interval.
+    static func adaptedCredentialDigest(
+        _ head: HTTPRequest, names: Set<HTTPField.Name>, queryNames: Set<String>,
+        leavingOut realTimeNames: Set<String>
+    ) -> String? {
+        var text = ""
+        for field in head.headerFields
+        where Redaction.alwaysRedacted.contains(field.name) || names.contains(field.name) {
+            let name = field.name.canonicalName
+            text += "\n\(name.utf8.count):\(name)\(field.value.utf8.count):\(field.value)"
+        }
+        if let target = head.path, let mark = target.firstIndex(of: "?") {
+            for pair in target[target.index(after: mark)...].split(separator: "&") {
+                let name = RelativePath.percentDecoded(pair[..<(pair.firstIndex(of: "=") ?? pair.endIndex)])
+                guard !realTimeNames.contains(name),
+                    queryNames.contains(name) || Redaction.default.isRedacted(queryName: name)
+                else { continue }
+                text += "\n?\(pair.utf8.count):\(pair)"
+            }
+        }
+        return text.isEmpty ? nil : digest(text.utf8)
+    }
+
     /// The one-way digest of a credential or a body: the one place the hash is chosen.
     static func digest(_ bytes: some Sequence<UInt8>) -> String {
         CacheSecret.hexString(SHA256.hash(data: Array(bytes)))

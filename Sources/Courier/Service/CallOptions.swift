@@ -39,7 +39,7 @@ public struct CallOptions: Sendable {
         }
     }
 
-    private struct Fields: Sendable {
+    struct Fields: Sendable {
         var requestSerializer: (any RequestSerializer)?
         var headers: HTTPFields
         var timeout: Duration?
@@ -292,6 +292,9 @@ public struct CallOptions: Sendable {
 
     /// The settings the client applies to each request of this call.
     var requestOptions: RequestOptions { storage.requestOptions }
+
+    /// Every setting as stored, for the mirror (`Configuration+Mirror.swift`).
+    var storedFields: Fields { storage.fields }
 }
 
 /// The result of a call with everything known about it.

@@ -46,6 +46,11 @@ final class BodyStreamSource: Sendable {
         })
     }
 
+    /// The message of the error a second `start` throws (`CourierError.isStreamedBodyResent`).
+    static let sentOnce =
+        "a streamed request body (RequestBody.stream) can be sent only once, and a retry or "
+        + "redirect would send it again; use a file or data body for that"
+
     // MARK: Curl thread
 
     /// Starts pulling the sequence; `wake` is called (from any thread) when a paused read can go on.
@@ -56,10 +61,7 @@ final class BodyStreamSource: Sendable {
                 defer { pump = nil }; return pump
             })
         else {
-            throw CourierError(
-                .invalidRequest,
-                "a streamed request body (RequestBody.stream) can be sent only once, and a retry or "
-                    + "redirect would send it again; use a file or data body for that")
+            throw CourierError(.invalidRequest, Self.sentOnce)
         }
         state.withLock { $0.wake = wake }
         let task = Task { [self] in
@@ -212,5 +214,20 @@ final class BodyStreamSource: Sendable {
         guard state.readerPaused else { return nil }
         state.readerPaused = false
         return state.wake
+    }
+}
+
+extension CourierError {
+    /// Whether this is the error of a streamed body a retry or a redirect would send again.
+    var isStreamedBodyResent: Bool { code == .invalidRequest && message.hasPrefix(BodyStreamSource.sentOnce) }
+
+    /// This error (a streamed body sent again) naming what asked for the resend: the failure of
+    /// the previous attempt, kept as the underlying error.
+    func resent(after cause: CourierError) -> CourierError {
+        var error = self
+        let what = cause.status.map { "HTTP \($0.code)" } ?? "CourierError.\(cause.code)"
+        error.message += "; it was to be sent again after the previous attempt failed with \(what)"
+        error.underlying = cause
+        return error
     }
 }

@@ -107,6 +107,25 @@ import Testing
         }
     }
 
+    /// A call's options: its own `Authorization` and API key, and a per-call server whose
+    /// query holds a key. On the old code the default reflection showed them all.
+    @Test func theCallOptionsShowNoPerCallSecret() throws {
+        let server = try #require(URL(string: "https://other.example.com/v1?api_key=server-key-56&region=eu"))
+        let options = CallOptions.default
+            .with(
+                \.headers, [.authorization: "Bearer per-call-token-12", Self.apiKey: "per-call-key-34", .accept: "a/b"]
+            )
+            .with(\.server, server)
+            .with(\.timeout, .seconds(7))
+        let text = Self.shown(options)
+        for secret in ["per-call-token-12", "per-call-key-34", "server-key-56"] {
+            #expect(!text.contains(secret), "\(secret) shown")
+        }
+        for kept in ["Accept: a/b", "other.example.com", "region=eu", "api_key=\(Redaction.marker)", "7.0 seconds"] {
+            #expect(text.contains(kept), "\(kept) not shown")
+        }
+    }
+
     // The mirrors list every stored property: a setting added later is shown too, never
     // hidden by accident.
 
@@ -118,5 +137,10 @@ import Testing
     @Test func everyStoredPropertyOfTheServicesConfigurationIsShown() {
         let shown = Mirror(reflecting: ServiceConfiguration()).children.compactMap(\.label)
         #expect(Set(Self.storedNames(of: ServiceConfiguration.self)) == Set(shown))
+    }
+
+    @Test func everyStoredPropertyOfTheCallOptionsIsShown() {
+        let shown = Mirror(reflecting: CallOptions.default).children.compactMap(\.label)
+        #expect(Set(Self.storedNames(of: CallOptions.Fields.self)) == Set(shown))
     }
 }

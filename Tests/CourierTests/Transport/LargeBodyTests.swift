@@ -458,6 +458,8 @@ import Testing
         #expect(server.recordedRequests(path: "/upload").isEmpty)
     }
 
+    /// A streamed body a 307 would send again is not: the error names the redirect that asked
+    /// for it (on the old code it said only that the body can be sent once).
     @Test func aStreamedBodyIsNotSentTwice() async throws {
         let server = try TestServer()
         defer { server.stop() }
@@ -469,6 +471,41 @@ import Testing
         }
         #expect(error?.code == .invalidRequest)
         #expect(error?.message.contains("only once") == true)
+        #expect(error?.message.contains("307") == true, "\(String(describing: error))")
+    }
+
+    /// Writes a streamed body, as a compressing or a file-slicing serializer of the app's own may.
+    struct StreamingSerializer: RequestSerializer {
+        func serialize<Parameters: Encodable>(_ parameters: Parameters, into request: inout PreparedRequest) throws {
+            request.setBody(
+                .stream(LargeBodyTests.chunks(of: Data(repeating: 7, count: 1000)), length: 1000),
+                contentType: "application/octet-stream")
+        }
+    }
+
+    /// A streamed body of a service call answered 401: the credential is refreshed and the call
+    /// sent again, which the body cannot be. The error names the 401 and keeps it as its
+    /// underlying error. On the old code it said only that the body can be sent once.
+    @Test func aStreamedBodyResentAfterARefreshNamesThe401() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("POST", "/upload") { request in
+            request.header("Authorization") == "Bearer fresh"
+                ? .json(["id": 1, "name": "up"]) : ScriptedResponse(status: 401)
+        }
+        let coordinator = AuthRefreshCoordinator<String>(credential: "stale") { _ in "fresh" }
+        let service = try ServiceFixture.service(server) {
+            $0.authentication = .bearer(coordinator)
+            $0.requestSerializer = StreamingSerializer()
+        }
+        let error = await courierError {
+            let _: ServiceUser = try await service.post("upload", body: ["file": "x"])
+        }
+        #expect(error?.code == .invalidRequest)
+        #expect(error?.message.contains("only once") == true)
+        #expect(error?.message.contains("401") == true, "\(String(describing: error))")
+        #expect((error?.underlying as? CourierError)?.status == .unauthorized)
+        #expect(server.count("/upload") == 1)
     }
 
     @Test func aFailingSequenceFailsTheUpload() async throws {

@@ -22,7 +22,9 @@ import HTTPTypes
 ///
 /// Per endpoint: `rules` maps an endpoint path prefix, as the service writes it (`"public/"`),
 /// to `.unsigned` or to another key; a prefix covers whole path segments (`"public"` covers
-/// `public/info`, not `publications`), the longest matching prefix wins, others use `key`.
+/// `public/info`, not `publications`), the longest matching prefix wins, others use `key`. A
+/// rule and an endpoint are compared as the request sends the path (`"a b"` and `"a%20b"`
+/// are one path).
 public struct RequestSigner: Sendable {
     /// A signing key: its public id and its secret.
     public struct Key: Sendable {
@@ -99,9 +101,13 @@ public struct RequestSigner: Sendable {
         }
     }
 
-    /// A path as the request sends it, relative to the server: without the leading `/` and
-    /// `./` (`RelativePath` drops a leading `./`, so `./admin` is the endpoint `admin`).
+    /// A path as the request sends it, relative to the server: `RelativePath`'s normal form
+    /// (percent-encoded, escapes in upper-case hex, without the leading `/` and `./`), so that a
+    /// rule and an endpoint written differently (`"a b"`, `"a%20b"`) but sent alike are one
+    /// path. A path `RelativePath` refuses (no request is sent for it) is taken as written,
+    /// without the leading `/` and `./`.
     private static func endpointForm(_ path: String) -> Substring {
+        if let parsed = try? RelativePath(path) { return Substring(parsed.encoded) }
         var path = Substring(path)
         // By bytes, as `covers` compares: `"./"` followed by a combining mark is not `./`.
         while true {

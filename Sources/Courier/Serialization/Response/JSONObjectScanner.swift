@@ -150,7 +150,21 @@ enum JSONObjectScanner {
                     index += 1
                 }
                 guard index > start else { throw fail("unexpected character") }
+                // A run that starts with a letter is one of the three literals, whole: `tru` or
+                // `nul` read as written made a code (and the call's error an `.apiError`) of a
+                // body that is not JSON. Numbers stay for their reader to check.
+                let first = bytes[start]
+                if first >= UInt8(ascii: "a"), first <= UInt8(ascii: "z") {
+                    let run = UnsafeBufferPointer(rebasing: bytes[start..<index])
+                    guard Self.literals.contains(where: { run.elementsEqual($0) }) else {
+                        index = start
+                        throw fail("not a JSON literal (true, false or null)")
+                    }
+                }
             }
         }
+
+        /// The JSON literals.
+        static let literals: [[UInt8]] = [Array("true".utf8), Array("false".utf8), Array("null".utf8)]
     }
 }

@@ -266,6 +266,34 @@ import Testing
         #expect(Self.rule.meaning(of: try code(#"{"code":5.0301e4}"#)) == .retry)
     }
 
+    /// A truncated or misspelt literal (`tru`, `fals`, `nul`, `truex`, `nan`) is not JSON: the
+    /// body is not an envelope, and the call fails with `.decoding`. On the old code the scan
+    /// took any run of letters for a literal, read the code as written, and the call failed
+    /// with `.apiError`, as if the server had reported a failure code.
+    @Test func aTruncatedLiteralIsNotAnEnvelope() async throws {
+        for literal in ["tru", "fals", "nul", "truex", "nan", "t"] {
+            #expect(throws: (any Error).self, "\(literal)") {
+                try JSONEnvelope.read(
+                    Data(#"{"code":\#(literal),"msg":"x"}"#.utf8), codeKey: "code", messageKey: "msg",
+                    payloadKey: "data")
+            }
+        }
+        for literal in ["true", "false", "null"] {
+            #expect(throws: Never.self, "\(literal)") {
+                try JSONEnvelope.read(
+                    Data(#"{"code":0,"msg":"x","data":\#(literal)}"#.utf8), codeKey: "code", messageKey: "msg",
+                    payloadKey: "data")
+            }
+        }
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/me") { _ in .json(text: #"{"code":tru,"msg":"ok","data":{"id":1,"name":"Ada"}}"#) }
+        let service = try ServiceFixture.service(server) { $0.envelope = Self.rule }
+        let error = await courierError { let _: ServiceUser = try await service.get("me") }
+        #expect(error?.code == .decoding)
+        #expect(error?.status == .ok)
+    }
+
     /// An anti-XSSI prefix guards the whole body, envelope included: a service that strips it
     /// (`.stripXSSIPrefix` in its pipeline) and reads codes with `envelope` gets the envelope,
     /// and its retry code still retries.

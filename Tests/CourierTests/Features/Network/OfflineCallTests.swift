@@ -134,6 +134,56 @@ import Testing
         #expect(service.calls.count == 0)
     }
 
+    /// A service of a caching client whose `/status` answer is fresh for 600 s.
+    private func cachingFixture(
+        _ network: ManualNetworkStatus, whenOffline: OfflineBehavior, clock: ManualServiceClock = ManualServiceClock()
+    ) throws -> (TestServer, ServiceCore) {
+        let server = try TestServer()
+        server.route("/status") { _ in
+            ScriptedResponse.json(["id": 1, "name": "up"]).with(.cacheControl, "max-age=600")
+        }
+        let client = try ServiceFixture.cachingClient(server)
+        var configuration = ServiceConfiguration(retryPolicy: .none)
+        configuration.networkStatus = network
+        configuration.whenOffline = whenOffline
+        configuration.clock = clock
+        return (server, ServiceCore(client: client, configuration: configuration))
+    }
+
+    /// The `status` call with `options`, its value and `isFromCache`, or its error; the network
+    /// comes back only past the bound, and then `rescued` is true.
+    ///
+    /// Only a bound for the old code, whose `.wait` held the call until the network came back
+    /// (600 s on a clock that never moves): the suite's default bound (60 s), as 20 s was
+    /// passed once by a whole-suite run on a loaded machine.
+    private func status(of service: ServiceCore, options: CallOptions, rescuedBy network: ManualNetworkStatus) async
+        -> (Result<(ServiceUser, Bool), CourierError>, rescued: Bool)
+    {
+        let call = Task { () -> Result<(ServiceUser, Bool), CourierError> in
+            do throws(CourierError) {
+                let response: Response<ServiceUser> = try await service.send(
+                    Endpoint<ServiceUser>.get("status", options: options))
+                return .success((response.value, response.isFromCache))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return await awaitWithRescue(call) { network.set(Self.wired) }
+    }
+
+    /// Expects `status`'s cached answer: "up", from the cache.
+    private static func expectCachedStatus(
+        _ result: Result<(ServiceUser, Bool), CourierError>, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        switch result {
+        case .success(let (user, isFromCache)):
+            #expect(user.name == "up", sourceLocation: sourceLocation)
+            #expect(isFromCache, sourceLocation: sourceLocation)
+        case .failure(let error):
+            Issue.record("the cached answer was not served while offline: \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
     /// A call that reads the cache only (`.returnCacheDataDontLoad`) sends nothing, whatever the
     /// network. On the old code, while offline, `.fail` failed it with `.offline` though its
     /// answer was in the cache, and `.wait(upTo:)` held it until the network came back (or the
@@ -142,43 +192,14 @@ import Testing
     @Test(arguments: [OfflineBehavior.fail, .wait(upTo: .seconds(600))])
     func aCacheOnlyCallIsAnsweredWhileOffline(whenOffline: OfflineBehavior) async throws {
         let network = ManualNetworkStatus(Self.wired)
-        let server = try TestServer()
+        let (server, service) = try cachingFixture(network, whenOffline: whenOffline)
         defer { server.stop() }
-        server.route("/status") { _ in
-            ScriptedResponse.json(["id": 1, "name": "up"]).with(.cacheControl, "max-age=600")
-        }
-        let client = try ServiceFixture.cachingClient(server)
-        var configuration = ServiceConfiguration(retryPolicy: .none)
-        configuration.networkStatus = network
-        configuration.whenOffline = whenOffline
-        configuration.clock = ManualServiceClock()
-        let service = ServiceCore(client: client, configuration: configuration)
         let _: ServiceUser = try await service.get("status")
         network.set(.offline)
         let cacheOnly = CallOptions.default.with(\.cachePolicy, .returnCacheDataDontLoad)
-        let call = Task { () -> Result<(ServiceUser, Bool), CourierError> in
-            do throws(CourierError) {
-                let response: Response<ServiceUser> = try await service.send(
-                    Endpoint<ServiceUser>.get("status", options: cacheOnly))
-                return .success((response.value, response.isFromCache))
-            } catch {
-                return .failure(error)
-            }
-        }
-        // Only a bound for the old code, whose `.wait` held the call until the network came back
-        // (600 s on a clock that never moves): the suite's default bound (60 s), as 20 s was
-        // passed once by a whole-suite run on a loaded machine.
-        let (result, rescued) = await awaitWithRescue(call) {
-            network.set(Self.wired)
-        }
+        let (result, rescued) = await status(of: service, options: cacheOnly, rescuedBy: network)
         #expect(!rescued, "the cache-only call waited for the network")
-        switch result {
-        case .success(let (user, isFromCache)):
-            #expect(user.name == "up")
-            #expect(isFromCache)
-        case .failure(let error):
-            Issue.record("the cached answer was not served while offline: \(error)")
-        }
+        Self.expectCachedStatus(result)
         // Nothing cached: the cache's own answer, not the network's status.
         let missing = Task { () -> CourierError? in
             do throws(CourierError) {
@@ -195,6 +216,41 @@ import Testing
         #expect(!rescuedAgain, "the cache-only call waited for the network")
         #expect(error?.code == .notCached)
         #expect(server.count("/status") == 1)
+    }
+
+    /// A GET whose cache holds a fresh answer sends nothing, whatever the network: it is
+    /// answered from the cache while offline, as a cache-only call is. On the old code `.fail`
+    /// failed it with `.offline`, and `.wait(upTo:)` held it until the network came back (or the
+    /// limit passed). A stale entry (one the server must confirm) still follows the policy.
+    @Test(arguments: [OfflineBehavior.fail, .wait(upTo: .seconds(600))])
+    func aFreshCachedAnswerIsServedWhileOffline(whenOffline: OfflineBehavior) async throws {
+        let network = ManualNetworkStatus(Self.wired)
+        let clock = ManualServiceClock()
+        let (server, service) = try cachingFixture(network, whenOffline: whenOffline, clock: clock)
+        defer { server.stop() }
+        server.route("/stale") { _ in
+            ScriptedResponse.json(["id": 2, "name": "stale"]).with(.cacheControl, "max-age=0")
+        }
+        let _: ServiceUser = try await service.get("status")
+        let _: ServiceUser = try await service.get("stale")
+        network.set(.offline)
+        let (result, rescued) = await status(of: service, options: .default, rescuedBy: network)
+        #expect(!rescued, "the call with a fresh cached answer waited for the network")
+        Self.expectCachedStatus(result)
+        #expect(server.count("/status") == 1)
+        // A stale entry needs the server: the policy holds.
+        if case .wait = whenOffline {
+            let stale = Task { () async throws -> ServiceUser in try await service.get("stale") }
+            await clock.waitForSleepers(1)
+            #expect(server.count("/stale") == 1)
+            network.set(Self.wired)
+            #expect(try await stale.value.name == "stale")
+            #expect(server.count("/stale") == 2)
+        } else {
+            let error = await courierError { let _: ServiceUser = try await service.get("stale") }
+            #expect(error?.code == .offline)
+            #expect(server.count("/stale") == 1)
+        }
     }
 
     /// A source whose `statuses()` never reports (an app setting whose changes nobody wired to

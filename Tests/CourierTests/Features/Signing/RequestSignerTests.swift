@@ -203,17 +203,42 @@ import Testing
         ("\u{212A}iosk", "Kiosk/stats", "/Kiosk/stats"), ("Kiosk", "\u{212A}iosk/stats", "/%E2%84%AAiosk/stats"),
     ])
     func aRuleCoversPathsByTheirBytes(rule: String, path: String, route: String) async throws {
+        #expect(rule == String(path.prefix(5)))
+        let sent = try await Self.sent(path, rule: rule, .key(Self.admin), route: route)
+        #expect(Self.verifies(sent, key: Self.app))
+        #expect(!Self.verifies(sent, key: Self.admin))
+    }
+
+    /// A rule and an endpoint are compared as the request sends the path (`RelativePath`'s
+    /// percent-encoded form): a rule written `"a b"` covers the endpoint `"a%20b/…"` and the
+    /// other way round, and escapes in lower-case hex read as in upper-case. On the old code
+    /// they were compared as written: the rule was missed, and the request was signed with
+    /// the signer's key instead of the rule's.
+    @Test(arguments: [
+        ("a b", "a%20b/stats", "/a%20b/stats"), ("a%20b", "a b/stats", "/a%20b/stats"),
+        ("caf%c3%a9", "caf\u{E9}/stats", "/caf%C3%A9/stats"),
+    ])
+    func aRuleAndAnEndpointAreComparedAsSent(rule: String, path: String, route: String) async throws {
+        let sent = try await Self.sent(path, rule: rule, .key(Self.admin), route: route)
+        #expect(Self.verifies(sent, key: Self.admin))
+        #expect(!Self.verifies(sent, key: Self.app))
+        // An unsigned rule is not missed either.
+        let unsigned = try await Self.sent(path, rule: rule, .unsigned, route: route)
+        #expect(unsigned.header("X-Signature") == nil && unsigned.header("X-Key-Id") == nil)
+    }
+
+    /// The GET of `path` by a service whose signer has the one rule `rule`, as `route` got it.
+    static func sent(_ path: String, rule: String, _ ruled: RequestSigner.Rule, route: String) async throws
+        -> RecordedRequest
+    {
         let server = try TestServer()
         defer { server.stop() }
         server.route(route) { _ in .json(["id": 1, "name": "x"]) }
         let service = try ServiceFixture.service(server) { configuration in
-            configuration.signer = RequestSigner(key: Self.app, rules: [rule: .key(Self.admin)])
+            configuration.signer = RequestSigner(key: Self.app, rules: [rule: ruled])
         }
-        #expect(rule == String(path.prefix(5)))
         let _: ServiceUser = try await service.get(path)
-        let sent = try #require(server.recordedRequests(path: route).first)
-        #expect(Self.verifies(sent, key: Self.app))
-        #expect(!Self.verifies(sent, key: Self.admin))
+        return try #require(server.recordedRequests(path: route).first)
     }
 
     @Test func aServerThatGetsNoCredentialGetsNoSignature() async throws {

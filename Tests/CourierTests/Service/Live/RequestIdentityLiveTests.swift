@@ -382,16 +382,11 @@ import Testing
         }
     }
 
-    /// One service whose own authentication (or adapter) writes the app's current user: Alice
-    /// logs out and Bob logs in while Alice's GET is in flight, and Bob's GET of the same
-    /// endpoint is sent with his token. On the old code the sharing key held the service, not
-    /// what its adapters wrote: Bob's GET joined Alice's transfer and got Alice's answer.
-    @Test(arguments: [true, false])
-    func aGetAfterTheAppsOwnLogInDoesNotJoinThePreviousUsersTransfer(authenticates: Bool) async throws {
-        let server = try TestServer()
-        defer { server.stop() }
-        let user = CurrentUser("alice")
-        let service = try ServiceFixture.service(server) { configuration in
+    /// A service whose own authentication (or, without one, adapter) writes `user`'s token.
+    static func currentUserService(_ server: TestServer, _ user: CurrentUser, authenticates: Bool) throws
+        -> ServiceCore
+    {
+        try ServiceFixture.service(server) { configuration in
             if authenticates {
                 configuration.authentication = CurrentUserAuthentication(user: user)
             } else {
@@ -404,6 +399,46 @@ import Testing
                 ]
             }
         }
+    }
+
+    /// Two taps (`skipsWhileInFlight`) of `/posts/7/like`: `first` held at the server, then,
+    /// after `meanwhile`, `second`, which either reaches the server or is skipped at once.
+    /// - Returns: the `Authorization` each sent, as the server echoes it.
+    static func overlappingTaps(
+        on server: TestServer, first: @escaping @Sendable (CallOptions) async throws -> ServiceUser,
+        meanwhile: (CallOptions) async -> Void = { _ in },
+        second: @escaping @Sendable (CallOptions) async throws -> ServiceUser
+    ) async throws -> (first: String, second: String) {
+        let held = HeldRoute()
+        server.route("POST", "/posts/7/like") { request in
+            held.hold()
+            return .json(["id": 7, "name": request.header("Authorization") ?? "none"])
+        }
+        let guarded = CallOptions.default.with(\.skipsWhileInFlight, true)
+        let tap = Task { () async throws -> ServiceUser in try await first(guarded) }
+        while held.arrived.value == 0 { await Task.yield() }
+        await meanwhile(guarded)
+        // The second tap either reaches the server or is skipped at once: wait for one of the two.
+        let otherEnded = LockedValue(false)
+        let other = Task { () async throws -> ServiceUser in
+            defer { otherEnded.withLock { $0 = true } }
+            return try await second(guarded)
+        }
+        while held.arrived.value < 2 && !otherEnded.withLock({ $0 }) { await Task.yield() }
+        held.release(2)
+        return (try await tap.value.name, try await other.value.name)
+    }
+
+    /// One service whose own authentication (or adapter) writes the app's current user: Alice
+    /// logs out and Bob logs in while Alice's GET is in flight, and Bob's GET of the same
+    /// endpoint is sent with his token. On the old code the sharing key held the service, not
+    /// what its adapters wrote: Bob's GET joined Alice's transfer and got Alice's answer.
+    @Test(arguments: [true, false])
+    func aGetAfterTheAppsOwnLogInDoesNotJoinThePreviousUsersTransfer(authenticates: Bool) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let user = CurrentUser("alice")
+        let service = try Self.currentUserService(server, user, authenticates: authenticates)
         let held = Self.heldEcho(server, "/mine")
         let alice = Task { () async throws -> ServiceUser in try await service.get("mine") }
         while held.arrived.value < 1 { await Task.yield() }
@@ -452,24 +487,52 @@ import Testing
         let again = await courierError { let _: ServiceUser = try await alice.get("feed", options: spaced) }
         #expect(again?.code == .throttled)
         // One user's tap in flight does not skip the other's.
-        let held = HeldRoute()
-        server.route("POST", "/posts/7/like") { request in
-            held.hold()
-            return .json(["id": 7, "name": request.header("Authorization") ?? "none"])
-        }
-        let guarded = CallOptions.default.with(\.skipsWhileInFlight, true)
-        let tap = Task { () async throws -> ServiceUser in try await alice.post("posts/7/like", options: guarded) }
-        while held.arrived.value == 0 { await Task.yield() }
-        // Bob's tap either reaches the server or is skipped at once: wait for one of the two.
-        let otherEnded = LockedValue(false)
-        let other = Task { () async throws -> ServiceUser in
-            defer { otherEnded.withLock { $0 = true } }
-            return try await bob.post("posts/7/like", options: guarded)
-        }
-        while held.arrived.value < 2 && !otherEnded.withLock({ $0 }) { await Task.yield() }
-        held.release(2)
-        #expect(try await tap.value.name == "Bearer alice")
-        #expect(try await other.value.name == "Bearer bob")
+        let taps = try await Self.overlappingTaps(
+            on: server, first: { try await alice.post("posts/7/like", options: $0) },
+            second: { try await bob.post("posts/7/like", options: $0) })
+        #expect(taps.first == "Bearer alice")
+        #expect(taps.second == "Bearer bob")
+    }
+
+    /// One service whose own authentication (or adapter) writes the app's current user, from
+    /// the app's own session store: Alice's call of an endpoint with a request interval, the
+    /// app logs Bob in, and Bob's call goes out; Bob's tap in flight does not skip Carol's. Two
+    /// calls of one user are still throttled (or skipped). On the old code the interval and the
+    /// veto were decided on the identity before the adapters wrote the user: Bob's call was
+    /// refused with `.throttled` because of Alice's, Carol's with `.skipped` because of Bob's.
+    @Test(arguments: [true, false])
+    func theIntervalAndTheTapOfOneUserDoNotHoldBackTheNextUserOfTheSameService(authenticates: Bool) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/feed") { request in .json(["id": 1, "name": request.header("Authorization") ?? "none"]) }
+        let user = CurrentUser("alice")
+        let service = try Self.currentUserService(server, user, authenticates: authenticates)
+        let spaced = CallOptions.default.with(\.interval, .drop(.seconds(60)))
+        let first: ServiceUser = try await service.get("feed", options: spaced)
+        user.name = "bob"
+        let second: ServiceUser = try await service.get("feed", options: spaced)
+        #expect([first.name, second.name] == ["Bearer alice", "Bearer bob"])
+        // Bob's own second call is still held back, and so is Alice's after she logs back in.
+        let again = await courierError { let _: ServiceUser = try await service.get("feed", options: spaced) }
+        #expect(again?.code == .throttled)
+        user.name = "alice"
+        let hers = await courierError { let _: ServiceUser = try await service.get("feed", options: spaced) }
+        #expect(hers?.code == .throttled)
+        #expect(server.count("/feed") == 2)
+        // Bob's tap in flight skips his own second tap, not Carol's after the app logs her in.
+        user.name = "bob"
+        let taps = try await Self.overlappingTaps(
+            on: server, first: { try await service.post("posts/7/like", options: $0) },
+            meanwhile: { guarded in
+                let own = await courierError {
+                    let _: ServiceUser = try await service.post("posts/7/like", options: guarded)
+                }
+                #expect(own?.code == .skipped)
+                user.name = "carol"
+            }, second: { try await service.post("posts/7/like", options: $0) })
+        #expect(taps.first == "Bearer bob")
+        #expect(taps.second == "Bearer carol")
+        #expect(server.count("/posts/7/like") == 2)
     }
 
     /// A token of the app's own type.
