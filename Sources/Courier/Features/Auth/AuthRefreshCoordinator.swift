@@ -28,7 +28,8 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
         var lastFailure: (credential: Credential, error: CourierError, at: ContinuousClock.Instant)?
     }
     private nonisolated let session: LockedValue<Session>
-    private var inFlight: (id: UInt64, generation: UInt64, task: Task<Credential, any Error>)?
+    /// The refresh under way and the callers waiting for it.
+    private var inFlight: (id: UInt64, generation: UInt64, waiters: RefreshWaiters<Credential>)?
     private var nextRefreshID: UInt64 = 0
     private let refresher: Refresher
     private let stormLimit: RefreshStormLimit
@@ -87,6 +88,9 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
     /// How many refreshes have succeeded.
     nonisolated var refreshCount: Int { session.withLock { $0.completedRefreshes } }
 
+    /// How many callers wait for the refresh under way.
+    var waitingCallers: Int { inFlight?.waiters.count ?? 0 }
+
     /// Sets the credential (a login) and enables refreshing.
     public nonisolated func login(_ credential: Credential) {
         session.withLock { session in
@@ -129,7 +133,7 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
                 "a call made by the credential's refresh was rejected too; make the refresh call without this "
                     + "coordinator's authentication")
         }
-        if let inFlight, inFlight.generation == generation { return try await Self.value(of: inFlight.task) }
+        if let inFlight, inFlight.generation == generation { return try await inFlight.waiters.wait() }
         let memory = failureMemory
         let remembered = session.withLock { session -> CourierError? in
             guard let failure = session.lastFailure, failure.credential == current, now - failure.at < memory else {
@@ -154,7 +158,9 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
         let (refresher, clock) = (self.refresher, self.clock)
         // The refresh settles the session itself, not its first waiter: a waiter may leave
         // (its call cancelled), and a refreshed credential is kept though every waiter left.
-        let task = Task<Credential, any Error> {
+        // It hands its result to the callers still waiting.
+        let waiters = RefreshWaiters<Credential>()
+        Task {
             let result: Result<Credential, any Error>
             do {
                 let inside = RefreshScope.coordinators + [ObjectIdentifier(self)]
@@ -166,10 +172,10 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
             let settled = self.settle(
                 result, expired: current, generation: generation, logouts: logouts, now: clock.now)
             self.endRefresh(id)
-            return try settled.get()
+            waiters.finish(settled)
         }
-        inFlight = (id, generation, task)
-        return try await Self.value(of: task)
+        inFlight = (id, generation, waiters)
+        return try await waiters.wait()
     }
 
     private func endRefresh(_ id: UInt64) {
@@ -215,21 +221,6 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
         }
         return .success(fresh)
     }
-
-    /// The refresh's result, or `.cancelled` as soon as the waiting task is cancelled: a
-    /// refresh that hangs holds its waiters only until their calls are cancelled (the refresh
-    /// goes on for the others, and settles the session when it ends).
-    private static func value(of task: Task<Credential, any Error>) async throws -> Credential {
-        let waiter = RefreshWaiter<Credential>()
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Credential, any Error>) in
-                guard waiter.install(continuation) else { return }
-                Task { waiter.resume(with: await task.result) }
-            }
-        } onCancel: {
-            waiter.resume(with: .failure(RefreshWaiter<Credential>.cancelled))
-        }
-    }
 }
 
 /// The coordinators whose refresher the current task runs in (calls the refresher makes inherit it).
@@ -237,33 +228,58 @@ private enum RefreshScope {
     @TaskLocal static var coordinators: [ObjectIdentifier] = []
 }
 
-/// One waiter's continuation, resumed once: by the refresh's end or by the waiter's cancellation.
-private final class RefreshWaiter<Credential: Sendable>: Sendable {
-    private let state = LockedValue<(cancelled: Bool, continuation: CheckedContinuation<Credential, any Error>?)>(
-        (false, nil))
+/// The callers waiting for one refresh. Each leaves as soon as its task is cancelled (a refresh
+/// that hangs holds its waiters only until their calls are cancelled; it goes on for the
+/// others, and settles the session when it ends); the refresh resumes the rest. No task per
+/// waiter: one waiting for the refresh's end outlived its cancelled caller, with whatever the
+/// caller's task-local values held, for as long as the refresh hung.
+private final class RefreshWaiters<Credential: Sendable>: Sendable {
+    private struct State {
+        var result: Result<Credential, CourierError>?
+        var waiting: [UInt64: CheckedContinuation<Credential, any Error>] = [:]
+        var nextID: UInt64 = 0
+    }
+    private let state = LockedValue(State())
 
     /// What a waiter cancelled before the refresh ended gets.
     static var cancelled: CourierError {
         CourierError(.cancelled, "the call was cancelled while its credential was being refreshed")
     }
 
-    /// Keeps `continuation`; false (and resumed as cancelled) when the waiter is cancelled already.
-    func install(_ continuation: CheckedContinuation<Credential, any Error>) -> Bool {
-        let cancelled = state.withLock { state -> Bool in
-            if state.cancelled { return true }
-            state.continuation = continuation
-            return false
+    /// The callers waiting.
+    var count: Int { state.withLock { $0.waiting.count } }
+
+    /// The refresh's result, or `.cancelled` as soon as the waiting task is cancelled.
+    func wait() async throws -> Credential {
+        let id = state.withLock { state -> UInt64 in
+            state.nextID &+= 1
+            return state.nextID
         }
-        if cancelled { continuation.resume(throwing: Self.cancelled) }
-        return !cancelled
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Credential, any Error>) in
+                let ready = state.withLock { state -> Result<Credential, CourierError>? in
+                    if let result = state.result { return result }
+                    // Cancelled before this caller was added: the handler found nothing to resume.
+                    if Task.isCancelled { return .failure(Self.cancelled) }
+                    state.waiting[id] = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(with: ready) }
+            }
+        } onCancel: {
+            let continuation = state.withLock { $0.waiting.removeValue(forKey: id) }
+            continuation?.resume(throwing: Self.cancelled)
+        }
     }
 
-    func resume(with result: Result<Credential, any Error>) {
-        let continuation = state.withLock { state -> CheckedContinuation<Credential, any Error>? in
-            state.cancelled = true
-            return state.continuation.take()
+    /// Hands `result` to the callers waiting, and to those who come later.
+    func finish(_ result: Result<Credential, CourierError>) {
+        let waiting = state.withLock { state -> [CheckedContinuation<Credential, any Error>] in
+            state.result = result
+            defer { state.waiting = [:] }
+            return Array(state.waiting.values)
         }
-        continuation?.resume(with: result)
+        for continuation in waiting { continuation.resume(with: result) }
     }
 }
 

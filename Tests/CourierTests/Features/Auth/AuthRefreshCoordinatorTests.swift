@@ -161,6 +161,62 @@ import Testing
         #expect(try await waiter.value == "login")
         #expect(coordinator.current == "login")
     }
+
+    /// A caller cancelled while the refresh hangs leaves nothing behind: before, each waiter
+    /// started a task that waited for the refresh's end, holding what the caller's task carried
+    /// (its task-local values: a trace context, a logger's metadata) until the refresh ended,
+    /// and as many tasks as calls gave up on a refresh that never ends.
+    @Test func aWaiterCancelledDuringAHangingRefreshLeavesNoTaskBehind() async throws {
+        let refresher = Refresher()
+        let coordinator = AuthRefreshCoordinator<String>(credential: "t0") { try await refresher.refresh($0) }
+        let first = Task { try await coordinator.credential(replacing: "t0") }
+        while refresher.calls.load(ordering: .relaxed) == 0 { await Task.yield() }
+        let contexts = try await Self.cancelWaiters(20, of: coordinator)
+        #expect(await coordinator.waitingCallers == 1)
+        #expect(contexts.allSatisfy { $0.context == nil }, "a cancelled waiter's task-local values are still held")
+        refresher.gate.open()
+        #expect(try await first.value == "t0+1")
+        #expect(await coordinator.waitingCallers == 0)
+    }
+
+    /// What a caller's task carries in a task-local value.
+    final class CallerContext: Sendable {}
+    enum CallerScope {
+        @TaskLocal static var context: CallerContext?
+    }
+    final class WeakContext: Sendable {
+        private let box = LockedValue<Weak>(Weak())
+        private struct Weak { weak var context: CallerContext? }
+        init(_ context: CallerContext) { box.withLock { $0.context = context } }
+        var context: CallerContext? { box.withLock { $0.context } }
+    }
+
+    /// Starts `count` callers of `coordinator` (each with a context of its own in a task-local
+    /// value), waits until they all wait for the refresh, cancels them and awaits their end.
+    /// - Returns: weak references to their contexts.
+    private static func cancelWaiters(
+        _ count: Int, of coordinator: AuthRefreshCoordinator<String>
+    ) async throws -> [WeakContext] {
+        let before = await coordinator.waitingCallers
+        var references: [WeakContext] = []
+        var waiters: [Task<String, any Error>] = []
+        for _ in 0..<count {
+            let context = CallerContext()
+            references.append(WeakContext(context))
+            waiters.append(
+                Task {
+                    try await CallerScope.$context.withValue(context) {
+                        try await coordinator.credential(replacing: "t0")
+                    }
+                })
+        }
+        while await coordinator.waitingCallers < before + count { await Task.yield() }
+        for waiter in waiters { waiter.cancel() }
+        for waiter in waiters {
+            await #expect(throws: CourierError.self) { try await waiter.value }
+        }
+        return references
+    }
 }
 
 /// A one-shot gate: `wait()` suspends until `open()`.
