@@ -30,17 +30,19 @@ enum JSONKeyConversion {
         word.capitalized
     }
 
-    /// `myURLValue` → `my_url_value`, splitting words at case changes like Foundation.
+    /// `myURLValue` → `my_url_value`, splitting words at case changes like Foundation: at its
+    /// `CharacterSet.uppercaseLetters` (title case `ǅ` too) and `.lowercaseLetters`, not at every
+    /// character Swift calls upper or lower case (`Ⅰ`, `Ⓐ`, `ª`).
     static func toSnakeCase(_ key: String) -> String {
         guard !key.isEmpty else { return key }
         var words: [Range<String.Index>] = []
         var wordStart = key.startIndex
         var searchRange = key.index(after: wordStart)..<key.endIndex
-        while let upperCaseRange = key.rangeOfCharacter(where: { $0.isUppercase }, in: searchRange) {
+        while let upperCaseRange = key.rangeOfCharacter(from: .uppercaseLetters, range: searchRange) {
             let untilUpperCase = wordStart..<upperCaseRange.lowerBound
             words.append(untilUpperCase)
             searchRange = upperCaseRange.lowerBound..<searchRange.upperBound
-            guard let lowerCaseRange = key.rangeOfCharacter(where: { $0.isLowercase }, in: searchRange) else {
+            guard let lowerCaseRange = key.rangeOfCharacter(from: .lowercaseLetters, range: searchRange) else {
                 wordStart = searchRange.lowerBound
                 break
             }
@@ -56,18 +58,5 @@ enum JSONKeyConversion {
         }
         words.append(wordStart..<searchRange.upperBound)
         return words.map { key[$0].lowercased() }.joined(separator: "_")
-    }
-}
-
-extension String {
-    /// The range of the first character in `range` that satisfies `predicate`.
-    fileprivate func rangeOfCharacter(where predicate: (Character) -> Bool, in range: Range<Index>) -> Range<Index>? {
-        var index = range.lowerBound
-        while index < range.upperBound {
-            let next = self.index(after: index)
-            if predicate(self[index]) { return index..<next }
-            index = next
-        }
-        return nil
     }
 }

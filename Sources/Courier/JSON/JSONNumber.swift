@@ -123,36 +123,35 @@ enum JSONNumber {
         return result
     }
 
-    /// Foundation's last resort for integers (via `Decimal`): all digits as one significand,
-    /// scaled by the exponent, truncating division.
+    /// Foundation's last resort for integers (via `Decimal`): the significant digits, which must
+    /// fit 64 bits, scaled by the exponent with truncating division. As in `Decimal`, trailing
+    /// zeros are not part of the significand (`…3.000000` and `1000…0e-2` fit).
     static func decimalInteger<T: FixedWidthInteger>(_ buffer: UnsafeBufferPointer<UInt8>, as type: T.Type) -> T? {
-        var significand: UInt64 = 0
+        let negative = buffer[0] == UInt8(ascii: "-")
+        let digitsStart = negative ? 1 : 0
+        var digitsEnd = buffer.count
         var exponent = 0
-        var negative = false
-        var i = 0
-        var inFraction = false
-        while i < buffer.count {
-            let byte = buffer[i]
-            if byte == UInt8(ascii: "-") {
-                negative = true
-            } else if byte == UInt8(ascii: ".") {
-                inFraction = true
-            } else if byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E") {
-                break
-            } else {
-                let (a, o1) = significand.multipliedReportingOverflow(by: 10)
-                let (b, o2) = a.addingReportingOverflow(UInt64(byte &- UInt8(ascii: "0")))
-                if o1 || o2 { return nil }
-                significand = b
-                if inFraction { exponent -= 1 }
+        if let e = buffer.firstIndex(where: { $0 | 0x20 == UInt8(ascii: "e") }) {
+            guard let value = Int(String(decoding: buffer[(e + 1)...], as: UTF8.self)), value.magnitude < 1000 else {
+                return nil
             }
-            i += 1
+            exponent = value
+            digitsEnd = e
         }
-        if i < buffer.count {
-            let text = String(decoding: buffer[(i + 1)...], as: UTF8.self)
-            guard let e = Int(text), e.magnitude < 1000 else { return nil }
-            exponent += e
+        let point = buffer[digitsStart..<digitsEnd].firstIndex(of: UInt8(ascii: ".")) ?? digitsEnd
+        var last = digitsEnd
+        while last > digitsStart && (buffer[last - 1] == UInt8(ascii: "0") || buffer[last - 1] == UInt8(ascii: ".")) {
+            last -= 1
         }
+        var significand: UInt64 = 0
+        for byte in buffer[digitsStart..<last] where byte != UInt8(ascii: ".") {
+            let (a, o1) = significand.multipliedReportingOverflow(by: 10)
+            let (b, o2) = a.addingReportingOverflow(UInt64(byte &- UInt8(ascii: "0")))
+            if o1 || o2 { return nil }
+            significand = b
+        }
+        // Digits kept after the point scale down; zeros dropped before it scale up.
+        exponent += last > point ? point + 1 - last : point - last
         while exponent < 0 {
             significand /= 10
             exponent += 1

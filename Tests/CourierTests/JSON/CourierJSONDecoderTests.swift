@@ -123,6 +123,39 @@ import Testing
         #expect(try CourierJSONDecoder().decode([Float].self, from: floatData) == floats)
     }
 
+    /// An integer past 2^53 written with a fraction or an exponent is read through its decimal
+    /// digits, as Foundation reads it through `Decimal`: trailing zeros (`.000000`, `00e-2`) are
+    /// no overflow, and significant digits past 64 bits are, even after the point.
+    @Test func integersPast2To53WithAFractionOrExponentDecodeAsFoundation() throws {
+        let texts = [
+            "9007199254740993.000000", "100000000000000000000e-2", "9223372036854775807.0",
+            "1234567890123456789.000", "-9007199254740993.0000000", "9007199254740993.5", "-9007199254740993.5",
+            "9007199254740993e0", "90071992547409930000000e-7", "-9223372036854775808.0", "18446744073709551615.0",
+            "4611686018427387903.5", "12345678901234567890.1", "0.5e19",
+        ]
+        for text in texts {
+            let data = Data("[\(text)]".utf8)
+            #expect(
+                (try? CourierJSONDecoder().decode([Int64].self, from: data))
+                    == (try? JSONDecoder().decode([Int64].self, from: data)), "\(text) as Int64")
+            #expect(
+                (try? CourierJSONDecoder().decode([UInt64].self, from: data))
+                    == (try? JSONDecoder().decode([UInt64].self, from: data)), "\(text) as UInt64")
+        }
+        #expect(
+            try CourierJSONDecoder().decode([Int].self, from: Data("[9007199254740993.000000]".utf8)) == [
+                9_007_199_254_740_993
+            ])
+        #expect(
+            try CourierJSONDecoder().decode([UInt64].self, from: Data("[9223372036854775807.0]".utf8)) == [
+                9_223_372_036_854_775_807
+            ])
+        #expect(
+            try CourierJSONDecoder().decode([Int64].self, from: Data("[100000000000000000000e-2]".utf8)) == [
+                1_000_000_000_000_000_000
+            ])
+    }
+
     @Test func nestingIsLimitedWithAClearError() throws {
         let ok = String(repeating: "[", count: 512) + String(repeating: "]", count: 512)
         let deep = String(repeating: "[", count: 513) + String(repeating: "]", count: 513)

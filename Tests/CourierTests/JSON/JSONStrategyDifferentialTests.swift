@@ -137,6 +137,19 @@ import Testing
         }
     }
 
+    /// Foundation splits words at the letters of `CharacterSet.uppercaseLetters` (upper and
+    /// title case: `ǅ`, `ǈ`) and `.lowercaseLetters`, not at other characters with a case
+    /// property (Roman numerals `Ⅰ`, circled `Ⓐ`, ordinal `ª`).
+    @Test func snakeCaseWordsSplitAtFoundationsUpperAndLowerCaseLetters() {
+        let keys = ["aǅb", "xǈ", "ıǅ1σ", "vǈǅ", "aⅠb", "aⒶb", "xªyZ", "aBⓐc", "éǆZbaǅΣ"]
+        for key in keys {
+            agreeEncoding(KeyedValues(keys: [key])) { courier, foundation in
+                courier.keyEncodingStrategy = .convertToSnakeCase
+                foundation.keyEncodingStrategy = .convertToSnakeCase
+            }
+        }
+    }
+
     struct Account: Codable, Equatable {
         var accountID: Int
         var displayName: String
