@@ -133,7 +133,10 @@ package struct CacheRequest: Sendable {
 
     /// Whether the request carries conditions of its caller's own: they ask about the
     /// version the caller holds, and the answer (a 304 included) is the caller's.
-    var hasOwnConditions: Bool { Self.conditionNames.contains { request.headerFields[$0] != nil } }
+    var hasOwnConditions: Bool { Self.hasOwnConditions(request.headerFields) }
+
+    /// Whether `fields` hold a conditional field (`conditionNames`) of the caller's own.
+    static func hasOwnConditions(_ fields: HTTPFields) -> Bool { conditionNames.contains { fields[$0] != nil } }
 
     /// Creates a cache request.
     /// - Parameters:

@@ -170,11 +170,12 @@ extension ServiceCore {
         }
 
         /// Notes the credentials the service's own adapters wrote into the first attempt, for
-        /// `gateKey`.
+        /// `gateKey`. The service's credential fields hold `Redaction.commonSecretHeaderNames`
+        /// already (`CredentialScope.fieldNames(of:)`).
         @inline(never)
         func noteAdaptedUser(_ request: PreparedRequest) {
             adaptedUser = RequestIdentity.adaptedCredentialDigest(
-                request.head, names: service.prepared.credentialFieldNames.union(Redaction.commonSecretHeaderNames),
+                request.head, names: service.prepared.credentialFieldNames,
                 queryNames: service.prepared.credentialQueryNames, leavingOut: realTimeNames)
         }
 

@@ -268,8 +268,7 @@ struct RequestIdentity: Hashable, Sendable {
         target = CacheRequest.removingQueryItems(named: realTimeNames, from: target)
         var text = head.method.rawValue + "\n" + String(target.utf8.count) + ":" + target
         for field in head.headerFields {
-            let name = field.name.canonicalName
-            text += "\n\(name.utf8.count):\(name)\(field.value.utf8.count):\(field.value)"
+            appendField(field, to: &text)
         }
         return digest(text.utf8)
     }
@@ -289,8 +288,7 @@ struct RequestIdentity: Hashable, Sendable {
         var text = ""
         for field in head.headerFields
         where Redaction.alwaysRedacted.contains(field.name) || names.contains(field.name) {
-            let name = field.name.canonicalName
-            text += "\n\(name.utf8.count):\(name)\(field.value.utf8.count):\(field.value)"
+            appendField(field, to: &text)
         }
         if let target = head.path, let mark = target.firstIndex(of: "?") {
             for pair in target[target.index(after: mark)...].split(separator: "&") {
@@ -302,6 +300,12 @@ struct RequestIdentity: Hashable, Sendable {
             }
         }
         return text.isEmpty ? nil : digest(text.utf8)
+    }
+
+    /// Appends one field to a digest's text, name and value length-prefixed.
+    private static func appendField(_ field: HTTPField, to text: inout String) {
+        let name = field.name.canonicalName
+        text += "\n\(name.utf8.count):\(name)\(field.value.utf8.count):\(field.value)"
     }
 
     /// The one-way digest of a credential or a body: the one place the hash is chosen.

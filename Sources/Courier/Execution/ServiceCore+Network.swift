@@ -31,7 +31,7 @@ extension ServiceCore {
     func cachedWhileOffline(_ request: PreparedRequest, for call: CallRun) async throws -> HTTPClient.Response? {
         call.answersFromCacheWhileOffline = false
         // Conditions of the caller's own ask the server about the version the caller holds.
-        if !CacheRequest.conditionNames.contains(where: { request.head.headerFields[$0] != nil }) {
+        if !CacheRequest.hasOwnConditions(request.head.headerFields) {
             var options = call.requestOptions()
             options.onlyIfCached = true
             do {
