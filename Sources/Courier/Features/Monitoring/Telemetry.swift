@@ -58,8 +58,16 @@ final class MetricHandles: Sendable {
         let dimensions: [(String, String)]
     }
 
+    /// The most `service` labels one client reports; the calls of any further service are
+    /// labelled `_OTHER`. A service without a name is labelled with its server's host, and a
+    /// process calling one host per tenant would otherwise grow its series without limit.
+    static let maximumServiceLabels = 100
+    static let overflowLabel = "_OTHER"
+
     private let factory: any MetricsFactory
     private let sets = LockedValue<[Key: Set]>([:])
+    /// The `service` labels given out so far (at most `maximumServiceLabels`).
+    private let services = LockedValue<Swift.Set<String>>([])
     private let timers = LockedValue<[String: CoreMetrics.Timer]>([:])
 
     init(factory: any MetricsFactory) { self.factory = factory }
@@ -70,13 +78,15 @@ final class MetricHandles: Sendable {
     ]
 
     static func label(_ method: HTTPRequest.Method) -> String {
-        knownMethods.contains(method.rawValue) ? method.rawValue : "_OTHER"
+        knownMethods.contains(method.rawValue) ? method.rawValue : overflowLabel
     }
 
     /// The handles of `service` and `method`, and of `operation` when the call names one (an
     /// OpenAPI `operationId`: bounded by the spec).
     func handles(service: String, method: HTTPRequest.Method, operation: String? = nil) -> Set {
-        let key = Key(service: service, method: Self.label(method), operation: operation)
+        var key = Key(service: service, method: Self.label(method), operation: operation)
+        if let made = sets.withLock({ $0[key] }) { return made }
+        key.service = serviceLabel(service)
         if let made = sets.withLock({ $0[key] }) { return made }
         var dimensions = [("service", key.service), ("method", key.method)]
         if let operation { dimensions.append(("operation", operation)) }
@@ -94,6 +104,16 @@ final class MetricHandles: Sendable {
             if let raced = sets[key] { return raced }
             sets[key] = made
             return made
+        }
+    }
+
+    /// `service`, or `_OTHER` once `maximumServiceLabels` others are in use.
+    private func serviceLabel(_ service: String) -> String {
+        services.withLock { services in
+            if services.contains(service) { return service }
+            guard services.count < Self.maximumServiceLabels else { return Self.overflowLabel }
+            services.insert(service)
+            return service
         }
     }
 

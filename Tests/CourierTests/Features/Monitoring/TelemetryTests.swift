@@ -318,6 +318,32 @@ import Tracing
         #expect(connections.lastValue == 2)
     }
 
+    @Test func oneHostPerTenantDoesNotGrowTheSeriesWithoutLimit() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let metrics = TestMetrics()
+        var configuration = HTTPClient.Configuration(
+            timeout: .seconds(60), notificationCenter: NotificationCenter())
+        configuration.metricsFactory = metrics
+        let client = try HTTPClient(configuration: configuration)
+        // Calls without a service name are labelled with their host: here one loopback address
+        // per "tenant" (nothing listens on them, so each call fails at once; it is still counted).
+        let limit = MetricHandles.maximumServiceLabels
+        for tenant in 2...(limit + 41) {
+            let host = "127.0.\(tenant / 250).\(tenant % 250 + 1)"
+            _ = try? await client.send(method: .get, url: URL(string: "http://\(host):\(server.port)/")!)
+        }
+        let services = Set(
+            metrics.meters.filter { $0.label == "courier_requests_in_flight" }
+                .compactMap { $0.dimensions.first { $0.0 == "service" }?.1 })
+        #expect(services.count == limit + 1)
+        #expect(services.contains(MetricHandles.overflowLabel))
+        // The calls past the limit are still counted, under the overflow label.
+        let other = try metrics.expectMeter(
+            "courier_requests_in_flight", [("service", MetricHandles.overflowLabel), ("method", "GET")])
+        #expect(other.values.count == 2 * 40)
+    }
+
     @Test func nothingIsMadeWithoutABackend() throws {
         let server = try TestServer()
         defer { server.stop() }
