@@ -1,5 +1,4 @@
 import Courier
-import CourierLocking
 import Foundation
 
 /// The shared cache tier in Redis.
@@ -15,8 +14,6 @@ import Foundation
 /// never a credential.
 final class RedisCacheTier: SharedCacheTier {
     let fleet: RedisFleet
-    /// Fill claims this process holds: primary key → its random owner token.
-    private let claims = LockedValue<[String: String]>([:])
 
     init(fleet: RedisFleet) { self.fleet = fleet }
 
@@ -49,7 +46,9 @@ final class RedisCacheTier: SharedCacheTier {
             arguments: [Data(("v:" + variant).utf8), encoded, Data(varyNames.utf8), Data(String(milliseconds).utf8)])
     }
 
-    func claimFill(key: String) async -> Bool {
+    func claimFill(key: String) async -> SharedFillClaim {
+        // One token per call, not per process: two calls of this process may hold the claim in
+        // turn (the first one's lease ran out while it fetched), and each releases its own.
         let token = UUID().uuidString
         let milliseconds = fleet.configuration.fillLease.redisMilliseconds
         let reply = await fleet.lockClient.run([
@@ -57,16 +56,13 @@ final class RedisCacheTier: SharedCacheTier {
             Data(String(milliseconds).utf8),
         ])
         switch reply {
-        case .success(.status):
-            claims.withLock { $0[key] = token }
-            return true
-        case .success(.null): return false
-        default: return true  // Redis cannot answer: fetch it ourselves
+        case .success(.status): return .claimed(token: token)
+        case .success(.null): return .held
+        default: return .unanswered  // Redis cannot answer: fetch it ourselves
         }
     }
 
-    func releaseFill(key: String) {
-        guard let token = claims.withLock({ $0.removeValue(forKey: key) }) else { return }
+    func releaseFill(key: String, token: String) {
         fleet.lockClient.sendEval(RedisScripts.compareAndDelete, keys: [fillKey(key)], arguments: [Data(token.utf8)])
     }
 

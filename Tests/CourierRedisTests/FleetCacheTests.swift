@@ -426,6 +426,45 @@ import Testing
         #expect(server.requestCount == 1)
     }
 
+    /// Call A's fill claim runs out while A still fetches; call B of the same process claims
+    /// the key again; then A finishes and releases. The claims were kept per key, one token per
+    /// process, so A's release took B's token and deleted B's claim: another process then
+    /// started a second fill while B still fetched. A release touches only its own call's claim.
+    @Test func aCallWhoseClaimRanOutDoesNotReleaseTheNextCallsClaim() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        var configuration = try redis.fleet().configuration
+        configuration.fillLease = .milliseconds(300)
+        let fleet = try RedisFleet(configuration: configuration)
+        let tier = RedisCacheTier(fleet: fleet)
+        let otherProcess = RedisCacheTier(fleet: try redis.fleet())
+        let key = "GET http://127.0.0.1/claimed"
+        let claimKey = fleet.key("f", RedisFleet.digest(key))
+
+        guard case .claimed(let a) = await tier.claimFill(key: key) else {
+            Issue.record("call A could not claim the fill")
+            return
+        }
+        // A's lease runs out while A is still fetching.
+        let deadline = ContinuousClock.now + TestTimeBound.scaled(.seconds(10))
+        while try redis.command("EXISTS", claimKey) != .integer(0), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        guard case .claimed(let b) = await tier.claimFill(key: key) else {
+            Issue.record("call B could not claim the fill once A's lease ran out")
+            return
+        }
+        // B is still fetching: its claim outlives the checks below however slow the machine.
+        _ = try redis.command("PEXPIRE", claimKey, "60000")
+        tier.releaseFill(key: key, token: a)  // A is done
+        await fleet.flush()
+        #expect(try redis.command("EXISTS", claimKey) == .integer(1), "A's release deleted B's claim")
+        #expect(await otherProcess.claimFill(key: key) == .held, "another process claimed B's fill")
+        tier.releaseFill(key: key, token: b)  // B is done
+        await fleet.flush()
+        #expect(try redis.command("EXISTS", claimKey) == .integer(0), "B's release left its claim")
+    }
+
     @Test func entriesRoundTripThroughTheCodecAndDamageIsRejected() throws {
         let entry = CacheEntry(
             key: "a:1 http://h/x", url: "http://h/x", identity: "a:1", variant: "Accept=json",

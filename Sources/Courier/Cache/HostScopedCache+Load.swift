@@ -105,8 +105,8 @@ extension HostScopedCache {
         }
         let shared = configuration.sharedTier
         // Fleet mode: the shared tier's copy into memory first (or this process fetches it).
-        let claimed = if let shared { await prepareShared(request, shared) } else { false }
-        defer { if claimed { shared?.releaseFill(key: sharedKey(request)) } }
+        let claim = if let shared { await prepareShared(request, shared) } else { (key: String, token: String)?.none }
+        defer { if let claim { shared?.releaseFill(key: claim.key, token: claim.token) } }
         switch try lookup(request) {
         case .fresh(let cached):
             return CacheLoadResult(

@@ -26,11 +26,14 @@ package protocol SharedCacheTier: Sendable {
         _ encoded: Data, key: String, variant: String, varyNames: String, url: String, owners: [String],
         timeToLive: Duration
     ) async
-    /// Claims fetching `key` for the fleet; false when another process holds the claim.
-    /// True (go ahead) when the store cannot answer.
-    func claimFill(key: String) async -> Bool
-    /// Gives the claim back.
-    func releaseFill(key: String)
+    /// Claims fetching `key` for the fleet, for this call alone.
+    /// - Returns: The claim's token, which only this call holds; `.held` when another call (of
+    ///   this process or another) holds the claim; `.unanswered` (go ahead) when the store
+    ///   cannot answer.
+    func claimFill(key: String) async -> SharedFillClaim
+    /// Gives back the claim made with `token`, and only it: once its lease ran out, another
+    /// call may have claimed `key` again, and that claim stays.
+    func releaseFill(key: String, token: String)
     /// Drops the variants of `key`.
     func remove(key: String)
     /// Drops every identity's entries for `url`.
@@ -42,6 +45,16 @@ package protocol SharedCacheTier: Sendable {
     func purgeAllIdentified()
     /// Drops every entry.
     func removeAll()
+}
+
+/// The answer to ``SharedCacheTier/claimFill(key:)``.
+package enum SharedFillClaim: Sendable, Equatable {
+    /// This call fetches the entry for the fleet; it gives the claim back with this token.
+    case claimed(token: String)
+    /// Another call is fetching it.
+    case held
+    /// The store did not answer: the call fetches it without a claim.
+    case unanswered
 }
 
 /// The bytes of one entry in a shared tier: the disk tier's row (checksummed), length-prefixed.
@@ -184,31 +197,37 @@ extension HostScopedCache {
     /// Before a lookup: when memory has nothing fresh for `request`, pulls the shared tier's
     /// copy; when nobody has it and another process is fetching it, waits (up to the fill
     /// lease) for that answer instead of asking the origin too.
-    /// - Returns: Whether this process claimed the fill (and must release it).
-    func prepareShared(_ request: CacheRequest, _ shared: any SharedCacheTier) async -> Bool {
+    /// - Returns: The fill claim this call made (and must release), if any.
+    func prepareShared(_ request: CacheRequest, _ shared: any SharedCacheTier) async -> (key: String, token: String)? {
         guard request.request.method == .get, request.policy != .reloadIgnoringCache,
             let plan = plan(for: request)
-        else { return false }
+        else { return nil }
         let key = sharedKey(request)
-        if hasFreshInMemory(request, key: key, plan: plan) { return false }
-        guard let filling = await pullShared(key, from: shared) else { return false }
-        if hasFreshInMemory(request, key: key, plan: plan) { return false }
+        if hasFreshInMemory(request, key: key, plan: plan) { return nil }
+        guard let filling = await pullShared(key, from: shared) else { return nil }
+        if hasFreshInMemory(request, key: key, plan: plan) { return nil }
         guard request.policy == .useProtocolCachePolicy || request.policy == .returnCacheDataElseLoad else {
-            return false
+            return nil
         }
-        if !filling, await shared.claimFill(key: key) { return true }
+        if !filling {
+            switch await shared.claimFill(key: key) {
+            case .claimed(let token): return (key, token)
+            case .unanswered: return nil
+            case .held: break
+            }
+        }
         // Another process is fetching it: poll with a bounded back-off until its answer lands,
         // its claim ends, or the lease runs out.
         let deadline = ContinuousClock.now + shared.fillLease
         var pause = Duration.milliseconds(2)
         while ContinuousClock.now < deadline {
             // A cancelled call stops waiting (and is cancelled at the network step).
-            do { try await Task.sleep(for: pause) } catch { return false }
-            guard let stillFilling = await pullShared(key, from: shared) else { return false }
-            if hasFreshInMemory(request, key: key, plan: plan) || !stillFilling { return false }
+            do { try await Task.sleep(for: pause) } catch { return nil }
+            guard let stillFilling = await pullShared(key, from: shared) else { return nil }
+            if hasFreshInMemory(request, key: key, plan: plan) || !stillFilling { return nil }
             pause = min(pause * 2, .milliseconds(50))
         }
-        return false
+        return nil
     }
 
     /// After a store: writes `entry` to the shared tier, with a time to live of its remaining
