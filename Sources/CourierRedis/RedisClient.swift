@@ -88,6 +88,9 @@ final class RedisClient: Sendable {
         }
     }
 
+    /// Command deadline timers of the connection scheduled and not yet fired (tests).
+    var pendingDeadlines: Int { connection.withLock { $0.pendingDeadlines } }
+
     /// Number of removals waiting for Redis.
     var pendingRemovals: Int { breaker.withLock { $0.pending.count } }
 
