@@ -24,8 +24,9 @@ final class RedisCacheTier: SharedCacheTier {
     private func entryKey(_ key: String) -> String { fleet.key("e", RedisFleet.digest(key)) }
     private func fillKey(_ key: String) -> String { fleet.key("f", RedisFleet.digest(key)) }
 
-    func variants(forKey key: String) async -> (variants: [Data], filling: Bool)? {
-        let reply = await fleet.client.eval(Self.readScript, keys: [entryKey(key), fillKey(key)], arguments: [])
+    func variants(forKey key: String, maximumBytes: Int) async -> (variants: [Data], filling: Bool)? {
+        let reply = await fleet.client.eval(
+            Self.readScript, keys: [entryKey(key), fillKey(key)], arguments: [Data(String(maximumBytes).utf8)])
         guard case .success(.array(let items)) = reply, let filling = items.first?.integer else { return nil }
         return (items.dropFirst().compactMap(\.data), filling == 1)
     }
@@ -94,13 +95,16 @@ final class RedisCacheTier: SharedCacheTier {
             replayed: true)
     }
 
-    /// KEYS: entry, fill claim. Returns {claimed?, variant…}. Every claim expires with its
-    /// lease: a value without a time to live (a neighbour's on the same Redis) is not one.
+    /// KEYS: entry, fill claim. ARGV: the most bytes of a variant. Returns {claimed?, variant…}.
+    /// Every claim expires with its lease: a value without a time to live (a neighbour's on the
+    /// same Redis) is not one. A variant past the limit (no entry this cache keeps; a
+    /// neighbour's garbage) stays in Redis rather than cross the network on every read.
     static let readScript = """
         local out = {redis.call('PTTL', KEYS[2]) > 0 and 1 or 0}
+        local limit = tonumber(ARGV[1])
         local all = redis.call('HGETALL', KEYS[1])
         for i = 1, #all, 2 do
-          if all[i] ~= 'vary' then out[#out + 1] = all[i + 1] end
+          if all[i] ~= 'vary' and #all[i + 1] <= limit then out[#out + 1] = all[i + 1] end
         end
         return out
         """

@@ -465,6 +465,39 @@ import Testing
         #expect(try redis.command("EXISTS", claimKey) == .integer(0), "B's release left its claim")
     }
 
+    /// A variant far larger than the cache stores (a neighbour's on the same Redis, or garbage)
+    /// is left in Redis: every read of the resource copied all of it over the network and into
+    /// memory (and one larger than a command timeout's worth of bytes failed the read and
+    /// opened the breaker for every call), only to find it unsealed. The read script skips
+    /// variants past the cache's entry limit with room for the head.
+    @Test func aVariantFarLargerThanTheCachesEntryLimitIsNotRead() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let server = try TestServer()
+        defer { server.stop() }
+        let fleet = try redis.fleet()
+        let cache = try fleet.cache(
+            .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly, maxEntryBytes: 64 << 10))
+        let path = "/cache/etag?etag=huge&max-age=60"
+        let key = cache.sharedKey(CacheRequest(HTTPRequest(method: .get, url: server.url(path))))
+        let huge = 8 << 20
+        _ = try redis.command("HSET", fleet.key("e", RedisFleet.digest(key)), "v:", String(repeating: "x", count: huge))
+        func sentByRedis() throws -> Int {
+            guard case .string(let info) = try redis.command("INFO", "stats"),
+                let line = String(decoding: info, as: UTF8.self).split(whereSeparator: \.isNewline)
+                    .first(where: { $0.hasPrefix("total_net_output_bytes:") }),
+                let bytes = Int(line.dropFirst("total_net_output_bytes:".count))
+            else { throw CocoaError(.fileReadCorruptFile) }
+            return bytes
+        }
+        let before = try sentByRedis()
+        let client = try HTTPClient(configuration: .init(baseURL: server.baseURL, cache: cache))
+        #expect(try await client.send(get(path)).isFromCache == false)
+        let sent = try sentByRedis() - before
+        #expect(sent < 1 << 20, "Redis sent \(sent) bytes for one call")
+        #expect(server.requestCount == 1)
+    }
+
     @Test func entriesRoundTripThroughTheCodecAndDamageIsRejected() throws {
         let entry = CacheEntry(
             key: "a:1 http://h/x", url: "http://h/x", identity: "a:1", variant: "Accept=json",

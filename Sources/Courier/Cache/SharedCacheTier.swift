@@ -18,9 +18,10 @@ package protocol SharedCacheTier: Sendable {
     /// How long an entry stays in the store past its freshness, for revalidation and
     /// stale-if-error.
     var staleRetention: Duration { get }
-    /// The encoded variants stored under `key`, and whether another process is fetching it
-    /// now (holds the fill claim); nil when the store cannot answer.
-    func variants(forKey key: String) async -> (variants: [Data], filling: Bool)?
+    /// The encoded variants stored under `key` of at most `maximumBytes` each (larger ones are
+    /// left in the store, unread), and whether another process is fetching it now (holds the
+    /// fill claim); nil when the store cannot answer.
+    func variants(forKey key: String, maximumBytes: Int) async -> (variants: [Data], filling: Bool)?
     /// Stores one encoded variant; a variant with other `Vary` names replaces all the others.
     func store(
         _ encoded: Data, key: String, variant: String, varyNames: String, url: String, owners: [String],
@@ -112,6 +113,15 @@ enum SharedCacheCodec {
         return row.decode()
     }
 
+    /// The most bytes a stored entry of a cache whose bodies are at most `maxEntryBytes` can
+    /// have: the body, and 1 MiB for the head (at most 256 KiB), key, URL, identity and code.
+    /// A larger value in the store is not one of the fleet's entries (or not one this cache
+    /// would keep), and is not read.
+    static func maximumSealedBytes(maxEntryBytes: Int) -> Int {
+        let (sum, overflow) = max(0, maxEntryBytes).addingReportingOverflow(1 << 20)
+        return overflow ? Int.max : sum
+    }
+
     /// The length of the code ``seal(_:secret:)`` appends.
     private static let codeLength = 32
 
@@ -172,7 +182,8 @@ extension HostScopedCache {
     /// - Returns: Whether another process is fetching `key` now; nil when the store did not answer.
     @discardableResult
     func pullShared(_ key: String, from shared: any SharedCacheTier) async -> Bool? {
-        guard let (blobs, filling) = await shared.variants(forKey: key) else { return nil }
+        let limit = SharedCacheCodec.maximumSealedBytes(maxEntryBytes: configuration.maxEntryBytes)
+        guard let (blobs, filling) = await shared.variants(forKey: key, maximumBytes: limit) else { return nil }
         // An entry sealed without the fleet's secret is not the fleet's: a miss.
         let entries = blobs.compactMap { SharedCacheCodec.open($0, secret: secret).flatMap(SharedCacheCodec.decode) }
             .filter { $0.key == key }
