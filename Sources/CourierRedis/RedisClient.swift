@@ -9,7 +9,8 @@ import Foundation
 /// connection, timeout, broken socket) opens the breaker for `retryAfter`: commands fail at
 /// once without touching the network, including those already queued, and the callers fall
 /// back to their local tiers and gates. After `retryAfter` the next command tries again; its
-/// success closes the breaker.
+/// success closes the breaker. A command that waited in the queue longer than the command
+/// timeout (behind replies that each came within it, but slowly) fails without being sent.
 final class RedisClient: Sendable {
     struct Statistics: Sendable, Equatable {
         /// Commands that got a reply.
@@ -28,6 +29,14 @@ final class RedisClient: Sendable {
         /// Removals (invalidations, logout purges) that failed, replayed in order once Redis
         /// answers again, so a purge made while Redis was unreachable still happens.
         var pending: [[Data]] = []
+        /// Commands sent so far (answered or failed).
+        var sent: UInt64 = 0
+    }
+
+    /// When a command was queued, and how many commands had been sent then.
+    private struct Queued {
+        var instant: ContinuousClock.Instant
+        var sent: UInt64
     }
 
     /// The most removals kept for replay.
@@ -37,11 +46,14 @@ final class RedisClient: Sendable {
     private let connection: LockedValue<RedisConnection>
     private let breaker = LockedValue(Breaker())
     let retryAfter: Duration
+    /// The longest a command waits in the queue before it is sent: the command timeout.
+    private let queueTimeout: Duration
 
     init(endpoint: RedisConnection.Endpoint, retryAfter: Duration, label: String) {
         queue = DispatchQueue(label: "courier.redis." + label)
         connection = LockedValue(RedisConnection(endpoint: endpoint))
         self.retryAfter = retryAfter
+        queueTimeout = endpoint.commandTimeout
     }
 
     var statistics: Statistics { breaker.withLock { $0.statistics } }
@@ -53,8 +65,9 @@ final class RedisClient: Sendable {
 
     /// Runs `arguments` and returns the reply, or the failure (never throws past the bound).
     func run(_ arguments: [Data]) async -> Result<RedisReply, RedisFailure> {
-        await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: self.runNow(arguments)) }
+        let queued = enqueued()
+        return await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: self.runNow(arguments, queued: queued)) }
         }
     }
 
@@ -68,8 +81,9 @@ final class RedisClient: Sendable {
     /// - Parameter replayed: keep the command when it fails and send it again once Redis
     ///   answers (for removals, which must not be lost).
     func send(_ arguments: [Data], replayed: Bool = false) {
+        let queued = enqueued()
         queue.async {
-            if case .failure = self.runNow(arguments), replayed { self.keepForReplay(arguments) }
+            if case .failure = self.runNow(arguments, queued: queued), replayed { self.keepForReplay(arguments) }
         }
     }
 
@@ -117,12 +131,22 @@ final class RedisClient: Sendable {
         queue.async { self.connection.withLock { $0.close() } }
     }
 
+    private func enqueued() -> Queued {
+        Queued(instant: .now, sent: breaker.withLock { $0.sent })
+    }
+
     private static func evalArguments(_ script: String, keys: [String], arguments: [Data]) -> [Data] {
         [Data("EVAL".utf8), Data(script.utf8), Data(String(keys.count).utf8)] + keys.map { Data($0.utf8) } + arguments
     }
 
     /// On the queue only: replays kept removals first, so they land before newer commands.
-    private func runNow(_ arguments: [Data]) -> Result<RedisReply, RedisFailure> {
+    /// A command queued longer than the command timeout ago, behind commands sent meanwhile, is
+    /// not sent: each of those was answered within the timeout, but together they used up its
+    /// caller's bound. (One that only waited for the queue's thread, on a busy machine, is sent.)
+    private func runNow(_ arguments: [Data], queued: Queued) -> Result<RedisReply, RedisFailure> {
+        if ContinuousClock.now - queued.instant > queueTimeout, breaker.withLock({ $0.sent }) != queued.sent {
+            return .failure(.expired)
+        }
         if breaker.withLock({ !$0.pending.isEmpty }) { replayPending() }
         return execute(arguments)
     }
@@ -144,6 +168,7 @@ final class RedisClient: Sendable {
         }
         let retryAfter = retryAfter
         breaker.withLock { state in
+            state.sent &+= 1
             switch result {
             case .success:
                 state.openUntil = nil
