@@ -69,12 +69,21 @@ final class RedisCredentialStore: Sendable {
         case value(generation: UInt64, token: String)
     }
 
+    /// The most bytes of a published credential (generation, nonce, token, tag): a token is far
+    /// shorter. A longer value (a neighbour's, garbage) is not read whole before every attempt.
+    static let maximumStoredBytes = 64 << 10
+
     /// The published credential.
     func read(client: RedisClient? = nil) async -> Read {
-        switch await (client ?? fleet.client).run([Data("GET".utf8), Data(credentialKey.utf8)]) {
-        case .success(.null): return .absent
+        // GETRANGE, not GET: a value past the limit is not one of ours (absent, so the next
+        // refresh publishes over it), and only its first bytes cross the network.
+        let reply = await (client ?? fleet.client).run([
+            Data("GETRANGE".utf8), Data(credentialKey.utf8), Data("0".utf8),
+            Data(String(Self.maximumStoredBytes).utf8),
+        ])
+        switch reply {
         case .success(.string(let data)):
-            guard let (generation, token) = open(data) else { return .absent }
+            guard data.count <= Self.maximumStoredBytes, let (generation, token) = open(data) else { return .absent }
             return .value(generation: generation, token: token)
         default: return .unavailable
         }
@@ -132,6 +141,11 @@ final class RedisCredentialStore: Sendable {
                 } catch {
                     release(owner)
                     throw error
+                }
+                // Too long to publish (it could not be read back): this process keeps it.
+                guard seal(fresh, generation: fence).map({ $0.count <= Self.maximumStoredBytes }) ?? false else {
+                    release(owner)
+                    return fresh
                 }
                 if await publish(fresh, fence: fence, owner: owner) {
                     note(fence)

@@ -482,18 +482,10 @@ import Testing
         let key = cache.sharedKey(CacheRequest(HTTPRequest(method: .get, url: server.url(path))))
         let huge = 8 << 20
         _ = try redis.command("HSET", fleet.key("e", RedisFleet.digest(key)), "v:", String(repeating: "x", count: huge))
-        func sentByRedis() throws -> Int {
-            guard case .string(let info) = try redis.command("INFO", "stats"),
-                let line = String(decoding: info, as: UTF8.self).split(whereSeparator: \.isNewline)
-                    .first(where: { $0.hasPrefix("total_net_output_bytes:") }),
-                let bytes = Int(line.dropFirst("total_net_output_bytes:".count))
-            else { throw CocoaError(.fileReadCorruptFile) }
-            return bytes
-        }
-        let before = try sentByRedis()
+        let before = try redis.bytesSent()
         let client = try HTTPClient(configuration: .init(baseURL: server.baseURL, cache: cache))
         #expect(try await client.send(get(path)).isFromCache == false)
-        let sent = try sentByRedis() - before
+        let sent = try redis.bytesSent() - before
         #expect(sent < 1 << 20, "Redis sent \(sent) bytes for one call")
         #expect(server.requestCount == 1)
     }

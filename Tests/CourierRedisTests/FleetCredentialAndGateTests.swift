@@ -51,6 +51,45 @@ import Testing
         #expect(try await other.credential(replacing: "t1") == "t2")
     }
 
+    /// A value under the credential's key far larger than any sealed token (a neighbour's on the
+    /// same Redis, or garbage) was read whole before every attempt and twice in every refresh,
+    /// on the connection the cache and the gate share; one large enough to outlast the command
+    /// timeout failed each read, so no process published over it and every one refreshed on its
+    /// own for as long as it stayed. Only its first 64 KiB are read, as no credential, and the
+    /// refresh publishes over it.
+    @Test func aHugeValueUnderTheCredentialsKeyIsNotReadWholeAndIsReplaced() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        // Long timeouts: the test is about the bytes read, not about a busy machine's timeouts.
+        let fleet = try redis.fleet(commandTimeout: .seconds(5))
+        let huge = 8 << 20
+        _ = try redis.command("SET", fleet.key("c", RedisFleet.digest("api")), String(repeating: "9", count: huge))
+        let before = try redis.bytesSent()
+        let coordinator = fleet.coordinator(name: "api", credential: "t1") { _ in "t2" }
+        #expect(try await coordinator.credential(replacing: "t1") == "t2")
+        let sent = try redis.bytesSent() - before
+        #expect(sent < 1 << 20, "Redis sent \(sent) bytes for one refresh")
+        // Published over it: another process takes it without refreshing.
+        let other = try redis.fleet(commandTimeout: .seconds(5)).coordinator(name: "api", credential: "t1") { _ in
+            "t3"
+        }
+        #expect(try await other.credential(replacing: "t1") == "t2")
+    }
+
+    /// A token too long to be read back from Redis is kept by the process that got it, at once:
+    /// published, the other processes would read it as no credential.
+    @Test func aTokenTooLongToShareIsKeptByItsProcess() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let long = String(repeating: "t", count: RedisCredentialStore.maximumStoredBytes)
+        let coordinator = try redis.fleet().coordinator(name: "api", credential: "t1", lease: .seconds(30)) { _ in long
+        }
+        let started = ContinuousClock.now
+        #expect(try await coordinator.credential(replacing: "t1") == long)
+        #expect(ContinuousClock.now - started < TestTimeBound.scaled(.seconds(10)))
+        #expect(try redis.command("EXISTS", try redis.fleet().key("c", RedisFleet.digest("api"))) == .integer(0))
+    }
+
     /// The fence counter is read only when a process refreshes, the published credential before
     /// every attempt: under `maxmemory-policy allkeys-lru` (a Redis run as a cache) the counter is
     /// the key evicted. On the old code the next refresh then got fence 1, at or below the

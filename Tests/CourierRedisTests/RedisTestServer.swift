@@ -107,6 +107,17 @@ final class RedisTestServer: Sendable {
         try RedisConnection(endpoint: endpoint()).run(words.map { Data($0.utf8) })
     }
 
+    /// The bytes the server has sent to its clients since it started (`total_net_output_bytes`).
+    func bytesSent() throws -> Int {
+        let name = "total_net_output_bytes:"
+        guard case .string(let info) = try command("INFO", "stats"),
+            let line = String(decoding: info, as: UTF8.self).split(whereSeparator: \.isNewline)
+                .first(where: { $0.hasPrefix(name) }),
+            let bytes = Int(line.dropFirst(name.count))
+        else { throw CocoaError(.fileReadCorruptFile) }
+        return bytes
+    }
+
     /// Every key and (string or hash) value in the server, for checks that a secret is absent.
     func dump() throws -> Data {
         let connection = RedisConnection(endpoint: endpoint())
