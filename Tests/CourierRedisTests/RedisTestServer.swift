@@ -87,9 +87,11 @@ final class RedisTestServer: Sendable {
             connectTimeout: .milliseconds(200), commandTimeout: .milliseconds(500))
     }
 
-    /// A fleet on this server, as another process would make it.
+    /// A fleet on this server, as another process would make it. The default command timeout
+    /// is scaled under the sanitizers: a command also fails when it waited that long in its
+    /// client's queue, and ten times slower the suite's bursts of commands would.
     func fleet(
-        commandTimeout: Duration = .milliseconds(200), retryAfter: Duration = .milliseconds(100),
+        commandTimeout: Duration = TestTimeBound.scaled(.milliseconds(200)), retryAfter: Duration = .milliseconds(100),
         password: String? = nil, namespace: String = "courier-test", identityKey: [UInt8] = RedisTestServer.identityKey
     ) throws -> RedisFleet {
         var configuration = RedisFleet.Configuration(
