@@ -87,11 +87,14 @@ extension HostScopedCache {
                 result = try await timed(send, request.request)
             } catch {
                 // The server may have carried out the request before the failure: drop the URL anyway.
-                invalidate(after: request.request, response: nil, realTimeQueryNames: request.realTimeQueryNames)
+                invalidate(
+                    after: request.request, response: nil, realTimeQueryNames: request.realTimeQueryNames,
+                    secretQueryNames: request.secretQueryNames)
                 throw error
             }
             invalidate(
-                after: request.request, response: result.response, realTimeQueryNames: request.realTimeQueryNames)
+                after: request.request, response: result.response, realTimeQueryNames: request.realTimeQueryNames,
+                secretQueryNames: request.secretQueryNames)
             return CacheLoadResult(response: result.response, body: result.body, source: .network, isStale: false)
         }
         // Conditions of the caller's own (`If-None-Match: "v2"`) ask about the version the

@@ -118,9 +118,13 @@ extension HostScopedCache {
     ///   - request: The request that was sent.
     ///   - response: Its response, when there was one.
     ///   - realTimeQueryNames: The real-time parameters the request carries (not in the key).
+    ///   - secretQueryNames: The credential's query items the request carries (digested in the key).
     /// - Returns: How many URLs' entries were dropped.
     @discardableResult
-    func invalidate(after request: HTTPRequest, response: HTTPResponse?, realTimeQueryNames: Set<String> = []) -> Int {
+    func invalidate(
+        after request: HTTPRequest, response: HTTPResponse?, realTimeQueryNames: Set<String> = [],
+        secretQueryNames: Set<String> = []
+    ) -> Int {
         guard ![.get, .head, .options, .trace].contains(request.method) else { return 0 }
         var target = CacheRequest(request)
         target.realTimeQueryNames = realTimeQueryNames
@@ -135,15 +139,17 @@ extension HostScopedCache {
             }
         }
         var dropped = 0
-        for url in urls { dropped += invalidate(url: url) }
+        for url in urls { dropped += invalidate(url: url, secretQueryNames: secretQueryNames) }
         return dropped
     }
 
     /// Drops every identity's entries for `url` (`scheme://host[:port]/path?query`).
+    /// - Parameter secretQueryNames: Query items of a credential's in `url`, keyed as they were
+    ///   stored (see `storedURL(_:secretNames:)`): looked up in clear, they matched no entry.
     /// - Returns: How many entries (URL × identity) were dropped.
     @discardableResult
-    func invalidate(url: String) -> Int {
-        let url = storedURL(Self.normalize(url))
+    func invalidate(url: String, secretQueryNames: Set<String> = []) -> Int {
+        let url = storedURL(Self.normalize(url), secretNames: secretQueryNames)
         let suffix = " " + url
         // Disk first, then memory, under the disk lock all along (see `invalidateKey`).
         let (diskDropped, memoryDropped) = disk.withLock { tier in

@@ -292,4 +292,23 @@ import Testing
         }
         #expect(try cache.lookup(CacheFixtures.request()).isMiss)
     }
+
+    /// RFC 9111 §4.4: an unsafe request invalidates its target URI. A URL with a credential's
+    /// query part (`CredentialPart.query`) is stored with that value as a keyed digest, and the
+    /// invalidation looked for the value in clear: the GET's entry outlived the POST.
+    @Test func anUnsafeRequestInvalidatesAURLCarryingACredentialQueryPart() async throws {
+        let cache = try CacheFixtures.memoryCache(clock: clock)
+        var get = CacheRequest(CacheFixtures.request("/items?device=d1"))
+        get.secretQueryNames = ["device"]
+        #expect(
+            cache.store(
+                get, response: response([("Cache-Control", "max-age=600")]), body: Data("old".utf8),
+                receivedWhole: true,
+                requestTime: clock.now, responseTime: clock.now))
+        #expect(try cache.lookup(get).isFresh)
+        var post = CacheRequest(CacheFixtures.request("/items?device=d1", method: .post))
+        post.secretQueryNames = ["device"]
+        _ = try await cache.load(post) { _ in CacheTransportResponse(response: response(201, []), body: Data()) }
+        #expect(try cache.lookup(get).isMiss)
+    }
 }
