@@ -311,4 +311,23 @@ import Testing
         _ = try await cache.load(post) { _ in CacheTransportResponse(response: response(201, []), body: Data()) }
         #expect(try cache.lookup(get).isMiss)
     }
+
+    /// RFC 9111 §4.2.2: a heuristic lifetime only for heuristically cacheable statuses or answers
+    /// marked `public`. A 302 stored for its `private` directive (ASP.NET writes one on every
+    /// redirect) got 10% of its `Last-Modified` age: a temporary redirect served for days.
+    @Test func aTemporaryRedirectKeptForItsPrivateDirectiveGetsNoHeuristicFreshness() throws {
+        let cache = try CacheFixtures.memoryCache(clock: clock)
+        let dated = [
+            ("Date", HTTPDateFormat.format(clock.now)), ("Last-Modified", HTTPDateFormat.format(clock.now - 864_000)),
+            ("Location", "/elsewhere"),
+        ]
+        #expect(cache.store(CacheFixtures.request("/private"), response(302, [("Cache-Control", "private")] + dated)))
+        #expect(cache.store(CacheFixtures.request("/public"), response(302, [("Cache-Control", "public")] + dated)))
+        #expect(cache.store(CacheFixtures.request("/ok"), response(200, [("Cache-Control", "private")] + dated)))
+        clock.advance(60)
+        #expect(try cache.lookup(CacheFixtures.request("/private")).isStale)
+        // `public` allows a heuristic, and a 200 is heuristically cacheable: a tenth of ten days.
+        #expect(try cache.lookup(CacheFixtures.request("/public")).isFresh)
+        #expect(try cache.lookup(CacheFixtures.request("/ok")).isFresh)
+    }
 }
