@@ -164,14 +164,16 @@ final class CacheEntry: Sendable {
     }
 
     /// This entry refreshed by a 304: its end-to-end fields replace the stored ones, except
-    /// Content-Length, Content-Encoding, Content-Type and hop-by-hop fields (RFC 9111 §3.2).
+    /// Content-Length, Content-Encoding, Content-Type, Content-Range and hop-by-hop fields
+    /// (RFC 9111 §3.2): those describe the stored bytes, and a `Content-Range` a 304 carried
+    /// made the whole stored answer read as a part of one.
     ///
     /// `Date` and `Age` describe a message, not the representation: a 304 without them gets
     /// the time it arrived as its `Date` (RFC 9110 §6.6.1) and no `Age`, so the old response's
     /// values do not make the refreshed entry look older than it is.
     func merging(notModified: HTTPResponse, requestTime: Date, responseTime: Date) -> CacheEntry {
         let excluded = Self.hopByHop(notModified.headerFields).union([
-            HTTPField.Name.contentLength, .contentEncoding, .contentType, .setCookie,
+            HTTPField.Name.contentLength, .contentEncoding, .contentType, .contentRange, .setCookie,
         ])
         var fields = response.headerFields
         var replaced = Set<HTTPField.Name>()

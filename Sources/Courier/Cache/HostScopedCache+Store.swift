@@ -82,7 +82,7 @@ extension HostScopedCache {
     /// Refreshes a stored entry with a 304 response and returns the response to serve.
     ///
     /// The stored body is kept; the 304's end-to-end fields replace the stored ones, except
-    /// Content-Length, Content-Encoding, Content-Type and hop-by-hop fields.
+    /// Content-Length, Content-Encoding, Content-Type, Content-Range and hop-by-hop fields.
     /// - Parameters:
     ///   - request: The call's cache request.
     ///   - cached: The entry the `.stale` lookup returned.
