@@ -100,8 +100,10 @@ extension HostScopedCache {
         // Conditions of the caller's own (`If-None-Match: "v2"`) ask about the version the
         // caller holds: the stored entry is not the answer, and a 304 answers the caller's
         // validator, not the entry's (merged, it served the entry's older body as confirmed).
-        // Sent as it is, as OkHttp does; a whole answer is still offered for storage.
-        if request.hasOwnConditions, request.policy != .returnCacheDataDontLoad, !request.onlyIfCached {
+        // Sent as it is, as OkHttp does; a whole answer is still offered for storage. Not when
+        // the call may be answered from the cache only (`only-if-cached` in its own
+        // `Cache-Control` too): it gets a stored answer or `.notCached`, never the server's.
+        if request.hasOwnConditions, !request.isCacheOnly(CacheControl(request.request.headerFields)) {
             let result = try await timed(send, request.request)
             await offer(request, result)
             return CacheLoadResult(response: result.response, body: result.body, source: .network, isStale: false)

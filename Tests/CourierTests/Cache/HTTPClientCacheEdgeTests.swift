@@ -294,4 +294,37 @@ import Testing
         #expect(server.requestCount == 4)
         #expect(server.recordedRequests.last?.header("If-None-Match") == "\"p\"")
     }
+
+    /// RFC 9111 §5.2.1.7: a request saying `Cache-Control: only-if-cached` gets a stored answer
+    /// or none (`.notCached`), never the server's. With a condition of its caller's own
+    /// (`If-None-Match`), or with `.reloadIgnoringCache` or `.reloadRevalidatingCache` (which
+    /// want the server's word), it was sent to the server all the same.
+    @Test func aRequestSayingOnlyIfCachedNeverReachesTheNetwork() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let (client, _) = try makeClient(server)
+        let path = "/cache/etag?etag=o&max-age=600"
+        _ = try await client.send(request(path))
+        func onlyIfCached(_ path: String) -> HTTPRequest {
+            var request = request(path)
+            request.headerFields[.cacheControl] = "only-if-cached"
+            request.headerFields[.ifNoneMatch] = "\"older\""
+            return request
+        }
+        let stored = try await client.send(onlyIfCached(path))
+        #expect(stored.isFromCache)
+        #expect(stored.status.code == 200)
+        for (path, policy) in [
+            ("/cache/etag?etag=missing&max-age=600", CachePolicy.useProtocolCachePolicy), (path, .reloadIgnoringCache),
+            (path, .reloadRevalidatingCache),
+        ] {
+            do {
+                let answer = try await client.send(onlyIfCached(path), options: options(policy))
+                Issue.record("expected .notCached, got \(answer.status.code) (from the cache: \(answer.isFromCache))")
+            } catch {
+                #expect((error as? CourierError)?.code == .notCached, "\(path) \(policy)")
+            }
+        }
+        #expect(server.requestCount == 1)
+    }
 }
