@@ -39,11 +39,12 @@ struct CacheControl: Sendable, Equatable {
 
     private mutating func apply(_ name: Substring, _ argument: Substring?) {
         func seconds() -> Int {
-            guard let argument else { return 0 }
-            if let value = Int(argument) { return max(0, value) }
-            // RFC 9111 §1.2.2: digits past the largest integer mean 2³¹, not a malformed value.
-            let isDigits = !argument.isEmpty && argument.utf8.allSatisfy { (48...57).contains($0) }
-            return isDigits ? 2_147_483_648 : 0
+            // RFC 9111 §1.2.2: digits only (`Int(_:)` alone also takes a sign: `+600` read as
+            // 600); digits past the largest integer mean 2³¹, not a malformed value.
+            guard let argument, !argument.isEmpty, argument.utf8.allSatisfy({ (48...57).contains($0) }) else {
+                return 0
+            }
+            return Int(argument) ?? 2_147_483_648
         }
         switch name.lowercased() {
         case "max-age":

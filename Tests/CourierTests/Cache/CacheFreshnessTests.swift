@@ -257,4 +257,18 @@ import Testing
         #expect(CacheControl(CacheFixtures.headers(["Cache-Control": "max-age=-\(huge)"])).maxAge == 0)
         #expect(CacheControl(CacheFixtures.headers(["Cache-Control": "max-age=1.5"])).maxAge == 0)
     }
+
+    /// RFC 9111 §1.2.2: delta-seconds are digits only, and a malformed `max-age` is zero (stale).
+    /// `Int("+600")` reads 600, so a `max-age=+600` kept its answer fresh for ten minutes while
+    /// `max-age=-600` was stale at once.
+    @Test func aDeltaSecondsValueWithAPlusSignIsMalformed() throws {
+        let control = CacheControl(
+            CacheFixtures.headers(["Cache-Control": "max-age=+600, max-stale=+600, min-fresh=+600"]))
+        #expect(control.maxAge == 0)
+        #expect(control.maxStale == 0)
+        #expect(control.minFresh == 0)
+        let cache = try cacheAfterStoring(["Cache-Control": "max-age=+600"])
+        clock.advance(1)
+        #expect(try lookup(cache).isStale)
+    }
 }
