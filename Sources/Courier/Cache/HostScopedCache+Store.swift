@@ -136,11 +136,26 @@ extension HostScopedCache {
                 urls.append(origin + value)
             } else if value.lowercased().hasPrefix(origin + "/") {
                 urls.append(origin + value.dropFirst(origin.count))
+            } else if let pathAndQuery = Self.sameOriginPathAndQuery(of: value, resolvedAgainst: urls[0]) {
+                urls.append(origin + pathAndQuery)
             }
         }
         var dropped = 0
         for url in urls { dropped += invalidate(url: url, secretQueryNames: secretQueryNames) }
         return dropped
+    }
+
+    /// The path and query `reference` (a `Location` or `Content-Location`) names once resolved
+    /// against `target` (RFC 3986 §5), when it names `target`'s origin; nil for another origin.
+    /// A relative path (`8`), a network-path reference (`//host/…`) and the default port written
+    /// out (`:443`) name the origin too; only `/path` and the request's exact authority did.
+    static func sameOriginPathAndQuery(of reference: String, resolvedAgainst target: String) -> String? {
+        guard let base = URL(string: target), let origin = Origin(base),
+            let resolved = URL(string: percentEncodingNonASCII(reference), relativeTo: base)?.absoluteURL,
+            Origin(resolved) == origin, let parts = URLComponents(url: resolved, resolvingAgainstBaseURL: false)
+        else { return nil }
+        let path = parts.percentEncodedPath.isEmpty ? "/" : parts.percentEncodedPath
+        return path + (parts.percentEncodedQuery.map { "?" + $0 } ?? "")
     }
 
     /// Drops every identity's entries for `url` (`scheme://host[:port]/path?query`).
