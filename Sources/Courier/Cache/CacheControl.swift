@@ -65,7 +65,8 @@ struct CacheControl: Sendable, Equatable {
         }
     }
 
-    /// Splits a directive list on commas outside quoted strings.
+    /// Splits a directive list on commas outside quoted strings. A backslash in a quoted string
+    /// escapes the next character (RFC 9110 §5.6.4): an escaped quote does not end the string.
     private static func split(_ value: String) -> [(name: Substring, argument: Substring?)] {
         var result: [(Substring, Substring?)] = []
         var start = value.startIndex
@@ -87,7 +88,9 @@ struct CacheControl: Sendable, Equatable {
         }
         while index < value.endIndex {
             let character = value[index]
-            if character == "\"" {
+            if inQuotes, character == "\\", value.index(after: index) < value.endIndex {
+                index = value.index(after: index)
+            } else if character == "\"" {
                 inQuotes.toggle()
             } else if character == ",", !inQuotes {
                 flush(index)

@@ -271,4 +271,20 @@ import Testing
         clock.advance(1)
         #expect(try lookup(cache).isStale)
     }
+
+    /// RFC 9110 §5.6.4: a quoted string may hold a quoted pair (`\"`). The parser ended the
+    /// string at the escaped quote, read the closing one as an opening one, and took the rest
+    /// of the field for the string: a `no-store` after it was lost and the answer was stored.
+    @Test func anEscapedQuoteInAQuotedArgumentDoesNotHideTheDirectivesAfterIt() throws {
+        let control = CacheControl(
+            CacheFixtures.headers(["Cache-Control": #"no-cache="X-A\"b", no-store, max-age=60"#]))
+        #expect(control.noStore)
+        #expect(control.maxAge == 60)
+        let cache = try CacheFixtures.memoryCache(clock: clock)
+        #expect(
+            !cache.store(
+                CacheFixtures.request(),
+                CacheFixtures.response(200, ["Cache-Control": #"private="X-A\"b", no-store, max-age=60"#])))
+        #expect(try lookup(cache).isMiss)
+    }
 }
