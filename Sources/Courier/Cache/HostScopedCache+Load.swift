@@ -16,11 +16,14 @@ struct CacheTransportResponse: Sendable {
     var requestTime: Date?
     /// When the response head arrived; nil: `load` reads the cache's clock after `send` returns.
     var responseTime: Date?
+    /// The URL that answered when redirects were followed to it (nil otherwise): an unsafe
+    /// request invalidates it too, as the `Location` of the redirect the cache never saw.
+    var redirectedURL: String?
 
     /// Creates a transport response.
     init(
         response: HTTPResponse, body: Data, receivedWhole: Bool = true, mayStore: Bool = true,
-        requestTime: Date? = nil, responseTime: Date? = nil
+        requestTime: Date? = nil, responseTime: Date? = nil, redirectedURL: String? = nil
     ) {
         self.response = response
         self.body = body
@@ -28,6 +31,7 @@ struct CacheTransportResponse: Sendable {
         self.mayStore = mayStore
         self.requestTime = requestTime
         self.responseTime = responseTime
+        self.redirectedURL = redirectedURL
     }
 }
 
@@ -93,8 +97,8 @@ extension HostScopedCache {
                 throw error
             }
             invalidate(
-                after: request.request, response: result.response, realTimeQueryNames: request.realTimeQueryNames,
-                secretQueryNames: request.secretQueryNames)
+                after: request.request, response: result.response, redirectedTo: result.redirectedURL,
+                realTimeQueryNames: request.realTimeQueryNames, secretQueryNames: request.secretQueryNames)
             return CacheLoadResult(response: result.response, body: result.body, source: .network, isStale: false)
         }
         // Conditions of the caller's own (`If-None-Match: "v2"`) ask about the version the

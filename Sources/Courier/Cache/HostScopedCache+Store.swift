@@ -117,21 +117,24 @@ extension HostScopedCache {
     /// - Parameters:
     ///   - request: The request that was sent.
     ///   - response: Its response, when there was one.
+    ///   - redirectedTo: The URL that gave `response`, when redirects led there (a POST answered
+    ///     `303 See Other`): invalidated like a `Location` (same origin only), since the
+    ///     redirect's own `Location` never reaches the cache.
     ///   - realTimeQueryNames: The real-time parameters the request carries (not in the key).
     ///   - secretQueryNames: The credential's query items the request carries (digested in the key).
     /// - Returns: How many URLs' entries were dropped.
     @discardableResult
     func invalidate(
-        after request: HTTPRequest, response: HTTPResponse?, realTimeQueryNames: Set<String> = [],
-        secretQueryNames: Set<String> = []
+        after request: HTTPRequest, response: HTTPResponse?, redirectedTo: String? = nil,
+        realTimeQueryNames: Set<String> = [], secretQueryNames: Set<String> = []
     ) -> Int {
         guard ![.get, .head, .options, .trace].contains(request.method) else { return 0 }
         var target = CacheRequest(request)
         target.realTimeQueryNames = realTimeQueryNames
         var urls = [target.normalizedURL]
         let origin = "\((request.scheme ?? "https").lowercased())://\((request.authority ?? "").lowercased())"
-        for name in [HTTPField.Name.location, .contentLocation] {
-            guard let value = response?.headerFields[name] else { continue }
+        let references = [HTTPField.Name.location, .contentLocation].compactMap { response?.headerFields[$0] }
+        for value in references + (redirectedTo.map { [$0] } ?? []) {
             if value.hasPrefix("/"), !value.hasPrefix("//") {
                 urls.append(origin + value)
             } else if value.lowercased().hasPrefix(origin + "/") {

@@ -327,4 +327,30 @@ import Testing
         }
         #expect(server.requestCount == 1)
     }
+
+    /// RFC 9111 §4.4: an unsafe request's answer invalidates its same-origin `Location`. Courier
+    /// follows a redirect itself, so the cache saw only the last hop's answer: after a POST
+    /// answered `303 See Other` to `/profile` (post-redirect-get), the stored `/profile` was
+    /// still served, older than the page the redirect had just fetched.
+    @Test func anUnsafeRequestRedirectedToAStoredURLInvalidatesIt() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let version = LockedValue(1)
+        server.route("GET", "/profile") { _ in
+            ScriptedResponse.text("profile \(version.withLock { $0 })").with(.cacheControl, "max-age=600")
+        }
+        server.route("POST", "/profile/update") { _ in
+            version.withLock { $0 += 1 }
+            return .redirect(to: "/profile", status: 303)
+        }
+        let (client, _) = try makeClient(server)
+        func profile() async throws -> String {
+            String(decoding: try await client.send(request("/profile")).body, as: UTF8.self)
+        }
+        #expect(try await profile() == "profile 1")
+        #expect(try await profile() == "profile 1")
+        let redirected = try await client.send(request("/profile/update", method: .post), body: .data(Data("x".utf8)))
+        #expect(String(decoding: redirected.body, as: UTF8.self) == "profile 2")
+        #expect(try await profile() == "profile 2")
+    }
 }
