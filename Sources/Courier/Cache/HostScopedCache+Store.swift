@@ -12,8 +12,9 @@ extension HostScopedCache {
     /// ones (302 and 307 need explicit freshness), bodies not received whole or over the size
     /// limit, answers that set a cookie to a request without a credential (unless a lifetime is
     /// forced). `Set-Cookie` and hop-by-hop fields are not kept. A whole response of a storable
-    /// status that cannot replace the stored one (`no-store`, over the size limit, `Vary: *`)
-    /// drops it, so the older answer is not served after the newer one.
+    /// status that cannot replace the stored one (`no-store`, over the size limit, `Vary: *`, a
+    /// cookie set for an anonymous request) drops it, so the older answer is not served after
+    /// the newer one.
     /// - Parameters:
     ///   - request: The call's cache request (the request as sent, without conditional fields).
     ///   - response: The response head.
@@ -62,7 +63,11 @@ extension HostScopedCache {
         // A cookie set in answer to a request without a credential starts a session for whoever
         // asked; the anonymous entry would go to every other caller without one (other clients
         // of the cache, other users), with that session in its body and no cookie of theirs.
-        if forced == nil, identity.isAnonymous, fields[.setCookie] != nil { return nil }
+        // It is a newer answer all the same: the older entry goes, as above.
+        if forced == nil, identity.isAnonymous, fields[.setCookie] != nil {
+            invalidateKey(Self.key(identity: identity, url: storedURL(of: request)))
+            return nil
+        }
 
         var head = response
         let dropped = CacheEntry.hopByHop(fields).union([.setCookie])

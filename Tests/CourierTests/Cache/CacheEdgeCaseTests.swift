@@ -350,4 +350,17 @@ import Testing
         _ = try await cache.load(post) { _ in CacheTransportResponse(response: response(201, []), body: Data()) }
         #expect(try cache.lookup(get).isMiss)
     }
+
+    /// An answer that sets a cookie for an anonymous request is never stored (the session would
+    /// go to every other caller), but it is a newer whole answer all the same: the entry it
+    /// could not replace was served after it (a reload brought "new", the next call got "old").
+    @Test func aNewerAnswerSettingACookieForAnAnonymousRequestDropsTheOlderOne() throws {
+        let cache = try CacheFixtures.memoryCache(clock: clock)
+        #expect(cache.store(CacheFixtures.request("/a"), response([("Cache-Control", "max-age=600")]), body: "old"))
+        #expect(
+            !cache.store(
+                CacheFixtures.request("/a"), response([("Cache-Control", "max-age=600"), ("Set-Cookie", "s=1")]),
+                body: "new", policy: .reloadIgnoringCache))
+        #expect(try cache.lookup(CacheFixtures.request("/a")).isMiss)
+    }
 }
