@@ -67,7 +67,10 @@ struct CacheControl: Sendable, Equatable {
 
     /// Splits a directive list on commas outside quoted strings. A backslash in a quoted string
     /// escapes the next character (RFC 9110 §5.6.4): an escaped quote does not end the string.
-    private static func split(_ value: String) -> [(name: Substring, argument: Substring?)] {
+    /// A value whose last quoted string is never closed is split again with `quoted` false
+    /// (quotes as plain characters): the open string took in every directive after it, a
+    /// `no-store` too.
+    private static func split(_ value: String, quoted: Bool = true) -> [(name: Substring, argument: Substring?)] {
         var result: [(Substring, Substring?)] = []
         var start = value.startIndex
         var inQuotes = false
@@ -90,7 +93,7 @@ struct CacheControl: Sendable, Equatable {
             let character = value[index]
             if inQuotes, character == "\\", value.index(after: index) < value.endIndex {
                 index = value.index(after: index)
-            } else if character == "\"" {
+            } else if character == "\"", quoted {
                 inQuotes.toggle()
             } else if character == ",", !inQuotes {
                 flush(index)
@@ -98,6 +101,7 @@ struct CacheControl: Sendable, Equatable {
             }
             index = value.index(after: index)
         }
+        if inQuotes { return split(value, quoted: false) }
         flush(value.endIndex)
         return result
     }

@@ -287,4 +287,19 @@ import Testing
                 CacheFixtures.response(200, ["Cache-Control": #"private="X-A\"b", no-store, max-age=60"#])))
         #expect(try lookup(cache).isMiss)
     }
+
+    /// A quoted string that is never closed (`no-cache="Set-Cookie, no-store`) took every
+    /// directive after its opening quote into it: the `no-store` was lost and the answer was
+    /// stored. Such a malformed value is read with its quotes as plain characters.
+    @Test func anUnterminatedQuotedArgumentDoesNotHideTheDirectivesAfterIt() throws {
+        let control = CacheControl(CacheFixtures.headers(["Cache-Control": #"no-cache="Set-Cookie, no-store"#]))
+        #expect(control.noStore)
+        #expect(control.noCache)
+        let cache = try CacheFixtures.memoryCache(clock: clock)
+        #expect(
+            !cache.store(
+                CacheFixtures.request(),
+                CacheFixtures.response(200, ["Cache-Control": #"max-age=60, private="X-A, no-store"#])))
+        #expect(try lookup(cache).isMiss)
+    }
 }
