@@ -39,11 +39,12 @@ struct CacheControl: Sendable, Equatable {
 
     private mutating func apply(_ name: Substring, _ argument: Substring?) {
         func seconds() -> Int {
-            guard let argument else { return 0 }
-            if let value = Int(argument) { return max(0, value) }
-            // RFC 9111 §1.2.2: digits past the largest integer mean 2³¹, not a malformed value.
-            let isDigits = !argument.isEmpty && argument.utf8.allSatisfy { (48...57).contains($0) }
-            return isDigits ? 2_147_483_648 : 0
+            // RFC 9111 §1.2.2: digits only (`Int(_:)` alone also takes a sign: `+600` read as
+            // 600); digits past the largest integer mean 2³¹, not a malformed value.
+            guard let argument, !argument.isEmpty, argument.utf8.allSatisfy({ (48...57).contains($0) }) else {
+                return 0
+            }
+            return Int(argument) ?? 2_147_483_648
         }
         switch name.lowercased() {
         case "max-age":
@@ -64,8 +65,12 @@ struct CacheControl: Sendable, Equatable {
         }
     }
 
-    /// Splits a directive list on commas outside quoted strings.
-    private static func split(_ value: String) -> [(name: Substring, argument: Substring?)] {
+    /// Splits a directive list on commas outside quoted strings. A backslash in a quoted string
+    /// escapes the next character (RFC 9110 §5.6.4): an escaped quote does not end the string.
+    /// A value whose last quoted string is never closed is split again with `quoted` false
+    /// (quotes as plain characters): the open string took in every directive after it, a
+    /// `no-store` too.
+    private static func split(_ value: String, quoted: Bool = true) -> [(name: Substring, argument: Substring?)] {
         var result: [(Substring, Substring?)] = []
         var start = value.startIndex
         var inQuotes = false
@@ -86,7 +91,9 @@ struct CacheControl: Sendable, Equatable {
         }
         while index < value.endIndex {
             let character = value[index]
-            if character == "\"" {
+            if inQuotes, character == "\\", value.index(after: index) < value.endIndex {
+                index = value.index(after: index)
+            } else if character == "\"", quoted {
                 inQuotes.toggle()
             } else if character == ",", !inQuotes {
                 flush(index)
@@ -94,6 +101,7 @@ struct CacheControl: Sendable, Equatable {
             }
             index = value.index(after: index)
         }
+        if inQuotes { return split(value, quoted: false) }
         flush(value.endIndex)
         return result
     }

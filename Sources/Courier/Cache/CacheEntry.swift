@@ -51,7 +51,8 @@ final class CacheEntry: Sendable {
         dateValue = fields[.date].flatMap(HTTPDateFormat.parse)
         ageValue = Self.firstMember(fields[values: CacheFieldName.age]).flatMap(Self.deltaSeconds) ?? 0
         headerLifetime = Self.lifetime(
-            fields: fields, control: control, date: dateValue ?? responseTime, hasQuery: hasQuery)
+            fields: fields, control: control, date: dateValue ?? responseTime, hasQuery: hasQuery,
+            status: response.status.code)
     }
 
     /// A delta-seconds value (RFC 9111 §1.2.2): digits only, capped at 2^31; nil when invalid.
@@ -78,7 +79,13 @@ final class CacheEntry: Sendable {
 
     /// The freshness lifetime from the headers (RFC 9111 §4.2.1): max-age, else Expires − Date,
     /// else 10% of Date − Last-Modified for URLs without a query.
-    static func lifetime(fields: HTTPFields, control: CacheControl, date: Date, hasQuery: Bool) -> TimeInterval {
+    ///
+    /// The heuristic only for a heuristically cacheable `status` or an answer marked `public`
+    /// (RFC 9111 §4.2.2): a 302 or 307 kept for its `private` directive alone got one, and a
+    /// temporary redirect was served for a tenth of its `Last-Modified` age.
+    static func lifetime(
+        fields: HTTPFields, control: CacheControl, date: Date, hasQuery: Bool, status: Int
+    ) -> TimeInterval {
         if let maxAge = control.maxAge { return TimeInterval(maxAge) }
         let expires = fields[values: .expires]
         if let first = expires.first {
@@ -87,7 +94,8 @@ final class CacheEntry: Sendable {
             guard expires.allSatisfy({ $0 == first }), let expiry = HTTPDateFormat.parse(first) else { return 0 }
             return max(0, expiry.timeIntervalSince(date))
         }
-        if !hasQuery, let lastModified = fields[.lastModified].flatMap(HTTPDateFormat.parse) {
+        let heuristicallyCacheable = HostScopedCache.defaultStorableStatuses.contains(status) || control.isPublic
+        if !hasQuery, heuristicallyCacheable, let lastModified = fields[.lastModified].flatMap(HTTPDateFormat.parse) {
             return max(0, date.timeIntervalSince(lastModified) / 10)
         }
         return 0
@@ -156,14 +164,16 @@ final class CacheEntry: Sendable {
     }
 
     /// This entry refreshed by a 304: its end-to-end fields replace the stored ones, except
-    /// Content-Length, Content-Encoding, Content-Type and hop-by-hop fields (RFC 9111 §3.2).
+    /// Content-Length, Content-Encoding, Content-Type, Content-Range and hop-by-hop fields
+    /// (RFC 9111 §3.2): those describe the stored bytes, and a `Content-Range` a 304 carried
+    /// made the whole stored answer read as a part of one.
     ///
     /// `Date` and `Age` describe a message, not the representation: a 304 without them gets
     /// the time it arrived as its `Date` (RFC 9110 §6.6.1) and no `Age`, so the old response's
     /// values do not make the refreshed entry look older than it is.
     func merging(notModified: HTTPResponse, requestTime: Date, responseTime: Date) -> CacheEntry {
         let excluded = Self.hopByHop(notModified.headerFields).union([
-            HTTPField.Name.contentLength, .contentEncoding, .contentType, .setCookie,
+            HTTPField.Name.contentLength, .contentEncoding, .contentType, .contentRange, .setCookie,
         ])
         var fields = response.headerFields
         var replaced = Set<HTTPField.Name>()

@@ -135,6 +135,13 @@ package struct CacheRequest: Sendable {
     /// version the caller holds, and the answer (a 304 included) is the caller's.
     var hasOwnConditions: Bool { Self.hasOwnConditions(request.headerFields) }
 
+    /// Whether only a stored answer may answer the call, never the network: the policy is
+    /// `.returnCacheDataDontLoad`, or the call (`onlyIfCached`) or the request's `Cache-Control`
+    /// (`control`, parsed) says `only-if-cached` (RFC 9111 §5.2.1.7).
+    func isCacheOnly(_ control: CacheControl) -> Bool {
+        policy == .returnCacheDataDontLoad || onlyIfCached || control.onlyIfCached
+    }
+
     /// Whether `fields` hold a conditional field (`conditionNames`) of the caller's own.
     static func hasOwnConditions(_ fields: HTTPFields) -> Bool { conditionNames.contains { fields[$0] != nil } }
 

@@ -63,7 +63,8 @@ extension HTTPClient {
             }
             network = response
             return CacheTransportResponse(
-                response: response.head, body: response.body, mayStore: response.redirectCount == 0)
+                response: response.head, body: response.body, mayStore: response.redirectCount == 0,
+                redirectedURL: response.redirectCount > 0 ? response.url.absoluteString : nil)
         }
         if result.source == .network, let network { return network }
         // Stored under another call's limit (or another client's, sharing the cache): this

@@ -16,11 +16,14 @@ struct CacheTransportResponse: Sendable {
     var requestTime: Date?
     /// When the response head arrived; nil: `load` reads the cache's clock after `send` returns.
     var responseTime: Date?
+    /// The URL that answered when redirects were followed to it (nil otherwise): an unsafe
+    /// request invalidates it too, as the `Location` of the redirect the cache never saw.
+    var redirectedURL: String?
 
     /// Creates a transport response.
     init(
         response: HTTPResponse, body: Data, receivedWhole: Bool = true, mayStore: Bool = true,
-        requestTime: Date? = nil, responseTime: Date? = nil
+        requestTime: Date? = nil, responseTime: Date? = nil, redirectedURL: String? = nil
     ) {
         self.response = response
         self.body = body
@@ -28,6 +31,7 @@ struct CacheTransportResponse: Sendable {
         self.mayStore = mayStore
         self.requestTime = requestTime
         self.responseTime = responseTime
+        self.redirectedURL = redirectedURL
     }
 }
 
@@ -87,18 +91,23 @@ extension HostScopedCache {
                 result = try await timed(send, request.request)
             } catch {
                 // The server may have carried out the request before the failure: drop the URL anyway.
-                invalidate(after: request.request, response: nil, realTimeQueryNames: request.realTimeQueryNames)
+                invalidate(
+                    after: request.request, response: nil, realTimeQueryNames: request.realTimeQueryNames,
+                    secretQueryNames: request.secretQueryNames)
                 throw error
             }
             invalidate(
-                after: request.request, response: result.response, realTimeQueryNames: request.realTimeQueryNames)
+                after: request.request, response: result.response, redirectedTo: result.redirectedURL,
+                realTimeQueryNames: request.realTimeQueryNames, secretQueryNames: request.secretQueryNames)
             return CacheLoadResult(response: result.response, body: result.body, source: .network, isStale: false)
         }
         // Conditions of the caller's own (`If-None-Match: "v2"`) ask about the version the
         // caller holds: the stored entry is not the answer, and a 304 answers the caller's
         // validator, not the entry's (merged, it served the entry's older body as confirmed).
-        // Sent as it is, as OkHttp does; a whole answer is still offered for storage.
-        if request.hasOwnConditions, request.policy != .returnCacheDataDontLoad, !request.onlyIfCached {
+        // Sent as it is, as OkHttp does; a whole answer is still offered for storage. Not when
+        // the call may be answered from the cache only (`only-if-cached` in its own
+        // `Cache-Control` too): it gets a stored answer or `.notCached`, never the server's.
+        if request.hasOwnConditions, !request.isCacheOnly(CacheControl(request.request.headerFields)) {
             let result = try await timed(send, request.request)
             await offer(request, result)
             return CacheLoadResult(response: result.response, body: result.body, source: .network, isStale: false)

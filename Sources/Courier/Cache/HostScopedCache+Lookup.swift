@@ -13,8 +13,7 @@ extension HostScopedCache {
     func lookup(_ request: CacheRequest, now: Date? = nil) throws(CourierError) -> CacheLookupResult {
         let now = now ?? configuration.clock.now()
         let requestControl = CacheControl(request.request.headerFields)
-        let cacheOnly =
-            request.policy == .returnCacheDataDontLoad || requestControl.onlyIfCached || request.onlyIfCached
+        let cacheOnly = request.isCacheOnly(requestControl)
         guard let plan = plan(for: request) else {
             if cacheOnly { throw notCached(request) }
             return .miss
@@ -24,6 +23,9 @@ extension HostScopedCache {
             || (request.policy == .useProtocolCachePolicy && requestControl.noCache && !cacheOnly)
         {
             recordMiss(url)
+            // `only-if-cached` with `.reloadIgnoringCache`: no stored answer is wanted, and the
+            // network is not allowed.
+            if cacheOnly { throw notCached(request) }
             return .miss
         }
         let key = Self.key(identity: identity(of: request), url: url)
@@ -43,6 +45,8 @@ extension HostScopedCache {
         case .returnCacheDataElseLoad, .returnCacheDataDontLoad:
             return recordHit(entry.served(now: now, isStale: !isFresh))
         case .reloadRevalidatingCache:
+            // It wants the server's word, which `only-if-cached` does not allow.
+            if cacheOnly { throw notCached(request) }
             return recordRevalidation(entry.served(now: now, isStale: !isFresh), entry.conditionalHeaders)
         case .useProtocolCachePolicy, .reloadIgnoringCache:
             break

@@ -12,8 +12,9 @@ extension HostScopedCache {
     /// ones (302 and 307 need explicit freshness), bodies not received whole or over the size
     /// limit, answers that set a cookie to a request without a credential (unless a lifetime is
     /// forced). `Set-Cookie` and hop-by-hop fields are not kept. A whole response of a storable
-    /// status that cannot replace the stored one (`no-store`, over the size limit, `Vary: *`)
-    /// drops it, so the older answer is not served after the newer one.
+    /// status that cannot replace the stored one (`no-store`, over the size limit, `Vary: *`, a
+    /// cookie set for an anonymous request) drops it, so the older answer is not served after
+    /// the newer one.
     /// - Parameters:
     ///   - request: The call's cache request (the request as sent, without conditional fields).
     ///   - response: The response head.
@@ -62,7 +63,11 @@ extension HostScopedCache {
         // A cookie set in answer to a request without a credential starts a session for whoever
         // asked; the anonymous entry would go to every other caller without one (other clients
         // of the cache, other users), with that session in its body and no cookie of theirs.
-        if forced == nil, identity.isAnonymous, fields[.setCookie] != nil { return nil }
+        // It is a newer answer all the same: the older entry goes, as above.
+        if forced == nil, identity.isAnonymous, fields[.setCookie] != nil {
+            invalidateKey(Self.key(identity: identity, url: storedURL(of: request)))
+            return nil
+        }
 
         var head = response
         let dropped = CacheEntry.hopByHop(fields).union([.setCookie])
@@ -82,7 +87,7 @@ extension HostScopedCache {
     /// Refreshes a stored entry with a 304 response and returns the response to serve.
     ///
     /// The stored body is kept; the 304's end-to-end fields replace the stored ones, except
-    /// Content-Length, Content-Encoding, Content-Type and hop-by-hop fields.
+    /// Content-Length, Content-Encoding, Content-Type, Content-Range and hop-by-hop fields.
     /// - Parameters:
     ///   - request: The call's cache request.
     ///   - cached: The entry the `.stale` lookup returned.
@@ -117,33 +122,57 @@ extension HostScopedCache {
     /// - Parameters:
     ///   - request: The request that was sent.
     ///   - response: Its response, when there was one.
+    ///   - redirectedTo: The URL that gave `response`, when redirects led there (a POST answered
+    ///     `303 See Other`): invalidated like a `Location` (same origin only), since the
+    ///     redirect's own `Location` never reaches the cache.
     ///   - realTimeQueryNames: The real-time parameters the request carries (not in the key).
+    ///   - secretQueryNames: The credential's query items the request carries (digested in the key).
     /// - Returns: How many URLs' entries were dropped.
     @discardableResult
-    func invalidate(after request: HTTPRequest, response: HTTPResponse?, realTimeQueryNames: Set<String> = []) -> Int {
+    func invalidate(
+        after request: HTTPRequest, response: HTTPResponse?, redirectedTo: String? = nil,
+        realTimeQueryNames: Set<String> = [], secretQueryNames: Set<String> = []
+    ) -> Int {
         guard ![.get, .head, .options, .trace].contains(request.method) else { return 0 }
         var target = CacheRequest(request)
         target.realTimeQueryNames = realTimeQueryNames
         var urls = [target.normalizedURL]
         let origin = "\((request.scheme ?? "https").lowercased())://\((request.authority ?? "").lowercased())"
-        for name in [HTTPField.Name.location, .contentLocation] {
-            guard let value = response?.headerFields[name] else { continue }
+        let references = [HTTPField.Name.location, .contentLocation].compactMap { response?.headerFields[$0] }
+        for value in references + (redirectedTo.map { [$0] } ?? []) {
             if value.hasPrefix("/"), !value.hasPrefix("//") {
                 urls.append(origin + value)
             } else if value.lowercased().hasPrefix(origin + "/") {
                 urls.append(origin + value.dropFirst(origin.count))
+            } else if let pathAndQuery = Self.sameOriginPathAndQuery(of: value, resolvedAgainst: urls[0]) {
+                urls.append(origin + pathAndQuery)
             }
         }
         var dropped = 0
-        for url in urls { dropped += invalidate(url: url) }
+        for url in urls { dropped += invalidate(url: url, secretQueryNames: secretQueryNames) }
         return dropped
     }
 
+    /// The path and query `reference` (a `Location` or `Content-Location`) names once resolved
+    /// against `target` (RFC 3986 §5), when it names `target`'s origin; nil for another origin.
+    /// A relative path (`8`), a network-path reference (`//host/…`) and the default port written
+    /// out (`:443`) name the origin too; only `/path` and the request's exact authority did.
+    static func sameOriginPathAndQuery(of reference: String, resolvedAgainst target: String) -> String? {
+        guard let base = URL(string: target), let origin = Origin(base),
+            let resolved = URL(string: percentEncodingNonASCII(reference), relativeTo: base)?.absoluteURL,
+            Origin(resolved) == origin, let parts = URLComponents(url: resolved, resolvingAgainstBaseURL: false)
+        else { return nil }
+        let path = parts.percentEncodedPath.isEmpty ? "/" : parts.percentEncodedPath
+        return path + (parts.percentEncodedQuery.map { "?" + $0 } ?? "")
+    }
+
     /// Drops every identity's entries for `url` (`scheme://host[:port]/path?query`).
+    /// - Parameter secretQueryNames: Query items of a credential's in `url`, keyed as they were
+    ///   stored (see `storedURL(_:secretNames:)`): looked up in clear, they matched no entry.
     /// - Returns: How many entries (URL × identity) were dropped.
     @discardableResult
-    func invalidate(url: String) -> Int {
-        let url = storedURL(Self.normalize(url))
+    func invalidate(url: String, secretQueryNames: Set<String> = []) -> Int {
+        let url = storedURL(Self.normalize(url), secretNames: secretQueryNames)
         let suffix = " " + url
         // Disk first, then memory, under the disk lock all along (see `invalidateKey`).
         let (diskDropped, memoryDropped) = disk.withLock { tier in

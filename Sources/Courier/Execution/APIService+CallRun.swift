@@ -517,13 +517,18 @@ extension ServiceCore {
         @inline(never)
         private func forgetCached(_ answer: HTTPClient.Response, sent request: PreparedRequest) {
             guard let cache = service.client.configuration.cache, request.head.method == .get else { return }
-            // Under the URL the cache keyed it: without this attempt's real-time parameters.
+            // Under the URL the cache keyed it: without this attempt's real-time parameters, and
+            // with its credential's query items as digests.
             let names = realTimeNames
+            let secretNames = requestOptions().credentialQueryNames
             if let scheme = request.head.scheme, let authority = request.head.authority, let path = request.head.path {
                 cache.invalidate(
-                    url: CacheRequest.removingQueryItems(named: names, from: scheme + "://" + authority + path))
+                    url: CacheRequest.removingQueryItems(named: names, from: scheme + "://" + authority + path),
+                    secretQueryNames: secretNames)
             }
-            cache.invalidate(url: CacheRequest.removingQueryItems(named: names, from: answer.url.absoluteString))
+            cache.invalidate(
+                url: CacheRequest.removingQueryItems(named: names, from: answer.url.absoluteString),
+                secretQueryNames: secretNames)
         }
 
         /// What an attempt threw: a `CourierError` fails the attempt (`failed(_:)`, kept for

@@ -292,4 +292,75 @@ import Testing
         }
         #expect(try cache.lookup(CacheFixtures.request()).isMiss)
     }
+
+    /// RFC 9111 §4.2.2: a heuristic lifetime only for heuristically cacheable statuses or answers
+    /// marked `public`. A 302 stored for its `private` directive (ASP.NET writes one on every
+    /// redirect) got 10% of its `Last-Modified` age: a temporary redirect served for days.
+    @Test func aTemporaryRedirectKeptForItsPrivateDirectiveGetsNoHeuristicFreshness() throws {
+        let cache = try CacheFixtures.memoryCache(clock: clock)
+        let dated = [
+            ("Date", HTTPDateFormat.format(clock.now)), ("Last-Modified", HTTPDateFormat.format(clock.now - 864_000)),
+            ("Location", "/elsewhere"),
+        ]
+        #expect(cache.store(CacheFixtures.request("/private"), response(302, [("Cache-Control", "private")] + dated)))
+        #expect(cache.store(CacheFixtures.request("/public"), response(302, [("Cache-Control", "public")] + dated)))
+        #expect(cache.store(CacheFixtures.request("/ok"), response(200, [("Cache-Control", "private")] + dated)))
+        clock.advance(60)
+        #expect(try cache.lookup(CacheFixtures.request("/private")).isStale)
+        // `public` allows a heuristic, and a 200 is heuristically cacheable: a tenth of ten days.
+        #expect(try cache.lookup(CacheFixtures.request("/public")).isFresh)
+        #expect(try cache.lookup(CacheFixtures.request("/ok")).isFresh)
+    }
+
+    /// RFC 9111 §3.2: a 304 does not rewrite the fields that describe the stored bytes. Its
+    /// `Content-Range` was added to the stored 200, whose body is the whole representation.
+    @Test func aNotModifiedDoesNotAddAContentRangeToTheStoredAnswer() throws {
+        let cache = try CacheFixtures.memoryCache(clock: clock)
+        cache.store(CacheFixtures.request("/a"), response([("Cache-Control", "max-age=10"), ("ETag", "\"v1\"")]))
+        clock.advance(20)
+        guard case .stale(let cached, _) = try cache.lookup(CacheFixtures.request("/a")) else {
+            Issue.record("expected a stale entry")
+            return
+        }
+        let notModified = response(
+            304, [("Cache-Control", "max-age=100"), ("ETag", "\"v1\""), ("Content-Range", "bytes 0-1/10")])
+        let merged = try #require(
+            cache.merge304(
+                CacheRequest(CacheFixtures.request("/a")), cached: cached, notModified: notModified,
+                requestTime: clock.now, responseTime: clock.now))
+        #expect(merged.response.headerFields[.contentRange] == nil)
+        #expect(try cache.lookup(CacheFixtures.request("/a")).cached?.response.headerFields[.contentRange] == nil)
+    }
+
+    /// RFC 9111 §4.4: an unsafe request invalidates its target URI. A URL with a credential's
+    /// query part (`CredentialPart.query`) is stored with that value as a keyed digest, and the
+    /// invalidation looked for the value in clear: the GET's entry outlived the POST.
+    @Test func anUnsafeRequestInvalidatesAURLCarryingACredentialQueryPart() async throws {
+        let cache = try CacheFixtures.memoryCache(clock: clock)
+        var get = CacheRequest(CacheFixtures.request("/items?device=d1"))
+        get.secretQueryNames = ["device"]
+        #expect(
+            cache.store(
+                get, response: response([("Cache-Control", "max-age=600")]), body: Data("old".utf8),
+                receivedWhole: true,
+                requestTime: clock.now, responseTime: clock.now))
+        #expect(try cache.lookup(get).isFresh)
+        var post = CacheRequest(CacheFixtures.request("/items?device=d1", method: .post))
+        post.secretQueryNames = ["device"]
+        _ = try await cache.load(post) { _ in CacheTransportResponse(response: response(201, []), body: Data()) }
+        #expect(try cache.lookup(get).isMiss)
+    }
+
+    /// An answer that sets a cookie for an anonymous request is never stored (the session would
+    /// go to every other caller), but it is a newer whole answer all the same: the entry it
+    /// could not replace was served after it (a reload brought "new", the next call got "old").
+    @Test func aNewerAnswerSettingACookieForAnAnonymousRequestDropsTheOlderOne() throws {
+        let cache = try CacheFixtures.memoryCache(clock: clock)
+        #expect(cache.store(CacheFixtures.request("/a"), response([("Cache-Control", "max-age=600")]), body: "old"))
+        #expect(
+            !cache.store(
+                CacheFixtures.request("/a"), response([("Cache-Control", "max-age=600"), ("Set-Cookie", "s=1")]),
+                body: "new", policy: .reloadIgnoringCache))
+        #expect(try cache.lookup(CacheFixtures.request("/a")).isMiss)
+    }
 }

@@ -257,4 +257,49 @@ import Testing
         #expect(CacheControl(CacheFixtures.headers(["Cache-Control": "max-age=-\(huge)"])).maxAge == 0)
         #expect(CacheControl(CacheFixtures.headers(["Cache-Control": "max-age=1.5"])).maxAge == 0)
     }
+
+    /// RFC 9111 §1.2.2: delta-seconds are digits only, and a malformed `max-age` is zero (stale).
+    /// `Int("+600")` reads 600, so a `max-age=+600` kept its answer fresh for ten minutes while
+    /// `max-age=-600` was stale at once.
+    @Test func aDeltaSecondsValueWithAPlusSignIsMalformed() throws {
+        let control = CacheControl(
+            CacheFixtures.headers(["Cache-Control": "max-age=+600, max-stale=+600, min-fresh=+600"]))
+        #expect(control.maxAge == 0)
+        #expect(control.maxStale == 0)
+        #expect(control.minFresh == 0)
+        let cache = try cacheAfterStoring(["Cache-Control": "max-age=+600"])
+        clock.advance(1)
+        #expect(try lookup(cache).isStale)
+    }
+
+    /// RFC 9110 §5.6.4: a quoted string may hold a quoted pair (`\"`). The parser ended the
+    /// string at the escaped quote, read the closing one as an opening one, and took the rest
+    /// of the field for the string: a `no-store` after it was lost and the answer was stored.
+    @Test func anEscapedQuoteInAQuotedArgumentDoesNotHideTheDirectivesAfterIt() throws {
+        let control = CacheControl(
+            CacheFixtures.headers(["Cache-Control": #"no-cache="X-A\"b", no-store, max-age=60"#]))
+        #expect(control.noStore)
+        #expect(control.maxAge == 60)
+        let cache = try CacheFixtures.memoryCache(clock: clock)
+        #expect(
+            !cache.store(
+                CacheFixtures.request(),
+                CacheFixtures.response(200, ["Cache-Control": #"private="X-A\"b", no-store, max-age=60"#])))
+        #expect(try lookup(cache).isMiss)
+    }
+
+    /// A quoted string that is never closed (`no-cache="Set-Cookie, no-store`) took every
+    /// directive after its opening quote into it: the `no-store` was lost and the answer was
+    /// stored. Such a malformed value is read with its quotes as plain characters.
+    @Test func anUnterminatedQuotedArgumentDoesNotHideTheDirectivesAfterIt() throws {
+        let control = CacheControl(CacheFixtures.headers(["Cache-Control": #"no-cache="Set-Cookie, no-store"#]))
+        #expect(control.noStore)
+        #expect(control.noCache)
+        let cache = try CacheFixtures.memoryCache(clock: clock)
+        #expect(
+            !cache.store(
+                CacheFixtures.request(),
+                CacheFixtures.response(200, ["Cache-Control": #"max-age=60, private="X-A, no-store"#])))
+        #expect(try lookup(cache).isMiss)
+    }
 }

@@ -161,4 +161,29 @@ import Testing
         #expect(cache.invalidate(url: "HTTPS://API.example.com/a?x=1#frag") == 1)
         #expect(try cache.lookup(CacheFixtures.request("/a?x=1")).isMiss)
     }
+
+    /// RFC 9111 §4.4: `Location` and `Content-Location` are URI references, resolved against the
+    /// target URI, and same-origin ones are invalidated. Only a path starting with `/` or an
+    /// absolute URL written with the request's exact authority were: a relative path (`8`), a
+    /// network-path reference (`//api.example.com/…`) and the default port written out (`:443`)
+    /// left the entry to be served after the write.
+    @Test func unsafeMethodsInvalidateLocationsWrittenInAnyFormOfTheSameOrigin() throws {
+        let cache = try CacheFixtures.memoryCache(
+            clock: clock, rules: [CacheRule(CacheFixtures.host, .followHTTP), CacheRule("other.example", .followHTTP)])
+        let maxAge = CacheFixtures.response(200, ["Cache-Control": "max-age=60"])
+        let paths = ["/items/7", "/items/8", "/items/9"]
+        for path in paths { cache.store(CacheFixtures.request(path), maxAge) }
+        cache.store(CacheFixtures.request("/items/10", host: "other.example"), maxAge)
+        cache.invalidate(
+            after: CacheFixtures.request("/items/", method: .post),
+            response: CacheFixtures.response(
+                201, ["Location": "https://api.example.com:443/items/7", "Content-Location": "8"]))
+        cache.invalidate(
+            after: CacheFixtures.request("/items/", method: .put),
+            response: CacheFixtures.response(
+                200, ["Location": "//api.example.com/items/9", "Content-Location": "https://other.example/items/10"]))
+        for path in paths { #expect(try cache.lookup(CacheFixtures.request(path)).isMiss, "\(path)") }
+        // Another origin's entry is left alone.
+        #expect(try cache.lookup(CacheFixtures.request("/items/10", host: "other.example")).isFresh)
+    }
 }

@@ -294,4 +294,63 @@ import Testing
         #expect(server.requestCount == 4)
         #expect(server.recordedRequests.last?.header("If-None-Match") == "\"p\"")
     }
+
+    /// RFC 9111 §5.2.1.7: a request saying `Cache-Control: only-if-cached` gets a stored answer
+    /// or none (`.notCached`), never the server's. With a condition of its caller's own
+    /// (`If-None-Match`), or with `.reloadIgnoringCache` or `.reloadRevalidatingCache` (which
+    /// want the server's word), it was sent to the server all the same.
+    @Test func aRequestSayingOnlyIfCachedNeverReachesTheNetwork() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let (client, _) = try makeClient(server)
+        let path = "/cache/etag?etag=o&max-age=600"
+        _ = try await client.send(request(path))
+        func onlyIfCached(_ path: String) -> HTTPRequest {
+            var request = request(path)
+            request.headerFields[.cacheControl] = "only-if-cached"
+            request.headerFields[.ifNoneMatch] = "\"older\""
+            return request
+        }
+        let stored = try await client.send(onlyIfCached(path))
+        #expect(stored.isFromCache)
+        #expect(stored.status.code == 200)
+        for (path, policy) in [
+            ("/cache/etag?etag=missing&max-age=600", CachePolicy.useProtocolCachePolicy), (path, .reloadIgnoringCache),
+            (path, .reloadRevalidatingCache),
+        ] {
+            do {
+                let answer = try await client.send(onlyIfCached(path), options: options(policy))
+                Issue.record("expected .notCached, got \(answer.status.code) (from the cache: \(answer.isFromCache))")
+            } catch {
+                #expect((error as? CourierError)?.code == .notCached, "\(path) \(policy)")
+            }
+        }
+        #expect(server.requestCount == 1)
+    }
+
+    /// RFC 9111 §4.4: an unsafe request's answer invalidates its same-origin `Location`. Courier
+    /// follows a redirect itself, so the cache saw only the last hop's answer: after a POST
+    /// answered `303 See Other` to `/profile` (post-redirect-get), the stored `/profile` was
+    /// still served, older than the page the redirect had just fetched.
+    @Test func anUnsafeRequestRedirectedToAStoredURLInvalidatesIt() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let version = LockedValue(1)
+        server.route("GET", "/profile") { _ in
+            ScriptedResponse.text("profile \(version.withLock { $0 })").with(.cacheControl, "max-age=600")
+        }
+        server.route("POST", "/profile/update") { _ in
+            version.withLock { $0 += 1 }
+            return .redirect(to: "/profile", status: 303)
+        }
+        let (client, _) = try makeClient(server)
+        func profile() async throws -> String {
+            String(decoding: try await client.send(request("/profile")).body, as: UTF8.self)
+        }
+        #expect(try await profile() == "profile 1")
+        #expect(try await profile() == "profile 1")
+        let redirected = try await client.send(request("/profile/update", method: .post), body: .data(Data("x".utf8)))
+        #expect(String(decoding: redirected.body, as: UTF8.self) == "profile 2")
+        #expect(try await profile() == "profile 2")
+    }
 }

@@ -30,6 +30,21 @@ import Testing
             ])
     }
 
+    /// A service with the credential of generation 1 on a client whose cache follows the
+    /// loopback server's caching headers.
+    static func cachedService(
+        _ server: TestServer, storage: HostScopedCache.Configuration.Storage = .memoryOnly,
+        _ configure: (inout ServiceConfiguration) -> Void = { _ in }
+    ) throws -> ServiceCore {
+        let cache = try HostScopedCache(
+            configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: storage))
+        let client = try HTTPClient(configuration: .init(baseURL: server.baseURL, cache: cache))
+        let coordinator = AuthRefreshCoordinator<Session>(credential: .generation(1)) { _ in .generation(2) }
+        var configuration = ServiceConfiguration(retryPolicy: .none, authentication: interceptor(coordinator))
+        configure(&configuration)
+        return ServiceCore(client: client, configuration: configuration)
+    }
+
     /// The generation each part of a recorded request belongs to (nil for a missing part).
     static func generations(_ request: RecordedRequest) -> [Int?] {
         [
@@ -215,14 +230,7 @@ import Testing
         }
         let directory = TemporaryDirectory()
         do {
-            let cache = try HostScopedCache(
-                configuration: .init(
-                    rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .disk(directory: directory.path)))
-            let client = try HTTPClient(configuration: .init(baseURL: server.baseURL, cache: cache))
-            let coordinator = AuthRefreshCoordinator<Session>(credential: .generation(1)) { _ in .generation(2) }
-            let service = ServiceCore(
-                client: client,
-                configuration: ServiceConfiguration(retryPolicy: .none, authentication: Self.interceptor(coordinator)))
+            let service = try Self.cachedService(server, storage: .disk(directory: directory.path))
             let first = try await service.send(Endpoint<ServiceUser>.get("me"))
             let second = try await service.send(Endpoint<ServiceUser>.get("me"))
             #expect(!first.isFromCache && second.isFromCache)
@@ -236,6 +244,42 @@ import Testing
         for secret in ["tok-secret-1", "user-secret-1", "dev-secret-1"] {
             #expect(bytes.range(of: Data(secret.utf8)) == nil, "\(secret) reached the disk")
         }
+    }
+
+    /// RFC 9111 §4.4: a PUT invalidates its URL. The entry of a URL that carries the query
+    /// part is stored with the part's value as a keyed digest; the invalidation looked the URL
+    /// up with the value in clear, found nothing, and the next GET served the answer from
+    /// before the PUT.
+    @Test func anUnsafeCallInvalidatesTheEntryOfAURLWithAQueryPart() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/me") { request in
+            ScriptedResponse.json(["id": 1, "name": request.method == "PUT" ? "put" : "got"])
+                .with(.cacheControl, "max-age=600")
+        }
+        let service = try Self.cachedService(server)
+        let first = try await service.send(Endpoint<ServiceUser>.get("me"))
+        #expect(try await service.send(Endpoint<ServiceUser>.get("me")).isFromCache)
+        _ = try await service.send(Endpoint<ServiceUser>(.put, "me", body: ServiceUser(id: 1, name: "new")))
+        let afterPut = try await service.send(Endpoint<ServiceUser>.get("me"))
+        #expect(!first.isFromCache)
+        #expect(!afterPut.isFromCache)
+        #expect(server.count("/me") == 3)
+    }
+
+    /// A refused answer is dropped from the cache, which stored it before the check ran, so the
+    /// next call asks the server. On a URL with the query part the drop looked the value up in
+    /// clear, dropped nothing, and the next call got the refused answer from the cache again.
+    @Test func aRefusedAnswerToAURLWithAQueryPartIsDroppedFromTheCache() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        ServiceHooksTests.answerBusyOnce(server, "/feed")
+        let service = try Self.cachedService(server) { $0.pipeline.validator = ServiceHooksTests.statusCheck }
+        await #expect(throws: CourierError.self) { try await service.send(Endpoint<ServiceUser>.get("feed")) }
+        let response = try await service.send(Endpoint<ServiceUser>.get("feed"))
+        #expect(response.value.name == "fresh")
+        #expect(!response.isFromCache)
+        #expect(server.count("/feed") == 2)
     }
 
     @Test func theSimpleTokenCaseIsUnchanged() async throws {

@@ -237,6 +237,18 @@ import Testing
         }
     }
 
+    /// Routes GET `path` to a cacheable answer that `statusCheck` refuses as busy the first time
+    /// and accepts (`ServiceUser` 5, "fresh") after.
+    static func answerBusyOnce(_ server: TestServer, _ path: String) {
+        let answers = ServiceCounter()
+        server.route("GET", path) { _ in
+            answers.increment()
+            let body: [String: Any] =
+                answers.value == 1 ? ["status": "busy"] : ["status": "ok", "id": 5, "name": "fresh"]
+            return ScriptedResponse.json(body).with(.cacheControl, "max-age=600")
+        }
+    }
+
     @Test func aRetryableRefusalIsRetriedAndTheNextAnswerAccepted() async throws {
         let server = try TestServer()
         defer { server.stop() }
@@ -284,13 +296,7 @@ import Testing
     @Test func aRefusedAnswerIsNotServedFromTheCache() async throws {
         let server = try TestServer()
         defer { server.stop() }
-        let answers = ServiceCounter()
-        server.route("GET", "/feed") { _ in
-            answers.increment()
-            let body: [String: Any] =
-                answers.value == 1 ? ["status": "busy"] : ["status": "ok", "id": 5, "name": "fresh"]
-            return ScriptedResponse.json(body).with(.cacheControl, "max-age=600")
-        }
+        Self.answerBusyOnce(server, "/feed")
         let cache = try HostScopedCache(
             configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly))
         let client = try HTTPClient(configuration: HTTPClient.Configuration(baseURL: server.baseURL, cache: cache))
