@@ -57,7 +57,8 @@ public final class HTTPClient: Sendable {
 
     /// Makes a client over libcurl.
     /// - Parameter configuration: Base URL, timeouts, limits, TLS and auth settings.
-    /// - Throws: `CourierError.configuration` when the configuration cannot work.
+    /// - Throws: `CourierError.configuration` when the configuration cannot work (a timeout of
+    ///   zero, a base URL that is not an http or https URL with a host, …).
     public convenience init(configuration: Configuration = .init()) throws(CourierError) {
         try self.init(configuration: configuration, transport: nil)
     }
@@ -70,7 +71,10 @@ public final class HTTPClient: Sendable {
         let configuration = try configuration.validated()
         for field in configuration.defaultHeaders { try RequestValidation.validate(field) }
         self.configuration = configuration
-        live = LockedValue(LiveSettings(Settings(configuration)))
+        let settings = LiveSettings(Settings(configuration))
+        // Refused here as `updateSettings` refuses it: every call would fail on it.
+        if configuration.baseURL != nil, case .failure(let error) = settings.server { throw error }
+        live = LockedValue(settings)
         credentialScope = try CredentialScope(configuration: configuration)
         cookieJar = configuration.cookieJar ?? (configuration.enablesCookieEngine ? CookieJar() : nil)
         telemetry = Telemetry(tracer: configuration.tracer, metricsFactory: configuration.metricsFactory)

@@ -212,6 +212,19 @@ import Testing
         #expect(service.settings.headers[Self.svc] == nil)
     }
 
+    /// The client refuses when it is made a base URL that `updateSettings` refuses and every call
+    /// would fail on: the old code made the client and each call then failed with the same
+    /// `.configuration` error, far from the line that set it.
+    @Test(arguments: ["ftp://example.com/", "https://example.com/v1?key=1", "https://user:pw@example.com/"])
+    func aBaseURLThatCannotWorkIsRefusedWhenTheClientIsMade(_ text: String) throws {
+        let error = try #require(throws: CourierError.self) {
+            try HTTPClient(
+                configuration: HTTPClient.Configuration(
+                    baseURL: URL(string: text), notificationCenter: NotificationCenter()))
+        }
+        #expect(error.code == .configuration, "\(error)")
+        #expect(error.message.contains("base URL"), "\(error)")
+    }
     @Test func concurrentUpdatesAreNeverLost() async throws {
         let client = try HTTPClient(configuration: HTTPClient.Configuration(notificationCenter: NotificationCenter()))
         let service = ServiceCore(client: client)
