@@ -162,7 +162,9 @@ public final class HTTPClient: Sendable {
             return
         }
         guard let credential = notification.userInfo?[CourierNotificationKey.credential] as? String else {
-            configuration.logger.warning("courier: login notification without a String credential; ignored")
+            configuration.logger.warning(
+                "courier: login notification ignored: its userInfo has no String under CourierNotificationKey.credential; the client's credential is unchanged"
+            )
             return
         }
         do {

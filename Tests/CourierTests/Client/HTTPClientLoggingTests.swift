@@ -43,6 +43,27 @@ import Testing
         let error = await courierError { _ = try await client.send(HTTPRequest(.get, server.baseURL)) }
         #expect(error?.description.contains("bearer-secret") == false)
     }
+
+    /// A login notification the client cannot use says in the log where the credential goes: the
+    /// old warning ("without a String credential") did not name the key, and an app posting
+    /// `["token": …]` had to read the source to find `CourierNotificationKey.credential`.
+    @Test func anUnusableLoginNotificationNamesTheKeyItNeeds() throws {
+        let lines = Recorder<String>()
+        let center = NotificationCenter()
+        let client = try makeClient {
+            $0.logger = Logger(label: "test") { _ in CapturingLogHandler(lines: lines) }
+            $0.notificationCenter = center
+        }
+        center.post(name: .courierUserDidLogIn, object: nil, userInfo: ["token": "token-secret"])
+        center.post(name: .courierUserDidLogIn, object: nil, userInfo: [CourierNotificationKey.credential: 42])
+        #expect(!client.isLoggedIn)
+        let warnings = lines.values
+        #expect(warnings.count == 2, "\(warnings)")
+        for line in warnings {
+            #expect(line.contains("CourierNotificationKey.credential"), "\(line)")
+            #expect(!line.contains("token-secret"), "\(line)")
+        }
+    }
 }
 
 struct CapturingLogHandler: LogHandler {
