@@ -271,7 +271,7 @@ enum DocSamples {
 
     // MARK: RequestControl.md
 
-    struct Page: Decodable, Sendable {
+    struct FeedPage: Decodable, Sendable {
         var posts: [User]
         var nextCursor: String?
     }
@@ -290,7 +290,7 @@ enum DocSamples {
         _ = CallOptions(acceptsResult: { context in context.response.headerFields[.eTag] != lastETag })
         _ = CallOptions.default.with(\.deduplicates, false)
 
-        let call = feed.call(Endpoint<Page>.get("feed"))
+        let call = feed.call(Endpoint<FeedPage>.get("feed"))
         call.start()
         feed.core.calls.cancel(call.id)
         feed.core.calls.cancelAll()
@@ -307,8 +307,8 @@ enum DocSamples {
             .run()
         _ = avatar
 
-        let pages = feed.paginator("feed", style: .cursor(limit: 20), as: Page.self) { page in
-            Courier.Page(items: page.posts, nextCursor: page.nextCursor)
+        let pages = feed.paginator("feed", style: .cursor(limit: 20), as: FeedPage.self) { page in
+            Page(items: page.posts, nextCursor: page.nextCursor)
         }
         _ = try await pages.first()
         while await pages.hasMore { _ = try await pages.next() }
