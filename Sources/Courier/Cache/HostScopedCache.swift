@@ -28,7 +28,8 @@ public final class HostScopedCache: Sendable {
         public enum Storage: Sendable, Hashable {
             /// Memory only; nothing survives the process.
             case memoryOnly
-            /// A SQLite database in `directory` (nil: `defaultDirectory()`).
+            /// A SQLite database in `directory` (nil: `$XDG_CACHE_HOME/courier` when that is an
+            /// absolute path, else `~/.cache/courier`).
             case disk(directory: String?)
         }
 
@@ -60,7 +61,9 @@ public final class HostScopedCache: Sendable {
         /// - Parameters:
         ///   - rules: Host rules.
         ///   - defaultPolicy: The policy for hosts no rule matches (never, unless set).
-        ///   - storage: Memory only, or a folder for the disk tier.
+        ///   - storage: Memory only, or a folder for the disk tier; by default the disk tier in
+        ///     `$XDG_CACHE_HOME/courier` (else `~/.cache/courier`), which every cache made
+        ///     without a folder shares.
         ///   - memoryCapacityBytes: Bytes the memory tier may hold.
         ///   - memoryCapacityEntries: URLs (primary keys) the memory tier may hold.
         ///   - diskCapacityBytes: Bytes the disk tier may hold.
