@@ -60,6 +60,20 @@ enum ReadmeQuickStart {
         #expect(sent.allSatisfy { $0.header("Authorization") == "Bearer token" })
         #expect(sent.last?.header("Content-Type")?.hasPrefix("application/json") == true)
     }
+
+    /// Docs/GettingStarted.md "Testing your services", as written there (its `UserService` is
+    /// the guide's). The guide's copy made `UserService(client:)`, which no service has, and no
+    /// test compiled it.
+    @Test func userIsDecoded() async throws {
+        typealias UserService = DocSamples.UserService
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("GET", "/users/42") { _ in .json(["id": 42, "name": "Ada"]) }
+        let users = UserService(
+            core: ServiceCore(client: try HTTPClient(configuration: .init(baseURL: server.baseURL))))
+        #expect(try await users.user(id: 42).name == "Ada")
+        #expect(server.recordedRequests(path: "/users/42").count == 1)
+    }
 }
 
 /// A user's code as it would be written outside the package (this file imports `Courier`
