@@ -13,8 +13,9 @@ import HTTPTypes
 /// ```
 ///
 /// The compiler checks the service like any `Sendable` type: a struct's stored properties
-/// must be `Sendable`, a final class's immutable too (state goes in a `LockedValue`), so the
-/// service is usable from `@MainActor` code and from any task without annotations.
+/// must be `Sendable`, a final class's immutable too (mutable state goes in a lock such as
+/// `Synchronization.Mutex`, or in an actor), so the service is usable from `@MainActor` code
+/// and from any task without annotations.
 ///
 /// The protocol gives the verbs (`get`, `post`, …, `send`, `call`, `start`, `paginator`) and
 /// nothing else: housekeeping (`logIn`, `logOut`, `calls.cancelAll()`, `client`,
