@@ -10,49 +10,41 @@ import Testing
 /// without presence, and replaces (does not merge) a oneof member message sent twice. The
 /// expected values are what Google's Python runtime (python3-protobuf) reports for the same bytes.
 @Suite struct RepeatedMessageFieldTests {
-    static func bytes(_ hex: String) -> Data {
-        Data(
-            stride(from: 0, to: hex.count, by: 2).map { offset in
-                let start = hex.index(hex.startIndex, offsetBy: offset)
-                return UInt8(hex[start..<hex.index(start, offsetBy: 2)], radix: 16)!
-            })
-    }
-
     @Test func aSingularMessageFieldSentTwiceIsMerged() throws {
         // origin {x: 3}, then origin {y: 4, label: "b"}: Python reads origin {x: 3 y: 4 label: "b"}.
-        let data = Self.bytes("2a0208062a0510081a0162")
+        let data = Data(hex: "2a0208062a0510081a0162")
         let generated = try ProtobufDecoder().decode(CourierProtoModels.Choice.self, from: data)
         #expect(generated.origin == CourierProtoModels.Point(x: 3, y: 4, label: "b"))
         let handWritten = try ProtobufDecoder().decode(Choice.self, from: data)
         #expect(handWritten.origin == Point(x: 3, y: 4, label: "b"))
         // origin {x: 3, label: "a"}, then origin {label: ""}: an explicit empty string wins, x stays.
         let reset = try ProtobufDecoder().decode(
-            CourierProtoModels.Choice.self, from: Self.bytes("2a0508061a01612a021a00"))
+            CourierProtoModels.Choice.self, from: Data(hex: "2a0508061a01612a021a00"))
         #expect(reset.origin == CourierProtoModels.Point(x: 3))
     }
 
     @Test func aOneofMessageMemberSentTwiceIsMerged() throws {
         // point {x: 3}, then point {y: 4}: Python reads point {x: 3 y: 4}.
-        let twice = try ProtobufDecoder().decode(CourierProtoModels.Choice.self, from: Self.bytes("1a0208061a021008"))
+        let twice = try ProtobufDecoder().decode(CourierProtoModels.Choice.self, from: Data(hex: "1a0208061a021008"))
         #expect(twice.point == CourierProtoModels.Point(x: 3, y: 4))
         #expect(
-            try ProtobufDecoder().decode(Choice.self, from: Self.bytes("1a0208061a021008")).point == Point(x: 3, y: 4))
+            try ProtobufDecoder().decode(Choice.self, from: Data(hex: "1a0208061a021008")).point == Point(x: 3, y: 4))
         // point {x: 3}, number 5, point {y: 4}: another member in between clears the first point.
         let cleared = try ProtobufDecoder().decode(
-            CourierProtoModels.Choice.self, from: Self.bytes("1a02080608051a021008"))
+            CourierProtoModels.Choice.self, from: Data(hex: "1a02080608051a021008"))
         #expect(cleared.point == CourierProtoModels.Point(y: 4) && cleared.number == nil)
     }
 
     @Test func mergingReachesNestedAndWellKnownMessages() throws {
         // parent {name: "a" parent {name: "p"}}, then parent {parent {children [{name: "c"}]}}.
         let category = try ProtobufDecoder().decode(
-            CourierProtoModels.Category.self, from: Self.bytes("12080a016112030a0170120712051a030a0163"))
+            CourierProtoModels.Category.self, from: Data(hex: "12080a016112030a0170120712051a030a0163"))
         #expect(category.parent?.name == "a")
         #expect(category.parent?.parent?.name == "p")
         #expect(category.parent?.parent?.children.map(\.name) == ["c"])
         // created_at {seconds: 1}, then created_at {nanos: 5}.
         let entry = try ProtobufDecoder().decode(
-            CourierProtoModels.CatalogEntry.self, from: Self.bytes("1a0208011a021005"))
+            CourierProtoModels.CatalogEntry.self, from: Data(hex: "1a0208011a021005"))
         #expect(entry.createdAt == ProtobufTimestamp(seconds: 1, nanos: 5))
     }
     @Test func aMapValueSentTwiceInOneEntryIsMerged() throws {
