@@ -118,17 +118,41 @@ public struct ProtobufDecoder: Sendable {
         }
         // protobuf-c allocates the message, its strings, arrays and sub-messages in the arena;
         // releasing the arena replaces `protobuf_c_message_free_unpacked` (its frees are no-ops).
-        let arena = Arena()
+        var arena = Arena()
         defer {
             allocated?.pointee = arena.used
             arena.release()
         }
         arena.limitAllocations(to: limits.maxAllocationBytes)
-        let message: UnsafeMutablePointer<ProtobufCMessage>? = data.withUnsafeBytes { bytes in
+        if !plan.singularMessageTypes.isEmpty { arena.watchFreedMessages(of: plan.singularMessageTypes) }
+        func unpack(_ bytes: UnsafeRawBufferPointer) -> UnsafeMutablePointer<ProtobufCMessage>? {
             withUnsafeTemporaryAllocation(byteCount: 1, alignment: 1) { empty in
                 let start = bytes.baseAddress ?? UnsafeRawPointer(empty.baseAddress!)
                 return protobuf_c_message_unpack(
                     descriptor, arena.allocator, bytes.count, start.assumingMemoryBound(to: UInt8.self))
+            }
+        }
+        var message = data.withUnsafeBytes(unpack)
+        if message != nil, arena.freedWatchedMessage {
+            // A singular message field came twice, and protobuf-c merged it only in part: unpack
+            // the bytes with the occurrences merged instead (SubmessageMerge).
+            let merged: [UInt8]?
+            do {
+                merged = try data.withUnsafeBytes { (bytes) throws(SubmessageMerge.OverBudget) in
+                    try SubmessageMerge.merged(bytes, descriptor, budget: limits.maxAllocationBytes)
+                }
+            } catch {
+                throw CourierError(
+                    .decoding,
+                    "merging the repeated message fields of \(data.count) bytes as \(plan.fullName) needs more "
+                        + "than the decoder's \(limits.maxAllocationBytes)-byte allocation limit",
+                    body: data)
+            }
+            if let merged {
+                arena.release()
+                arena = Arena()
+                arena.limitAllocations(to: limits.maxAllocationBytes)
+                message = merged.withUnsafeBytes(unpack)
             }
         }
         guard let message else {

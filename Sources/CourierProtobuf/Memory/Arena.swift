@@ -37,6 +37,11 @@ struct Arena {
         var bookkeeping: Int
         /// ``SmallString/isAvailable``, read once per arena instead of once per string.
         var smallStrings: Bool
+        /// The descriptors of ``watchFreedMessages(of:)`` (nil: none), and how many there are.
+        var watched: UnsafePointer<UInt>?
+        var watchedCount: Int
+        /// Whether protobuf-c freed a message of a watched type.
+        var freedWatched: Bool
     }
 
     static let chunkSize = 8192
@@ -55,7 +60,8 @@ struct Arena {
                 cursor: chunk + Self.headerSize, end: chunk + Self.chunkSize, start: chunk + Self.headerSize,
                 retired: 0, extra: nil, maps: nil,
                 allocator: ProtobufCAllocator(alloc: arenaAlloc, free: arenaFree, allocator_data: chunk),
-                limit: .max, refused: false, bookkeeping: 0, smallStrings: SmallString.isAvailable))
+                limit: .max, refused: false, bookkeeping: 0, smallStrings: SmallString.isAvailable, watched: nil,
+                watchedCount: 0, freedWatched: false))
     }
 
     fileprivate init(header: UnsafeMutableRawPointer) {
@@ -87,6 +93,34 @@ struct Arena {
 
     /// Whether protobuf-c asked for more than the limit.
     var refusedAllocation: Bool { header.pointee.refused }
+
+    /// Notes when protobuf-c frees, while unpacking, a message of one of the types in
+    /// `descriptors` (pairs of a descriptor's address and its `sizeof_message`; the buffer must
+    /// outlive the arena). protobuf-c frees a message it has unpacked only when it replaces it: a
+    /// singular message field or oneof member sent again (``SubmessageMerge``), or a failed unpack.
+    func watchFreedMessages(of descriptors: UnsafeBufferPointer<UInt>) {
+        header.pointee.watched = descriptors.baseAddress
+        header.pointee.watchedCount = descriptors.count / 2
+    }
+
+    /// Whether protobuf-c freed a message of a type given to ``watchFreedMessages(of:)``.
+    var freedWatchedMessage: Bool { header.pointee.freedWatched }
+
+    /// Called for each of protobuf-c's frees. A freed message has its type's size and starts with
+    /// its descriptor's address, which protobuf-c 1.4 clears first. Another block that looks
+    /// the same (a string of that size starting with 8 NUL bytes) costs only a rewrite.
+    fileprivate func noteFree(_ pointer: UnsafeMutableRawPointer) {
+        guard let watched = header.pointee.watched else { return }
+        let size = UInt(bitPattern: Self.unpackedSize(pointer))
+        guard size >= UInt(MemoryLayout<UInt>.size) else { return }
+        let first = pointer.load(as: UInt.self)
+        for index in 0..<header.pointee.watchedCount where watched[2 * index + 1] == size {
+            if first == 0 || first == watched[2 * index] {
+                header.pointee.freedWatched = true
+                return
+            }
+        }
+    }
 
     /// `size` bytes for protobuf-c, after a word holding `size` (``unpackedSize(_:)``), or nil
     /// past the limit.
@@ -210,5 +244,10 @@ extension Arena {
     }
 }
 
-/// protobuf-c's free callback: a no-op, the arena frees everything at once.
-private let arenaFree: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void = { _, _ in }
+/// protobuf-c's free callback: frees nothing (the arena frees everything at once), only notes
+/// the messages ``Arena/watchFreedMessages(of:)`` asks for.
+private let arenaFree: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void = {
+    data, pointer in
+    guard let data, let pointer else { return }
+    Arena(header: data).noteFree(pointer)
+}

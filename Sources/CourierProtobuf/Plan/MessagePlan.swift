@@ -120,6 +120,10 @@ final class MessagePlan: @unchecked Sendable {
     let slots: UnsafeMutableBufferPointer<UInt64>
     /// How deep a message of this type can nest (`Int.max`: a recursive schema).
     let schemaDepth: Int
+    /// The types of the singular message fields a message of this type can hold at any depth,
+    /// as pairs of a descriptor's address and its `sizeof_message`, for ``SubmessageMerge``
+    /// (immortal, like the other buffers).
+    let singularMessageTypes: UnsafeBufferPointer<UInt>
     /// ``SmallString/isAvailable``, read here so that the readers' hot path does not go
     /// through the global's once-check per string.
     let smallStrings = SmallString.isAvailable
@@ -130,6 +134,10 @@ final class MessagePlan: @unchecked Sendable {
         self.fullName = fullName
         self.sizeofMessage = descriptor.pointee.sizeof_message
         self.schemaDepth = NestingLimit.schemaDepth(descriptor)
+        let singularMessageTypes = SubmessageMerge.singularMessageTypes(descriptor)
+        let watched = UnsafeMutableBufferPointer<UInt>.allocate(capacity: singularMessageTypes.count)
+        _ = watched.initialize(from: singularMessageTypes)
+        self.singularMessageTypes = UnsafeBufferPointer(watched)
         let count = Int(descriptor.pointee.n_fields)
         var protoNames: [String] = []
         var index: [String: Int] = [:]

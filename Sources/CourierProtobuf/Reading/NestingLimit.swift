@@ -52,18 +52,7 @@ enum NestingLimit {
         depth: Int, limit: Int
     ) -> Bool {
         var index = 0
-        func varint() -> UInt64? {
-            var value: UInt64 = 0
-            var shift: UInt64 = 0
-            while index < count, shift < 64 {
-                let byte = bytes[index]
-                index += 1
-                value |= UInt64(byte & 0x7F) << shift
-                if byte & 0x80 == 0 { return value }
-                shift += 7
-            }
-            return nil
-        }
+        func varint() -> UInt64? { WireCursor.varint(bytes, count, &index) }
         while index < count {
             guard let tag = varint() else { return true }
             switch tag & 7 {
