@@ -32,6 +32,7 @@ if [ "${1:-}" != "--demo" ]; then
         "tinyproxy (HTTP proxy tests)|tinyproxy|command -v tinyproxy"
         "dante (SOCKS5 proxy tests)|dante-server|command -v danted || [ -x /usr/sbin/danted ]"
         "python3 (the test run's watchdog, scripts/watchdog.py)|python3-minimal|command -v python3"
+        "python3-protobuf (the protobuf differential tests against Google's runtime)|python3-protobuf|/usr/bin/python3 -c 'import google.protobuf' || python3 -c 'import google.protobuf'"
     )
 fi
 
