@@ -17,18 +17,66 @@ Fixtures/protobuf/shared, recursion, maps) go to catalog_*.bin and catalog.json 
 newer version of the schema (Fixtures/protobuf/v2) for unknown fields: CatalogGoldenTests holds
 the expected values written out in Swift.
 
-Usage: pip install protobuf; scripts/make-protobuf-fixtures.py
+Usage: scripts/make-protobuf-fixtures.py [--check]
+  with Debian's python3-protobuf (4.21) or a newer `pip install protobuf`. --check writes into a
+  scratch copy and fails when the committed fixtures differ (scripts/test.sh runs it). The
+  committed files are the output of Debian 12's python3-protobuf 4.21, which sorts map entries
+  by key (deterministic=True); another runtime version may order them otherwise.
 """
 
 import base64
+import filecmp
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import FieldDescriptor
+
+def message_class(descriptor):
+    """The message class of `descriptor`: `GetMessageClass` (protobuf 4.22 and later), else the
+    factory of older runtimes (Debian 12's python3-protobuf is 4.21)."""
+    if hasattr(message_factory, "GetMessageClass"):
+        return message_factory.GetMessageClass(descriptor)
+    return message_factory.MessageFactory(descriptor.file.pool).GetPrototype(descriptor)
+
+
+def is_repeated(field):
+    return field.label == FieldDescriptor.LABEL_REPEATED
+
+
+def fill(message, fields):
+    """Sets `fields` (message fields as dicts, repeated ones as lists) on `message`, in place:
+    older runtimes take no dicts for well-known types in a constructor."""
+    for name, value in fields.items():
+        field = message.DESCRIPTOR.fields_by_name[name]
+        target = getattr(message, name)
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            value_field = field.message_type.fields_by_name["value"]
+            for key, item in value.items():
+                if value_field.message_type is not None:
+                    fill(target[key], item)
+                else:
+                    target[key] = item
+        elif field.message_type is not None and is_repeated(field):
+            for item in value:
+                fill(target.add(), item)
+        elif field.message_type is not None:
+            target.SetInParent()
+            fill(target, value)
+        elif is_repeated(field):
+            target.extend(value)
+        else:
+            setattr(message, name, value)
+    return message
+
+
+def build(cls, **fields):
+    return fill(cls(), fields)
+
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "Fixtures", "protobuf")
@@ -93,7 +141,7 @@ def swift_json(message):
                 for k, v in entries:
                     flat += [k, scalar_json(value_field, v)]
                 result[key] = flat
-        elif field.is_repeated:
+        elif is_repeated(field):
             result[key] = [scalar_json(field, v) for v in getattr(message, field.name)]
         elif has_presence(field) and field.name not in keep:
             if message.HasField(field.name):
@@ -105,8 +153,7 @@ def swift_json(message):
 
 def cases(pool):
     def new(type_name, **fields):
-        cls = message_factory.GetMessageClass(pool.FindMessageTypeByName(type_name))
-        return cls(**fields)
+        return build(message_class(pool.FindMessageTypeByName(type_name)), **fields)
 
     point = lambda x, y, label="": {"x": x, "y": y, "label": label}
     yield "scalars_typical", new(
@@ -205,8 +252,8 @@ def evolution_cases(v1_pool):
     for f in descriptor_pb2.FileDescriptorSet.FromString(open(v2_desc, "rb").read()).file:
         v2_pool.Add(f)
     os.remove(v2_desc)
-    v2 = message_factory.GetMessageClass(v2_pool.FindMessageTypeByName("courier.test.Record"))
-    v1 = message_factory.GetMessageClass(v1_pool.FindMessageTypeByName("courier.test.Record"))
+    v2 = message_class(v2_pool.FindMessageTypeByName("courier.test.Record"))
+    v1 = message_class(v1_pool.FindMessageTypeByName("courier.test.Record"))
     inner = {"note": "n", "score": -3, "labels": ["x", "y"]}
     yield "evolution_interleaved", v2(
         id=42, rank=-7, title="every kind", stamp=0x0102030405060708, inner=inner, mask=0xDEADBEEF,
@@ -229,15 +276,16 @@ def catalog_cases(v1_pool):
     for f in descriptor_pb2.FileDescriptorSet.FromString(open(v2_desc, "rb").read()).file:
         v2_pool.Add(f)
     os.remove(v2_desc)
-    v1 = message_factory.GetMessageClass(v1_pool.FindMessageTypeByName("courier.test.CatalogEntry"))
-    v2 = message_factory.GetMessageClass(v2_pool.FindMessageTypeByName("courier.test.CatalogEntry"))
-    money = message_factory.GetMessageClass(v1_pool.FindMessageTypeByName("courier.shared.Money"))
-    any_class = message_factory.GetMessageClass(v1_pool.FindMessageTypeByName("google.protobuf.Any"))
+    v1 = message_class(v1_pool.FindMessageTypeByName("courier.test.CatalogEntry"))
+    v2 = message_class(v2_pool.FindMessageTypeByName("courier.test.CatalogEntry"))
+    money = message_class(v1_pool.FindMessageTypeByName("courier.shared.Money"))
+    any_class = message_class(v1_pool.FindMessageTypeByName("google.protobuf.Any"))
 
     def value(**kind):
         return kind
 
-    full = v1(
+    full = build(
+        v1,
         sku="A-1",
         price={"currency": "EUR", "units": 12, "nanos": 500000000},
         created_at={"seconds": 1700000000, "nanos": 123456789},
@@ -273,7 +321,8 @@ def catalog_cases(v1_pool):
                                    value=money(currency="GBP", units=-7).SerializeToString(deterministic=True)))
     yield "catalog_full", full, v1
     yield "catalog_empty", v1(), v1
-    evolved = v2(
+    evolved = build(
+        v2,
         sku="B-9", supplier="acme", barcodes=[1, -2, 300], recalled_at={"seconds": 1800000000, "nanos": 5},
         created_at={"seconds": 1}, note={"value": "kept"},
         variants=[{"sku": "B-9-a", "supplier": "sub", "successor": {"sku": "B-9-b", "barcodes": [7]}}],
@@ -325,5 +374,31 @@ def main():
                                                                  os.path.relpath(OUT, ROOT)))
 
 
+def check():
+    """Writes the fixtures into a copy of Fixtures/protobuf and compares every file with the
+    committed one: non-zero when regenerating would change something."""
+    global OUT, DESC, SHARED
+    committed = OUT
+    with tempfile.TemporaryDirectory() as scratch:
+        OUT = os.path.join(scratch, "protobuf")
+        DESC = os.path.join(OUT, "courier.desc")
+        SHARED = os.path.join(OUT, "shared")
+        shutil.copytree(committed, OUT)
+        main()
+        changed = []
+        for base, _, files in os.walk(OUT):
+            for name in files:
+                made = os.path.join(base, name)
+                kept = os.path.join(committed, os.path.relpath(made, OUT))
+                if not os.path.exists(kept) or not filecmp.cmp(made, kept, shallow=False):
+                    changed.append(os.path.relpath(kept, ROOT))
+    if changed:
+        print("make-protobuf-fixtures: regenerating changes %s; run scripts/make-protobuf-fixtures.py and "
+              "commit the result" % ", ".join(sorted(changed)), file=sys.stderr)
+        return 1
+    print("make-protobuf-fixtures: the committed fixtures are what the script makes")
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(check() if sys.argv[1:] == ["--check"] else main())

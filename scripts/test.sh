@@ -8,6 +8,15 @@ scripts/bootstrap.sh
 scripts/check-format.sh
 scripts/check-locks.sh
 if [ -x scripts/generate-protos.sh ]; then scripts/generate-protos.sh --check; fi
+# The protobuf goldens are what Google's runtime makes of Protos/ (the first python3 with
+# python3-protobuf, which bootstrap.sh installs: on PATH, then Debian's).
+for python in python3 /usr/bin/python3; do
+  if "$python" -c 'import google.protobuf' 2>/dev/null; then
+    "$python" scripts/make-protobuf-fixtures.py --check
+    break
+  fi
+  [ "$python" != /usr/bin/python3 ] || { echo "no python3 with python3-protobuf" >&2; exit 1; }
+done
 
 swift build --build-tests
 # Through the watchdog: a test that hangs ends the run after 10 minutes without output, with
