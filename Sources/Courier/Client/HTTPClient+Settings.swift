@@ -59,6 +59,13 @@ extension HTTPClient {
                     CourierError(.configuration, "the service has no server pool and the client has no base URL"))
             }
         }
+
+        /// Throws when a base URL is set but cannot work (not an http or https URL with a host,
+        /// with a query, with credentials): every call would fail on it, so the client and
+        /// `updateSettings` refuse it where it is set. No base URL is not an error here.
+        func refuseUnusableBaseURL() throws(CourierError) {
+            if settings.baseURL != nil, case .failure(let error) = server { throw error }
+        }
     }
 
     /// The settings new requests start with.
@@ -93,7 +100,7 @@ extension HTTPClient {
             changed.stallTimeout = try ConfigurationBounds.timeout(changed.stallTimeout, "stall timeout")
             for field in changed.defaultHeaders { try RequestValidation.validate(field) }
             let next = LiveSettings(changed, version: version &+ 1)
-            if changed.baseURL != nil, case .failure(let error) = next.server { throw error }
+            try next.refuseUnusableBaseURL()
             // Commit only over what `change` saw: a concurrent update is never lost.
             let committed = live.withLock { live in
                 guard live.version == version else { return false }

@@ -72,8 +72,7 @@ public final class HTTPClient: Sendable {
         for field in configuration.defaultHeaders { try RequestValidation.validate(field) }
         self.configuration = configuration
         let settings = LiveSettings(Settings(configuration))
-        // Refused here as `updateSettings` refuses it: every call would fail on it.
-        if configuration.baseURL != nil, case .failure(let error) = settings.server { throw error }
+        try settings.refuseUnusableBaseURL()
         live = LockedValue(settings)
         credentialScope = try CredentialScope(configuration: configuration)
         cookieJar = configuration.cookieJar ?? (configuration.enablesCookieEngine ? CookieJar() : nil)
