@@ -143,11 +143,11 @@ final class RedisCredentialStore: Sendable {
                     throw error
                 }
                 // Too long to publish (it could not be read back): this process keeps it.
-                guard seal(fresh, generation: fence).map({ $0.count <= Self.maximumStoredBytes }) ?? false else {
+                guard let sealed = seal(fresh, generation: fence), sealed.count <= Self.maximumStoredBytes else {
                     release(owner)
                     return fresh
                 }
-                if await publish(fresh, fence: fence, owner: owner) {
+                if await publish(sealed: sealed, fence: fence, owner: owner) {
                     note(fence)
                     return fresh
                 }
@@ -197,8 +197,8 @@ final class RedisCredentialStore: Sendable {
         return fence > 0 ? .acquired(owner: owner, fence: UInt64(fence)) : .held
     }
 
-    func publish(_ token: String, fence: UInt64, owner: String) async -> Bool {
-        guard let sealed = seal(token, generation: fence) else { return false }
+    /// Publishes a token sealed for generation `fence` (`seal`), if `owner` still holds the lock.
+    func publish(sealed: Data, fence: UInt64, owner: String) async -> Bool {
         let reply = await fleet.lockClient.eval(
             Self.publishScript, keys: [credentialKey, lockKey],
             arguments: [Data(owner.utf8), Data(String(fence).utf8), sealed])
@@ -211,7 +211,7 @@ final class RedisCredentialStore: Sendable {
 
     private func authenticatedData(_ generation: UInt64) -> Data { Data("\(name)\u{0}\(generation)".utf8) }
 
-    private func seal(_ token: String, generation: UInt64) -> Data? {
+    func seal(_ token: String, generation: UInt64) -> Data? {
         guard
             let box = try? ChaChaPoly.seal(
                 Data(token.utf8), using: SymmetricKey(data: sealKey), authenticating: authenticatedData(generation))

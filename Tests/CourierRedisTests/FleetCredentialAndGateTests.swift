@@ -235,7 +235,8 @@ import Testing
         // process's, and nothing newer is published yet.
         let deadline = ContinuousClock.now + .seconds(10)
         while try Self.scriptsRun(redis) == scriptsBefore, ContinuousClock.now < deadline { await Task.yield() }
-        #expect(await other.publish("from-the-new-holder", fence: fence, owner: owner))
+        let sealed = try #require(other.seal("from-the-new-holder", generation: fence))
+        #expect(await other.publish(sealed: sealed, fence: fence, owner: owner))
         // It must take the other process's token, not keep its own.
         #expect(try await slow.value == "from-the-new-holder")
         #expect(slowRefreshes.withLock { $0 } == 1)
