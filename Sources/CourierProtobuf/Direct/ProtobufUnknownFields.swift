@@ -27,12 +27,7 @@ public struct ProtobufUnknownFields: Sendable, Hashable {
         guard header.n_unknown_fields > 0, let fields = header.unknown_fields else { return }
         for i in 0..<Int(header.n_unknown_fields) {
             let field = fields[i]
-            var key = UInt64(field.tag) << 3 | UInt64(field.wire_type.rawValue)
-            while key >= 0x80 {
-                storage.append(UInt8(truncatingIfNeeded: key) | 0x80)
-                key >>= 7
-            }
-            storage.append(UInt8(key))
+            WireCursor.appendVarint(UInt64(field.tag) << 3 | UInt64(field.wire_type.rawValue), to: &storage)
             if field.len > 0, let data = field.data { storage.append(data, count: field.len) }
         }
     }
@@ -43,16 +38,10 @@ public struct ProtobufUnknownFields: Sendable, Hashable {
         try bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws in
             var index = 0
             func varint() throws(ProtobufBridgeError) -> UInt64 {
-                var value: UInt64 = 0
-                var shift: UInt64 = 0
-                while index < raw.count, shift < 64 {
-                    let byte = raw[index]
-                    index += 1
-                    value |= UInt64(byte & 0x7F) << shift
-                    if byte & 0x80 == 0 { return value }
-                    shift += 7
-                }
-                throw ProtobufBridgeError(message: "unknown fields: malformed varint")
+                guard let start = raw.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                    let value = WireCursor.varint(start, raw.count, &index)
+                else { throw ProtobufBridgeError(message: "unknown fields: malformed varint") }
+                return value
             }
             while index < raw.count {
                 let key = try varint()

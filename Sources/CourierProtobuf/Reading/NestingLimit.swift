@@ -51,30 +51,14 @@ enum NestingLimit {
         _ bytes: UnsafePointer<UInt8>, _ count: Int, _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>,
         depth: Int, limit: Int
     ) -> Bool {
-        var index = 0
-        func varint() -> UInt64? { WireCursor.varint(bytes, count, &index) }
-        while index < count {
-            guard let tag = varint() else { return true }
-            switch tag & 7 {
-            case 0: guard varint() != nil else { return true }
-            case 1: index += 8
-            case 5: index += 4
-            case 2:
-                guard let length = varint(), length <= UInt64(count - index) else { return true }
-                let size = Int(length)
-                if tag >> 3 <= UInt64(UInt32.max),
-                    let field = protobuf_c_message_descriptor_get_field(descriptor, UInt32(tag >> 3)),
-                    field.pointee.type == PROTOBUF_C_TYPE_MESSAGE, let child = field.pointee.descriptor
-                {
-                    guard depth < limit else { return false }
-                    let childDescriptor = child.assumingMemoryBound(to: ProtobufCMessageDescriptor.self)
-                    guard scan(bytes + index, size, childDescriptor, depth: depth + 1, limit: limit) else {
-                        return false
-                    }
-                }
-                index += size
-            default:
-                return true  // groups and invalid wire types: protobuf-c refuses them
+        // Malformed bytes end the walk (`next()` is nil): protobuf-c refuses them.
+        var cursor = WireCursor(bytes: bytes, count: count)
+        while let field = cursor.next() {
+            guard field.wireType == 2, let message = descriptor.messageField(field.number) else { continue }
+            guard depth < limit else { return false }
+            let payload = field.payload
+            guard scan(bytes + payload.lowerBound, payload.count, message.child, depth: depth + 1, limit: limit) else {
+                return false
             }
         }
         return true

@@ -81,7 +81,7 @@ enum SubmessageMerge {
                 }
                 oneofMembers[oneof] = field.number
             }
-            guard field.wireType == 2, let message = messageField(descriptor, field.number) else {
+            guard field.wireType == 2, let message = descriptor.messageField(field.number) else {
                 pieces.append(.raw(field.whole))
                 continue
             }
@@ -123,32 +123,12 @@ enum SubmessageMerge {
                     }
                 }
                 guard let inner else { return nil }
-                appendVarint(number << 3 | 2, to: &out)
-                appendVarint(UInt64(inner.count), to: &out)
+                WireCursor.appendVarint(number << 3 | 2, to: &out)
+                WireCursor.appendVarint(UInt64(inner.count), to: &out)
                 out.append(contentsOf: inner)
             }
         }
         return out
-    }
-
-    /// The field `number` of `descriptor` when it holds messages, with their descriptor.
-    private static func messageField(_ descriptor: UnsafePointer<ProtobufCMessageDescriptor>, _ number: UInt64)
-        -> (field: UnsafePointer<ProtobufCFieldDescriptor>, child: UnsafePointer<ProtobufCMessageDescriptor>)?
-    {
-        guard number > 0, number <= UInt64(UInt32.max),
-            let field = protobuf_c_message_descriptor_get_field(descriptor, UInt32(number)),
-            field.pointee.type == PROTOBUF_C_TYPE_MESSAGE, let child = field.pointee.descriptor
-        else { return nil }
-        return (field, child.assumingMemoryBound(to: ProtobufCMessageDescriptor.self))
-    }
-
-    private static func appendVarint(_ value: UInt64, to out: inout [UInt8]) {
-        var value = value
-        while value >= 0x80 {
-            out.append(UInt8(truncatingIfNeeded: value) | 0x80)
-            value >>= 7
-        }
-        out.append(UInt8(value))
     }
 }
 
@@ -215,5 +195,28 @@ struct WireCursor {
             shift += 7
         }
         return nil
+    }
+
+    /// Appends `value` as a varint.
+    static func appendVarint(_ value: UInt64, to out: inout some RangeReplaceableCollection<UInt8>) {
+        var value = value
+        while value >= 0x80 {
+            out.append(UInt8(truncatingIfNeeded: value) | 0x80)
+            value >>= 7
+        }
+        out.append(UInt8(value))
+    }
+}
+
+extension UnsafePointer where Pointee == ProtobufCMessageDescriptor {
+    /// The field `number` when it holds messages, with their descriptor.
+    func messageField(_ number: UInt64)
+        -> (field: UnsafePointer<ProtobufCFieldDescriptor>, child: UnsafePointer<ProtobufCMessageDescriptor>)?
+    {
+        guard number > 0, number <= UInt64(UInt32.max),
+            let field = protobuf_c_message_descriptor_get_field(self, UInt32(number)),
+            field.pointee.type == PROTOBUF_C_TYPE_MESSAGE, let child = field.pointee.descriptor
+        else { return nil }
+        return (field, child.assumingMemoryBound(to: ProtobufCMessageDescriptor.self))
     }
 }
