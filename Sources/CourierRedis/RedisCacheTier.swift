@@ -101,6 +101,7 @@ final class RedisCacheTier: SharedCacheTier {
     /// neighbour's garbage) stays in Redis rather than cross the network on every read.
     static let readScript = """
         local out = {redis.call('PTTL', KEYS[2]) > 0 and 1 or 0}
+        if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then return out end
         local limit = tonumber(ARGV[1])
         local all = redis.call('HGETALL', KEYS[1])
         for i = 1, #all, 2 do
@@ -110,7 +111,14 @@ final class RedisCacheTier: SharedCacheTier {
         """
 
     /// KEYS: entry, then index sets. ARGV: variant field, entry bytes, Vary names, TTL in ms.
+    /// A key holding another type than this tier writes there (a neighbour's value) is no value
+    /// of ours: it is replaced before anything is written, so the entry is never stored without
+    /// its indexes (a logout purge reads them).
     static let storeScript = """
+        for i = 1, #KEYS do
+          local kind = redis.call('TYPE', KEYS[i]).ok
+          if kind ~= 'none' and kind ~= (i == 1 and 'hash' or 'zset') then redis.call('DEL', KEYS[i]) end
+        end
         local t = redis.call('TIME')
         local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
         local ttl = tonumber(ARGV[4])
@@ -128,30 +136,40 @@ final class RedisCacheTier: SharedCacheTier {
         return 1
         """
 
-    /// KEYS: index sets. Deletes every entry they list, then the sets.
+    /// KEYS: index sets. Deletes every entry they list, then the sets (a key of another type
+    /// lists nothing and is deleted too).
     static let dropIndexScript = """
         local dropped = 0
         for i = 1, #KEYS do
-          local members = redis.call('ZRANGE', KEYS[i], 0, -1)
-          for _, key in ipairs(members) do dropped = dropped + redis.call('DEL', key) end
+          if redis.call('TYPE', KEYS[i]).ok == 'zset' then
+            local members = redis.call('ZRANGE', KEYS[i], 0, -1)
+            for _, key in ipairs(members) do dropped = dropped + redis.call('DEL', key) end
+          end
           redis.call('DEL', KEYS[i])
         end
         return dropped
         """
 
     /// KEYS: the owner sets of one identity's components. Deletes the entries stored with all
-    /// of them (and possibly more credentials).
+    /// of them (and possibly more credentials). A key of another type (a neighbour's value)
+    /// cannot say whether an entry is the identity's: it counts as yes, since dropping a cache
+    /// entry too many costs a fetch and keeping one past its user's logout does not.
     static let purgeScript = """
         local dropped = 0
-        local members = redis.call('ZRANGE', KEYS[1], 0, -1)
-        for _, key in ipairs(members) do
+        local sets, first = {}, nil
+        for i = 1, #KEYS do
+          sets[i] = redis.call('TYPE', KEYS[i]).ok == 'zset'
+          if sets[i] and not first then first = i end
+        end
+        if not first then return 0 end
+        for _, key in ipairs(redis.call('ZRANGE', KEYS[first], 0, -1)) do
           local all = true
-          for i = 2, #KEYS do
-            if not redis.call('ZSCORE', KEYS[i], key) then all = false break end
+          for i = first + 1, #KEYS do
+            if sets[i] and not redis.call('ZSCORE', KEYS[i], key) then all = false break end
           end
           if all then
             dropped = dropped + redis.call('DEL', key)
-            for i = 1, #KEYS do redis.call('ZREM', KEYS[i], key) end
+            for i = 1, #KEYS do if sets[i] then redis.call('ZREM', KEYS[i], key) end end
           end
         end
         return dropped

@@ -85,6 +85,10 @@ final class RedisCredentialStore: Sendable {
         case .success(.string(let data)):
             guard data.count <= Self.maximumStoredBytes, let (generation, token) = open(data) else { return .absent }
             return .value(generation: generation, token: token)
+        case .success(.error(let message)) where message.hasPrefix("WRONGTYPE"):
+            // Another type than a string (a neighbour's value): no credential, so the next
+            // refresh publishes over it.
+            return .absent
         default: return .unavailable
         }
     }
@@ -235,9 +239,16 @@ final class RedisCredentialStore: Sendable {
     /// counter, read only when a process refreshes, is the key an `allkeys-lru` Redis evicts
     /// while the credential (read before every attempt) stays, and a fence at or below it could
     /// never be published. Generations past 2^53 (not a number Lua holds exactly) are not
-    /// followed.
+    /// followed. A counter or credential of another type than a string, or a counter that is
+    /// not a whole number below 10^15, is a neighbour's value and deleted first (`INCR` would
+    /// fail on it after the lock was taken).
     static let acquireScript = """
         if redis.call('PTTL', KEYS[1]) == -1 then redis.call('DEL', KEYS[1]) end
+        for i = 2, 3 do
+          if redis.call('TYPE', KEYS[i]).ok ~= 'string' then redis.call('DEL', KEYS[i]) end
+        end
+        local counter = redis.call('GET', KEYS[2])
+        if counter and not (#counter <= 15 and string.match(counter, '^%d+$')) then redis.call('DEL', KEYS[2]) end
         if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
           local fence = redis.call('INCR', KEYS[2])
           local current = redis.call('GET', KEYS[3])
@@ -252,14 +263,16 @@ final class RedisCredentialStore: Sendable {
         """
 
     /// KEYS: credential, lock. ARGV: owner, fence, value. Publishes only a newer generation,
-    /// and only while the lock is ours or free.
+    /// and only while the lock is ours or free (a value of another type is neither a credential
+    /// nor a lock).
     static let publishScript = """
-        local current = redis.call('GET', KEYS[1])
+        local function text(key) return redis.call('TYPE', key).ok == 'string' and redis.call('GET', key) end
+        local current = text(KEYS[1])
         if current then
           local generation = tonumber(string.match(current, '^(%d+):'))
           if generation and generation >= tonumber(ARGV[2]) then return 0 end
         end
-        local holder = redis.call('GET', KEYS[2])
+        local holder = text(KEYS[2])
         if holder and holder ~= ARGV[1] then return 0 end
         redis.call('SET', KEYS[1], ARGV[3])
         if holder then redis.call('DEL', KEYS[2]) end

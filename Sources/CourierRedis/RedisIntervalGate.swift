@@ -32,12 +32,14 @@ struct RedisIntervalGate: SharedIntervalGate {
     }
 
     /// KEYS: the endpoint's slot. ARGV: interval in ms, "drop" or "delay". A value without a
-    /// time to live (not a booking: a neighbour's on the same Redis) counts as none.
+    /// time to live (not a booking: a neighbour's on the same Redis) counts as none; one of
+    /// another type than a string is deleted first.
     /// Returns {0, 0} proceed, {1, ms, slot} wait (the booked send time, Redis ms), {2, ms} drop.
     static let script = """
         local t = redis.call('TIME')
         local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
         local interval = tonumber(ARGV[1])
+        if redis.call('TYPE', KEYS[1]).ok ~= 'string' then redis.call('DEL', KEYS[1]) end
         local last = tonumber(redis.call('GET', KEYS[1]))
         -- Every booking expires: a value without a time to live was not written by one.
         if last and redis.call('PTTL', KEYS[1]) < 0 then last = nil end
@@ -58,6 +60,7 @@ struct RedisIntervalGate: SharedIntervalGate {
         local t = redis.call('TIME')
         local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
         local slot = tonumber(ARGV[1])
+        if redis.call('TYPE', KEYS[1]).ok ~= 'string' then return 0 end
         if tonumber(redis.call('GET', KEYS[1])) ~= slot then return 0 end
         if slot <= now then redis.call('DEL', KEYS[1]) return 1 end
         redis.call('SET', KEYS[1], slot - tonumber(ARGV[2]), 'PX', slot - now)
