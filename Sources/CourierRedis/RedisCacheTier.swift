@@ -24,9 +24,10 @@ final class RedisCacheTier: SharedCacheTier {
     private func entryKey(_ key: String) -> String { fleet.key("e", RedisFleet.digest(key)) }
     private func fillKey(_ key: String) -> String { fleet.key("f", RedisFleet.digest(key)) }
 
-    func variants(forKey key: String, maximumBytes: Int) async -> (variants: [Data], filling: Bool)? {
+    func variants(forKey key: String, maximumBytes: Int, totalBytes: Int) async -> (variants: [Data], filling: Bool)? {
         let reply = await fleet.client.eval(
-            Self.readScript, keys: [entryKey(key), fillKey(key)], arguments: [Data(String(maximumBytes).utf8)])
+            Self.readScript, keys: [entryKey(key), fillKey(key)],
+            arguments: [Data(String(maximumBytes).utf8), Data(String(totalBytes).utf8)])
         guard case .success(.array(let items)) = reply, let filling = items.first?.integer else { return nil }
         return (items.dropFirst().compactMap(\.data), filling == 1)
     }
@@ -95,17 +96,21 @@ final class RedisCacheTier: SharedCacheTier {
             replayed: true)
     }
 
-    /// KEYS: entry, fill claim. ARGV: the most bytes of a variant. Returns {claimed?, variant…}.
-    /// Every claim expires with its lease: a value without a time to live (a neighbour's on the
-    /// same Redis) is not one. A variant past the limit (no entry this cache keeps; a
-    /// neighbour's garbage) stays in Redis rather than cross the network on every read.
+    /// KEYS: entry, fill claim. ARGV: the most bytes of a variant, of all variants. Returns
+    /// {claimed?, variant…}. Every claim expires with its lease: a value without a time to live
+    /// (a neighbour's on the same Redis) is not one. A variant past the limit (no entry this
+    /// cache keeps; a neighbour's garbage), or past the total, stays in Redis rather than cross
+    /// the network on every read.
     static let readScript = """
         local out = {redis.call('PTTL', KEYS[2]) > 0 and 1 or 0}
         if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then return out end
-        local limit = tonumber(ARGV[1])
-        local all = redis.call('HGETALL', KEYS[1])
-        for i = 1, #all, 2 do
-          if all[i] ~= 'vary' and #all[i + 1] <= limit then out[#out + 1] = all[i + 1] end
+        local limit, left = tonumber(ARGV[1]), tonumber(ARGV[2])
+        for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
+          local size = field ~= 'vary' and redis.call('HSTRLEN', KEYS[1], field) or left + 1
+          if size <= limit and size <= left then
+            out[#out + 1] = redis.call('HGET', KEYS[1], field)
+            left = left - size
+          end
         end
         return out
         """

@@ -490,6 +490,34 @@ import Testing
         #expect(server.requestCount == 1)
     }
 
+    /// Many variants under one entry, each under the cache's entry limit (a neighbour's, or a
+    /// `Vary` on a header with many values): on the old code every read took them all across
+    /// the network (here 24 MiB for one call), though the memory tier they are copied into
+    /// holds 2 MiB. A read now stops at what the memory tier holds.
+    @Test func manyVariantsUnderTheEntryLimitAreNotReadPastTheMemoryTiersSize() async throws {
+        let redis = try await RedisTestServer.make()
+        defer { redis.stop() }
+        let server = try TestServer()
+        defer { server.stop() }
+        let fleet = try redis.fleet(commandTimeout: .seconds(5))
+        let cache = try fleet.cache(
+            .init(
+                rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly, memoryCapacityBytes: 2 << 20,
+                maxEntryBytes: 64 << 10))
+        let path = "/cache/etag?etag=many&max-age=60"
+        let key = cache.sharedKey(CacheRequest(HTTPRequest(method: .get, url: server.url(path))))
+        let variant = String(repeating: "x", count: 1 << 20)
+        for index in 0..<24 {
+            _ = try redis.command("HSET", fleet.key("e", RedisFleet.digest(key)), "v:\(index)", variant)
+        }
+        let before = try redis.bytesSent()
+        let client = try HTTPClient(configuration: .init(baseURL: server.baseURL, cache: cache))
+        #expect(try await client.send(get(path)).isFromCache == false)
+        let sent = try redis.bytesSent() - before
+        #expect(sent < 4 << 20, "Redis sent \(sent) bytes for one call")
+        #expect(server.requestCount == 1)
+    }
+
     @Test func entriesRoundTripThroughTheCodecAndDamageIsRejected() throws {
         let entry = CacheEntry(
             key: "a:1 http://h/x", url: "http://h/x", identity: "a:1", variant: "Accept=json",

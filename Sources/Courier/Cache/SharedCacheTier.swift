@@ -18,10 +18,10 @@ package protocol SharedCacheTier: Sendable {
     /// How long an entry stays in the store past its freshness, for revalidation and
     /// stale-if-error.
     var staleRetention: Duration { get }
-    /// The encoded variants stored under `key` of at most `maximumBytes` each (larger ones are
-    /// left in the store, unread), and whether another process is fetching it now (holds the
-    /// fill claim); nil when the store cannot answer.
-    func variants(forKey key: String, maximumBytes: Int) async -> (variants: [Data], filling: Bool)?
+    /// The encoded variants stored under `key` of at most `maximumBytes` each and
+    /// `totalBytes` together (the others are left in the store, unread), and whether another
+    /// process is fetching it now (holds the fill claim); nil when the store cannot answer.
+    func variants(forKey key: String, maximumBytes: Int, totalBytes: Int) async -> (variants: [Data], filling: Bool)?
     /// Stores one encoded variant; a variant with other `Vary` names replaces all the others.
     func store(
         _ encoded: Data, key: String, variant: String, varyNames: String, url: String, owners: [String],
@@ -183,7 +183,11 @@ extension HostScopedCache {
     @discardableResult
     func pullShared(_ key: String, from shared: any SharedCacheTier) async -> Bool? {
         let limit = SharedCacheCodec.maximumSealedBytes(maxEntryBytes: configuration.maxEntryBytes)
-        guard let (blobs, filling) = await shared.variants(forKey: key, maximumBytes: limit) else { return nil }
+        // No more than the memory tier can hold: many variants, each under the limit (a
+        // neighbour's, or a `Vary` on a header with many values), are not read whole.
+        let total = max(limit, configuration.memoryCapacityBytes)
+        guard let (blobs, filling) = await shared.variants(forKey: key, maximumBytes: limit, totalBytes: total)
+        else { return nil }
         // An entry sealed without the fleet's secret is not the fleet's: a miss.
         let entries = blobs.compactMap { SharedCacheCodec.open($0, secret: secret).flatMap(SharedCacheCodec.decode) }
             .filter { $0.key == key }
