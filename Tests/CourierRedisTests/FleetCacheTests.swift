@@ -69,13 +69,24 @@ import Testing
         try client.logIn(credential: "carol-token")
         _ = try await client.send(get("/cache/etag?etag=c&max-age=60"))
         _ = try await client.send(get("/cache/etag?etag=anon&max-age=60"))
+        try await expectPurgedByLogout(
+            client, fleet, redis, server, credential: "carol-token", path: "/cache/etag?etag=c&max-age=60",
+            requests: 3)
+    }
+
+    /// Logs `client` out; then another process of the same user is not answered from Redis
+    /// for `path`, and the origin has seen `requests` requests in all.
+    func expectPurgedByLogout(
+        _ client: HTTPClient, _ fleet: RedisFleet, _ redis: RedisTestServer, _ server: TestServer,
+        credential: String, path: String, requests: Int, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
         client.logOut()
         await fleet.flush()
         let other = try makeClient(server, try redis.fleet())
-        try other.logIn(credential: "carol-token")
-        let again = try await other.send(get("/cache/etag?etag=c&max-age=60"))
-        #expect(!again.isFromCache)
-        #expect(server.requestCount == 3)
+        try other.logIn(credential: credential)
+        let again = try await other.send(get(path))
+        #expect(!again.isFromCache, sourceLocation: sourceLocation)
+        #expect(server.requestCount == requests, sourceLocation: sourceLocation)
     }
 
     @Test func aLogoutWhileRedisIsUnreachableIsReplayedWhenItAnswers() async throws {
