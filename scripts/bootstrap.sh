@@ -26,6 +26,7 @@ if [ "${1:-}" != "--demo" ]; then
         "protoc-c (checks the generated code)|protobuf-c-compiler|command -v protoc-c"
         "nginx (TLS and HTTP/2 tests)|nginx|command -v nginx || [ -x /usr/sbin/nginx ]"
         "openssl (the tests' self-signed CA)|openssl|command -v openssl"
+        "curl (the reference client the nginx tests check their server with)|curl|command -v curl"
         "CA certificates|ca-certificates|[ -s /etc/ssl/certs/ca-certificates.crt ]"
         "hiredis (fleet mode: the CourierRedis target)|libhiredis-dev|[ -f /usr/include/hiredis/hiredis.h ]"
         "redis-server (fleet-mode tests start their own)|redis-server|command -v redis-server || [ -x /usr/bin/redis-server ]"

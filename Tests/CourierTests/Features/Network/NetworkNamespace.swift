@@ -12,11 +12,12 @@ struct NetworkNamespace: Sendable {
     /// The file the monitor enters (`setns`).
     var path: String { "/var/run/netns/\(name)" }
 
-    /// Whether `ip netns add` works here (probed once, with a namespace deleted at once).
+    /// Whether `ip netns add` and `ip -n` work here (probed once, with a namespace deleted at
+    /// once). In a chroot `ip netns add` works but `ip -n` cannot remount `/`.
     static let isAvailable: Bool = {
         guard let probe = try? NetworkNamespace() else { return false }
-        probe.delete()
-        return true
+        defer { probe.delete() }
+        return (try? probe.run("link", "show", "lo")) != nil
     }()
 
     /// Creates a fresh namespace with a unique name.
