@@ -104,18 +104,6 @@ import Testing
         }
     }
 
-    /// SplitMix64: the run's order from its seed.
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test(arguments: [UInt64(1), 2, 3], [false, true])
     func everyCallGetsItsOwnUsersAnswer(seed: UInt64, onDisk: Bool) async throws {
         let server = try TestServer()
@@ -176,7 +164,7 @@ import Testing
             services[user.name] = service
         }
 
-        var random = Seeded(state: seed)
+        var random = SplitMix64(seed: seed)
         let names = Self.users.map(\.name) + ["hal"]
         let plan: [(user: String, r: Int, policy: CachePolicy)] = (0..<600).map { _ in
             let user = names.randomElement(using: &random)!
