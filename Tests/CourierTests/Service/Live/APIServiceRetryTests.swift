@@ -68,6 +68,58 @@ import Testing
         #expect(server.requestCount == 3)
     }
 
+    /// A connection the server closes without answering (libcurl's "empty reply",
+    /// `CURLE_GOT_NOTHING`, on a new connection) is a transient failure, as a reset is: an
+    /// idempotent call is sent again, a POST only when its policy opts in (the server may have
+    /// acted on it). Before, the empty reply was `.invalidResponse`, which no policy retries:
+    /// a GET failed whenever a server restarted or dropped its connections under load.
+    @Test(arguments: [HTTPRequest.Method.get, .put, .delete, .post])
+    func aConnectionClosedWithoutAnAnswerIsRetriedWhenTheMethodAllows(_ method: HTTPRequest.Method) async throws {
+        for optsIn in [false, true] {
+            let server = try TestServer()
+            defer { server.stop() }
+            let received = ServiceCounter()
+            server.route("/flaky") { _ in
+                received.increment() == 1
+                    ? ScriptedResponse.json(["id": 0]).withFault(.closeWithoutResponse)
+                    : .json(["id": 1, "name": "second"])
+            }
+            let policy = RetryPolicy(jitter: 0)
+            let options = CallOptions.default.with(\.retryPolicy, optsIn ? policy.allowingNonIdempotent() : policy)
+            let service = try ServiceFixture.service(server)
+            let endpoint = Endpoint<ServiceUser>(
+                method, "flaky", body: method == .get ? nil : ServiceUser(id: 1, name: "body"), options: options)
+            if method.isIdempotent || optsIn {
+                let response = try await service.send(endpoint)
+                #expect(response.value.name == "second")
+                #expect(response.attempts == 2)
+                #expect(received.value == 2)
+            } else {
+                let error = await #expect(throws: CourierError.self) { try await service.send(endpoint) }
+                #expect(error?.code == .transport)
+                #expect(received.value == 1, "a POST the server may have acted on was sent again")
+            }
+        }
+    }
+
+    /// A garbage answer (a status line that is not HTTP) is still final: the server answered,
+    /// and sending again would get the same.
+    @Test func aGarbageAnswerIsNotRetried() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let received = ServiceCounter()
+        server.route("/garbage") { _ in
+            received.increment() == 1
+                ? ScriptedResponse.json(["id": 0]).withFault(.badStatusLine) : .json(["id": 1, "name": "second"])
+        }
+        let service = try ServiceFixture.service(server)
+        let error = await #expect(throws: CourierError.self) {
+            let _: ServiceUser = try await service.get("garbage")
+        }
+        #expect(error?.code == .invalidResponse)
+        #expect(received.value == 1)
+    }
+
     @Test func throttledDoubleTapIsDroppedWithoutSending() async throws {
         let server = try TestServer()
         defer { server.stop() }
