@@ -102,6 +102,38 @@ import Testing
         }
     }
 
+    /// The same on a pooled connection, the common case (the server closed it as the request
+    /// went out): a POST whose policy opts in is sent again by the policy, on a new connection;
+    /// one that does not opt in is sent once. Before, the transport's refusal to let libcurl
+    /// resend the POST by itself was `.invalidResponse`, so the policy never retried it either.
+    @Test(arguments: [false, true])
+    func aPostDroppedOnAPooledConnectionIsRetriedOnlyWhenThePolicyOptsIn(_ optsIn: Bool) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let received = ServiceCounter()
+        server.route("/orders") { _ in
+            received.increment() == 1
+                ? ScriptedResponse.json(["id": 0]).withFault(.closeWithoutResponse)
+                : .json(["id": 1, "name": "second"])
+        }
+        server.route("/warm") { _ in .json(["id": 0, "name": "warm"]) }
+        let service = try ServiceFixture.service(server)
+        let _: ServiceUser = try await service.get("warm")
+        let policy = RetryPolicy(jitter: 0)
+        let options = CallOptions.default.with(\.retryPolicy, optsIn ? policy.allowingNonIdempotent() : policy)
+        let endpoint = Endpoint<ServiceUser>(.post, "orders", body: ServiceUser(id: 1, name: "body"), options: options)
+        if optsIn {
+            let response = try await service.send(endpoint)
+            #expect(response.value.name == "second")
+            #expect(received.value == 2)
+        } else {
+            let error = await #expect(throws: CourierError.self) { try await service.send(endpoint) }
+            #expect(error?.code == .transport)
+            #expect(received.value == 1, "a POST the server may have acted on was sent again")
+        }
+        #expect(server.recordedRequests(path: "/orders").first?.connectionID == 1, "not sent on the pooled connection")
+    }
+
     /// A garbage answer (a status line that is not HTTP) is still final: the server answered,
     /// and sending again would get the same.
     @Test func aGarbageAnswerIsNotRetried() async throws {
