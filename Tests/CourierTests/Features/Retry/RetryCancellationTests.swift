@@ -31,13 +31,7 @@ import Testing
         let (result, _) = await caller.value
         // Measured from the cancel: the first attempt may wait its turn on a loaded machine.
         #expect(ContinuousClock.now - cancelled < TestTimeBound.scaled(.seconds(30)))
-        guard case .failure(let error) = result else {
-            Issue.record("expected cancellation")
-            return
-        }
-        #expect(error.code == .cancelled)
-        #expect(server.count("/feed") == 1)
-        #expect(service.calls.count == 0)
+        Self.expectCancelledAfterOneSend(result, server, service)
         healthy.withLock { $0 = true }
         let (next, _) = await ServiceFixture.getFeed(service)
         #expect(try next.get().name == "fresh")
@@ -59,12 +53,21 @@ import Testing
         }
         registry.withLock { $0 = service.calls }
         let (result, _) = await ServiceFixture.getFeed(service)
-        guard case .failure(let error) = result else {
-            Issue.record("expected cancellation")
-            return
+        Self.expectCancelledAfterOneSend(result, server, service)
+    }
+
+    /// The call ended `.cancelled`, the server got its first attempt only, and the registry
+    /// holds nothing.
+    private static func expectCancelledAfterOneSend(
+        _ result: Result<ServiceUser, CourierError>, _ server: TestServer, _ service: ServiceCore,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        if case .failure(let error) = result {
+            #expect(error.code == .cancelled, sourceLocation: sourceLocation)
+        } else {
+            Issue.record("expected cancellation", sourceLocation: sourceLocation)
         }
-        #expect(error.code == .cancelled)
-        #expect(server.count("/feed") == 1)
-        #expect(service.calls.count == 0)
+        #expect(server.count("/feed") == 1, sourceLocation: sourceLocation)
+        #expect(service.calls.count == 0, sourceLocation: sourceLocation)
     }
 }

@@ -68,6 +68,25 @@ import Testing
         #expect(server.requestCount == 3)
     }
 
+    /// A route whose first request the server reads and drops without an answer; the next ones
+    /// get a user named "second".
+    /// - Returns: the count of requests the route received.
+    private static func droppingFirst(_ server: TestServer, _ path: String) -> ServiceCounter {
+        let received = ServiceCounter()
+        server.route(path) { _ in
+            received.increment() == 1
+                ? ScriptedResponse.json(["id": 0]).withFault(.closeWithoutResponse)
+                : .json(["id": 1, "name": "second"])
+        }
+        return received
+    }
+
+    /// A retry policy without jitter, allowing non-idempotent methods or not.
+    private static func retrying(optsIn: Bool) -> CallOptions {
+        let policy = RetryPolicy(jitter: 0)
+        return CallOptions.default.with(\.retryPolicy, optsIn ? policy.allowingNonIdempotent() : policy)
+    }
+
     /// A connection the server closes without answering (libcurl's "empty reply",
     /// `CURLE_GOT_NOTHING`, on a new connection) is a transient failure, as a reset is: an
     /// idempotent call is sent again, a POST only when its policy opts in (the server may have
@@ -78,14 +97,8 @@ import Testing
         for optsIn in [false, true] {
             let server = try TestServer()
             defer { server.stop() }
-            let received = ServiceCounter()
-            server.route("/flaky") { _ in
-                received.increment() == 1
-                    ? ScriptedResponse.json(["id": 0]).withFault(.closeWithoutResponse)
-                    : .json(["id": 1, "name": "second"])
-            }
-            let policy = RetryPolicy(jitter: 0)
-            let options = CallOptions.default.with(\.retryPolicy, optsIn ? policy.allowingNonIdempotent() : policy)
+            let received = Self.droppingFirst(server, "/flaky")
+            let options = Self.retrying(optsIn: optsIn)
             let service = try ServiceFixture.service(server)
             let endpoint = Endpoint<ServiceUser>(
                 method, "flaky", body: method == .get ? nil : ServiceUser(id: 1, name: "body"), options: options)
@@ -110,18 +123,12 @@ import Testing
     func aPostDroppedOnAPooledConnectionIsRetriedOnlyWhenThePolicyOptsIn(_ optsIn: Bool) async throws {
         let server = try TestServer()
         defer { server.stop() }
-        let received = ServiceCounter()
-        server.route("/orders") { _ in
-            received.increment() == 1
-                ? ScriptedResponse.json(["id": 0]).withFault(.closeWithoutResponse)
-                : .json(["id": 1, "name": "second"])
-        }
+        let received = Self.droppingFirst(server, "/orders")
         server.route("/warm") { _ in .json(["id": 0, "name": "warm"]) }
         let service = try ServiceFixture.service(server)
         let _: ServiceUser = try await service.get("warm")
-        let policy = RetryPolicy(jitter: 0)
-        let options = CallOptions.default.with(\.retryPolicy, optsIn ? policy.allowingNonIdempotent() : policy)
-        let endpoint = Endpoint<ServiceUser>(.post, "orders", body: ServiceUser(id: 1, name: "body"), options: options)
+        let endpoint = Endpoint<ServiceUser>(
+            .post, "orders", body: ServiceUser(id: 1, name: "body"), options: Self.retrying(optsIn: optsIn))
         if optsIn {
             let response = try await service.send(endpoint)
             #expect(response.value.name == "second")
