@@ -51,7 +51,7 @@ public struct CourierError: Error, Sendable, CustomStringConvertible {
         public static let emptyBody = Code(.emptyBody)
         /// The response's Content-Type is not one the call accepts.
         public static let unacceptableContentType = Code(.unacceptableContentType)
-        /// Any other transport failure (connection reset, protocol error).
+        /// Any other transport failure (connection reset or closed before an answer, protocol error).
         public static let transport = Code(.transport)
         /// The credential could not be refreshed, or refreshing was refused.
         public static let authentication = Code(.authentication)
@@ -125,7 +125,8 @@ public struct CourierError: Error, Sendable, CustomStringConvertible {
 }
 
 extension CourierError {
-    /// True for the failures a retry may cure: timeouts, refused or reset connections.
+    /// True for the failures a retry may cure: timeouts, refused or reset connections, and
+    /// connections closed before any answer.
     public var isTransient: Bool {
         code == .timedOut || code == .cannotConnect || code == .transport
     }

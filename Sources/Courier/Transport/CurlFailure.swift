@@ -46,13 +46,17 @@ extension CourierError {
             // Schemes are checked before sending, so "unsupported protocol" means the server
             // answered with something that is not HTTP/1.x or HTTP/2.
             category = .invalidResponse
-        case CURLE_WEIRD_SERVER_REPLY, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_HTTP2,
-            CURLE_HTTP2_STREAM, CURLE_HTTP3, CURLE_RECURSIVE_API_CALL:
-            category = code == CURLE_RECURSIVE_API_CALL ? .transport : .invalidResponse
+        case CURLE_WEIRD_SERVER_REPLY, CURLE_PARTIAL_FILE, CURLE_HTTP2, CURLE_HTTP2_STREAM, CURLE_HTTP3:
+            category = .invalidResponse
+        case CURLE_GOT_NOTHING:
+            // The connection closed before any byte of an answer: a reset by another name (a
+            // server restarting, an idle connection it dropped), not an answer that broke HTTP.
+            // Transient, so the retry policy sends an idempotent request again.
+            category = .transport
         case CURLE_FILESIZE_EXCEEDED:
             category = .responseTooLarge
         default:
-            // SEND_ERROR, RECV_ERROR, WRITE_ERROR not caused by Courier, and the rest.
+            // SEND_ERROR, RECV_ERROR, WRITE_ERROR not caused by Courier, RECURSIVE_API_CALL, and the rest.
             category = .transport
         }
         return CourierError(category, reason, underlying: failure)

@@ -78,12 +78,14 @@ func curlPrereqCallback(
         // connection, so a request that is not idempotent goes twice only when its first
         // connection spoke HTTP/2, where libcurl resends the streams a GOAWAY or REFUSED_STREAM
         // says were not processed. (Courier's own retry, `shouldRetryOnFreshConnection`, starts
-        // a fresh transfer state with `isConnected` false.)
+        // a fresh transfer state with `isConnected` false.) The refusal is `.transport`, as an
+        // empty reply on a new connection is: the retry policy sends it again only when it
+        // allows retrying a method that is not idempotent.
         if transfer.isConnected, !transfer.method.isIdempotent,
             transfer.multiplexedConnections?.contains(transfer.connectionKey) != true
         {
             transfer.callbackFailure = CourierError(
-                .invalidResponse,
+                .transport,
                 "the connection ended before an answer came; the \(transfer.method.rawValue) request is not sent "
                     + "again (the server may have acted on it)")
             return Int32(CURL_PREREQFUNC_ABORT)

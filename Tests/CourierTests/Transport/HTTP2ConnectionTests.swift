@@ -187,7 +187,7 @@ struct HTTP2ConnectionTests {
         let error = await #expect(throws: CourierError.self) {
             try await client.send(post, body: .data(Data("once".utf8)))
         }
-        #expect(error?.code == .invalidResponse)
+        #expect(error?.code == .transport)
         #expect(try await client.send(HTTPRequest(.get, nginx.url("/hello.txt?warm"))).status == .ok)
         let get = try await client.send(HTTPRequest(.get, nginx.url("/reset-second")))
         #expect(String(decoding: get.body, as: UTF8.self) == "answered")

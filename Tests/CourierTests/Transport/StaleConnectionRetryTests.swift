@@ -62,7 +62,7 @@ import Testing
         let error = await #expect(throws: CourierError.self) {
             _ = try await client.send(request, body: .data(Data("once".utf8)))
         }
-        #expect(error?.code == .invalidResponse)
+        #expect(error?.code == .transport)
         #expect(server.recordedRequests(path: "/fault/no-response").count == 1, "the server got the request twice")
         // The connection is gone; the next request works on a new one.
         #expect(try await client.send(HTTPRequest(.get, server.url("/echo?after"))).status == .ok)

@@ -68,6 +68,97 @@ import Testing
         #expect(server.requestCount == 3)
     }
 
+    /// A route whose first request the server reads and drops without an answer; the next ones
+    /// get a user named "second".
+    /// - Returns: the count of requests the route received.
+    private static func droppingFirst(_ server: TestServer, _ path: String) -> ServiceCounter {
+        let received = ServiceCounter()
+        server.route(path) { _ in
+            received.increment() == 1
+                ? ScriptedResponse.json(["id": 0]).withFault(.closeWithoutResponse)
+                : .json(["id": 1, "name": "second"])
+        }
+        return received
+    }
+
+    /// A retry policy without jitter, allowing non-idempotent methods or not.
+    private static func retrying(optsIn: Bool) -> CallOptions {
+        let policy = RetryPolicy(jitter: 0)
+        return CallOptions.default.with(\.retryPolicy, optsIn ? policy.allowingNonIdempotent() : policy)
+    }
+
+    /// A connection the server closes without answering (libcurl's "empty reply",
+    /// `CURLE_GOT_NOTHING`, on a new connection) is a transient failure, as a reset is: an
+    /// idempotent call is sent again, a POST only when its policy opts in (the server may have
+    /// acted on it). Before, the empty reply was `.invalidResponse`, which no policy retries:
+    /// a GET failed whenever a server restarted or dropped its connections under load.
+    @Test(arguments: [HTTPRequest.Method.get, .put, .delete, .post])
+    func aConnectionClosedWithoutAnAnswerIsRetriedWhenTheMethodAllows(_ method: HTTPRequest.Method) async throws {
+        for optsIn in [false, true] {
+            let server = try TestServer()
+            defer { server.stop() }
+            let received = Self.droppingFirst(server, "/flaky")
+            let options = Self.retrying(optsIn: optsIn)
+            let service = try ServiceFixture.service(server)
+            let endpoint = Endpoint<ServiceUser>(
+                method, "flaky", body: method == .get ? nil : ServiceUser(id: 1, name: "body"), options: options)
+            if method.isIdempotent || optsIn {
+                let response = try await service.send(endpoint)
+                #expect(response.value.name == "second")
+                #expect(response.attempts == 2)
+                #expect(received.value == 2)
+            } else {
+                let error = await #expect(throws: CourierError.self) { try await service.send(endpoint) }
+                #expect(error?.code == .transport)
+                #expect(received.value == 1, "a POST the server may have acted on was sent again")
+            }
+        }
+    }
+
+    /// The same on a pooled connection, the common case (the server closed it as the request
+    /// went out): a POST whose policy opts in is sent again by the policy, on a new connection;
+    /// one that does not opt in is sent once. Before, the transport's refusal to let libcurl
+    /// resend the POST by itself was `.invalidResponse`, so the policy never retried it either.
+    @Test(arguments: [false, true])
+    func aPostDroppedOnAPooledConnectionIsRetriedOnlyWhenThePolicyOptsIn(_ optsIn: Bool) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let received = Self.droppingFirst(server, "/orders")
+        server.route("/warm") { _ in .json(["id": 0, "name": "warm"]) }
+        let service = try ServiceFixture.service(server)
+        let _: ServiceUser = try await service.get("warm")
+        let endpoint = Endpoint<ServiceUser>(
+            .post, "orders", body: ServiceUser(id: 1, name: "body"), options: Self.retrying(optsIn: optsIn))
+        if optsIn {
+            let response = try await service.send(endpoint)
+            #expect(response.value.name == "second")
+            #expect(received.value == 2)
+        } else {
+            let error = await #expect(throws: CourierError.self) { try await service.send(endpoint) }
+            #expect(error?.code == .transport)
+            #expect(received.value == 1, "a POST the server may have acted on was sent again")
+        }
+        #expect(server.recordedRequests(path: "/orders").first?.connectionID == 1, "not sent on the pooled connection")
+    }
+
+    /// A garbage answer (a status line that is not HTTP) is still final: the server answered,
+    /// and sending again would get the same.
+    @Test func aGarbageAnswerIsNotRetried() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let received = ServiceCounter()
+        server.route("/garbage") { _ in
+            received.increment() == 1
+                ? ScriptedResponse.json(["id": 0]).withFault(.badStatusLine) : .json(["id": 1, "name": "second"])
+        }
+        let service = try ServiceFixture.service(server)
+        let error = await #expect(throws: CourierError.self) {
+            let _: ServiceUser = try await service.get("garbage")
+        }
+        #expect(error?.code == .invalidResponse)
+        #expect(received.value == 1)
+    }
+
     @Test func throttledDoubleTapIsDroppedWithoutSending() async throws {
         let server = try TestServer()
         defer { server.stop() }
