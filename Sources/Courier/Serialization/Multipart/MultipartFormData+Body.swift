@@ -105,7 +105,9 @@ extension MultipartFormData {
         output.append(contentsOf: header.utf8)
     }
 
-    /// Escapes a name for a quoted `Content-Disposition` parameter.
+    /// Escapes a name for a quoted `Content-Disposition` parameter: `"`, CR and LF as browsers do,
+    /// and `\\`, which readers of RFC 2045 quoted strings (Python's email, Go's mime) take for an
+    /// escape: a name ending in one escaped the closing quote and swallowed `; filename=`.
     func escape(_ name: String) -> String {
         var output: [UInt8] = []
         output.reserveCapacity(name.utf8.count)
@@ -113,9 +115,12 @@ extension MultipartFormData {
         for byte in name.utf8 {
             let escaped: Bool
             switch fileNameEncoding {
-            case .utf8: escaped = byte == UInt8(ascii: "\"") || byte == 0x0D || byte == 0x0A
+            case .utf8:
+                escaped = byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte == 0x0D || byte == 0x0A
             case .percentEncoded:
-                escaped = byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "%") || byte < 0x20 || byte >= 0x7F
+                escaped =
+                    byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte == UInt8(ascii: "%") || byte < 0x20
+                    || byte >= 0x7F
             }
             if escaped {
                 output.append(contentsOf: [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]])
