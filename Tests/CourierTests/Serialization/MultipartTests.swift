@@ -161,6 +161,14 @@ import Testing
         #expect(throws: Never.self) { _ = try MultipartFormData(boundary: longest).makeBody() }
     }
 
+    /// `'` is a token character (RFC 2045), but RFC 2231 gives it a meaning in parameter values,
+    /// and Python's email parser (policy HTTP) found no boundary in `boundary=a'b`: the whole
+    /// body read as no parts. Quoted, every reader takes it as it is.
+    @Test func aBoundaryWithAnApostropheIsQuoted() {
+        #expect(MultipartFormData(boundary: "it's").contentType == "multipart/form-data; boundary=\"it's\"")
+        #expect(MultipartFormData(boundary: "a+b_c-d.e").contentType == "multipart/form-data; boundary=a+b_c-d.e")
+    }
+
     @Test func errors() throws {
         var request = makeRequest()
         let missingFile = thrownError {

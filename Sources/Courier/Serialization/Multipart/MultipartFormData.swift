@@ -96,9 +96,11 @@ public struct MultipartFormData: Sendable, Encodable {
             + String(repeating: "0", count: 16 - low.count) + low
     }
 
-    /// The `Content-Type` header value, with the boundary (quoted when it holds a separator).
+    /// The `Content-Type` header value, with the boundary (quoted when it holds a separator, or
+    /// `'`, which RFC 2231 gives a meaning in parameters: Python's email parser found no boundary
+    /// in `boundary=a'b`).
     public var contentType: String {
-        let isToken = !boundary.utf8.contains { "()/:=?, ".utf8.contains($0) }
+        let isToken = !boundary.utf8.contains { "()/:=?, '".utf8.contains($0) }
         return "multipart/form-data; boundary=" + (isToken ? boundary : "\"\(boundary)\"")
     }
 
