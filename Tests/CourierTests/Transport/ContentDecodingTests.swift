@@ -101,6 +101,34 @@ import Testing
         }
     }
 
+    /// Servers send `deflate` both ways, zlib-wrapped and raw; Courier tells them apart by the
+    /// first two bytes (the zlib header). A raw stream whose first chunk held one byte was taken
+    /// for zlib until the second byte arrived, then the header check failed where the raw
+    /// fallback was no longer tried: `.invalidResponse` for a good body that Python's urllib3
+    /// (and browsers) decode. Every split of the first bytes must decode, for every form.
+    @Test(arguments: ["raw", "zlib", "gzip"], [1, 2, 3])
+    func aCompressedBodyDecodesHoweverItsFirstBytesAreChunked(form: String, firstChunk: Int) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try makeClient()
+        let content = TestServer.bytePattern(count: 50_000)
+        let coded =
+            switch form {
+            case "raw": Compression.rawDeflate(content)
+            case "zlib": Compression.zlib(content)
+            default: Compression.gzip(content)
+            }
+        let chunks = [coded.prefix(firstChunk), coded.dropFirst(firstChunk).prefix(1), coded.dropFirst(firstChunk + 1)]
+        server.enqueue(
+            .chunked(chunks.map { Data($0) }, headers: [.contentEncoding: form == "gzip" ? "gzip" : "deflate"]))
+        let response = try await client.send(HTTPRequest(.get, server.url("/coded")))
+        #expect(response.body == content)
+        // A body of one byte is a truncated stream, not a raw one waiting for more.
+        server.enqueue(.chunked([Data(coded.prefix(1))], headers: [.contentEncoding: "deflate"]))
+        let error = await courierError { _ = try await client.send(HTTPRequest(.get, server.url("/one"))) }
+        #expect(error?.code == .invalidResponse, "\(String(describing: error))")
+    }
+
     @Test func aTruncatedCompressedBodyIsNeverCached() async throws {
         let server = try TestServer()
         defer { server.stop() }
