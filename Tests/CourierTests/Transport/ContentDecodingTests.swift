@@ -269,6 +269,76 @@ import Testing
     }
 }
 
+/// Courier's decoding against Python's gzip and zlib (scripts/serialization-differential.py
+/// content-codings) on what servers send, honest and lying: each body, framed by its length and
+/// chunked from its first byte, decodes to what Python reads, or is `.invalidResponse` where
+/// Python fails too.
+@Suite(.enabled(if: PythonStandardLibrary.python != nil, "needs python3"))
+struct ContentDecodingDifferentialTests {
+    struct Coded: Decodable {
+        var name: String
+        var contentEncoding: String
+        var body: String
+        var expected: String?
+        var deviation: String?
+    }
+
+    @Test func courierDecodesWhatPythonDecodesAndRefusesTheRest() async throws {
+        let cases = try JSONDecoder().decode([Coded].self, from: PythonStandardLibrary.run(["content-codings"]))
+        #expect(cases.count > 20)
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try makeClient()
+        for item in cases {
+            let body = try #require(Data(base64Encoded: item.body))
+            let headers: HTTPFields = [.contentEncoding: item.contentEncoding]
+            let chunks =
+                [body.prefix(1), body.dropFirst().prefix(1)]
+                + stride(from: 2, to: body.count, by: 4096).map {
+                    body[$0..<min($0 + 4096, body.count)]
+                }
+            for (framing, response) in [
+                ("length", ScriptedResponse(headers: headers, body: body)),
+                ("chunked", .chunked(chunks.map { Data($0) }, headers: headers)),
+            ] {
+                server.enqueue(response)
+                let context = "\(item.name) (\(framing))\(item.deviation.map { "; Courier deviates: \($0)" } ?? "")"
+                if let expected = item.expected {
+                    let decoded = try await client.send(HTTPRequest(.get, server.url("/coded"))).body
+                    #expect(decoded == Data(base64Encoded: expected), "\(context)")
+                } else {
+                    let error = await courierError {
+                        _ = try await client.send(HTTPRequest(.get, server.url("/coded")))
+                    }
+                    #expect(error?.code == .invalidResponse, "\(context): \(String(describing: error))")
+                }
+            }
+        }
+    }
+
+    /// A HEAD answer, a 204 and a 304 have no body, whatever coding their head names (even one
+    /// Courier does not decode): nothing to decode, no error, no wait for a body.
+    @Test func answersWithoutABodyAreNotDecoded() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try makeClient()
+        let coded = Compression.gzip(Data("the content".utf8))
+        for coding in ["gzip", "br"] {
+            server.enqueue(ScriptedResponse(headers: [.contentEncoding: coding], body: coded))
+            let head = try await client.send(HTTPRequest(.head, server.url("/head")))
+            #expect(head.status.code == 200 && head.body.isEmpty, "HEAD, \(coding)")
+            for status in [204, 304] {
+                server.enqueue(ScriptedResponse(status: status, headers: [.contentEncoding: coding]))
+                let response = try await client.send(HTTPRequest(.get, server.url("/\(status)")))
+                #expect(response.status.code == status && response.body.isEmpty, "\(status), \(coding)")
+            }
+        }
+        // The connection is still good for a coded answer.
+        server.enqueue(ScriptedResponse(headers: [.contentEncoding: "gzip"], body: coded))
+        #expect(try await client.send(HTTPRequest(.get, server.url("/after"))).body == Data("the content".utf8))
+    }
+}
+
 /// nginx's own gzip over HTTP/2 (TLS, ALPN): decoded by Courier, whole, with a head that says so.
 @Suite(.enabled(if: NginxServer.isInstalled, "needs nginx (scripts/bootstrap.sh installs it)"))
 struct ContentDecodingHTTP2Tests {
