@@ -16,8 +16,9 @@ python3, no packages.
       exactly the pairs the case's value flattens to).
   serialization-differential.py form-queries SEED COUNT
       Prints a JSON list of {query, pairs}: random pairs with distinct keys written by
-      urllib.parse.urlencode (quote_plus, or quote_via=quote, and hex in lower case), for
-      Courier's URLEncodedFormDecoder to read back.
+      urllib.parse.urlencode (quote_plus, or quote_via=quote, and hex in lower case), or values
+      of escaped bytes that need not be UTF-8 (pairs as parse_qsl reads them), for Courier's
+      URLEncodedFormDecoder to read back.
   serialization-differential.py multipart-forms SEED COUNT
       Prints a JSON list of forms {boundary, parts, refused}: parts {name, fileName, contentType,
       content (base64), kind: text | data | file} with hostile names and contents, an optional
@@ -193,8 +194,16 @@ def form_queries(seed, count):
             # '[' nests in Courier's reading (and '.' with dot nesting): plain keys here.
             key = random_key(rng, "dots", taken)
             pairs.append((key, random_text(rng)))
-        style = rng.choice(["plus", "quote", "lower"])
-        if style == "plus":
+        style = rng.choice(["plus", "quote", "lower", "bytes"])
+        if style == "bytes":
+            # Escaped bytes that need not be UTF-8 (a server in Latin-1, a cut sequence): read
+            # with U+FFFD for each maximal invalid subpart, as parse_qsl reads them.
+            raw = [(key, bytes(rng.choice([0x41, 0x80, 0xBF, 0xC3, 0xE2, 0xED, 0xF0, 0xF4, 0xFF, rng.randint(0, 255)])
+                               for _ in range(rng.randint(0, 6)))) for key, _ in pairs]
+            query = "&".join(urllib.parse.quote(key, safe="") + "=" + urllib.parse.quote_from_bytes(value, safe="")
+                             for key, value in raw)
+            pairs = urllib.parse.parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
+        elif style == "plus":
             query = urllib.parse.urlencode(pairs)
         else:
             query = urllib.parse.urlencode(pairs, quote_via=urllib.parse.quote)
