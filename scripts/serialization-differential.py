@@ -8,7 +8,7 @@ python3, no packages.
   serialization-differential.py form-values SEED COUNT
       Prints a JSON list of cases {value, nesting, arrays, bools, spaces}: random keyed values
       (strings of every Unicode plane with the form's own separators, empty strings, Booleans,
-      integers, nulls, arrays and objects nested in one another) and the encoder's options.
+      nulls, arrays and objects nested in one another) and the encoder's options.
   serialization-differential.py form-check SEED COUNT FILE
       FILE holds the query Courier wrote for each case of form-values (same SEED and COUNT),
       as a JSON list of strings. Prints a JSON list of problems (empty when
@@ -102,9 +102,7 @@ def random_value(rng, nesting, depth):
         return random_object(rng, nesting, depth + 1)
     if roll < 0.4:
         return rng.random() < 0.5
-    if roll < 0.5:
-        return rng.randint(-(2**63), 2**63 - 1)
-    if roll < 0.55:
+    if roll < 0.45:
         return None
     return random_text(rng)
 
@@ -139,8 +137,6 @@ def flatten(case):
         if isinstance(value, bool):
             text = ("true" if value else "false") if case["bools"] == "literal" else ("1" if value else "0")
             pairs.append((key, text))
-        elif isinstance(value, int):
-            pairs.append((key, str(value)))
         elif isinstance(value, str):
             pairs.append((key, value))
         elif isinstance(value, list):
@@ -163,11 +159,19 @@ def by_key(pairs):
     return sorted(pairs, key=lambda pair: pair[0])
 
 
+def load_written(path, cases, problems):
+    """What Courier wrote for `cases`, from the JSON list in the file at `path`."""
+    with open(path, encoding="utf-8") as f:
+        written = json.load(f)
+    if len(written) != len(cases):
+        problems.append("%d written for %d cases" % (len(written), len(cases)))
+    return written
+
+
 def form_check(seed, count, path):
     cases = form_values(seed, count)
-    with open(path, encoding="utf-8") as f:
-        queries = json.load(f)
     problems = []
+    queries = load_written(path, cases, problems)
     for index, (case, query) in enumerate(zip(cases, queries)):
         expected = by_key(flatten(case))
         try:
@@ -179,8 +183,6 @@ def form_check(seed, count, path):
             problems.append("case %d: %r read as %r, expected %r" % (index, query, by_key(read), expected))
         if case["spaces"] == "percentEncoded" and "+" in query:
             problems.append("case %d: a '+' in %r, which spaces=percentEncoded never writes" % (index, query))
-    if len(queries) != len(cases):
-        problems.append("%d queries for %d cases" % (len(queries), len(cases)))
     return problems
 
 
@@ -284,9 +286,8 @@ def header_text(value):
 
 def multipart_check(seed, count, path):
     forms = multipart_forms(seed, count)
-    with open(path, encoding="utf-8") as f:
-        written = json.load(f)
     problems = []
+    written = load_written(path, forms, problems)
     for index, (form, body) in enumerate(zip(forms, written)):
         if body is None:
             if not form["refused"]:
@@ -329,8 +330,6 @@ def multipart_check(seed, count, path):
         if message.defects or read != expected:
             problems.append("form %d (boundary %r): email.parser read %r (defects %r), expected %r"
                             % (index, form["boundary"], read, message.defects, expected))
-    if len(written) != len(forms):
-        problems.append("%d bodies for %d forms" % (len(written), len(forms)))
     return problems
 
 

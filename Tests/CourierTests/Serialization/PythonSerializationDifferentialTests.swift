@@ -73,7 +73,8 @@ struct PythonSerializationDifferentialTests {
 
 /// One random keyed value and the encoder options to write it with.
 struct FormCase: Decodable {
-    var value: FormTree
+    /// Encoded through `Encodable` as a model of its shape would be.
+    var value: AnyJSON
     var nesting: String
     var arrays: String
     var bools: String
@@ -85,69 +86,6 @@ struct FormCase: Decodable {
             arrays: arrays == "indexed" ? .indexed : arrays == "repeated" ? .repeated : .brackets,
             bools: bools == "numeric" ? .numeric : .literal,
             spaces: spaces == "plus" ? .plus : .percentEncoded)
-    }
-}
-
-/// A JSON value, encoded through `Encodable` as a model of those shapes would be.
-indirect enum FormTree: Codable {
-    case object([String: FormTree])
-    case array([FormTree])
-    case text(String)
-    case bool(Bool)
-    case integer(Int)
-    case null
-
-    struct Key: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
-    init(from decoder: any Decoder) throws {
-        if let keyed = try? decoder.container(keyedBy: Key.self) {
-            var object: [String: FormTree] = [:]
-            for key in keyed.allKeys { object[key.stringValue] = try keyed.decode(FormTree.self, forKey: key) }
-            self = .object(object)
-        } else if var unkeyed = try? decoder.unkeyedContainer() {
-            var array: [FormTree] = []
-            while !unkeyed.isAtEnd { array.append(try unkeyed.decode(FormTree.self)) }
-            self = .array(array)
-        } else {
-            let single = try decoder.singleValueContainer()
-            if single.decodeNil() {
-                self = .null
-            } else if let bool = try? single.decode(Bool.self) {
-                self = .bool(bool)
-            } else if let integer = try? single.decode(Int.self) {
-                self = .integer(integer)
-            } else {
-                self = .text(try single.decode(String.self))
-            }
-        }
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        switch self {
-        case .object(let object):
-            var keyed = encoder.container(keyedBy: Key.self)
-            for (key, value) in object { try keyed.encode(value, forKey: Key(stringValue: key)) }
-        case .array(let array):
-            var unkeyed = encoder.unkeyedContainer()
-            for value in array { try unkeyed.encode(value) }
-        case .text(let text):
-            var single = encoder.singleValueContainer()
-            try single.encode(text)
-        case .bool(let bool):
-            var single = encoder.singleValueContainer()
-            try single.encode(bool)
-        case .integer(let integer):
-            var single = encoder.singleValueContainer()
-            try single.encode(integer)
-        case .null:
-            var single = encoder.singleValueContainer()
-            try single.encodeNil()
-        }
     }
 }
 
