@@ -112,7 +112,7 @@ extension MultipartFormData {
     }
 
     /// Escapes a name for a quoted `Content-Disposition` parameter: `"`, CR and LF as browsers do,
-    /// and `\\`, which readers of RFC 2045 quoted strings (Python's email, Go's mime) take for an
+    /// and `\`, which readers of RFC 2045 quoted strings (Python's email, Go's mime) take for an
     /// escape: a name ending in one escaped the closing quote and swallowed `; filename=`.
     func escape(_ name: String) -> String {
         var output: [UInt8] = []
