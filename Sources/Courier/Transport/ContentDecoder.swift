@@ -128,6 +128,9 @@ private final class Inflater {
     /// For `deflate`: whether a raw DEFLATE stream (no zlib header) was tried after the header
     /// check failed on the first bytes.
     private var isRaw = false
+    /// For `deflate`: a first byte that came alone, held until the next one, so that the zlib
+    /// header is checked on both its bytes and raw DEFLATE can start again from the first.
+    private var heldByte: UInt8?
 
     init(_ coding: ContentDecoder.Coding) throws(CourierError) {
         self.coding = coding
@@ -153,6 +156,25 @@ private final class Inflater {
         _ input: UnsafeRawBufferPointer, into output: (UnsafeRawBufferPointer) throws(CourierError) -> Void
     ) throws(CourierError) {
         guard let base = input.baseAddress, input.count > 0 else { return }
+        if coding == .deflate, !isRaw {
+            // zlib takes a lone first byte into its header and cannot give it back, and the
+            // header check on the second byte would fail where a raw stream is no longer tried.
+            if let held = heldByte {
+                heldByte = nil
+                hasInput = false
+                let joined = UnsafeMutableRawBufferPointer.allocate(byteCount: input.count + 1, alignment: 1)
+                defer { joined.deallocate() }
+                joined[0] = held
+                joined.baseAddress!.advanced(by: 1).copyMemory(from: base, byteCount: input.count)
+                try inflate(UnsafeRawBufferPointer(joined), into: output)
+                return
+            }
+            if !hasInput, input.count == 1 {
+                heldByte = input[0]
+                hasInput = true
+                return
+            }
+        }
         var next = UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: UInt8.self))
         var left = input.count
         let firstBytes = !hasInput

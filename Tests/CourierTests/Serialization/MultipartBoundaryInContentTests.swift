@@ -57,6 +57,17 @@ import Testing
         #expect(throws: CourierError.self) { try Self.bigForm(endingWith: "\n--\(Self.boundary)--").makeBody() }
     }
 
+    /// The boundary after a bare CR: Python's email parser (and any reader splitting lines at CR,
+    /// LF or CR LF) takes it for a delimiter, so text with old Mac line breaks and no LF at all
+    /// closed the field and added a part (`role=admin`) of its own; only LF was looked for.
+    @Test func theBoundaryAfterABareCarriageReturnIsRefused() throws {
+        var form = MultipartFormData(boundary: Self.boundary)
+        form.append(Self.injected.replacingOccurrences(of: "\r\n", with: "\r"), name: "comment")
+        #expect(throws: CourierError.self) { try form.makeBody() }
+
+        #expect(throws: CourierError.self) { try Self.bigForm(endingWith: "\r--\(Self.boundary)--").makeBody() }
+    }
+
     /// A form of one part big enough to be a segment of its own, ending with `tail`.
     static func bigForm(endingWith tail: String) -> MultipartFormData {
         var form = MultipartFormData(boundary: boundary)

@@ -36,6 +36,19 @@ import Testing
         #expect(ascii.contains("filename=\"r%C3%A9sum%C3%A9 %22final%22 %F0%9F%93%8E.txt\""))
     }
 
+    /// A backslash is an escape in a quoted string (RFC 2045, RFC 9110 §5.6.4), and Python's
+    /// email parser, Go's mime package and others read it so: a name ending in `\` escaped the
+    /// closing quote, the name swallowed `; filename=` and the file part read as a field (Python
+    /// read the name `a"; filename=`). It is written `%5C`, as `"` is written `%22`.
+    @Test(arguments: [MultipartFormData.FileNameEncoding.utf8, .percentEncoded])
+    func aBackslashCannotEscapeTheClosingQuote(_ encoding: MultipartFormData.FileNameEncoding) throws {
+        var form = MultipartFormData(boundary: "b", fileNameEncoding: encoding)
+        form.append(Data("x".utf8), name: "a\\", fileName: "C:\\temp\\", contentType: "text/plain")
+        let text = String(decoding: try materialize(try form.makeBody()), as: UTF8.self)
+        #expect(
+            text.contains("Content-Disposition: form-data; name=\"a%5C\"; filename=\"C:%5Ctemp%5C\"\r\n"), "\(text)")
+    }
+
     @Test func filePartsAreStreamedNotLoaded() throws {
         let body = try goldenForm(.utf8).makeBody()
         #expect(body.segments.count == 3)
@@ -146,6 +159,14 @@ import Testing
         let longest = String(repeating: "b", count: 70)
         #expect(MultipartFormData(boundary: longest).contentType == "multipart/form-data; boundary=" + longest)
         #expect(throws: Never.self) { _ = try MultipartFormData(boundary: longest).makeBody() }
+    }
+
+    /// `'` is a token character (RFC 2045), but RFC 2231 gives it a meaning in parameter values,
+    /// and Python's email parser (policy HTTP) found no boundary in `boundary=a'b`: the whole
+    /// body read as no parts. Quoted, every reader takes it as it is.
+    @Test func aBoundaryWithAnApostropheIsQuoted() {
+        #expect(MultipartFormData(boundary: "it's").contentType == "multipart/form-data; boundary=\"it's\"")
+        #expect(MultipartFormData(boundary: "a+b_c-d.e").contentType == "multipart/form-data; boundary=a+b_c-d.e")
     }
 
     @Test func errors() throws {

@@ -101,6 +101,34 @@ import Testing
         }
     }
 
+    /// Servers send `deflate` both ways, zlib-wrapped and raw; Courier tells them apart by the
+    /// first two bytes (the zlib header). A raw stream whose first chunk held one byte was taken
+    /// for zlib until the second byte arrived, then the header check failed where the raw
+    /// fallback was no longer tried: `.invalidResponse` for a good body that Python's urllib3
+    /// (and browsers) decode. Every split of the first bytes must decode, for every form.
+    @Test(arguments: ["raw", "zlib", "gzip"], [1, 2, 3])
+    func aCompressedBodyDecodesHoweverItsFirstBytesAreChunked(form: String, firstChunk: Int) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try makeClient()
+        let content = TestServer.bytePattern(count: 50_000)
+        let coded =
+            switch form {
+            case "raw": Compression.rawDeflate(content)
+            case "zlib": Compression.zlib(content)
+            default: Compression.gzip(content)
+            }
+        let chunks = [coded.prefix(firstChunk), coded.dropFirst(firstChunk).prefix(1), coded.dropFirst(firstChunk + 1)]
+        server.enqueue(
+            .chunked(chunks.map { Data($0) }, headers: [.contentEncoding: form == "gzip" ? "gzip" : "deflate"]))
+        let response = try await client.send(HTTPRequest(.get, server.url("/coded")))
+        #expect(response.body == content)
+        // A body of one byte is a truncated stream, not a raw one waiting for more.
+        server.enqueue(.chunked([Data(coded.prefix(1))], headers: [.contentEncoding: "deflate"]))
+        let error = await courierError { _ = try await client.send(HTTPRequest(.get, server.url("/one"))) }
+        #expect(error?.code == .invalidResponse, "\(String(describing: error))")
+    }
+
     @Test func aTruncatedCompressedBodyIsNeverCached() async throws {
         let server = try TestServer()
         defer { server.stop() }
@@ -238,6 +266,76 @@ import Testing
             let error = await courierError { _ = try await client.send(HTTPRequest(.get, server.url("/x"))) }
             #expect(error?.code == .invalidResponse, "\(coding): \(String(describing: error))")
         }
+    }
+}
+
+/// Courier's decoding against Python's gzip and zlib (scripts/serialization-differential.py
+/// content-codings) on what servers send, honest and lying: each body, framed by its length and
+/// chunked from its first byte, decodes to what Python reads, or is `.invalidResponse` where
+/// Python fails too.
+@Suite(.enabled(if: PythonStandardLibrary.python != nil, "needs python3"))
+struct ContentDecodingDifferentialTests {
+    struct Coded: Decodable {
+        var name: String
+        var contentEncoding: String
+        var body: String
+        var expected: String?
+        var deviation: String?
+    }
+
+    @Test func courierDecodesWhatPythonDecodesAndRefusesTheRest() async throws {
+        let cases = try JSONDecoder().decode([Coded].self, from: PythonStandardLibrary.run(["content-codings"]))
+        #expect(cases.count > 20)
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try makeClient()
+        for item in cases {
+            let body = try #require(Data(base64Encoded: item.body))
+            let headers: HTTPFields = [.contentEncoding: item.contentEncoding]
+            let chunks =
+                [body.prefix(1), body.dropFirst().prefix(1)]
+                + stride(from: 2, to: body.count, by: 4096).map {
+                    body[$0..<min($0 + 4096, body.count)]
+                }
+            for (framing, response) in [
+                ("length", ScriptedResponse(headers: headers, body: body)),
+                ("chunked", .chunked(chunks.map { Data($0) }, headers: headers)),
+            ] {
+                server.enqueue(response)
+                let context = "\(item.name) (\(framing))\(item.deviation.map { "; Courier deviates: \($0)" } ?? "")"
+                if let expected = item.expected {
+                    let decoded = try await client.send(HTTPRequest(.get, server.url("/coded"))).body
+                    #expect(decoded == Data(base64Encoded: expected), "\(context)")
+                } else {
+                    let error = await courierError {
+                        _ = try await client.send(HTTPRequest(.get, server.url("/coded")))
+                    }
+                    #expect(error?.code == .invalidResponse, "\(context): \(String(describing: error))")
+                }
+            }
+        }
+    }
+
+    /// A HEAD answer, a 204 and a 304 have no body, whatever coding their head names (even one
+    /// Courier does not decode): nothing to decode, no error, no wait for a body.
+    @Test func answersWithoutABodyAreNotDecoded() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try makeClient()
+        let coded = Compression.gzip(Data("the content".utf8))
+        for coding in ["gzip", "br"] {
+            server.enqueue(ScriptedResponse(headers: [.contentEncoding: coding], body: coded))
+            let head = try await client.send(HTTPRequest(.head, server.url("/head")))
+            #expect(head.status.code == 200 && head.body.isEmpty, "HEAD, \(coding)")
+            for status in [204, 304] {
+                server.enqueue(ScriptedResponse(status: status, headers: [.contentEncoding: coding]))
+                let response = try await client.send(HTTPRequest(.get, server.url("/\(status)")))
+                #expect(response.status.code == status && response.body.isEmpty, "\(status), \(coding)")
+            }
+        }
+        // The connection is still good for a coded answer.
+        server.enqueue(ScriptedResponse(headers: [.contentEncoding: "gzip"], body: coded))
+        #expect(try await client.send(HTTPRequest(.get, server.url("/after"))).body == Data("the content".utf8))
     }
 }
 

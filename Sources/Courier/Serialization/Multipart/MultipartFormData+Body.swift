@@ -48,19 +48,25 @@ extension MultipartFormData {
     }
 
     /// Whether `content` holds what a reader takes for a delimiter: `--boundary` at its start
-    /// (right after the part's header lines) or after a line break, CR LF or a bare LF (which
-    /// lenient readers take for one: PHP's looks for `\n--boundary`).
+    /// (right after the part's header lines) or after a line break: CR LF, a bare LF (which
+    /// lenient readers take for one: PHP's looks for `\n--boundary`) or a bare CR (Python's
+    /// email parser splits lines at CR, LF and CR LF).
     static func contains(delimiter dashBoundary: Data, in content: Data) -> Bool {
         guard content.count >= dashBoundary.count else { return false }
         if content.starts(with: dashBoundary) { return true }
-        let needle = Data([0x0A]) + dashBoundary
+        return contains(dashBoundary, after: 0x0A, in: content) || contains(dashBoundary, after: 0x0D, in: content)
+    }
+
+    /// Whether `dashBoundary` follows a `lineBreak` byte somewhere in `content`.
+    private static func contains(_ dashBoundary: Data, after lineBreak: UInt8, in content: Data) -> Bool {
+        let needle = Data([lineBreak]) + dashBoundary
         return content.withUnsafeBytes { haystack in
             needle.withUnsafeBytes { needle in
                 guard let base = haystack.baseAddress, haystack.count >= needle.count else { return false }
-                // Each LF (found by `memchr`), compared with the line break and the boundary.
+                // Each line break (found by `memchr`), compared with the line break and the boundary.
                 var offset = 0
                 let last = haystack.count - needle.count
-                while offset <= last, let found = memchr(base + offset, 0x0A, last - offset + 1) {
+                while offset <= last, let found = memchr(base + offset, Int32(lineBreak), last - offset + 1) {
                     let at = base.distance(to: UnsafeRawPointer(found))
                     if memcmp(base + at, needle.baseAddress!, needle.count) == 0 { return true }
                     offset = at + 1
@@ -105,7 +111,9 @@ extension MultipartFormData {
         output.append(contentsOf: header.utf8)
     }
 
-    /// Escapes a name for a quoted `Content-Disposition` parameter.
+    /// Escapes a name for a quoted `Content-Disposition` parameter: `"`, CR and LF as browsers do,
+    /// and `\`, which readers of RFC 2045 quoted strings (Python's email, Go's mime) take for an
+    /// escape: a name ending in one escaped the closing quote and swallowed `; filename=`.
     func escape(_ name: String) -> String {
         var output: [UInt8] = []
         output.reserveCapacity(name.utf8.count)
@@ -113,9 +121,12 @@ extension MultipartFormData {
         for byte in name.utf8 {
             let escaped: Bool
             switch fileNameEncoding {
-            case .utf8: escaped = byte == UInt8(ascii: "\"") || byte == 0x0D || byte == 0x0A
+            case .utf8:
+                escaped = byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte == 0x0D || byte == 0x0A
             case .percentEncoded:
-                escaped = byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "%") || byte < 0x20 || byte >= 0x7F
+                escaped =
+                    byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte == UInt8(ascii: "%") || byte < 0x20
+                    || byte >= 0x7F
             }
             if escaped {
                 output.append(contentsOf: [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]])

@@ -7,13 +7,15 @@ import Foundation
 /// so a file is never loaded whole and the length is known before sending.
 ///
 /// Field names and file names are written the way browsers do (WHATWG HTML): UTF-8 as is,
-/// with `"`, CR and LF escaped as `%22`, `%0D`, `%0A`. ``FileNameEncoding/percentEncoded``
+/// with `"`, CR and LF escaped as `%22`, `%0D`, `%0A`, and also `\` as `%5C` (servers that read
+/// RFC 2045 quoted strings, such as Python's and Go's, take it for an escape, and a name ending
+/// in one would run into the next parameter). ``FileNameEncoding/percentEncoded``
 /// instead percent-encodes every byte outside printable ASCII (RFC 7578 §4.2) for servers
 /// that only take ASCII headers. `filename*` is never used (RFC 7578 forbids it).
 public struct MultipartFormData: Sendable, Encodable {
     /// How names and file names are written in `Content-Disposition`.
     public enum FileNameEncoding: Sendable, Hashable {
-        /// UTF-8 as is; `"`, CR, LF escaped as `%22`, `%0D`, `%0A` (browsers, the default).
+        /// UTF-8 as is; `"`, CR, LF escaped as `%22`, `%0D`, `%0A` (browsers, the default), and `\` as `%5C`.
         case utf8
         /// Also `%` and every byte outside printable ASCII percent-encoded.
         case percentEncoded
@@ -94,9 +96,11 @@ public struct MultipartFormData: Sendable, Encodable {
             + String(repeating: "0", count: 16 - low.count) + low
     }
 
-    /// The `Content-Type` header value, with the boundary (quoted when it holds a separator).
+    /// The `Content-Type` header value, with the boundary (quoted when it holds a separator, or
+    /// `'`, which RFC 2231 gives a meaning in parameters: Python's email parser found no boundary
+    /// in `boundary=a'b`).
     public var contentType: String {
-        let isToken = !boundary.utf8.contains { "()/:=?, ".utf8.contains($0) }
+        let isToken = !boundary.utf8.contains { "()/:=?, '".utf8.contains($0) }
         return "multipart/form-data; boundary=" + (isToken ? boundary : "\"\(boundary)\"")
     }
 
