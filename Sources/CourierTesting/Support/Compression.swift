@@ -54,11 +54,15 @@ enum Compression {
             &stream, level, Z_DEFLATED, windowBits, 8, strategy, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
         precondition(status == Z_OK, "deflateInit2 failed: \(status)")
         defer { deflateEnd(&stream) }
-        var input = data
         var output = Data()
         var scratch = [UInt8](repeating: 0, count: 64 * 1024)
-        input.withUnsafeMutableBytes { raw in
-            stream.next_in = raw.baseAddress?.assumingMemoryBound(to: Bytef.self)
+        // Read-only access (zlib does not write through `next_in`): Foundation 6.3's
+        // `withUnsafeMutableBytes` traps on an empty slice at the end of its storage
+        // (`data.dropFirst(data.count)`).
+        data.withUnsafeBytes { raw in
+            stream.next_in = raw.baseAddress.map {
+                UnsafeMutablePointer(mutating: $0.assumingMemoryBound(to: Bytef.self))
+            }
             stream.avail_in = uInt(raw.count)
             while true {
                 let result = scratch.withUnsafeMutableBytes { out in
@@ -87,9 +91,10 @@ extension Compression {
         defer { inflateEnd(&stream) }
         var output = Data()
         var scratch = [UInt8](repeating: 0, count: 64 * 1024)
-        var input = data
-        return input.withUnsafeMutableBytes { raw -> Data? in
-            stream.next_in = raw.baseAddress?.assumingMemoryBound(to: Bytef.self)
+        return data.withUnsafeBytes { raw -> Data? in
+            stream.next_in = raw.baseAddress.map {
+                UnsafeMutablePointer(mutating: $0.assumingMemoryBound(to: Bytef.self))
+            }
             stream.avail_in = uInt(raw.count)
             while true {
                 let result = scratch.withUnsafeMutableBytes { out in
