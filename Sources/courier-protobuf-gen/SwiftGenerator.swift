@@ -59,9 +59,14 @@ struct SwiftGenerator {
             seen[value.number] = names[index]
             cases.append((names[index], value.number))
         }
+        let int32 = qualified("Int32")
+        let conformances = [
+            qualified("ProtobufEnum", in: "CourierProtobuf"), qualified("Sendable"), qualified("Hashable"),
+            qualified("CaseIterable"),
+        ].joined(separator: ", ")
         out.line("/// `\(fullName)`.")
         if !open {
-            out.open("\(access) enum \(type): Int32, ProtobufEnum, Sendable, Hashable, CaseIterable")
+            out.open("\(access) enum \(type): \(int32), \(conformances)")
             for (name, number) in cases { out.line("case \(name) = \(number)") }
         } else {
             if names.contains("unrecognized") {
@@ -69,19 +74,19 @@ struct SwiftGenerator {
                     description: "\(fullName): a value named like `unrecognized` clashes with the "
                         + "generated case for unknown numbers")
             }
-            out.open("\(access) enum \(type): ProtobufEnum, Sendable, Hashable, CaseIterable")
+            out.open("\(access) enum \(type): \(conformances)")
             for (name, _) in cases { out.line("case \(name)") }
             out.line("/// A number this version of the schema has no case for (kept, and sent again unchanged).")
-            out.line("case unrecognized(Int32)")
+            out.line("case unrecognized(\(int32))")
             out.line()
-            out.open("\(access) init(rawValue: Int32)")
+            out.open("\(access) init(rawValue: \(int32))")
             out.open("switch rawValue")
             for (name, number) in cases { out.line("case \(number): self = .\(name)") }
             out.line("default: self = .unrecognized(rawValue)")
             out.close()
             out.close()
             out.line()
-            out.open("\(access) var rawValue: Int32")
+            out.open("\(access) var rawValue: \(int32)")
             out.open("switch self")
             for (name, number) in cases { out.line("case .\(name): \(number)") }
             out.line("case .unrecognized(let number): number")
@@ -104,7 +109,9 @@ struct SwiftGenerator {
             try SwiftField($0, in: message, owner: fullName, proto3: proto3, generator: self)
         }
         out.line("/// `\(fullName)`.")
-        out.open("\(access) struct \(escapedType(message.name)): Sendable, Hashable, Codable")
+        out.open(
+            "\(access) struct \(escapedType(message.name)): "
+                + [qualified("Sendable"), qualified("Hashable"), qualified("Codable")].joined(separator: ", "))
         for field in fields {
             if let comment = field.comment { out.line("/// \(comment)") }
             let wrapper = field.isIndirect ? "@\(qualified("Indirect", in: "CourierProtobuf")) " : ""
@@ -150,8 +157,10 @@ struct SwiftGenerator {
         let reader = qualified("ProtobufMessageReader", in: "CourierProtobuf")
         let writer = qualified("ProtobufMessageWriter", in: "CourierProtobuf")
         out.line()
-        out.open("extension \(type.swiftPath): ProtobufMessage, ProtobufDirectCodable")
-        out.open("\(access) static var protobufDescriptor: UnsafePointer<ProtobufCMessageDescriptor>")
+        out.open(
+            "extension \(type.swiftPath): \(qualified("ProtobufMessage", in: "CourierProtobuf")), "
+                + qualified("ProtobufDirectCodable", in: "CourierProtobuf"))
+        out.open("\(access) static var protobufDescriptor: \(qualified("UnsafePointer"))<ProtobufCMessageDescriptor>")
         out.line("courier_descriptor_\(fullName.replacingOccurrences(of: ".", with: "_"))()")
         out.close()
         out.line()

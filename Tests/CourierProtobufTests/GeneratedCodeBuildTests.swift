@@ -86,7 +86,9 @@ import Testing
         import CourierProtobuf
         import Foundation
 
-        func roundTrip<M: ProtobufMessage & ProtobufDirectCodable & Equatable>(_ value: M) throws {
+        func roundTrip<M: CourierProtobuf.ProtobufMessage & CourierProtobuf.ProtobufDirectCodable & Equatable>(
+            _ value: M
+        ) throws {
             let bytes = try ProtobufEncoder().encode(value)
             let back = try ProtobufDecoder().decode(M.self, from: bytes)
             guard back == value else {
@@ -123,6 +125,16 @@ import Testing
                 message Dictionary { map<string, int32> values = 1; }
                 message Names { int32 value = 1; }
                 message Indirect { int32 value = 1; }
+                // Names the generated code itself uses.
+                message Int32 { int32 value = 1; }
+                message Sendable { int32 value = 1; }
+                message Hashable { int32 value = 1; }
+                message Codable { int32 value = 1; }
+                message CaseIterable { int32 value = 1; }
+                message ProtobufMessage { int32 value = 1; }
+                message ProtobufDirectCodable { int32 value = 1; }
+                message ProtobufEnum { int32 value = 1; }
+                message UnsafePointer { int32 value = 1; }
                 message Empty {}
 
                 enum Kind {
@@ -213,6 +225,10 @@ import Testing
                 try roundTrip(Dictionary(values: ["a": 1]))
                 try roundTrip(Array(values: [1, -2]))
                 try roundTrip(Empty())
+                try roundTrip(Int32(value: 1))
+                try roundTrip(Sendable(value: 2))
+                try roundTrip(ProtobufMessage(value: 3))
+                try roundTrip(UnsafePointer(value: 4))
                 var fields = Fields(init: 1, deinit: 2, subscript: 3, associatedtype: 4, isEqual: 5, hashValue: 6)
                 fields.description = "described"
                 fields.`Type` = 7
