@@ -55,7 +55,7 @@ struct Schema {
         }
         types[fullName] = SchemaType(fullName: fullName, swiftPath: swiftPath, kind: .message(message), file: file)
         if message.isMapEntry { return }
-        simpleNames.insert(swiftTypeName(message.name))
+        simpleNames.insert(message.name)
         for nested in message.nested {
             try add(
                 nested, fullName: fullName + "." + nested.name, swiftPath: swiftPath + "." + swiftTypeName(nested.name),
@@ -71,7 +71,7 @@ struct Schema {
     private mutating func add(_ enumeration: EnumDescriptor, fullName: String, swiftPath: String, file: String) throws {
         types[fullName] = SchemaType(
             fullName: fullName, swiftPath: swiftPath, kind: .enumeration(enumeration), file: file)
-        simpleNames.insert(swiftTypeName(enumeration.name))
+        simpleNames.insert(enumeration.name)
     }
 
     /// The type a message or enum field names.
@@ -125,9 +125,11 @@ struct Schema {
     }
 }
 
-/// The Swift spelling of a proto type name (protobuf type names are already UpperCamel).
+/// The Swift spelling of a proto type name (protobuf type names are already UpperCamel), as one
+/// component of a type's path: keywords in backticks, so that a nested `Type` is not read as
+/// its parent's metatype and a message `Any` is not Swift's `Any`.
 func swiftTypeName(_ name: String) -> String {
-    name
+    swiftKeywords.contains(name) ? "`\(name)`" : name
 }
 
 /// Google's well-known types (google/protobuf/*.proto) that generated models hold as Swift types

@@ -47,7 +47,7 @@ struct SwiftGenerator {
             throw DescriptorError(description: "\(fullName) has no values")
         }
         let names = try enumCaseNames(enumeration, fullName: fullName)
-        let type = escapedType(enumeration.name)
+        let type = swiftTypeName(enumeration.name)
         var seen: [Int32: String] = [:]
         var aliases: [(String, String)] = []
         var cases: [(String, Int32)] = []
@@ -110,7 +110,7 @@ struct SwiftGenerator {
         }
         out.line("/// `\(fullName)`.")
         out.open(
-            "\(access) struct \(escapedType(message.name)): "
+            "\(access) struct \(swiftTypeName(message.name)): "
                 + [qualified("Sendable"), qualified("Hashable"), qualified("Codable")].joined(separator: ", "))
         for field in fields {
             if let comment = field.comment { out.line("/// \(comment)") }
@@ -188,10 +188,6 @@ struct SwiftGenerator {
     /// A standard type's name, module-qualified when a generated type would shadow it.
     func qualified(_ name: String, in module: String = "Swift") -> String {
         schema.qualified(name, in: module)
-    }
-
-    func escapedType(_ name: String) -> String {
-        swiftKeywords.contains(name) ? "`\(name)`" : name
     }
 }
 
@@ -350,7 +346,14 @@ struct Access {
         case .message:
             let type = try schema.type(of: field, in: owner)
             parts = (type.swiftPath, "message", "setMessage", "messages", "setMessages", "nil")
-            if case .wellKnown(let zero) = type.kind { messageZero = zero } else { messageZero = type.swiftPath + "()" }
+            if case .wellKnown(let zero) = type.kind {
+                messageZero = zero
+            } else if type.swiftPath.contains(".`Type`") || type.swiftPath.contains(".`Protocol`") {
+                // In an expression, `Holder.`Type`` is still Holder's metatype.
+                messageZero = "(.init() as \(type.swiftPath))"
+            } else {
+                messageZero = type.swiftPath + "()"
+            }
         case .group:
             throw DescriptorError(description: "\(owner).\(field.name): groups are not supported")
         }

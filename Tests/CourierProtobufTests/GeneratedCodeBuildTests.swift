@@ -135,6 +135,21 @@ import Testing
                 message ProtobufDirectCodable { int32 value = 1; }
                 message ProtobufEnum { int32 value = 1; }
                 message UnsafePointer { int32 value = 1; }
+                // Keywords as the names of types that fields name.
+                message Any { int32 value = 1; }
+                message Holder {
+                  message Type { int32 z = 1; }
+                  message Self { int32 q = 1; }
+                  message Protocol { int32 r = 1; }
+                  message Kinds { enum Type { TYPE_A = 0; TYPE_B = 1; } Type kind = 1; }
+                  Type type = 1;
+                  Self me = 2;
+                  Protocol protocol = 3;
+                  .tricky.names.Any any = 4;
+                  repeated Type types = 5;
+                  map<string, Type> by_name = 6;
+                  Kinds kinds = 7;
+                }
                 message Empty {}
 
                 enum Kind {
@@ -229,6 +244,13 @@ import Testing
                 try roundTrip(Sendable(value: 2))
                 try roundTrip(ProtobufMessage(value: 3))
                 try roundTrip(UnsafePointer(value: 4))
+                // In an expression, `Holder.`Type`` is Holder's metatype: the type goes after `as`.
+                try roundTrip(
+                    Holder(
+                        type: .init(z: 1), me: Holder.`Self`(q: 2), protocol: .init(r: 3), any: `Any`(value: 4),
+                        types: [.init(z: 5)], byName: ["t": .init(z: 6) as Holder.`Type`],
+                        kinds: Holder.Kinds(kind: .b)))
+                try roundTrip(Holder(byName: ["zero": .init() as Holder.`Type`]))
                 var fields = Fields(init: 1, deinit: 2, subscript: 3, associatedtype: 4, isEqual: 5, hashValue: 6)
                 fields.description = "described"
                 fields.`Type` = 7
