@@ -1,4 +1,5 @@
 // The messages and enums of a descriptor set, resolved to the Swift names the generator emits.
+import ProtobufNaming
 
 /// One generated type: where it comes from and what it is called in Swift.
 struct SchemaType {
@@ -19,7 +20,9 @@ struct SchemaType {
 /// Every type of the descriptor set by full name, with checks that the set can be generated.
 struct Schema {
     private(set) var types: [String: SchemaType] = [:]
-    /// Simple Swift names of every generated type, to qualify standard types they would shadow.
+    /// Simple Swift names of every generated type, to qualify standard types they would shadow;
+    /// and the property names that start with a capital (`bytes Data = 1;`, written for C#): in
+    /// their struct they hide the type of that name (`Data()` would be the property).
     private(set) var simpleNames: Set<String> = []
 
     init(files: [FileDescriptor]) throws {
@@ -56,6 +59,9 @@ struct Schema {
         types[fullName] = SchemaType(fullName: fullName, swiftPath: swiftPath, kind: .message(message), file: file)
         if message.isMapEntry { return }
         simpleNames.insert(message.name)
+        for field in message.fields where camelCase(field.name).first?.isUppercase == true {
+            simpleNames.insert(camelCase(field.name))
+        }
         for nested in message.nested {
             try add(
                 nested, fullName: fullName + "." + nested.name, swiftPath: swiftPath + "." + swiftTypeName(nested.name),

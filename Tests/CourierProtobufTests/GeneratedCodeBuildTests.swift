@@ -210,6 +210,17 @@ import Testing
                   Empty empty = 76;
                 }
 
+                // Fields named in PascalCase (as for C#) after the standard types they hold.
+                message Pascal {
+                  double Double = 1;
+                  repeated float Float = 2;
+                  bool Bool = 3;
+                  int64 Int64 = 4;
+                  uint32 UInt32 = 5;
+                  map<string, uint64> UInt64 = 6;
+                  bytes Data = 7;
+                  optional int32 Int32 = 8;
+                }
                 message OneofLikeField { oneof value { int32 a = 1; string b = 2; } int32 c = 3; }
                 message OneofLikeMessage { oneof oneof_like_message { int32 a = 1; string b = 2; } }
                 message Parent {
@@ -272,6 +283,10 @@ import Testing
                 try roundTrip(Fields(kind: .`init`))
                 try roundTrip(Fields(kind: .rawValue))
                 try roundTrip(Fields(kind: .unrecognized(99)))
+                try roundTrip(
+                    Pascal(
+                        Double: 1.5, Float: [2.5], Bool: true, Int64: -4, UInt32: 5, UInt64: ["u": 6],
+                        Data: Foundation.Data([7]), Int32: 0))
                 try roundTrip(OneofLikeField(a: 1, c: 2))
                 try roundTrip(OneofLikeMessage(b: "b"))
                 try roundTrip(Parent(child: Parent.Child(x: 1), fields: Parent.Fields(y: 2), s: Parent.String(s: "z")))
@@ -283,6 +298,34 @@ import Testing
                     print("field 536870911 encoded as \\(Swift.Array(last))")
                     exit(1)
                 }
+                print("round trips: ok")
+
+                """)
+        #expect(status == 0 && output.contains("round trips: ok"), "\(output)")
+    }
+
+    /// A schema written for C#: fields in PascalCase, named after their types, and no message
+    /// that makes the generator qualify the standard types.
+    @Test func pascalCaseFieldsNamedLikeTheirTypes() throws {
+        let (status, output) = try buildAndRun(
+            [
+                "csharp.proto": """
+                syntax = "proto3";
+                package tricky.csharp;
+                message Packet {
+                  bytes Data = 1;
+                  string String = 2;
+                  double Double = 3;
+                  repeated bytes Chunks = 4;
+                  map<string, bytes> Named = 5;
+                }
+
+                """
+            ],
+            main: Self.prelude + """
+                try roundTrip(
+                    Packet(Data: Data([1, 2]), String: "s", Double: 0.5, Chunks: [Data([3])], Named: ["n": Data([4])]))
+                try roundTrip(Packet())
                 print("round trips: ok")
 
                 """)
