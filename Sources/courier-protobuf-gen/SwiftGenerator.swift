@@ -108,6 +108,7 @@ struct SwiftGenerator {
         let fields = try message.fields.map {
             try SwiftField($0, in: message, owner: fullName, proto3: proto3, generator: self)
         }
+        try checkPropertyNames(fields, of: message, fullName: fullName)
         out.line("/// `\(fullName)`.")
         out.open(
             "\(access) struct \(swiftTypeName(message.name)): "
@@ -143,6 +144,24 @@ struct SwiftGenerator {
             try emitStruct(nested, fullName: fullName + "." + nested.name, proto3: proto3, into: &out)
         }
         out.close()
+    }
+
+    /// Fails unless every field has a Swift property name of its own.
+    private func checkPropertyNames(_ fields: [SwiftField], of message: MessageDescriptor, fullName: String) throws {
+        var seen: [String: String] = [:]
+        for (field, proto) in zip(fields, message.fields) {
+            let name = field.name.trimmingCharacters(in: CharacterSet(charactersIn: "`"))
+            if name.isEmpty || name == "self" {
+                throw DescriptorError(
+                    description: "\(fullName).\(proto.name): the field's Swift name would be `\(name)`, which cannot "
+                        + "be a property; rename the field (the wire format uses only its number)")
+            }
+            if let other = seen.updateValue(proto.name, forKey: name) {
+                throw DescriptorError(
+                    description: "\(fullName): fields \(other) and \(proto.name) would both be the Swift property "
+                        + "\(name); rename one (the wire format uses only their numbers)")
+            }
+        }
     }
 
     // MARK: - Conformances

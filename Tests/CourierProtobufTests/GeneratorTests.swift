@@ -171,4 +171,30 @@ import Testing
             result.output.contains("first.Thing and second.Thing")
                 || result.output.contains("second.Thing and first.Thing"))
     }
+
+    /// Fields that cannot be Swift properties of their own fail with a message naming the file
+    /// and the fields, rather than giving Swift that does not compile: two names with one
+    /// camelCase (proto2 allows `foo_bar` and `fooBar`, or `leading` and `_leading`; proto3 does not),
+    /// a field named `self` (every `self.x` of the struct would be the field), and `_`, which has
+    /// no camelCase name at all.
+    @Test func fieldsWithoutTheirOwnSwiftNameFail() throws {
+        let cases: [(String, [String])] = [
+            (
+                "syntax = \"proto2\";\npackage p;\nmessage M { optional int32 leading = 1; optional int32 _leading = 2; }\n",
+                ["clash.proto", "p.M", "leading and _leading", "Swift property leading"]
+            ),
+            (
+                "syntax = \"proto2\";\npackage p;\nmessage M { optional int32 foo_bar = 1; optional int32 fooBar = 2; }\n",
+                ["clash.proto", "p.M", "foo_bar and fooBar", "Swift property fooBar"]
+            ),
+            ("syntax = \"proto3\";\npackage p;\nmessage M { int32 self = 1; }\n", ["clash.proto", "p.M.self"]),
+            ("syntax = \"proto3\";\npackage p;\nmessage M { int32 self_ = 1; }\n", ["clash.proto", "p.M.self_"]),
+            ("syntax = \"proto3\";\npackage p;\nmessage M { int32 _ = 1; }\n", ["clash.proto", "p.M._"]),
+        ]
+        for (proto, expected) in cases {
+            let result = try generate(["clash.proto": proto])
+            #expect(result.status == 1, "\(proto)")
+            for text in expected { #expect(result.output.contains(text), "\(proto): \(result.output)") }
+        }
+    }
 }
