@@ -74,6 +74,11 @@ struct SwiftGenerator {
                     description: "\(fullName): a value named like `unrecognized` clashes with the "
                         + "generated case for unknown numbers")
             }
+            if names.contains("allCases") {
+                throw DescriptorError(
+                    description: "\(fullName): a value named like `allCases` clashes with the generated "
+                        + "`static let allCases`")
+            }
             out.open("\(access) enum \(type): \(conformances)")
             for (name, _) in cases { out.line("case \(name)") }
             out.line("/// A number this version of the schema has no case for (kept, and sent again unchanged).")
@@ -392,13 +397,15 @@ func enumCaseNames(_ enumeration: EnumDescriptor, fullName: String) throws -> [S
                 guard name.hasPrefix(prefix), name.count > prefix.count else { return nil }
                 name.removeFirst(prefix.count)
             }
-            guard let first = name.first, first.isLetter || first == "_" else { return nil }
+            guard let first = name.first, first.isLetter || first == "_", !lowerCamel(name).isEmpty else {
+                return nil
+            }
             result.append(lowerCamel(name))
         }
         return Set(result).count == result.count ? result : nil
     }
     guard let result = names(stripping: true) ?? names(stripping: false) else {
-        throw DescriptorError(description: "\(fullName): its value names give clashing Swift case names")
+        throw DescriptorError(description: "\(fullName): its value names give clashing or empty Swift case names")
     }
     return result.map(escapedMember)
 }

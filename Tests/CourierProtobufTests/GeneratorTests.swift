@@ -197,4 +197,22 @@ import Testing
             for text in expected { #expect(result.output.contains(text), "\(proto): \(result.output)") }
         }
     }
+
+    /// Enum values whose Swift case would clash with what the generated enum declares, or have
+    /// no name at all, fail with a message naming the enum instead of giving Swift that does not
+    /// compile.
+    @Test func enumValuesWithoutTheirOwnSwiftNameFail() throws {
+        let cases: [(String, [String])] = [
+            (
+                "syntax = \"proto3\";\npackage p;\nenum Kind { KIND_A = 0; KIND_ALL_CASES = 1; }\n",
+                ["kind.proto", "p.Kind", "allCases"]
+            ),
+            ("syntax = \"proto3\";\npackage p;\nenum E { _ = 0; _A = 1; }\n", ["kind.proto", "p.E", "empty"]),
+        ]
+        for (proto, expected) in cases {
+            let result = try generate(["kind.proto": proto])
+            #expect(result.status == 1, "\(proto)")
+            for text in expected { #expect(result.output.contains(text), "\(proto): \(result.output)") }
+        }
+    }
 }
