@@ -96,6 +96,21 @@ struct Schema {
         return type
     }
 
+    /// The type that hides `type` where `owner` (a message's full name) names it, if any: Swift
+    /// looks the first component of `type.swiftPath` up in `owner`'s nested types, then in those
+    /// of each message around it, and only then at the top level, where every path starts.
+    func typeHiding(_ type: SchemaType, in owner: String) -> String? {
+        guard let first = type.swiftPath.split(separator: ".").first.map(String.init) else { return nil }
+        var scope = owner
+        while case .message(let message)? = types[scope]?.kind {
+            let nested = message.nested.filter { !$0.isMapEntry }.map(\.name) + message.enums.map(\.name)
+            if let name = nested.first(where: { swiftTypeName($0) == first }) { return scope + "." + name }
+            guard let dot = scope.lastIndex(of: ".") else { break }
+            scope = String(scope[..<dot])
+        }
+        return nil
+    }
+
     /// A standard type's name, module-qualified when a generated type would shadow it.
     func qualified(_ name: String, in module: String) -> String {
         simpleNames.contains(name) ? "\(module).\(name)" : name

@@ -337,6 +337,15 @@ struct Access {
     var messageZero = ""
 
     init(_ field: FieldDescriptor, owner: String, schema: Schema, names: SwiftGenerator) throws {
+        if field.kind == .message || field.kind == .enumeration {
+            let type = try schema.type(of: field, in: owner)
+            if case .wellKnown = type.kind {
+            } else if let hiding = schema.typeHiding(type, in: owner) {
+                throw DescriptorError(
+                    description: "\(owner).\(field.name): its type \(type.fullName) would be \(hiding) in Swift, "
+                        + "which hides it there; rename one of them")
+            }
+        }
         func scalar(_ type: String, _ method: String, _ zero: String) -> (
             String, String, String, String, String, String
         ) {

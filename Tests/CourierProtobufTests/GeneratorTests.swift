@@ -215,4 +215,31 @@ import Testing
             for text in expected { #expect(result.output.contains(text), "\(proto): \(result.output)") }
         }
     }
+
+    /// A field whose type a nested type of its message (or of a message around it) hides: in
+    /// Swift, `Tricky` inside `Shadow` is `Shadow.Tricky`, so the field would have the wrong
+    /// type (and be written with the wrong descriptor). The generator fails naming both.
+    @Test func aTypeHiddenByANestedTypeFails() throws {
+        let header = "syntax = \"proto3\";\npackage p;\nmessage Tricky { int32 x = 1; }\n"
+        let cases: [(String, [String])] = [
+            (
+                "message Shadow { message Tricky { int32 y = 1; } Tricky inner = 1; "
+                    + "message Deep { .p.Tricky outer = 1; } }\n",
+                ["p.Shadow.Deep.outer", "p.Shadow.Tricky"]
+            ),
+            (
+                "message Other { message Inner { int32 z = 1; } }\n"
+                    + "message Shadow { message Other { int32 w = 1; } .p.Other.Inner far = 1; }\n",
+                ["p.Shadow.far", "p.Shadow.Other"]
+            ),
+            ("message Shadow { enum Tricky { A = 0; } repeated .p.Tricky many = 1; }\n", ["p.Shadow.many"]),
+        ]
+        for (proto, expected) in cases {
+            let result = try generate(["shadow.proto": header + proto])
+            #expect(result.status == 1, "\(proto)")
+            for text in ["shadow.proto"] + expected {
+                #expect(result.output.contains(text), "\(proto): \(result.output)")
+            }
+        }
+    }
 }
