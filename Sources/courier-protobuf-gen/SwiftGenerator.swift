@@ -312,8 +312,21 @@ private func countMembers(_ message: MessageDescriptor, _ oneof: Int) -> Int {
 private func defaultLiteral(_ value: String, _ field: FieldDescriptor, owner: String, schema: Schema) throws -> String {
     switch field.kind {
     case .string:
-        return "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-            + "\""
+        // A Swift literal, on one line: the text goes into a `///` comment.
+        var literal = "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\\": literal += "\\\\"
+            case "\"": literal += "\\\""
+            case "\n": literal += "\\n"
+            case "\r": literal += "\\r"
+            case "\t": literal += "\\t"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
+                literal += "\\u{\(String(scalar.value, radix: 16))}"
+            default: literal.unicodeScalars.append(scalar)
+            }
+        }
+        return literal + "\""
     case .enumeration:
         let type = try schema.type(of: field, in: owner)
         guard case .enumeration(let enumeration) = type.kind,

@@ -331,4 +331,68 @@ import Testing
                 """)
         #expect(status == 0 && output.contains("round trips: ok"), "\(output)")
     }
+
+    /// proto2: `required`, a `[default = …]` of every scalar kind (extremes, negative numbers,
+    /// string and bytes escapes, control characters), negative and clashing enum values, packed
+    /// and unpacked repeated fields, extensions (ignored).
+    @Test func proto2SchemaCompilesAndRoundTrips() throws {
+        let (status, output) = try buildAndRun(
+            [
+                "old.proto": #"""
+                syntax = "proto2";
+                package tricky.old;
+
+                enum Clash { CLASH_FOO_BAR = 0; FOO_BAR = 1; }
+                enum Neg { NEG_MINUS = -1; NEG_ZERO = 0; }
+
+                message Defaults {
+                  required int32 id = 1;
+                  optional int32 i32 = 2 [default = -2147483648];
+                  optional int64 i64 = 3 [default = -9223372036854775807];
+                  optional uint32 u32 = 4 [default = 4294967295];
+                  optional uint64 u64 = 5 [default = 18446744073709551615];
+                  optional sint32 s32 = 6 [default = -5];
+                  optional sint64 s64 = 7 [default = -6];
+                  optional fixed32 f32 = 8 [default = 7];
+                  optional fixed64 f64 = 9 [default = 8];
+                  optional sfixed32 sf32 = 10 [default = -9];
+                  optional sfixed64 sf64 = 11 [default = -10];
+                  optional float fl = 12 [default = -1.5e10];
+                  optional double d = 13 [default = 1e300];
+                  optional double d2 = 14 [default = -0.0];
+                  optional bool b = 15 [default = true];
+                  optional string s = 16 [default = "a\"b\\c\n\t\r\x01\u00e9 */ \\u{41} \\(x) `x`"];
+                  optional bytes by = 17 [default = "\000\001\377abc\"\\\n"];
+                  optional Neg neg = 18 [default = NEG_MINUS];
+                  optional Clash clash = 19 [default = FOO_BAR];
+                  optional string empty = 20 [default = ""];
+                  required string req = 21;
+                  optional string comment_end = 22 [default = "*/ /* ` "];
+                  repeated int32 packed = 23 [packed = true];
+                  repeated int32 unpacked = 24;
+                  repeated Neg negs = 25;
+                }
+                message Extendable {
+                  optional int32 a = 1;
+                  extensions 100 to 199;
+                }
+                extend Extendable {
+                  optional int32 ext_value = 100;
+                }
+
+                """#
+            ],
+            main: Self.prelude + """
+                try roundTrip(Defaults(id: 0, req: ""))
+                try roundTrip(
+                    Defaults(
+                        id: -1, i32: -2_147_483_648, i64: .min, u32: .max, u64: .max, s32: 0, s64: 0, f32: 0, f64: 0,
+                        sf32: 0, sf64: 0, fl: 0, d: -0.0, d2: 0, b: false, s: "", by: Data(), neg: .zero, clash: .fooBar,
+                        empty: "x", req: "r", commentEnd: nil, packed: [1, -1], unpacked: [2, -2], negs: [.minus, .zero]))
+                try roundTrip(Extendable(a: 1))
+                print("round trips: ok")
+
+                """)
+        #expect(status == 0 && output.contains("round trips: ok"), "\(output)")
+    }
 }
