@@ -236,6 +236,14 @@ struct SwiftField {
         let number = field.number
         let oneof = field.oneofIndex != nil
         let hasPresence = oneof || field.proto3Optional || field.label == .optional && !proto3
+        if let value = field.defaultValue, field.kind == .float || field.kind == .double,
+            ["inf", "-inf", "nan"].contains(value)
+        {
+            // protoc-c 1.4.1 writes the word into the C initializer, where it is undeclared.
+            throw DescriptorError(
+                description: "\(owner).\(field.name): [default = \(value)] is not supported: protoc-c writes C "
+                    + "that does not compile for it; remove the default and treat nil as \(value)")
+        }
         var comment: String? = nil
         if field.label == .required { comment = "Required." }
         if let value = field.defaultValue, field.label == .optional, field.kind != .message {

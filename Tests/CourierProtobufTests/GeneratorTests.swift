@@ -242,4 +242,23 @@ import Testing
             }
         }
     }
+
+    /// protoc-c writes `inf` and `nan` into the C of a float or double `[default = …]` (an
+    /// undeclared identifier: the C target does not compile), so the generator fails naming
+    /// the field before anything is written.
+    @Test func infiniteAndNaNDefaultsFail() throws {
+        for value in ["inf", "-inf", "nan"] {
+            let result = try generate([
+                "limits.proto": """
+                syntax = "proto2";
+                package p;
+                message Limits { optional int32 id = 1; optional double ceiling = 2 [default = \(value)]; }
+                """
+            ])
+            #expect(result.status == 1, "\(value)")
+            #expect(
+                result.output.contains("limits.proto") && result.output.contains("p.Limits.ceiling")
+                    && result.output.contains("[default = \(value)]"), "\(result.output)")
+        }
+    }
 }
