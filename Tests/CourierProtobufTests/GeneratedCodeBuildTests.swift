@@ -395,4 +395,22 @@ import Testing
                 """)
         #expect(status == 0 && output.contains("round trips: ok"), "\(output)")
     }
+
+    /// protoc-c 1.4.1 crashes (a segmentation fault) writing the C of a message with a group;
+    /// the script refuses the group with the generator's message before it runs protoc-c for C.
+    @Test func aGroupIsRefusedBeforeProtocCCrashes() throws {
+        let (status, output) = try buildAndRun(
+            [
+                "group.proto": """
+                syntax = "proto2";
+                package g;
+                message WithGroup { optional group Result = 1 { optional int32 url = 2; } }
+
+                """
+            ],
+            main: "")
+        #expect(status != 0)
+        #expect(output.contains("g.WithGroup: groups are not supported"), "\(output)")
+        #expect(!output.contains("Segmentation fault"), "\(output)")
+    }
 }
