@@ -363,8 +363,8 @@ struct Access {
             if case .wellKnown = type.kind {
             } else if let hiding = schema.typeHiding(type, in: owner) {
                 throw DescriptorError(
-                    description: "\(owner).\(field.name): its type \(type.fullName) would be \(hiding) in Swift, "
-                        + "which hides it there; rename one of them")
+                    description: "\(owner).\(field.name): its type \(type.fullName) is \(type.swiftPath) in Swift, "
+                        + "but there \(type.swiftPath.prefix { $0 != "." }) is \(hiding); rename one of them")
             }
         }
         func scalar(_ type: String, _ method: String, _ zero: String) -> (

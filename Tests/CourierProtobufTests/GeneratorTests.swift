@@ -233,6 +233,11 @@ import Testing
                 ["p.Shadow.far", "p.Shadow.Other"]
             ),
             ("message Shadow { enum Tricky { A = 0; } repeated .p.Tricky many = 1; }\n", ["p.Shadow.many"]),
+            // Inside Nest, `Nest.Nest` would be the nested type's nested type.
+            (
+                "message Nest { message Nest { int32 x = 1; } Nest inner = 1; }\n",
+                ["p.Nest.inner: its type p.Nest.Nest is Nest.Nest in Swift, but there Nest is p.Nest.Nest"]
+            ),
         ]
         for (proto, expected) in cases {
             let result = try generate(["shadow.proto": header + proto])
