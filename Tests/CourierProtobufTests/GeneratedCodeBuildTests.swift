@@ -80,6 +80,15 @@ import Testing
         return try GeneratorTests.run(URL(fileURLWithPath: program), [], in: folder)
     }
 
+    /// Builds `protos` with `program` (top-level code after `prelude`) and expects the program to
+    /// get to its end.
+    private func expectRoundTrips(
+        _ protos: [String: String], program: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let (status, output) = try buildAndRun(protos, main: Self.prelude + program + "print(\"round trips: ok\")\n")
+        #expect(status == 0 && output.contains("round trips: ok"), "\(output)", sourceLocation: sourceLocation)
+    }
+
     /// The program's helpers: `roundTrip(value)` encodes and decodes `value` and fails the
     /// program when what comes back differs.
     private static let prelude = """
@@ -103,7 +112,7 @@ import Testing
     /// nested types, in one proto3 file; and the shapes: empty messages, the largest field
     /// number, packed and unpacked repeated fields, recursion through a map value and a oneof.
     @Test func awkwardProto3SchemaCompilesAndRoundTrips() throws {
-        let (status, output) = try buildAndRun(
+        try expectRoundTrips(
             [
                 "names.proto": """
                 syntax = "proto3";
@@ -243,7 +252,7 @@ import Testing
 
                 """
             ],
-            main: Self.prelude + """
+            program: """
                 try roundTrip(Result(error: Error(message: "e"), type: Type(value: 1), protocol: `Protocol`(value: 2),
                     me: `Self`(value: 3)))
                 try roundTrip(String(value: "s"))
@@ -298,16 +307,14 @@ import Testing
                     print("field 536870911 encoded as \\(Swift.Array(last))")
                     exit(1)
                 }
-                print("round trips: ok")
 
                 """)
-        #expect(status == 0 && output.contains("round trips: ok"), "\(output)")
     }
 
     /// A schema written for C#: fields in PascalCase, named after their types, and no message
     /// that makes the generator qualify the standard types.
     @Test func pascalCaseFieldsNamedLikeTheirTypes() throws {
-        let (status, output) = try buildAndRun(
+        try expectRoundTrips(
             [
                 "csharp.proto": """
                 syntax = "proto3";
@@ -322,21 +329,19 @@ import Testing
 
                 """
             ],
-            main: Self.prelude + """
+            program: """
                 try roundTrip(
                     Packet(Data: Data([1, 2]), String: "s", Double: 0.5, Chunks: [Data([3])], Named: ["n": Data([4])]))
                 try roundTrip(Packet())
-                print("round trips: ok")
 
                 """)
-        #expect(status == 0 && output.contains("round trips: ok"), "\(output)")
     }
 
     /// proto2: `required`, a `[default = …]` of every scalar kind (extremes, negative numbers,
     /// string and bytes escapes, control characters), negative and clashing enum values, packed
     /// and unpacked repeated fields, extensions (ignored).
     @Test func proto2SchemaCompilesAndRoundTrips() throws {
-        let (status, output) = try buildAndRun(
+        try expectRoundTrips(
             [
                 "old.proto": #"""
                 syntax = "proto2";
@@ -382,7 +387,7 @@ import Testing
 
                 """#
             ],
-            main: Self.prelude + """
+            program: """
                 try roundTrip(Defaults(id: 0, req: ""))
                 try roundTrip(
                     Defaults(
@@ -390,10 +395,8 @@ import Testing
                         sf32: 0, sf64: 0, fl: 0, d: -0.0, d2: 0, b: false, s: "", by: Data(), neg: .zero, clash: .fooBar,
                         empty: "x", req: "r", commentEnd: nil, packed: [1, -1], unpacked: [2, -2], negs: [.minus, .zero]))
                 try roundTrip(Extendable(a: 1))
-                print("round trips: ok")
 
                 """)
-        #expect(status == 0 && output.contains("round trips: ok"), "\(output)")
     }
 
     /// protoc-c 1.4.1 crashes (a segmentation fault) writing the C of a message with a group;
