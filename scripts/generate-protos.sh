@@ -185,6 +185,9 @@ generate() {
     while IFS= read -r file; do
         [ -e "$out/protos/$file" ] || protos+=("$file")
     done < <("$generator" --descriptor-set "$out/all.pb" --list-files)
+    # What the generator refuses (groups, names Swift cannot hold), it refuses here with its
+    # message, before protoc-c writes C: protoc-c 1.4.1 crashes on a group.
+    "$generator" --descriptor-set "$out/all.pb" --c-module "$c_module" --output "$out/refusals"
     (cd "$out/protos" && protoc-c --c_out="$out/raw" --descriptor_set_out="$out/descriptors.pb" \
         "${import_path[@]}" "${protos[@]}")
 

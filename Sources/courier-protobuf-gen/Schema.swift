@@ -1,4 +1,5 @@
 // The messages and enums of a descriptor set, resolved to the Swift names the generator emits.
+import ProtobufNaming
 
 /// One generated type: where it comes from and what it is called in Swift.
 struct SchemaType {
@@ -19,7 +20,9 @@ struct SchemaType {
 /// Every type of the descriptor set by full name, with checks that the set can be generated.
 struct Schema {
     private(set) var types: [String: SchemaType] = [:]
-    /// Simple Swift names of every generated type, to qualify standard types they would shadow.
+    /// Simple Swift names of every generated type, to qualify standard types they would shadow;
+    /// and the property names that start with a capital (`bytes Data = 1;`, written for C#): in
+    /// their struct they hide the type of that name (`Data()` would be the property).
     private(set) var simpleNames: Set<String> = []
 
     init(files: [FileDescriptor]) throws {
@@ -55,7 +58,10 @@ struct Schema {
         }
         types[fullName] = SchemaType(fullName: fullName, swiftPath: swiftPath, kind: .message(message), file: file)
         if message.isMapEntry { return }
-        simpleNames.insert(swiftTypeName(message.name))
+        simpleNames.insert(message.name)
+        for field in message.fields where camelCase(field.name).first?.isUppercase == true {
+            simpleNames.insert(camelCase(field.name))
+        }
         for nested in message.nested {
             try add(
                 nested, fullName: fullName + "." + nested.name, swiftPath: swiftPath + "." + swiftTypeName(nested.name),
@@ -71,7 +77,7 @@ struct Schema {
     private mutating func add(_ enumeration: EnumDescriptor, fullName: String, swiftPath: String, file: String) throws {
         types[fullName] = SchemaType(
             fullName: fullName, swiftPath: swiftPath, kind: .enumeration(enumeration), file: file)
-        simpleNames.insert(swiftTypeName(enumeration.name))
+        simpleNames.insert(enumeration.name)
     }
 
     /// The type a message or enum field names.
@@ -88,6 +94,21 @@ struct Schema {
                             + "\(WellKnownTypes.files.sorted().joined(separator: ", ")))" : ""))
         }
         return type
+    }
+
+    /// The type that hides `type` where `owner` (a message's full name) names it, if any: Swift
+    /// looks the first component of `type.swiftPath` up in `owner`'s nested types, then in those
+    /// of each message around it, and only then at the top level, where every path starts.
+    func typeHiding(_ type: SchemaType, in owner: String) -> String? {
+        guard let first = type.swiftPath.split(separator: ".").first.map(String.init) else { return nil }
+        var scope = owner
+        while case .message(let message)? = types[scope]?.kind {
+            let nested = message.nested.filter { !$0.isMapEntry }.map(\.name) + message.enums.map(\.name)
+            if let name = nested.first(where: { swiftTypeName($0) == first }) { return scope + "." + name }
+            guard let dot = scope.lastIndex(of: ".") else { break }
+            scope = String(scope[..<dot])
+        }
+        return nil
     }
 
     /// A standard type's name, module-qualified when a generated type would shadow it.
@@ -125,9 +146,11 @@ struct Schema {
     }
 }
 
-/// The Swift spelling of a proto type name (protobuf type names are already UpperCamel).
+/// The Swift spelling of a proto type name (protobuf type names are already UpperCamel), as one
+/// component of a type's path: keywords in backticks, so that a nested `Type` is not read as
+/// its parent's metatype and a message `Any` is not Swift's `Any`.
 func swiftTypeName(_ name: String) -> String {
-    name
+    swiftKeywords.contains(name) ? "`\(name)`" : name
 }
 
 /// Google's well-known types (google/protobuf/*.proto) that generated models hold as Swift types

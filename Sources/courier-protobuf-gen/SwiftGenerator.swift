@@ -47,7 +47,7 @@ struct SwiftGenerator {
             throw DescriptorError(description: "\(fullName) has no values")
         }
         let names = try enumCaseNames(enumeration, fullName: fullName)
-        let type = escapedType(enumeration.name)
+        let type = swiftTypeName(enumeration.name)
         var seen: [Int32: String] = [:]
         var aliases: [(String, String)] = []
         var cases: [(String, Int32)] = []
@@ -59,9 +59,14 @@ struct SwiftGenerator {
             seen[value.number] = names[index]
             cases.append((names[index], value.number))
         }
+        let int32 = qualified("Int32")
+        let conformances = [
+            qualified("ProtobufEnum", in: "CourierProtobuf"), qualified("Sendable"), qualified("Hashable"),
+            qualified("CaseIterable"),
+        ].joined(separator: ", ")
         out.line("/// `\(fullName)`.")
         if !open {
-            out.open("\(access) enum \(type): Int32, ProtobufEnum, Sendable, Hashable, CaseIterable")
+            out.open("\(access) enum \(type): \(int32), \(conformances)")
             for (name, number) in cases { out.line("case \(name) = \(number)") }
         } else {
             if names.contains("unrecognized") {
@@ -69,19 +74,24 @@ struct SwiftGenerator {
                     description: "\(fullName): a value named like `unrecognized` clashes with the "
                         + "generated case for unknown numbers")
             }
-            out.open("\(access) enum \(type): ProtobufEnum, Sendable, Hashable, CaseIterable")
+            if names.contains("allCases") {
+                throw DescriptorError(
+                    description: "\(fullName): a value named like `allCases` clashes with the generated "
+                        + "`static let allCases`")
+            }
+            out.open("\(access) enum \(type): \(conformances)")
             for (name, _) in cases { out.line("case \(name)") }
             out.line("/// A number this version of the schema has no case for (kept, and sent again unchanged).")
-            out.line("case unrecognized(Int32)")
+            out.line("case unrecognized(\(int32))")
             out.line()
-            out.open("\(access) init(rawValue: Int32)")
+            out.open("\(access) init(rawValue: \(int32))")
             out.open("switch rawValue")
             for (name, number) in cases { out.line("case \(number): self = .\(name)") }
             out.line("default: self = .unrecognized(rawValue)")
             out.close()
             out.close()
             out.line()
-            out.open("\(access) var rawValue: Int32")
+            out.open("\(access) var rawValue: \(int32)")
             out.open("switch self")
             for (name, number) in cases { out.line("case .\(name): \(number)") }
             out.line("case .unrecognized(let number): number")
@@ -103,8 +113,11 @@ struct SwiftGenerator {
         let fields = try message.fields.map {
             try SwiftField($0, in: message, owner: fullName, proto3: proto3, generator: self)
         }
+        try checkPropertyNames(fields, of: message, fullName: fullName)
         out.line("/// `\(fullName)`.")
-        out.open("\(access) struct \(escapedType(message.name)): Sendable, Hashable, Codable")
+        out.open(
+            "\(access) struct \(swiftTypeName(message.name)): "
+                + [qualified("Sendable"), qualified("Hashable"), qualified("Codable")].joined(separator: ", "))
         for field in fields {
             if let comment = field.comment { out.line("/// \(comment)") }
             let wrapper = field.isIndirect ? "@\(qualified("Indirect", in: "CourierProtobuf")) " : ""
@@ -138,6 +151,24 @@ struct SwiftGenerator {
         out.close()
     }
 
+    /// Fails unless every field has a Swift property name of its own.
+    private func checkPropertyNames(_ fields: [SwiftField], of message: MessageDescriptor, fullName: String) throws {
+        var seen: [String: String] = [:]
+        for (field, proto) in zip(fields, message.fields) {
+            let name = field.name.trimmingCharacters(in: CharacterSet(charactersIn: "`"))
+            if name.isEmpty || name == "self" {
+                throw DescriptorError(
+                    description: "\(fullName).\(proto.name): the field's Swift name would be `\(name)`, which cannot "
+                        + "be a property; rename the field (the wire format uses only its number)")
+            }
+            if let other = seen.updateValue(proto.name, forKey: name) {
+                throw DescriptorError(
+                    description: "\(fullName): fields \(other) and \(proto.name) would both be the Swift property "
+                        + "\(name); rename one (the wire format uses only their numbers)")
+            }
+        }
+    }
+
     // MARK: - Conformances
 
     private func emitConformances(
@@ -150,8 +181,10 @@ struct SwiftGenerator {
         let reader = qualified("ProtobufMessageReader", in: "CourierProtobuf")
         let writer = qualified("ProtobufMessageWriter", in: "CourierProtobuf")
         out.line()
-        out.open("extension \(type.swiftPath): ProtobufMessage, ProtobufDirectCodable")
-        out.open("\(access) static var protobufDescriptor: UnsafePointer<ProtobufCMessageDescriptor>")
+        out.open(
+            "extension \(type.swiftPath): \(qualified("ProtobufMessage", in: "CourierProtobuf")), "
+                + qualified("ProtobufDirectCodable", in: "CourierProtobuf"))
+        out.open("\(access) static var protobufDescriptor: \(qualified("UnsafePointer"))<ProtobufCMessageDescriptor>")
         out.line("courier_descriptor_\(fullName.replacingOccurrences(of: ".", with: "_"))()")
         out.close()
         out.line()
@@ -180,10 +213,6 @@ struct SwiftGenerator {
     func qualified(_ name: String, in module: String = "Swift") -> String {
         schema.qualified(name, in: module)
     }
-
-    func escapedType(_ name: String) -> String {
-        swiftKeywords.contains(name) ? "`\(name)`" : name
-    }
 }
 
 /// How one field is declared, read and written.
@@ -207,6 +236,14 @@ struct SwiftField {
         let number = field.number
         let oneof = field.oneofIndex != nil
         let hasPresence = oneof || field.proto3Optional || field.label == .optional && !proto3
+        if let value = field.defaultValue, field.kind == .float || field.kind == .double,
+            ["inf", "-inf", "nan"].contains(value)
+        {
+            // protoc-c 1.4.1 writes the word into the C initializer, where it is undeclared.
+            throw DescriptorError(
+                description: "\(owner).\(field.name): [default = \(value)] is not supported: protoc-c writes C "
+                    + "that does not compile for it; remove the default and treat nil as \(value)")
+        }
         var comment: String? = nil
         if field.label == .required { comment = "Required." }
         if let value = field.defaultValue, field.label == .optional, field.kind != .message {
@@ -283,8 +320,21 @@ private func countMembers(_ message: MessageDescriptor, _ oneof: Int) -> Int {
 private func defaultLiteral(_ value: String, _ field: FieldDescriptor, owner: String, schema: Schema) throws -> String {
     switch field.kind {
     case .string:
-        return "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-            + "\""
+        // A Swift literal, on one line: the text goes into a `///` comment.
+        var literal = "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\\": literal += "\\\\"
+            case "\"": literal += "\\\""
+            case "\n": literal += "\\n"
+            case "\r": literal += "\\r"
+            case "\t": literal += "\\t"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
+                literal += "\\u{\(String(scalar.value, radix: 16))}"
+            default: literal.unicodeScalars.append(scalar)
+            }
+        }
+        return literal + "\""
     case .enumeration:
         let type = try schema.type(of: field, in: owner)
         guard case .enumeration(let enumeration) = type.kind,
@@ -308,6 +358,15 @@ struct Access {
     var messageZero = ""
 
     init(_ field: FieldDescriptor, owner: String, schema: Schema, names: SwiftGenerator) throws {
+        if field.kind == .message || field.kind == .enumeration {
+            let type = try schema.type(of: field, in: owner)
+            if case .wellKnown = type.kind {
+            } else if let hiding = schema.typeHiding(type, in: owner) {
+                throw DescriptorError(
+                    description: "\(owner).\(field.name): its type \(type.fullName) is \(type.swiftPath) in Swift, "
+                        + "but there \(type.swiftPath.prefix { $0 != "." }) is \(hiding); rename one of them")
+            }
+        }
         func scalar(_ type: String, _ method: String, _ zero: String) -> (
             String, String, String, String, String, String
         ) {
@@ -341,7 +400,14 @@ struct Access {
         case .message:
             let type = try schema.type(of: field, in: owner)
             parts = (type.swiftPath, "message", "setMessage", "messages", "setMessages", "nil")
-            if case .wellKnown(let zero) = type.kind { messageZero = zero } else { messageZero = type.swiftPath + "()" }
+            if case .wellKnown(let zero) = type.kind {
+                messageZero = zero
+            } else if type.swiftPath.contains(".`Type`") || type.swiftPath.contains(".`Protocol`") {
+                // In an expression, `Holder.`Type`` is still Holder's metatype.
+                messageZero = "(.init() as \(type.swiftPath))"
+            } else {
+                messageZero = type.swiftPath + "()"
+            }
         case .group:
             throw DescriptorError(description: "\(owner).\(field.name): groups are not supported")
         }
@@ -361,13 +427,15 @@ func enumCaseNames(_ enumeration: EnumDescriptor, fullName: String) throws -> [S
                 guard name.hasPrefix(prefix), name.count > prefix.count else { return nil }
                 name.removeFirst(prefix.count)
             }
-            guard let first = name.first, first.isLetter || first == "_" else { return nil }
+            guard let first = name.first, first.isLetter || first == "_", !lowerCamel(name).isEmpty else {
+                return nil
+            }
             result.append(lowerCamel(name))
         }
         return Set(result).count == result.count ? result : nil
     }
     guard let result = names(stripping: true) ?? names(stripping: false) else {
-        throw DescriptorError(description: "\(fullName): its value names give clashing Swift case names")
+        throw DescriptorError(description: "\(fullName): its value names give clashing or empty Swift case names")
     }
     return result.map(escapedMember)
 }

@@ -93,7 +93,9 @@ func runPlugin(_ plugin: String, descriptorSet data: Data, parameter: String, ou
     for file in files where (!file.messages.isEmpty || !file.enums.isEmpty) && !WellKnownTypes.generatesNoSwift(file) {
         let base = file.name.hasSuffix(".proto") ? String(file.name.dropLast(6)) : file.name
         let path = output + "/" + base.replacingOccurrences(of: "/", with: "_") + ".pb.swift"
-        try Data(try generator.source(for: file).utf8).write(to: URL(fileURLWithPath: path))
+        let source: String
+        do { source = try generator.source(for: file) } catch { fail("\(file.name): \(error)") }
+        try Data(source.utf8).write(to: URL(fileURLWithPath: path))
     }
 }
 

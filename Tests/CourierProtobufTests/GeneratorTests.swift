@@ -171,4 +171,99 @@ import Testing
             result.output.contains("first.Thing and second.Thing")
                 || result.output.contains("second.Thing and first.Thing"))
     }
+
+    /// Fields that cannot be Swift properties of their own fail with a message naming the file
+    /// and the fields, rather than giving Swift that does not compile: two names with one
+    /// camelCase (proto2 allows `foo_bar` and `fooBar`, or `leading` and `_leading`; proto3 does not),
+    /// a field named `self` (every `self.x` of the struct would be the field), and `_`, which has
+    /// no camelCase name at all.
+    @Test func fieldsWithoutTheirOwnSwiftNameFail() throws {
+        let cases: [(String, [String])] = [
+            (
+                "syntax = \"proto2\";\npackage p;\nmessage M { optional int32 leading = 1; optional int32 _leading = 2; }\n",
+                ["clash.proto", "p.M", "leading and _leading", "Swift property leading"]
+            ),
+            (
+                "syntax = \"proto2\";\npackage p;\nmessage M { optional int32 foo_bar = 1; optional int32 fooBar = 2; }\n",
+                ["clash.proto", "p.M", "foo_bar and fooBar", "Swift property fooBar"]
+            ),
+            ("syntax = \"proto3\";\npackage p;\nmessage M { int32 self = 1; }\n", ["clash.proto", "p.M.self"]),
+            ("syntax = \"proto3\";\npackage p;\nmessage M { int32 self_ = 1; }\n", ["clash.proto", "p.M.self_"]),
+            ("syntax = \"proto3\";\npackage p;\nmessage M { int32 _ = 1; }\n", ["clash.proto", "p.M._"]),
+        ]
+        for (proto, expected) in cases {
+            let result = try generate(["clash.proto": proto])
+            #expect(result.status == 1, "\(proto)")
+            for text in expected { #expect(result.output.contains(text), "\(proto): \(result.output)") }
+        }
+    }
+
+    /// Enum values whose Swift case would clash with what the generated enum declares, or have
+    /// no name at all, fail with a message naming the enum instead of giving Swift that does not
+    /// compile.
+    @Test func enumValuesWithoutTheirOwnSwiftNameFail() throws {
+        let cases: [(String, [String])] = [
+            (
+                "syntax = \"proto3\";\npackage p;\nenum Kind { KIND_A = 0; KIND_ALL_CASES = 1; }\n",
+                ["kind.proto", "p.Kind", "allCases"]
+            ),
+            ("syntax = \"proto3\";\npackage p;\nenum E { _ = 0; _A = 1; }\n", ["kind.proto", "p.E", "empty"]),
+        ]
+        for (proto, expected) in cases {
+            let result = try generate(["kind.proto": proto])
+            #expect(result.status == 1, "\(proto)")
+            for text in expected { #expect(result.output.contains(text), "\(proto): \(result.output)") }
+        }
+    }
+
+    /// A field whose type a nested type of its message (or of a message around it) hides: in
+    /// Swift, `Tricky` inside `Shadow` is `Shadow.Tricky`, so the field would have the wrong
+    /// type (and be written with the wrong descriptor). The generator fails naming both.
+    @Test func aTypeHiddenByANestedTypeFails() throws {
+        let header = "syntax = \"proto3\";\npackage p;\nmessage Tricky { int32 x = 1; }\n"
+        let cases: [(String, [String])] = [
+            (
+                "message Shadow { message Tricky { int32 y = 1; } Tricky inner = 1; "
+                    + "message Deep { .p.Tricky outer = 1; } }\n",
+                ["p.Shadow.Deep.outer", "p.Shadow.Tricky"]
+            ),
+            (
+                "message Other { message Inner { int32 z = 1; } }\n"
+                    + "message Shadow { message Other { int32 w = 1; } .p.Other.Inner far = 1; }\n",
+                ["p.Shadow.far", "p.Shadow.Other"]
+            ),
+            ("message Shadow { enum Tricky { A = 0; } repeated .p.Tricky many = 1; }\n", ["p.Shadow.many"]),
+            // Inside Nest, `Nest.Nest` would be the nested type's nested type.
+            (
+                "message Nest { message Nest { int32 x = 1; } Nest inner = 1; }\n",
+                ["p.Nest.inner: its type p.Nest.Nest is Nest.Nest in Swift, but there Nest is p.Nest.Nest"]
+            ),
+        ]
+        for (proto, expected) in cases {
+            let result = try generate(["shadow.proto": header + proto])
+            #expect(result.status == 1, "\(proto)")
+            for text in ["shadow.proto"] + expected {
+                #expect(result.output.contains(text), "\(proto): \(result.output)")
+            }
+        }
+    }
+
+    /// protoc-c writes `inf` and `nan` into the C of a float or double `[default = …]` (an
+    /// undeclared identifier: the C target does not compile), so the generator fails naming
+    /// the field before anything is written.
+    @Test func infiniteAndNaNDefaultsFail() throws {
+        for value in ["inf", "-inf", "nan"] {
+            let result = try generate([
+                "limits.proto": """
+                syntax = "proto2";
+                package p;
+                message Limits { optional int32 id = 1; optional double ceiling = 2 [default = \(value)]; }
+                """
+            ])
+            #expect(result.status == 1, "\(value)")
+            #expect(
+                result.output.contains("limits.proto") && result.output.contains("p.Limits.ceiling")
+                    && result.output.contains("[default = \(value)]"), "\(result.output)")
+        }
+    }
 }
