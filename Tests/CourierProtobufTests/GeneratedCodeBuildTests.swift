@@ -1,3 +1,4 @@
+import CourierTesting
 import Foundation
 import Testing
 
@@ -14,9 +15,19 @@ import Testing
 
     /// Generates `protos` (file name → text) into a package in a temporary folder with
     /// scripts/generate-protos.sh, compiles the C and the Swift with `main` (the program's
-    /// top-level code, in the models' module) and runs the program.
+    /// top-level code, in the models' module) and runs the program. The steps take seconds of
+    /// child processes: they run on a thread of their own, not on the task pool the rest of
+    /// the suite's tests share (`offPool`).
     /// - Returns: the program's exit status and output, or the failing step's.
-    private func buildAndRun(_ protos: [String: String], main: String) throws -> (status: Int32, output: String) {
+    private static func buildAndRun(_ protos: [String: String], main: String) async throws -> (
+        status: Int32, output: String
+    ) {
+        try await offPool { try buildAndRunBlocking(protos, main: main) }
+    }
+
+    private static func buildAndRunBlocking(_ protos: [String: String], main: String) throws -> (
+        status: Int32, output: String
+    ) {
         let bin = try Self.binFolder()
         let generator = bin.appendingPathComponent("courier-protobuf-gen")
         let root = GeneratorDriftTests.root
@@ -84,8 +95,9 @@ import Testing
     /// get to its end.
     private func expectRoundTrips(
         _ protos: [String: String], program: String, sourceLocation: SourceLocation = #_sourceLocation
-    ) throws {
-        let (status, output) = try buildAndRun(protos, main: Self.prelude + program + "print(\"round trips: ok\")\n")
+    ) async throws {
+        let (status, output) = try await Self.buildAndRun(
+            protos, main: Self.prelude + program + "print(\"round trips: ok\")\n")
         #expect(status == 0 && output.contains("round trips: ok"), "\(output)", sourceLocation: sourceLocation)
     }
 
@@ -111,8 +123,8 @@ import Testing
     /// Names that are Swift keywords or standard types, as messages, fields, enum values and
     /// nested types, in one proto3 file; and the shapes: empty messages, the largest field
     /// number, packed and unpacked repeated fields, recursion through a map value and a oneof.
-    @Test func awkwardProto3SchemaCompilesAndRoundTrips() throws {
-        try expectRoundTrips(
+    @Test func awkwardProto3SchemaCompilesAndRoundTrips() async throws {
+        try await expectRoundTrips(
             [
                 "names.proto": """
                 syntax = "proto3";
@@ -313,8 +325,8 @@ import Testing
 
     /// A schema written for C#: fields in PascalCase, named after their types, and no message
     /// that makes the generator qualify the standard types.
-    @Test func pascalCaseFieldsNamedLikeTheirTypes() throws {
-        try expectRoundTrips(
+    @Test func pascalCaseFieldsNamedLikeTheirTypes() async throws {
+        try await expectRoundTrips(
             [
                 "csharp.proto": """
                 syntax = "proto3";
@@ -340,8 +352,8 @@ import Testing
     /// proto2: `required`, a `[default = …]` of every scalar kind (extremes, negative numbers,
     /// string and bytes escapes, control characters), negative and clashing enum values, packed
     /// and unpacked repeated fields, extensions (ignored).
-    @Test func proto2SchemaCompilesAndRoundTrips() throws {
-        try expectRoundTrips(
+    @Test func proto2SchemaCompilesAndRoundTrips() async throws {
+        try await expectRoundTrips(
             [
                 "old.proto": #"""
                 syntax = "proto2";
@@ -401,8 +413,8 @@ import Testing
 
     /// protoc-c 1.4.1 crashes (a segmentation fault) writing the C of a message with a group;
     /// the script refuses the group with the generator's message before it runs protoc-c for C.
-    @Test func aGroupIsRefusedBeforeProtocCCrashes() throws {
-        let (status, output) = try buildAndRun(
+    @Test func aGroupIsRefusedBeforeProtocCCrashes() async throws {
+        let (status, output) = try await Self.buildAndRun(
             [
                 "group.proto": """
                 syntax = "proto2";

@@ -82,7 +82,7 @@ import Testing
         }
 
         var random = SplitMix64(seed: seed)
-        let plan = (0..<500).map { _ in
+        let plan = (0..<300).map { _ in
             (clients.randomElement(using: &random)!, Int.random(in: 0..<4, using: &random), Bool.random(using: &random))
         }
         let outcomes = await withTaskGroup(of: (String, Result<(Who, Bool), any Error>).self) { group in

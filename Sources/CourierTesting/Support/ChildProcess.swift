@@ -196,3 +196,18 @@ private func readToEnd(_ fd: Int32) -> Data {
     }
     return bytes
 }
+
+/// Runs blocking work (a child process, a socket read, a semaphore wait) on a thread of its own
+/// and awaits it.
+///
+/// Swift Testing runs tests on the cooperative pool, one thread per core (two on a two-core
+/// machine); a test that blocks there stalls every async test of the run and breaks their time
+/// bounds. Tests await their blocking calls through this instead.
+/// - Parameter body: the blocking work.
+/// - Returns: what `body` returns.
+/// - Throws: what `body` throws.
+public func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}

@@ -185,17 +185,6 @@ final class RawHTTPConnection: @unchecked Sendable {
     }
 }
 
-/// Runs blocking socket work on a thread of its own and awaits it.
-///
-/// Swift Testing runs tests on the small cooperative pool (two threads on a two-core machine);
-/// a test blocking there in `recv` would stall every async test of the run and break their
-/// timing. The raw-socket tests therefore await their blocking calls through this.
-func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
-}
-
 /// The same calls, awaitable: in async tests these overloads are chosen and run off the pool.
 ///
 /// `@unchecked Sendable` on the class is safe because a connection is used by one test at a
