@@ -13,6 +13,14 @@ import Testing
             .deletingLastPathComponent()
     }
 
+    /// The sanitizer this test binary was built with (`scripts/sanitizers.sh`): the objects it
+    /// links in are instrumented, so the program links the same runtime.
+    private static let sanitizer: String? = {
+        if dlsym(nil, "__tsan_init") != nil { return "thread" }
+        if dlsym(nil, "__asan_init") != nil { return "address" }
+        return nil
+    }()
+
     /// Generates `protos` (file name → text) into a package in a temporary folder with
     /// scripts/generate-protos.sh, compiles the C and the Swift with `main` (the program's
     /// top-level code, in the models' module) and runs the program. The steps take seconds of
@@ -85,7 +93,8 @@ import Testing
                     cTarget.appendingPathComponent("include").path,
                 ]
                 + systemLibraries + modules + swiftFiles + [mainFile.path] + objects
-                + ["-lcurl", "-lsqlite3", "-lz", "-lpsl", "-lprotobuf-c", "-lstdc++", "-o", program],
+                + ["-lcurl", "-lsqlite3", "-lz", "-lpsl", "-lprotobuf-c", "-lstdc++", "-o", program]
+                + (sanitizer.map { ["-sanitize=\($0)"] } ?? []),
             in: folder)
         guard status == 0 else { return (status, "swiftc: \(output)") }
         return try GeneratorTests.run(URL(fileURLWithPath: program), [], in: folder)
