@@ -223,7 +223,7 @@ public final class CookieJar: Sendable {
             guard argument.utf8.count <= Self.maximumAttributeValueBytes else { continue }
             switch key {
             case "expires":
-                if let date = HTTPDateFormat.parse(argument) { cookie.expires = date }
+                if let date = cookieDate(argument) { cookie.expires = date }
             case "max-age":
                 if let seconds = maxAgeSeconds(argument) { maxAge = seconds }
             case "domain":

@@ -153,4 +153,45 @@ import Testing
         jar.store(from: setting("y=2"), for: ip)
         #expect(jar.cookieHeader(for: ip) == "y=2")
     }
+
+    /// RFC 6265 §5.1.1 reads `Expires` by its tokens, in any order: the weekday is optional,
+    /// a two-digit year is 19xx or 20xx in every form, the zone is ignored. The jar read it with
+    /// the HTTP date parser, which knows three fixed layouts: a deletion written without the
+    /// weekday or as JavaScript writes dates was not one (the emptied cookie stayed and was
+    /// sent), and an asctime date with a two-digit year was year 38 (the cookie never stored).
+    @Test(arguments: [
+        ("Wed, 09 Jun 2038 10:18:14 GMT", "Wed, 09 Jun 2038 10:18:14 GMT"),
+        ("Wednesday, 09-Jun-38 10:18:14 GMT", "Wed, 09 Jun 2038 10:18:14 GMT"),
+        ("Wed Jun  9 10:18:14 2038", "Wed, 09 Jun 2038 10:18:14 GMT"),
+        ("Wed Jun  9 10:18:14 38", "Wed, 09 Jun 2038 10:18:14 GMT"),
+        ("Wed, 09-Jun-2038 10:18:14 GMT", "Wed, 09 Jun 2038 10:18:14 GMT"),
+        ("09 Jun 2038 10:18:14 GMT", "Wed, 09 Jun 2038 10:18:14 GMT"),
+        ("Jun 9 10:18:14 2038", "Wed, 09 Jun 2038 10:18:14 GMT"),
+        ("wed, 09 JUNE 2038 10:18:14 gmt", "Wed, 09 Jun 2038 10:18:14 GMT"),
+        ("Thu Jan 01 1970 00:00:00 GMT+0000 (Coordinated Universal Time)", "Thu, 01 Jan 1970 00:00:00 GMT"),
+        ("Thu, 01-Jan-70 00:00:01 GMT", "Thu, 01 Jan 1970 00:00:01 GMT"),
+        ("Sat, 29 Feb 2020 1:2:3 GMT", "Sat, 29 Feb 2020 01:02:03 GMT"),
+        ("Mon, 01 Jan 1601 00:00:00 GMT", "Mon, 01 Jan 1601 00:00:00 GMT"),
+    ])
+    func expiresIsReadAsACookieDate(_ written: String, _ meant: String) throws {
+        let cookie = CookieJar.parse("a=1; Expires=\(written)", host: "h.example", requestPath: "/", now: Date())
+        let expected = try #require(HTTPDateFormat.parse(meant))
+        #expect(cookie?.expires == expected)
+    }
+
+    /// What RFC 6265 §5.1.1 refuses leaves the cookie a session cookie: no day 32 or hour 24,
+    /// no 31 February or 29 February 2001 (it was read as a day of March), no second 60, no
+    /// year before 1601 (it was a deletion), no five-digit year, no missing part.
+    @Test(arguments: [
+        "garbage", "", "Wed, 32 Jun 2038 10:18:14 GMT", "Wed, 09 Jun 2038 24:00:00 GMT",
+        "Fri, 31 Feb 2038 10:18:14 GMT",
+        "Thu, 29 Feb 2001 00:00:00 GMT", "Wed, 09 Jun 2038 10:18:60 GMT", "Wed, 09 Jun 1600 10:18:14 GMT",
+        "Wed, 09 Jun 20381 10:18:14 GMT", "Wed, 09 Jun 2038", "Wed, 09 2038 10:18:14 GMT", "Jun 2038 10:18:14",
+        "Wed, 009 Jun 2038 10:18:14 GMT", "Wed, 09 Jun 2038 10:018:14 GMT",
+    ])
+    func anExpiresThatIsNoCookieDateIsIgnored(_ written: String) {
+        let cookie = CookieJar.parse("a=1; Expires=\(written)", host: "h.example", requestPath: "/", now: Date())
+        #expect(cookie != nil)
+        #expect(cookie?.expires == nil)
+    }
 }
