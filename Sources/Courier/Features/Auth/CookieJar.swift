@@ -214,6 +214,7 @@ public final class CookieJar: Sendable {
             httpOnly: false, expires: nil)
         var maxAge: Int?
         var hasPathAttribute = false
+        var domainAttribute: String?
         for attribute in parts.dropFirst() {
             let pieces = attribute.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let key = pieces[0].trimmingCharacters(in: .whitespaces).lowercased()
@@ -227,31 +228,36 @@ public final class CookieJar: Sendable {
             case "max-age":
                 if let seconds = maxAgeSeconds(argument) { maxAge = seconds }
             case "domain":
+                // RFC 6265 §5.3 step 4: the last `Domain` counts (an empty one is ignored).
                 var domain = argument.lowercased()
                 if domain.hasPrefix(".") { domain.removeFirst() }
-                guard !domain.isEmpty else { continue }
-                // Not for another site.
-                guard domainMatches(host, domain) else { return nil }
-                if isIPAddress(host) || !domain.contains(".") || isPublicSuffix(domain) {
-                    // RFC 6265 §5.3 step 5: an IP address, a bare top-level name (`localhost`)
-                    // or a public suffix is only the host's own name, as a host-only cookie; for
-                    // any other host it would reach every site under it.
-                    guard domain == host else { return nil }
-                    continue
-                }
-                cookie.domain = domain
-                cookie.hostOnly = false
+                if !domain.isEmpty { domainAttribute = domain }
             case "path":
-                if argument.hasPrefix("/") {
-                    cookie.path = argument
-                    hasPathAttribute = true
-                }
+                // RFC 6265bis §5.6.4 and §5.7 step 7: the last `Path` counts, and one that does
+                // not start with `/` (or is empty) is the default path, not a reason to keep an
+                // earlier one. `__Host-` needs the last one to be `/` itself.
+                let valid = argument.hasPrefix("/")
+                cookie.path = valid ? argument : defaultPath(requestPath)
+                hasPathAttribute = valid
             case "secure":
                 cookie.secure = true
             case "httponly":
                 cookie.httpOnly = true
             default:
                 continue
+            }
+        }
+        if let domain = domainAttribute {
+            // Not for another site.
+            guard domainMatches(host, domain) else { return nil }
+            if isIPAddress(host) || !domain.contains(".") || isPublicSuffix(domain) {
+                // RFC 6265 §5.3 step 5: an IP address, a bare top-level name (`localhost`)
+                // or a public suffix is only the host's own name, as a host-only cookie; for
+                // any other host it would reach every site under it.
+                guard domain == host else { return nil }
+            } else {
+                cookie.domain = domain
+                cookie.hostOnly = false
             }
         }
         if let maxAge { cookie.expires = now.addingTimeInterval(TimeInterval(maxAge)) }

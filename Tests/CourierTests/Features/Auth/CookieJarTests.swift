@@ -194,4 +194,27 @@ import Testing
         #expect(cookie != nil)
         #expect(cookie?.expires == nil)
     }
+
+    /// RFC 6265 §5.3 steps 4 and 7: the last `Domain` and the last `Path` count; a `Path` that
+    /// does not start with `/` is the default path (6265bis §5.6.4), not a reason to keep an
+    /// earlier one. The jar kept the first valid `Path` and refused a cookie whose first
+    /// `Domain` was another site's.
+    @Test func theLastDomainAndPathCount() {
+        let now = Date()
+        func parse(_ line: String, path: String = "/p/q") -> Cookie? {
+            CookieJar.parse(line, host: "www.example.com", requestPath: path, now: now)
+        }
+        #expect(parse("a=1; Path=/a; Path=x")?.path == "/p")
+        #expect(parse("a=1; Path=/a; Path=")?.path == "/p")
+        #expect(parse("a=1; Path=x; Path=/a")?.path == "/a")
+        let domain = parse("a=1; Domain=other.com; Domain=example.com")
+        #expect(domain?.domain == "example.com" && domain?.hostOnly == false)
+        #expect(parse("a=1; Domain=example.com; Domain=other.com") == nil)
+        #expect(parse("a=1; Domain=example.com; Domain=")?.domain == "example.com")
+        #expect(parse("a=1; Domain=example.com; Domain=www.example.com")?.domain == "www.example.com")
+        // `__Host-` needs the last `Path` to be `/` itself (as browsers read it).
+        #expect(parse("__Host-a=1; Secure; Path=/; Path=x", path: "/") == nil)
+        #expect(parse("__Host-a=1; Secure; Path=x; Path=/", path: "/")?.path == "/")
+        #expect(parse("__Host-a=1; Secure; Domain=www.example.com; Domain=", path: "/") == nil)
+    }
 }

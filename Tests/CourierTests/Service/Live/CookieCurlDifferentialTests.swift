@@ -156,6 +156,18 @@ import Testing
             name: "Quoted values are kept as sent",
             steps: [set("http://www.example.com:{1}/", "a=\"quoted value\"", "b=\"x\"")]
                 + check("http://www.example.com:{1}/")),
+        Scenario(
+            name: "Duplicate attributes: the last counts",
+            steps: [
+                set(
+                    "http://www.example.com:{1}/p/q", "a=1; Path=/x; Path=/p", "b=2; Max-Age=0; Max-Age=100",
+                    "c=3; Domain=other.com; Domain=example.com", "d=4; Path=/; Path=x")
+            ] + check("http://www.example.com:{1}/p/x", "http://www.example.com:{1}/x", "http://example.com:{1}/p/"),
+            rfc: ["a=1; b=2; c=3; d=4", nil, "c=3"],
+            why: """
+                curl refuses a cookie whose first Domain is another site, and keeps `x` as a path; \
+                RFC 6265 §5.3 steps 4 and 7 read the last Domain and Path, and 6265bis §5.6.4 makes `x` the default path
+                """),
     ]
 
     static let sending: [Scenario] = [
