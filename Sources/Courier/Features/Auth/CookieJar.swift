@@ -130,7 +130,12 @@ public final class CookieJar: Sendable {
             // RFC 6265bis §5.7 step 16: an http answer neither replaces nor shadows (nor
             // deletes) a `Secure` cookie, which only an https answer could have set.
             if !secure, stored.contains(where: { $0.secure && Self.shadows(cookie, $0) }) { continue }
-            stored.removeAll { $0.name == cookie.name && $0.domain == cookie.domain && $0.path == cookie.path }
+            // RFC 6265bis §5.7 step 22: the same name, domain, path and host-only flag (a host-only
+            // cookie and a `Domain` one for the same host are two cookies, as in browsers).
+            stored.removeAll {
+                $0.name == cookie.name && $0.domain == cookie.domain && $0.path == cookie.path
+                    && $0.hostOnly == cookie.hostOnly
+            }
             // An already-expired cookie is how a server deletes one.
             if !cookie.isExpired(at: now) { stored.append(cookie) }
         }

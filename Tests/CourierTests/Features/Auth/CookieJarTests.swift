@@ -217,4 +217,21 @@ import Testing
         #expect(parse("__Host-a=1; Secure; Path=x; Path=/", path: "/")?.path == "/")
         #expect(parse("__Host-a=1; Secure; Domain=www.example.com; Domain=", path: "/") == nil)
     }
+
+    /// RFC 6265bis §5.7 step 22: a cookie replaces the one of the same name, domain, path and
+    /// host-only flag. A host-only `a` and `a; Domain=` the same host are two cookies (browsers
+    /// and curl keep both); the jar replaced one with the other, and a deletion of the host-only
+    /// one deleted the Domain cookie too.
+    @Test func aHostOnlyCookieAndADomainCookieOfOneNameAreTwo() {
+        let jar = CookieJar(clock: ManualServiceClock())
+        let origin = request("https://www.example.com/")
+        jar.store(from: setting("a=1"), for: origin)
+        jar.store(from: setting("a=2; Domain=www.example.com"), for: origin)
+        #expect(jar.cookieHeader(for: origin) == "a=1; a=2")
+        #expect(jar.cookieHeader(for: request("https://sub.www.example.com/")) == "a=2")
+        jar.store(from: setting("a=; Max-Age=0"), for: origin)
+        #expect(jar.cookieHeader(for: origin) == "a=2")
+        jar.store(from: setting("a=3; Domain=www.example.com"), for: origin)
+        #expect(jar.cookieHeader(for: origin) == "a=3")
+    }
 }

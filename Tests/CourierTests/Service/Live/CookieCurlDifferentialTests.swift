@@ -201,6 +201,19 @@ import Testing
                 set("http://www.example.com:{1}/", "a=4; Path=/", "a=5; Domain=example.com; Path=/yy"),
             ] + check("http://www.example.com:{1}/x", "http://www.example.com:{1}/", "http://example.com:{1}/yy")),
         Scenario(
+            name: "A host-only cookie and a Domain cookie of one name, domain and path are two",
+            steps: [
+                set("http://www.example.com:{1}/", "a=1"),
+                set("http://www.example.com:{1}/", "a=2; Domain=www.example.com"),
+                set("http://www.example.com:{1}/", "b=1; Domain=www.example.com"),
+                set("http://www.example.com:{1}/", "b=; Max-Age=0"),
+            ] + check("http://www.example.com:{1}/", "http://a.www.example.com:{1}/"),
+            rfc: ["a=1; a=2; b=1", "a=2; b=1"],
+            why: """
+                curl orders by more than path length and creation, and a jar file read back loses the order of creation; \
+                RFC 6265 §5.4 step 2: longer paths first, then earlier creation
+                """),
+        Scenario(
             name: "Deletion by Max-Age=0 names its path and domain",
             steps: [
                 set("http://www.example.com:{1}/", "a=1; Path=/", "a=2; Path=/x"),
