@@ -33,7 +33,10 @@ public struct Cookie: Sendable, Hashable {
 /// site cannot set cookies for another; a `Domain` naming the host itself when it is a public
 /// suffix, an IP address or `localhost` sets a host-only cookie. A `Secure` cookie is taken only from an https answer
 /// and sent only over https; an http answer cannot replace it, and names starting `__Secure-`
-/// or `__Host-` need what their prefix promises (RFC 6265bis).
+/// or `__Host-` need what their prefix promises (RFC 6265bis). `Expires` is read as RFC 6265
+/// §5.1.1 reads cookie dates. `SameSite` is ignored: a client sends no cross-site requests
+/// (no page of one site calling another), so, like curl, it sends a cookie wherever its
+/// domain, path, `Secure` and expiry allow.
 ///
 /// The jar belongs to whoever made it: one per client (`HTTPClient.Configuration.cookieJar`)
 /// or per service. Nothing is kept on connections or transfer handles, so a client sharing a
