@@ -168,6 +168,41 @@ import Testing
                 curl refuses a cookie whose first Domain is another site, and keeps `x` as a path; \
                 RFC 6265 §5.3 steps 4 and 7 read the last Domain and Path, and 6265bis §5.6.4 makes `x` the default path
                 """),
+        Scenario(
+            name: "Whitespace, = in a value, an empty value, Domain's case, a path's trailing slash",
+            steps: [
+                set(
+                    "http://www.example.com:{1}/dir/", " a = 1 ; Path = /x ", "b=1;Path=/;Domain=example.com", "c=b=c",
+                    "d=", "f=1; Domain=WWW.Example.COM", "g=1", "h=1; Max-Age=10; Max-Age=abc", "i=1; Secure",
+                    "j=1; HttpOnly; Path=/dir/")
+            ]
+                + check(
+                    "http://www.example.com:{1}/dir", "http://www.example.com:{1}/dir/", "http://www.example.com:{1}/x",
+                    "http://example.com:{1}/"),
+            rfc: ["c=b=c; d=; f=1; g=1; h=1; b=1", "j=1; c=b=c; d=; f=1; g=1; h=1; b=1", "a=1; b=1", "b=1"],
+            why: """
+                curl deletes a cookie whose last Max-Age is no number (RFC 6265 §5.2.2 ignores that attribute), \
+                sends `/dir/`'s cookie to /dir (§5.1.4: no path-match) and orders by more than path length and creation
+                """),
+        Scenario(
+            name: "Domain: .localhost from localhost, a trailing dot, two leading dots",
+            steps: [
+                set("http://localhost:{1}/", "a=1", "b=1; Domain=.localhost"),
+                set("http://www.example.com:{1}/", "c=1; Domain=www.example.com.", "d=1; Domain=..example.com"),
+            ] + check("http://localhost:{1}/", "http://www.example.com:{1}/", "http://a.www.example.com:{1}/"),
+            rfc: ["a=1; b=1", nil, nil],
+            why: "curl orders by more than path length and creation; RFC 6265 §5.4 step 2: then earlier creation"),
+        Scenario(
+            name: "Expires quoted, year 69 as 2069, an invalid or empty Max-Age beside Expires",
+            steps: [
+                set(
+                    "http://www.example.com:{1}/", "a=1; Expires=\"Wed, 09 Jun 2038 10:18:14 GMT\"",
+                    "b=1; Expires=Wed, 09 Jun 2038 10:18:14 GMT; Max-Age=abc", "c=1; Max-Age=",
+                    "d=1; Expires=Wed, 09 Jun 69 10:18:14 GMT",
+                    "e=1; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=abc")
+            ] + check("http://www.example.com:{1}/"),
+            rfc: ["a=1; b=1; c=1; d=1"],
+            why: "curl deletes a cookie whose Max-Age is no number or empty; RFC 6265 §5.2.2 ignores the attribute"),
     ]
 
     static let sending: [Scenario] = [
