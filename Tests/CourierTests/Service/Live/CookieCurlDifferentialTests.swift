@@ -37,59 +37,38 @@ import Testing
 
     static let scenarios: [Scenario] = parsing + sending
 
+    static let home = "http://www.example.com:{1}/"
+
+    /// `a=1`, then its deletion by an `Expires` in the past written as `date`.
+    static func deletion(_ name: String, _ date: String, rfc: [String?]? = nil, why: String = "") -> Scenario {
+        Scenario(
+            name: name, steps: [set(home, "a=1"), set(home, "a=gone; Expires=\(date)")] + check(home), rfc: rfc,
+            why: why)
+    }
+
+    /// `lines` set and then checked at `home`.
+    static func atHome(_ name: String, _ lines: String...) -> Scenario {
+        Scenario(name: name, steps: [.set(home, lines), .check(home)])
+    }
+
     static let parsing: [Scenario] = [
-        Scenario(
-            name: "Expires in the past, RFC 1123, deletes",
-            steps: [
-                set("http://www.example.com:{1}/", "a=1"),
-                set("http://www.example.com:{1}/", "a=gone; Expires=Thu, 01 Jan 1970 00:00:00 GMT"),
-            ] + check("http://www.example.com:{1}/")),
-        Scenario(
-            name: "Expires in the past, RFC 850, deletes",
-            steps: [
-                set("http://www.example.com:{1}/", "a=1"),
-                set("http://www.example.com:{1}/", "a=gone; Expires=Thursday, 01-Jan-70 00:00:00 GMT"),
-            ] + check("http://www.example.com:{1}/"),
-            rfc: [nil],
+        deletion("Expires in the past, RFC 1123, deletes", "Thu, 01 Jan 1970 00:00:00 GMT"),
+        deletion(
+            "Expires in the past, RFC 850, deletes", "Thursday, 01-Jan-70 00:00:00 GMT", rfc: [nil],
             why: "curl reads the two-digit year 70 as 2070; RFC 6265 §5.1.1 step 3: 70 to 99 are 19xx"),
-        Scenario(
-            name: "Expires in the future, every form",
-            steps: [
-                set(
-                    "http://www.example.com:{1}/", "a=1; Expires=Wed, 09 Jun 2038 10:18:14 GMT",
-                    "b=2; Expires=Wednesday, 09-Jun-38 10:18:14 GMT", "c=3; Expires=Wed Jun  9 10:18:14 2038",
-                    "d=4; Expires=Wed, 09-Jun-2038 10:18:14 GMT", "e=5; expires=wed, 09 jun 2038 10:18:14 gmt")
-            ] + check("http://www.example.com:{1}/")),
-        Scenario(
-            name: "Expires in asctime with a two-digit year is 20xx",
-            steps: [set("http://www.example.com:{1}/", "a=1; Expires=Wed Jun  9 10:18:14 38")]
-                + check("http://www.example.com:{1}/")),
-        Scenario(
-            name: "Expires without a weekday, in the past, deletes",
-            steps: [
-                set("http://www.example.com:{1}/", "a=1"),
-                set("http://www.example.com:{1}/", "a=gone; Expires=01 Jan 1970 00:00:00 GMT"),
-            ] + check("http://www.example.com:{1}/")),
-        Scenario(
-            name: "Expires as JavaScript writes it, in the past, deletes",
-            steps: [
-                set("http://www.example.com:{1}/", "a=1"),
-                set(
-                    "http://www.example.com:{1}/",
-                    "a=gone; Expires=Thu Jan 01 1970 00:00:00 GMT+0000 (Coordinated Universal Time)"),
-            ] + check("http://www.example.com:{1}/")),
-        Scenario(
-            name: "Expires that is no date is ignored",
-            steps: [
-                set(
-                    "http://www.example.com:{1}/", "a=1; Expires=garbage", "b=2; Expires=",
-                    "c=3; Expires=Wed, 32 Jun 2038 10:18:14 GMT",
-                    "d=4; Expires=Wed, 09 Jun 2038 25:18:14 GMT")
-            ] + check("http://www.example.com:{1}/")),
-        Scenario(
-            name: "Expires before 1601 is ignored, not a deletion",
-            steps: [set("http://www.example.com:{1}/", "a=1; Expires=Wed, 09 Jun 1500 10:18:14 GMT")]
-                + check("http://www.example.com:{1}/")),
+        atHome(
+            "Expires in the future, every form", "a=1; Expires=Wed, 09 Jun 2038 10:18:14 GMT",
+            "b=2; Expires=Wednesday, 09-Jun-38 10:18:14 GMT", "c=3; Expires=Wed Jun  9 10:18:14 2038",
+            "d=4; Expires=Wed, 09-Jun-2038 10:18:14 GMT", "e=5; expires=wed, 09 jun 2038 10:18:14 gmt"),
+        atHome("Expires in asctime with a two-digit year is 20xx", "a=1; Expires=Wed Jun  9 10:18:14 38"),
+        deletion("Expires without a weekday, in the past, deletes", "01 Jan 1970 00:00:00 GMT"),
+        deletion(
+            "Expires as JavaScript writes it, in the past, deletes",
+            "Thu Jan 01 1970 00:00:00 GMT+0000 (Coordinated Universal Time)"),
+        atHome(
+            "Expires that is no date is ignored", "a=1; Expires=garbage", "b=2; Expires=",
+            "c=3; Expires=Wed, 32 Jun 2038 10:18:14 GMT", "d=4; Expires=Wed, 09 Jun 2038 25:18:14 GMT"),
+        atHome("Expires before 1601 is ignored, not a deletion", "a=1; Expires=Wed, 09 Jun 1500 10:18:14 GMT"),
         Scenario(
             name: "Expires on a day the month lacks is ignored",
             steps: [
