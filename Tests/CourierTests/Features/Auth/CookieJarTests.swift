@@ -234,4 +234,17 @@ import Testing
         jar.store(from: setting("a=3; Domain=www.example.com"), for: origin)
         #expect(jar.cookieHeader(for: origin) == "a=3")
     }
+
+    /// A cookie goes out until its expiry and not at it (Chrome's reading; curl still sends it
+    /// during that second): `Max-Age=10` is sent 9.999 s later, not 10 s later.
+    @Test func aCookieStopsAtItsExpiry() {
+        let clock = ManualServiceClock()
+        let jar = CookieJar(clock: clock)
+        let origin = request("https://h.example/")
+        jar.store(from: setting("a=1; Max-Age=10"), for: origin)
+        clock.advance(by: .milliseconds(9_999))
+        #expect(jar.cookieHeader(for: origin) == "a=1")
+        clock.advance(by: .milliseconds(1))
+        #expect(jar.cookieHeader(for: origin) == nil)
+    }
 }
