@@ -177,7 +177,7 @@ enum HTTPDateFormat {
     }
 
     // Howard Hinnant's days_from_civil / civil_from_days.
-    private static func daysFromCivil(_ y: Int, _ m: Int, _ d: Int) -> Int {
+    static func daysFromCivil(_ y: Int, _ m: Int, _ d: Int) -> Int {
         let year = m <= 2 ? y - 1 : y
         let era = (year >= 0 ? year : year - 399) / 400
         let yoe = year - era * 400

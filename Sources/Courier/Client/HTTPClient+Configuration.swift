@@ -58,6 +58,9 @@ extension HTTPClient {
         /// The client's cookies: stored from every response (redirect hops too), sent with every
         /// request, cleared on `logOut()` unless the jar says otherwise. Never shared with
         /// another client through the transport. A service's `ServiceConfiguration.cookieJar` wins for its calls.
+        /// One jar given to two clients (a configuration used twice) is one jar for both: each
+        /// sends the other's cookies and either's `logOut()` empties it. Give each user's client
+        /// a jar of its own, or set `enablesCookieEngine`, which makes one per client.
         public var cookieJar: CookieJar?
         /// The default response type: how `Decodable` models are read when neither the service
         /// (`ServiceConfiguration.decoding`) nor the call (`serializer:`) names one.

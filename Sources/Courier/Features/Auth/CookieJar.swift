@@ -33,7 +33,10 @@ public struct Cookie: Sendable, Hashable {
 /// site cannot set cookies for another; a `Domain` naming the host itself when it is a public
 /// suffix, an IP address or `localhost` sets a host-only cookie. A `Secure` cookie is taken only from an https answer
 /// and sent only over https; an http answer cannot replace it, and names starting `__Secure-`
-/// or `__Host-` need what their prefix promises (RFC 6265bis).
+/// or `__Host-` need what their prefix promises (RFC 6265bis). `Expires` is read as RFC 6265
+/// §5.1.1 reads cookie dates. `SameSite` is ignored: a client sends no cross-site requests
+/// (no page of one site calling another), so, like curl, it sends a cookie wherever its
+/// domain, path, `Secure` and expiry allow.
 ///
 /// The jar belongs to whoever made it: one per client (`HTTPClient.Configuration.cookieJar`)
 /// or per service. Nothing is kept on connections or transfer handles, so a client sharing a
@@ -130,7 +133,12 @@ public final class CookieJar: Sendable {
             // RFC 6265bis §5.7 step 16: an http answer neither replaces nor shadows (nor
             // deletes) a `Secure` cookie, which only an https answer could have set.
             if !secure, stored.contains(where: { $0.secure && Self.shadows(cookie, $0) }) { continue }
-            stored.removeAll { $0.name == cookie.name && $0.domain == cookie.domain && $0.path == cookie.path }
+            // RFC 6265bis §5.7 step 22: the same name, domain, path and host-only flag (a host-only
+            // cookie and a `Domain` one for the same host are two cookies, as in browsers).
+            stored.removeAll {
+                $0.name == cookie.name && $0.domain == cookie.domain && $0.path == cookie.path
+                    && $0.hostOnly == cookie.hostOnly
+            }
             // An already-expired cookie is how a server deletes one.
             if !cookie.isExpired(at: now) { stored.append(cookie) }
         }
@@ -214,6 +222,7 @@ public final class CookieJar: Sendable {
             httpOnly: false, expires: nil)
         var maxAge: Int?
         var hasPathAttribute = false
+        var domainAttribute: String?
         for attribute in parts.dropFirst() {
             let pieces = attribute.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let key = pieces[0].trimmingCharacters(in: .whitespaces).lowercased()
@@ -223,35 +232,40 @@ public final class CookieJar: Sendable {
             guard argument.utf8.count <= Self.maximumAttributeValueBytes else { continue }
             switch key {
             case "expires":
-                if let date = HTTPDateFormat.parse(argument) { cookie.expires = date }
+                if let date = cookieDate(argument) { cookie.expires = date }
             case "max-age":
                 if let seconds = maxAgeSeconds(argument) { maxAge = seconds }
             case "domain":
+                // RFC 6265 §5.3 step 4: the last `Domain` counts (an empty one is ignored).
                 var domain = argument.lowercased()
                 if domain.hasPrefix(".") { domain.removeFirst() }
-                guard !domain.isEmpty else { continue }
-                // Not for another site.
-                guard domainMatches(host, domain) else { return nil }
-                if isIPAddress(host) || !domain.contains(".") || isPublicSuffix(domain) {
-                    // RFC 6265 §5.3 step 5: an IP address, a bare top-level name (`localhost`)
-                    // or a public suffix is only the host's own name, as a host-only cookie; for
-                    // any other host it would reach every site under it.
-                    guard domain == host else { return nil }
-                    continue
-                }
-                cookie.domain = domain
-                cookie.hostOnly = false
+                if !domain.isEmpty { domainAttribute = domain }
             case "path":
-                if argument.hasPrefix("/") {
-                    cookie.path = argument
-                    hasPathAttribute = true
-                }
+                // RFC 6265bis §5.6.4 and §5.7 step 7: the last `Path` counts, and one that does
+                // not start with `/` (or is empty) is the default path, not a reason to keep an
+                // earlier one. `__Host-` needs the last one to be `/` itself.
+                let valid = argument.hasPrefix("/")
+                cookie.path = valid ? argument : defaultPath(requestPath)
+                hasPathAttribute = valid
             case "secure":
                 cookie.secure = true
             case "httponly":
                 cookie.httpOnly = true
             default:
                 continue
+            }
+        }
+        if let domain = domainAttribute {
+            // Not for another site.
+            guard domainMatches(host, domain) else { return nil }
+            if isIPAddress(host) || !domain.contains(".") || isPublicSuffix(domain) {
+                // RFC 6265 §5.3 step 5: an IP address, a bare top-level name (`localhost`)
+                // or a public suffix is only the host's own name, as a host-only cookie; for
+                // any other host it would reach every site under it.
+                guard domain == host else { return nil }
+            } else {
+                cookie.domain = domain
+                cookie.hostOnly = false
             }
         }
         if let maxAge { cookie.expires = now.addingTimeInterval(TimeInterval(maxAge)) }

@@ -153,4 +153,98 @@ import Testing
         jar.store(from: setting("y=2"), for: ip)
         #expect(jar.cookieHeader(for: ip) == "y=2")
     }
+
+    /// RFC 6265 §5.1.1 reads `Expires` by its tokens, in any order: the weekday is optional,
+    /// a two-digit year is 19xx or 20xx in every form, the zone is ignored. The jar read it with
+    /// the HTTP date parser, which knows three fixed layouts: a deletion written without the
+    /// weekday or as JavaScript writes dates was not one (the emptied cookie stayed and was
+    /// sent), and an asctime date with a two-digit year was year 38 (the cookie never stored).
+    @Test(arguments: [
+        ("Wed, 09 Jun 2038 10:18:14 GMT", "Wed, 09 Jun 2038 10:18:14 GMT"),
+        ("Wednesday, 09-Jun-38 10:18:14 GMT", "Wed, 09 Jun 2038 10:18:14 GMT"),
+        ("Wed Jun  9 10:18:14 2038", "Wed, 09 Jun 2038 10:18:14 GMT"),
+        ("Wed Jun  9 10:18:14 38", "Wed, 09 Jun 2038 10:18:14 GMT"),
+        ("Wed, 09-Jun-2038 10:18:14 GMT", "Wed, 09 Jun 2038 10:18:14 GMT"),
+        ("09 Jun 2038 10:18:14 GMT", "Wed, 09 Jun 2038 10:18:14 GMT"),
+        ("Jun 9 10:18:14 2038", "Wed, 09 Jun 2038 10:18:14 GMT"),
+        ("wed, 09 JUNE 2038 10:18:14 gmt", "Wed, 09 Jun 2038 10:18:14 GMT"),
+        ("Thu Jan 01 1970 00:00:00 GMT+0000 (Coordinated Universal Time)", "Thu, 01 Jan 1970 00:00:00 GMT"),
+        ("Thu, 01-Jan-70 00:00:01 GMT", "Thu, 01 Jan 1970 00:00:01 GMT"),
+        ("Sat, 29 Feb 2020 1:2:3 GMT", "Sat, 29 Feb 2020 01:02:03 GMT"),
+        ("Mon, 01 Jan 1601 00:00:00 GMT", "Mon, 01 Jan 1601 00:00:00 GMT"),
+    ])
+    func expiresIsReadAsACookieDate(_ written: String, _ meant: String) throws {
+        let cookie = CookieJar.parse("a=1; Expires=\(written)", host: "h.example", requestPath: "/", now: Date())
+        let expected = try #require(HTTPDateFormat.parse(meant))
+        #expect(cookie?.expires == expected)
+    }
+
+    /// What RFC 6265 §5.1.1 refuses leaves the cookie a session cookie: no day 32 or hour 24,
+    /// no 31 February or 29 February 2001 (it was read as a day of March), no second 60, no
+    /// year before 1601 (it was a deletion), no five-digit year, no missing part.
+    @Test(arguments: [
+        "garbage", "", "Wed, 32 Jun 2038 10:18:14 GMT", "Wed, 09 Jun 2038 24:00:00 GMT",
+        "Fri, 31 Feb 2038 10:18:14 GMT",
+        "Thu, 29 Feb 2001 00:00:00 GMT", "Wed, 09 Jun 2038 10:18:60 GMT", "Wed, 09 Jun 1600 10:18:14 GMT",
+        "Wed, 09 Jun 20381 10:18:14 GMT", "Wed, 09 Jun 2038", "Wed, 09 2038 10:18:14 GMT", "Jun 2038 10:18:14",
+        "Wed, 009 Jun 2038 10:18:14 GMT", "Wed, 09 Jun 2038 10:018:14 GMT",
+    ])
+    func anExpiresThatIsNoCookieDateIsIgnored(_ written: String) {
+        let cookie = CookieJar.parse("a=1; Expires=\(written)", host: "h.example", requestPath: "/", now: Date())
+        #expect(cookie != nil)
+        #expect(cookie?.expires == nil)
+    }
+
+    /// RFC 6265 §5.3 steps 4 and 7: the last `Domain` and the last `Path` count; a `Path` that
+    /// does not start with `/` is the default path (6265bis §5.6.4), not a reason to keep an
+    /// earlier one. The jar kept the first valid `Path` and refused a cookie whose first
+    /// `Domain` was another site's.
+    @Test func theLastDomainAndPathCount() {
+        let now = Date()
+        func parse(_ line: String, path: String = "/p/q") -> Cookie? {
+            CookieJar.parse(line, host: "www.example.com", requestPath: path, now: now)
+        }
+        #expect(parse("a=1; Path=/a; Path=x")?.path == "/p")
+        #expect(parse("a=1; Path=/a; Path=")?.path == "/p")
+        #expect(parse("a=1; Path=x; Path=/a")?.path == "/a")
+        let domain = parse("a=1; Domain=other.com; Domain=example.com")
+        #expect(domain?.domain == "example.com" && domain?.hostOnly == false)
+        #expect(parse("a=1; Domain=example.com; Domain=other.com") == nil)
+        #expect(parse("a=1; Domain=example.com; Domain=")?.domain == "example.com")
+        #expect(parse("a=1; Domain=example.com; Domain=www.example.com")?.domain == "www.example.com")
+        // `__Host-` needs the last `Path` to be `/` itself (as browsers read it).
+        #expect(parse("__Host-a=1; Secure; Path=/; Path=x", path: "/") == nil)
+        #expect(parse("__Host-a=1; Secure; Path=x; Path=/", path: "/")?.path == "/")
+        #expect(parse("__Host-a=1; Secure; Domain=www.example.com; Domain=", path: "/") == nil)
+    }
+
+    /// RFC 6265bis §5.7 step 22: a cookie replaces the one of the same name, domain, path and
+    /// host-only flag. A host-only `a` and `a; Domain=` the same host are two cookies (browsers
+    /// and curl keep both); the jar replaced one with the other, and a deletion of the host-only
+    /// one deleted the Domain cookie too.
+    @Test func aHostOnlyCookieAndADomainCookieOfOneNameAreTwo() {
+        let jar = CookieJar(clock: ManualServiceClock())
+        let origin = request("https://www.example.com/")
+        jar.store(from: setting("a=1"), for: origin)
+        jar.store(from: setting("a=2; Domain=www.example.com"), for: origin)
+        #expect(jar.cookieHeader(for: origin) == "a=1; a=2")
+        #expect(jar.cookieHeader(for: request("https://sub.www.example.com/")) == "a=2")
+        jar.store(from: setting("a=; Max-Age=0"), for: origin)
+        #expect(jar.cookieHeader(for: origin) == "a=2")
+        jar.store(from: setting("a=3; Domain=www.example.com"), for: origin)
+        #expect(jar.cookieHeader(for: origin) == "a=3")
+    }
+
+    /// A cookie goes out until its expiry and not at it (Chrome's reading; curl still sends it
+    /// during that second): `Max-Age=10` is sent 9.999 s later, not 10 s later.
+    @Test func aCookieStopsAtItsExpiry() {
+        let clock = ManualServiceClock()
+        let jar = CookieJar(clock: clock)
+        let origin = request("https://h.example/")
+        jar.store(from: setting("a=1; Max-Age=10"), for: origin)
+        clock.advance(by: .milliseconds(9_999))
+        #expect(jar.cookieHeader(for: origin) == "a=1")
+        clock.advance(by: .milliseconds(1))
+        #expect(jar.cookieHeader(for: origin) == nil)
+    }
 }

@@ -356,4 +356,32 @@ import Testing
             #expect(text.contains("sid"))
         }
     }
+
+    /// Two services on one client, each with a jar of its own (one user each), never send each
+    /// other's cookies. One jar given to two clients is one jar, as `Configuration.cookieJar`
+    /// says: each client sends the other's cookies and either's logout empties it.
+    @Test func servicesJarsStayApartAndAJarGivenToTwoClientsIsShared() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        for user in ["alice", "bob"] {
+            server.route("/login-\(user)") { _ in .json(["ok": true]).with(.setCookie, "sid=\(user); Path=/") }
+        }
+        struct OK: Decodable, Sendable { var ok: Bool }
+        let client = try ServiceFixture.client(server)
+        let alice = ServiceCore(client: client, configuration: ServiceConfiguration(cookieJar: CookieJar()))
+        let bob = ServiceCore(client: client, configuration: ServiceConfiguration(cookieJar: CookieJar()))
+        let _: OK = try await alice.get("login-alice")
+        #expect(try await (bob.get("echo") as Echo).headers["cookie"] == nil)
+        let _: OK = try await bob.get("login-bob")
+        #expect(try await (alice.get("echo") as Echo).headers["cookie"] == "sid=alice")
+        #expect(try await (bob.get("echo") as Echo).headers["cookie"] == "sid=bob")
+
+        let shared = CookieJar()
+        let one = try makeClient { $0.cookieJar = shared }
+        let two = try makeClient { $0.cookieJar = shared }
+        _ = try await one.send(HTTPRequest(.get, server.url("/login-alice")))
+        #expect(try await cookieSent(by: two, to: server.url("/echo")) == "sid=alice")
+        two.logOut()
+        #expect(try await cookieSent(by: one, to: server.url("/echo")) == nil)
+    }
 }
