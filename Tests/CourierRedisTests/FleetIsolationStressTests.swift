@@ -85,44 +85,27 @@ import Testing
         let plan = (0..<300).map { _ in
             (clients.randomElement(using: &random)!, Int.random(in: 0..<4, using: &random), Bool.random(using: &random))
         }
-        let outcomes = await withTaskGroup(of: (String, Result<(Who, Bool), any Error>).self) { group in
-            var outcomes: [(String, Result<(Who, Bool), any Error>)] = []
-            var next = 0
-            func launch() {
-                let (entry, r, reload) = plan[next]
-                next += 1
-                group.addTask {
-                    do {
-                        var request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/who?r=\(r)")
-                        if reload { request.headerFields[.cacheControl] = "max-age=0" }
-                        let response = try await entry.client.send(request)
-                        guard response.status == .ok else { throw CourierError(.httpStatus, "\(response.status)") }
-                        return (
-                            entry.user,
-                            .success((try JSONDecoder().decode(Who.self, from: response.body), response.isFromCache))
-                        )
-                    } catch {
-                        return (entry.user, .failure(error))
-                    }
+        // Run through the library's own batch, 16 calls at a time.
+        let outcomes = await Batch.run(
+            plan.map { (entry, r, reload) in
+                { @Sendable () async throws -> (Who, Bool) in
+                    var request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/who?r=\(r)")
+                    if reload { request.headerFields[.cacheControl] = "max-age=0" }
+                    let response = try await entry.client.send(request)
+                    guard response.status == .ok else { throw CourierError(.httpStatus, "\(response.status)") }
+                    return (try JSONDecoder().decode(Who.self, from: response.body), response.isFromCache)
                 }
-            }
-            while next < min(16, plan.count) { launch() }
-            while let outcome = await group.next() {
-                outcomes.append(outcome)
-                if next < plan.count { launch() }
-            }
-            return outcomes
-        }
+            }, maximumConcurrent: 16)
         var answered = 0
         var fromCache = 0
-        for (user, result) in outcomes {
+        for ((entry, _, _), result) in zip(plan, outcomes) {
             switch result {
             case .success(let (who, cached)):
-                #expect(who.user == user, "\(user) got \(who.user)'s answer")
+                #expect(who.user == entry.user, "\(entry.user) got \(who.user)'s answer")
                 answered += 1
                 if cached { fromCache += 1 }
             case .failure(let error):
-                #expect((error as? CourierError)?.code == .httpStatus, "\(user): \(error)")
+                #expect(error.code == .httpStatus, "\(entry.user): \(error)")
             }
         }
         #expect(answered >= plan.count * 3 / 4, "only \(answered) of \(plan.count) calls were answered")

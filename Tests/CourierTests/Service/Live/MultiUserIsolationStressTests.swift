@@ -173,44 +173,29 @@ import Testing
             ]
             return (user, Int.random(in: 0..<4, using: &random), policies.randomElement(using: &random)!)
         }
-        let outcomes = await withTaskGroup(of: (String, Result<Response<Who>, CourierError>).self) { group in
-            var outcomes: [(String, Result<Response<Who>, CourierError>)] = []
-            var next = 0
-            func launch() {
-                let step = plan[next]
-                next += 1
+        // Run through the library's own batch, 24 calls at a time.
+        let outcomes = await Batch.run(
+            plan.map { step in
                 let service = services[step.user]!
-                group.addTask {
-                    do throws(CourierError) {
-                        let options = CallOptions.default.with(\.cachePolicy, step.policy)
-                        let response = try await service.send(
-                            Endpoint<Who>(.get, "who", parameters: ["r": String(step.r)], options: options))
-                        return (step.user, .success(response))
-                    } catch {
-                        return (step.user, .failure(error))
-                    }
+                return { @Sendable () async throws -> Response<Who> in
+                    let options = CallOptions.default.with(\.cachePolicy, step.policy)
+                    return try await service.send(
+                        Endpoint<Who>(.get, "who", parameters: ["r": String(step.r)], options: options))
                 }
-            }
-            while next < min(24, plan.count) { launch() }
-            while let outcome = await group.next() {
-                outcomes.append(outcome)
-                if next < plan.count { launch() }
-            }
-            return outcomes
-        }
+            }, maximumConcurrent: 24)
 
         var answered = 0
         var fromCache = 0
-        for (user, result) in outcomes {
+        for (step, result) in zip(plan, outcomes) {
             switch result {
             case .success(let response):
-                #expect(response.value.user == user, "\(user) got \(response.value.user)'s answer")
+                #expect(response.value.user == step.user, "\(step.user) got \(response.value.user)'s answer")
                 answered += 1
                 if response.isFromCache { fromCache += 1 }
             case .failure(let error):
                 // A retried 503 may meet another 503, a refreshed token another expiry: an
                 // error is allowed, another user's answer is not.
-                #expect(error.code == .httpStatus, "\(user): \(error)")
+                #expect(error.code == .httpStatus, "\(step.user): \(error)")
             }
         }
         #expect(outcomes.count == plan.count)
