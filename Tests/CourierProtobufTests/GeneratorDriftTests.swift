@@ -47,13 +47,13 @@ import Testing
     }
 
     /// Runs the copied script with `--check`; returns its exit status and output.
-    private func check(_ copy: URL, generator: URL) throws -> (Int32, String) {
-        try GeneratorTests.run(
+    private func check(_ copy: URL, generator: URL) async throws -> (Int32, String) {
+        try await GeneratorTests.run(
             copy.appendingPathComponent("scripts/generate-protos.sh"), ["--check"], in: copy,
             environment: ["COURIER_PROTOBUF_GEN": generator.path])
     }
 
-    @Test func driftCheckCatchesEditedAndStaleGeneratedFiles() throws {
+    @Test func driftCheckCatchesEditedAndStaleGeneratedFiles() async throws {
         let generator = try #require(Self.generator(), "courier-protobuf-gen is not built (swift build --build-tests)")
         let copy = FileManager.default.temporaryDirectory.appendingPathComponent("courier-drift-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: copy) }
@@ -67,7 +67,7 @@ import Testing
 
         // The committed files are current, and a hand-written file beside them is not drift.
         try Data("// Hand-written.\n".utf8).write(to: models.appendingPathComponent("Extensions.swift"))
-        var (status, output) = try check(copy, generator: generator)
+        var (status, output) = try await check(copy, generator: generator)
         #expect(status == 0, "\(output)")
         #expect(output.contains("up to date"))
 
@@ -76,14 +76,14 @@ import Testing
         let original = try String(contentsOf: kinds, encoding: .utf8)
         try original.replacingOccurrences(of: "case 1: self = .red", with: "case 5: self = .red")
             .write(to: kinds, atomically: true, encoding: .utf8)
-        (status, output) = try check(copy, generator: generator)
+        (status, output) = try await check(copy, generator: generator)
         #expect(status == 1)
         #expect(output.contains("case 5: self = .red") && output.contains("Sources/CourierProtoModels is out of date"))
 
         // A generated file no .proto makes any more.
         try original.write(to: kinds, atomically: true, encoding: .utf8)
         try Data("// Generated once.\n".utf8).write(to: models.appendingPathComponent("courier_old.pb.swift"))
-        (status, output) = try check(copy, generator: generator)
+        (status, output) = try await check(copy, generator: generator)
         #expect(status == 1)
         #expect(output.contains("courier_old.pb.swift: stale"))
 
@@ -91,7 +91,7 @@ import Testing
         try FileManager.default.removeItem(at: models.appendingPathComponent("courier_old.pb.swift"))
         let c = copy.appendingPathComponent("Benchmarks/Sources/CBenchProtos/bench.pb-c.c")
         try (String(contentsOf: c, encoding: .utf8) + "// edited\n").write(to: c, atomically: true, encoding: .utf8)
-        (status, output) = try check(copy, generator: generator)
+        (status, output) = try await check(copy, generator: generator)
         #expect(status == 1)
         #expect(output.contains("Benchmarks/Sources/CBenchProtos is out of date"))
 
@@ -102,7 +102,7 @@ import Testing
         let swiftProtobuf = copy.appendingPathComponent("Benchmarks/Sources/BenchSupport/bench.pb.swift")
         try (String(contentsOf: swiftProtobuf, encoding: .utf8).replacingOccurrences(of: "= 0", with: "= 1"))
             .write(to: swiftProtobuf, atomically: true, encoding: .utf8)
-        (status, output) = try check(copy, generator: generator)
+        (status, output) = try await check(copy, generator: generator)
         #expect(status == 1)
         #expect(output.contains("bench.pb.swift does not match Benchmarks/Protos (or was edited)"))
     }
@@ -112,7 +112,7 @@ import Testing
     /// `.swift-format` when the package has none (before, the script only knew Courier's own
     /// folders and failed with "Unable to read configuration" in a package without one), and
     /// with the package's own when it has one; `--check` then passes, and fails on an edit.
-    @Test func generatesIntoAUserPackageWithOrWithoutItsOwnSwiftFormat() throws {
+    @Test func generatesIntoAUserPackageWithOrWithoutItsOwnSwiftFormat() async throws {
         let generator = try #require(Self.generator(), "courier-protobuf-gen is not built (swift build --build-tests)")
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-user-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -132,10 +132,11 @@ import Testing
 
         let script = courier.appendingPathComponent("scripts/generate-protos.sh")
         let job = ["--package", user.path, "--job", "Protos|Sources/ShopProtos|ShopProtos|Sources/ShopModels"]
-        func run(_ arguments: [String]) throws -> (Int32, String) {
-            try GeneratorTests.run(script, arguments, in: folder, environment: ["COURIER_PROTOBUF_GEN": generator.path])
+        func run(_ arguments: [String]) async throws -> (Int32, String) {
+            try await GeneratorTests.run(
+                script, arguments, in: folder, environment: ["COURIER_PROTOBUF_GEN": generator.path])
         }
-        var (status, output) = try run(job)
+        var (status, output) = try await run(job)
         #expect(status == 0, "\(output)")
         let model = user.appendingPathComponent("Sources/ShopModels/shop_order.pb.swift")
         let header = user.appendingPathComponent("Sources/ShopProtos/include/ShopProtos.h")
@@ -143,24 +144,24 @@ import Testing
         var swift = try String(contentsOf: model, encoding: .utf8)
         #expect(swift.contains("\n    public var note: String?\n"), "Courier's .swift-format: 4 spaces")
         #expect(swift.contains("import ShopProtos"))
-        (status, output) = try run(["--check"] + job)
+        (status, output) = try await run(["--check"] + job)
         #expect(status == 0, "\(output)")
 
         // The package's own configuration wins; --check compares with what it gives.
         try Data(#"{ "version": 1, "indentation": { "spaces": 2 } }"#.utf8)
             .write(to: user.appendingPathComponent(".swift-format"))
-        (status, output) = try run(["--check"] + job)
+        (status, output) = try await run(["--check"] + job)
         #expect(status == 1 && output.contains("Sources/ShopModels is out of date"), "\(output)")
-        (status, output) = try run(job)
+        (status, output) = try await run(job)
         #expect(status == 0, "\(output)")
         swift = try String(contentsOf: model, encoding: .utf8)
         #expect(swift.contains("\n  public var note: String?\n"))
 
         // Drift in the user's package; a missing proto folder is named.
         try (swift + "// edited\n").write(to: model, atomically: true, encoding: .utf8)
-        (status, output) = try run(["--check"] + job)
+        (status, output) = try await run(["--check"] + job)
         #expect(status == 1 && output.contains("Sources/ShopModels is out of date"), "\(output)")
-        (status, output) = try run(["--package", user.path, "--job", "Missing|Sources/A|A|Sources/B"])
+        (status, output) = try await run(["--package", user.path, "--job", "Missing|Sources/A|A|Sources/B"])
         #expect(status == 1 && output.contains("Missing: no such folder of .proto files"), "\(output)")
     }
 
@@ -168,7 +169,7 @@ import Testing
     /// `--include` of the plugin) and Google's well-known types (from Courier's copies): the C
     /// target gets the C of every imported file, the models the Swift of the shared file only,
     /// and the well-known types are Swift types.
-    @Test func importsFromAnotherFolderAndWellKnownTypes() throws {
+    @Test func importsFromAnotherFolderAndWellKnownTypes() async throws {
         let generator = try #require(Self.generator(), "courier-protobuf-gen is not built (swift build --build-tests)")
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
             "courier-imports-\(UUID().uuidString)")
@@ -200,17 +201,17 @@ import Testing
             try Data(text.utf8).write(to: file)
         }
         let script = courier.appendingPathComponent("scripts/generate-protos.sh")
-        func run(_ job: String, check: Bool = false) throws -> (Int32, String) {
-            try GeneratorTests.run(
+        func run(_ job: String, check: Bool = false) async throws -> (Int32, String) {
+            try await GeneratorTests.run(
                 script, (check ? ["--check"] : []) + ["--package", user.path, "--job", job], in: folder,
                 environment: ["COURIER_PROTOBUF_GEN": generator.path])
         }
         // Without the shared folder, protoc names the import it cannot find.
-        var (status, output) = try run("Protos|Sources/ShopProtos|ShopProtos|Sources/ShopModels")
+        var (status, output) = try await run("Protos|Sources/ShopProtos|ShopProtos|Sources/ShopModels")
         #expect(status != 0 && output.contains("common/money.proto"), "\(output)")
 
         let job = "Protos|Sources/ShopProtos|ShopProtos|Sources/ShopModels|Shared"
-        (status, output) = try run(job)
+        (status, output) = try await run(job)
         #expect(status == 0, "\(output)")
         let c = user.appendingPathComponent("Sources/ShopProtos")
         for file in ["shop/order.pb-c.c", "common/money.pb-c.c", "google/protobuf/timestamp.pb-c.c"] {
@@ -224,7 +225,7 @@ import Testing
         #expect(order.contains("public var total: Money?"))
         #expect(order.contains("public var placedAt: ProtobufTimestamp?"))
         #expect(order.contains("public var note: String?"))
-        (status, output) = try run(job, check: true)
+        (status, output) = try await run(job, check: true)
         #expect(status == 0, "\(output)")
     }
 }

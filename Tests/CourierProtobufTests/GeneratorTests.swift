@@ -13,7 +13,7 @@ import Testing
     }
 
     /// Runs protoc-c and the generator on `protos` (file name → text).
-    private func generate(_ protos: [String: String]) throws -> Run {
+    private func generate(_ protos: [String: String]) async throws -> Run {
         let generator = try #require(GeneratorDriftTests.generator(), "courier-protobuf-gen is not built")
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-gen-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -22,12 +22,12 @@ import Testing
             try Data(text.utf8).write(to: folder.appendingPathComponent(name))
         }
         let descriptors = folder.appendingPathComponent("descriptors.pb").path
-        let (protocStatus, protocOutput) = try Self.run(
+        let (protocStatus, protocOutput) = try await Self.run(
             URL(fileURLWithPath: "/usr/bin/env"),
             ["protoc-c", "--descriptor_set_out=\(descriptors)", "-I\(folder.path)"] + protos.keys.sorted(), in: folder)
         #expect(protocStatus == 0, "\(protocOutput)")
         let out = folder.appendingPathComponent("out")
-        let (status, output) = try Self.run(
+        let (status, output) = try await Self.run(
             generator, ["--descriptor-set", descriptors, "--c-module", "TestProtos", "--output", out.path], in: folder)
         var files: [String: String] = [:]
         for name in (try? FileManager.default.contentsOfDirectory(atPath: out.path)) ?? [] {
@@ -37,7 +37,7 @@ import Testing
             // The output must at least parse (type checking needs the C module: the committed
             // models compile in this package).
             for name in files.keys {
-                let (parseStatus, parseOutput) = try Self.run(
+                let (parseStatus, parseOutput) = try await Self.run(
                     URL(fileURLWithPath: "/usr/bin/env"), ["swiftc", "-parse", out.appendingPathComponent(name).path],
                     in: folder)
                 #expect(parseStatus == 0 && !parseOutput.contains("warning:"), "\(name): \(parseOutput)")
@@ -67,8 +67,17 @@ import Testing
         return (status, String(decoding: output, as: UTF8.self))
     }
 
-    @Test func awkwardNamesGiveValidSwift() throws {
-        let result = try generate([
+    /// `run` on a thread of its own (`offPool`), for async tests: the seconds of a child
+    /// process do not hold one of the task pool's threads (two on two cores) that the rest of
+    /// the suite needs.
+    static func run(
+        _ executable: URL, _ arguments: [String], in folder: URL, environment: [String: String] = [:]
+    ) async throws -> (Int32, String) {
+        try await offPool { try run(executable, arguments, in: folder, environment: environment) }
+    }
+
+    @Test func awkwardNamesGiveValidSwift() async throws {
+        let result = try await generate([
             "awkward.proto": """
             syntax = "proto3";
             package awkward.names;
@@ -116,8 +125,8 @@ import Testing
         #expect(source.contains("courier_descriptor_awkward_names_Holder_Inner()"))
     }
 
-    @Test func proto2DefaultsAreDocumented() throws {
-        let result = try generate([
+    @Test func proto2DefaultsAreDocumented() async throws {
+        let result = try await generate([
             "old.proto": """
             syntax = "proto2";
             message Old {
@@ -138,8 +147,8 @@ import Testing
     /// A message that contains itself through singular fields (directly or through another
     /// message) is generated with those fields boxed (`@Indirect`); fields off the cycle, arrays
     /// and maps stay plain. (Before issue 19 the generator refused such a schema.)
-    @Test func aMessageThatContainsItselfIsBoxed() throws {
-        let result = try generate([
+    @Test func aMessageThatContainsItselfIsBoxed() async throws {
+        let result = try await generate([
             "tree.proto": """
             syntax = "proto3";
             package tree;
@@ -161,8 +170,8 @@ import Testing
         #expect(!source.contains("@Indirect public var node"))
     }
 
-    @Test func sameNameInTwoPackagesFails() throws {
-        let result = try generate([
+    @Test func sameNameInTwoPackagesFails() async throws {
+        let result = try await generate([
             "a.proto": "syntax = \"proto3\";\npackage first;\nmessage Thing { int32 a = 1; }\n",
             "b.proto": "syntax = \"proto3\";\npackage second;\nmessage Thing { int32 b = 1; }\n",
         ])
@@ -177,7 +186,7 @@ import Testing
     /// camelCase (proto2 allows `foo_bar` and `fooBar`, or `leading` and `_leading`; proto3 does not),
     /// a field named `self` (every `self.x` of the struct would be the field), and `_`, which has
     /// no camelCase name at all.
-    @Test func fieldsWithoutTheirOwnSwiftNameFail() throws {
+    @Test func fieldsWithoutTheirOwnSwiftNameFail() async throws {
         let cases: [(String, [String])] = [
             (
                 "syntax = \"proto2\";\npackage p;\nmessage M { optional int32 leading = 1; optional int32 _leading = 2; }\n",
@@ -192,7 +201,7 @@ import Testing
             ("syntax = \"proto3\";\npackage p;\nmessage M { int32 _ = 1; }\n", ["clash.proto", "p.M._"]),
         ]
         for (proto, expected) in cases {
-            let result = try generate(["clash.proto": proto])
+            let result = try await generate(["clash.proto": proto])
             #expect(result.status == 1, "\(proto)")
             for text in expected { #expect(result.output.contains(text), "\(proto): \(result.output)") }
         }
@@ -201,7 +210,7 @@ import Testing
     /// Enum values whose Swift case would clash with what the generated enum declares, or have
     /// no name at all, fail with a message naming the enum instead of giving Swift that does not
     /// compile.
-    @Test func enumValuesWithoutTheirOwnSwiftNameFail() throws {
+    @Test func enumValuesWithoutTheirOwnSwiftNameFail() async throws {
         let cases: [(String, [String])] = [
             (
                 "syntax = \"proto3\";\npackage p;\nenum Kind { KIND_A = 0; KIND_ALL_CASES = 1; }\n",
@@ -210,7 +219,7 @@ import Testing
             ("syntax = \"proto3\";\npackage p;\nenum E { _ = 0; _A = 1; }\n", ["kind.proto", "p.E", "empty"]),
         ]
         for (proto, expected) in cases {
-            let result = try generate(["kind.proto": proto])
+            let result = try await generate(["kind.proto": proto])
             #expect(result.status == 1, "\(proto)")
             for text in expected { #expect(result.output.contains(text), "\(proto): \(result.output)") }
         }
@@ -219,7 +228,7 @@ import Testing
     /// A field whose type a nested type of its message (or of a message around it) hides: in
     /// Swift, `Tricky` inside `Shadow` is `Shadow.Tricky`, so the field would have the wrong
     /// type (and be written with the wrong descriptor). The generator fails naming both.
-    @Test func aTypeHiddenByANestedTypeFails() throws {
+    @Test func aTypeHiddenByANestedTypeFails() async throws {
         let header = "syntax = \"proto3\";\npackage p;\nmessage Tricky { int32 x = 1; }\n"
         let cases: [(String, [String])] = [
             (
@@ -240,7 +249,7 @@ import Testing
             ),
         ]
         for (proto, expected) in cases {
-            let result = try generate(["shadow.proto": header + proto])
+            let result = try await generate(["shadow.proto": header + proto])
             #expect(result.status == 1, "\(proto)")
             for text in ["shadow.proto"] + expected {
                 #expect(result.output.contains(text), "\(proto): \(result.output)")
@@ -251,9 +260,9 @@ import Testing
     /// protoc-c writes `inf` and `nan` into the C of a float or double `[default = …]` (an
     /// undeclared identifier: the C target does not compile), so the generator fails naming
     /// the field before anything is written.
-    @Test func infiniteAndNaNDefaultsFail() throws {
+    @Test func infiniteAndNaNDefaultsFail() async throws {
         for value in ["inf", "-inf", "nan"] {
-            let result = try generate([
+            let result = try await generate([
                 "limits.proto": """
                 syntax = "proto2";
                 package p;

@@ -44,13 +44,13 @@ struct PythonDifferentialTests {
         ]
     }
 
-    static func generated() throws -> [Case] {
-        let output = try Python.run(["generate", "\(seed)", "\(count)"])
+    static func generated() async throws -> [Case] {
+        let output = try await Python.run(["generate", "\(seed)", "\(count)"])
         return try JSONDecoder().decode([Case].self, from: output)
     }
 
-    @Test func courierDecodesWhatPythonWrites() throws {
-        let cases = try Self.generated()
+    @Test func courierDecodesWhatPythonWrites() async throws {
+        let cases = try await Self.generated()
         #expect(cases.count == Self.count)
         var variants: [String: Int] = [:]
         for (index, item) in cases.enumerated() {
@@ -63,8 +63,8 @@ struct PythonDifferentialTests {
         #expect(variants.count == 5, "every wire form was tried: \(variants)")
     }
 
-    @Test func pythonReadsWhatCourierWrites() throws {
-        let cases = try Self.generated()
+    @Test func pythonReadsWhatCourierWrites() async throws {
+        let cases = try await Self.generated()
         let encoded = try cases.map { item in
             let model = try #require(Self.models[item.message])
             return ["message": item.message, "hex": try model.encode(expected: Data(item.value.utf8)).hex]
@@ -72,7 +72,7 @@ struct PythonDifferentialTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("courier-differential-\(UUID()).json")
         try JSONEncoder().encode(encoded).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        let readings = try JSONDecoder().decode([Reading].self, from: Python.run(["read", file.path]))
+        let readings = try JSONDecoder().decode([Reading].self, from: await Python.run(["read", file.path]))
         try #require(readings.count == cases.count)
         for (index, (item, reading)) in zip(cases, readings).enumerated() {
             let model = try #require(Self.models[item.message])
@@ -147,8 +147,13 @@ enum Python {
         }
     }()
 
-    /// The script's standard output; throws when it fails.
-    static func run(_ arguments: [String]) throws -> Data {
+    /// The script's standard output, run on a thread of its own (`offPool`) so its seconds do
+    /// not hold a thread of the task pool; throws when it fails.
+    static func run(_ arguments: [String]) async throws -> Data {
+        try await offPool { try runBlocking(arguments) }
+    }
+
+    private static func runBlocking(_ arguments: [String]) throws -> Data {
         let python = try #require(protobuf)
         let (status, output) = try ChildProcess.run(python, [script] + arguments, capture: .capture)
         try #require(status == 0, "protobuf-differential.py \(arguments.joined(separator: " ")) exited with \(status)")

@@ -78,7 +78,8 @@ func nextStatus(
     @Test(
         .enabled(
             if: NetworkNamespace.isAvailable,
-            "needs `ip netns add` (root or CAP_SYS_ADMIN, iproute2); the injected source covers the rest"))
+            "needs network namespaces (`ip netns add` and `ip -n`: root or CAP_SYS_ADMIN, iproute2, not a chroot); the injected source covers the rest"
+        ))
     func followsLinkAndRouteChangesInANamespace() async throws {
         let namespace = try NetworkNamespace()
         defer { namespace.delete() }
@@ -108,7 +109,8 @@ func nextStatus(
     @Test(
         .enabled(
             if: NetworkNamespace.isAvailable,
-            "needs `ip netns add` (root or CAP_SYS_ADMIN, iproute2); the injected source covers the rest"))
+            "needs network namespaces (`ip netns add` and `ip -n`: root or CAP_SYS_ADMIN, iproute2, not a chroot); the injected source covers the rest"
+        ))
     func serviceFailsFastThenWaitsOnARealMonitor() async throws {
         let namespace = try NetworkNamespace()
         defer { namespace.delete() }
