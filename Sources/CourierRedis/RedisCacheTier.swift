@@ -119,27 +119,25 @@ final class RedisCacheTier: SharedCacheTier {
     /// A key holding another type than this tier writes there (a neighbour's value) is no value
     /// of ours: it is replaced before anything is written, so the entry is never stored without
     /// its indexes (a logout purge reads them).
-    static let storeScript = """
-        for i = 1, #KEYS do
-          local kind = redis.call('TYPE', KEYS[i]).ok
-          if kind ~= 'none' and kind ~= (i == 1 and 'hash' or 'zset') then redis.call('DEL', KEYS[i]) end
-        end
-        local t = redis.call('TIME')
-        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-        local ttl = tonumber(ARGV[4])
-        local expiry = now + ttl
-        local vary = redis.call('HGET', KEYS[1], 'vary')
-        if vary and vary ~= ARGV[3] then redis.call('DEL', KEYS[1]) end
-        redis.call('HSET', KEYS[1], 'vary', ARGV[3], ARGV[1], ARGV[2])
-        if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
-        for i = 2, #KEYS do
-          redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
-          local score = redis.call('ZSCORE', KEYS[i], KEYS[1])
-          if (not score) or tonumber(score) < expiry then redis.call('ZADD', KEYS[i], expiry, KEYS[1]) end
-          if redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end
-        end
-        return 1
-        """
+    static let storeScript =
+        RedisScripts.clearOtherType + """
+            for i = 1, #KEYS do clearOtherType(KEYS[i], i == 1 and 'hash' or 'zset') end
+            local t = redis.call('TIME')
+            local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+            local ttl = tonumber(ARGV[4])
+            local expiry = now + ttl
+            local vary = redis.call('HGET', KEYS[1], 'vary')
+            if vary and vary ~= ARGV[3] then redis.call('DEL', KEYS[1]) end
+            redis.call('HSET', KEYS[1], 'vary', ARGV[3], ARGV[1], ARGV[2])
+            if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+            for i = 2, #KEYS do
+              redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
+              local score = redis.call('ZSCORE', KEYS[i], KEYS[1])
+              if (not score) or tonumber(score) < expiry then redis.call('ZADD', KEYS[i], expiry, KEYS[1]) end
+              if redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end
+            end
+            return 1
+            """
 
     /// KEYS: index sets. Deletes every entry they list, then the sets (a key of another type
     /// lists nothing and is deleted too).
@@ -183,6 +181,18 @@ final class RedisCacheTier: SharedCacheTier {
 
 /// Scripts shared by the tiers.
 enum RedisScripts {
+    /// Lua, for the scripts that write a key: `clearOtherType(key, kind)` deletes the value under
+    /// `key` when it is of another type than `kind` (a neighbour's value, no value of the
+    /// fleet's), so the script's first write cannot fail on it half-way. A missing key is left
+    /// alone. Scripts that call it start with it.
+    static let clearOtherType = """
+        local function clearOtherType(key, kind)
+          local found = redis.call('TYPE', key).ok
+          if found ~= 'none' and found ~= kind then redis.call('DEL', key) end
+        end
+
+        """
+
     /// KEYS: a lock. ARGV: the owner token. Deletes the lock only if the owner still holds it.
     static let compareAndDelete = """
         if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end

@@ -242,25 +242,24 @@ final class RedisCredentialStore: Sendable {
     /// followed. A counter or credential of another type than a string, or a counter that is
     /// not a whole number below 10^15, is a neighbour's value and deleted first (`INCR` would
     /// fail on it after the lock was taken).
-    static let acquireScript = """
-        if redis.call('PTTL', KEYS[1]) == -1 then redis.call('DEL', KEYS[1]) end
-        for i = 2, 3 do
-          if redis.call('TYPE', KEYS[i]).ok ~= 'string' then redis.call('DEL', KEYS[i]) end
-        end
-        local counter = redis.call('GET', KEYS[2])
-        if counter and not (#counter <= 15 and string.match(counter, '^%d+$')) then redis.call('DEL', KEYS[2]) end
-        if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-          local fence = redis.call('INCR', KEYS[2])
-          local current = redis.call('GET', KEYS[3])
-          local generation = current and tonumber(string.match(current, '^(%d+):'))
-          if generation and generation >= fence and generation < 9007199254740992 then
-            fence = generation + 1
-            redis.call('SET', KEYS[2], string.format('%d', fence))
-          end
-          return fence
-        end
-        return 0
-        """
+    static let acquireScript =
+        RedisScripts.clearOtherType + """
+            if redis.call('PTTL', KEYS[1]) == -1 then redis.call('DEL', KEYS[1]) end
+            for i = 2, 3 do clearOtherType(KEYS[i], 'string') end
+            local counter = redis.call('GET', KEYS[2])
+            if counter and not (#counter <= 15 and string.match(counter, '^%d+$')) then redis.call('DEL', KEYS[2]) end
+            if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+              local fence = redis.call('INCR', KEYS[2])
+              local current = redis.call('GET', KEYS[3])
+              local generation = current and tonumber(string.match(current, '^(%d+):'))
+              if generation and generation >= fence and generation < 9007199254740992 then
+                fence = generation + 1
+                redis.call('SET', KEYS[2], string.format('%d', fence))
+              end
+              return fence
+            end
+            return 0
+            """
 
     /// KEYS: credential, lock. ARGV: owner, fence, value. Publishes only a newer generation,
     /// and only while the lock is ours or free (a value of another type is neither a credential

@@ -35,23 +35,24 @@ struct RedisIntervalGate: SharedIntervalGate {
     /// time to live (not a booking: a neighbour's on the same Redis) counts as none; one of
     /// another type than a string is deleted first.
     /// Returns {0, 0} proceed, {1, ms, slot} wait (the booked send time, Redis ms), {2, ms} drop.
-    static let script = """
-        local t = redis.call('TIME')
-        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-        local interval = tonumber(ARGV[1])
-        if redis.call('TYPE', KEYS[1]).ok ~= 'string' then redis.call('DEL', KEYS[1]) end
-        local last = tonumber(redis.call('GET', KEYS[1]))
-        -- Every booking expires: a value without a time to live was not written by one.
-        if last and redis.call('PTTL', KEYS[1]) < 0 then last = nil end
-        if (not last) or last + interval <= now then
-          redis.call('SET', KEYS[1], now, 'PX', interval)
-          return {0, 0}
-        end
-        local allowed = last + interval
-        if ARGV[2] == 'drop' then return {2, allowed - now} end
-        redis.call('SET', KEYS[1], allowed, 'PX', allowed - now + interval)
-        return {1, allowed - now, allowed}
-        """
+    static let script =
+        RedisScripts.clearOtherType + """
+            local t = redis.call('TIME')
+            local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+            local interval = tonumber(ARGV[1])
+            clearOtherType(KEYS[1], 'string')
+            local last = tonumber(redis.call('GET', KEYS[1]))
+            -- Every booking expires: a value without a time to live was not written by one.
+            if last and redis.call('PTTL', KEYS[1]) < 0 then last = nil end
+            if (not last) or last + interval <= now then
+              redis.call('SET', KEYS[1], now, 'PX', interval)
+              return {0, 0}
+            end
+            local allowed = last + interval
+            if ARGV[2] == 'drop' then return {2, allowed - now} end
+            redis.call('SET', KEYS[1], allowed, 'PX', allowed - now + interval)
+            return {1, allowed - now, allowed}
+            """
 
     /// KEYS: the endpoint's slot. ARGV: the booked send time (ms), interval in ms. While that
     /// booking is the last one, moves it back one interval (it expires when the interval of
