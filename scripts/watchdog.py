@@ -20,7 +20,7 @@ import threading
 import time
 
 STARTED = re.compile(r"Test (.+?) started\.")
-ENDED = re.compile(r"Test (.+?) (?:passed|failed) after")
+ENDED = re.compile(r"Test (.+?)(?: with \d+ test cases?)? (?:passed|failed) after")
 
 
 def descendants(pid):
