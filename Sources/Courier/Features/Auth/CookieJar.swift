@@ -44,7 +44,10 @@ public struct Cookie: Sendable, Hashable {
 public final class CookieJar: Sendable {
     private let contents = LockedValue(Contents())
     private struct Contents {
-        var cookies: [Cookie] = []
+        /// In the order they were last set: the front is dropped first when over a bound.
+        var cookies: [Stored] = []
+        /// The next cookie's creation number.
+        var created: UInt64 = 0
         /// Moves on at every `removeAll()`: an answer to a request sent before is not stored.
         var clearings: UInt64 = 0
     }
@@ -91,7 +94,7 @@ public final class CookieJar: Sendable {
     /// Every cookie not expired.
     public var all: [Cookie] {
         let now = clock.wallTime
-        return contents.withLock { $0.cookies.filter { !$0.isExpired(at: now) } }
+        return contents.withLock { $0.cookies.lazy.map(\.cookie).filter { !$0.isExpired(at: now) } }
     }
 
     /// Forgets every cookie, and those of the answers still on their way.
@@ -123,42 +126,65 @@ public final class CookieJar: Sendable {
         guard !parsed.isEmpty else { return }
         contents.withLock { contents in
             guard session.map({ $0 == contents.clearings }) ?? true else { return }
-            insert(parsed, into: &contents.cookies, secure: secure, now: now)
+            insert(parsed, into: &contents, secure: secure, now: now)
         }
     }
 
-    /// Adds `parsed` to `stored`, dropping the expired and what is over the bounds.
-    private func insert(_ parsed: [Cookie], into stored: inout [Cookie], secure: Bool, now: Date) {
+    /// A cookie and its creation number (RFC 6265 §5.3's creation-time, which orders the
+    /// `Cookie` line and which a replacement keeps).
+    private struct Stored {
+        var cookie: Cookie
+        var created: UInt64
+    }
+
+    /// Adds `parsed` to the jar, dropping the expired and what is over the bounds.
+    private func insert(_ parsed: [Cookie], into contents: inout Contents, secure: Bool, now: Date) {
         for cookie in parsed {
             // RFC 6265bis §5.7 step 16: an http answer neither replaces nor shadows (nor
             // deletes) a `Secure` cookie, which only an https answer could have set.
-            if !secure, stored.contains(where: { $0.secure && Self.shadows(cookie, $0) }) { continue }
+            if !secure, contents.cookies.contains(where: { $0.cookie.secure && Self.shadows(cookie, $0.cookie) }) {
+                continue
+            }
             // RFC 6265bis §5.7 step 22: the same name, domain, path and host-only flag (a host-only
-            // cookie and a `Domain` one for the same host are two cookies, as in browsers).
-            stored.removeAll {
-                $0.name == cookie.name && $0.domain == cookie.domain && $0.path == cookie.path
-                    && $0.hostOnly == cookie.hostOnly
+            // cookie and a `Domain` one for the same host are two cookies, as in browsers). The
+            // new one keeps the old one's creation-time (step 22.3), so its place in the line.
+            var created: UInt64?
+            contents.cookies.removeAll {
+                let same =
+                    $0.cookie.name == cookie.name && $0.cookie.domain == cookie.domain
+                    && $0.cookie.path == cookie.path && $0.cookie.hostOnly == cookie.hostOnly
+                if same { created = $0.created }
+                return same
             }
             // An already-expired cookie is how a server deletes one.
-            if !cookie.isExpired(at: now) { stored.append(cookie) }
+            guard !cookie.isExpired(at: now) else { continue }
+            if created == nil {
+                created = contents.created
+                contents.created &+= 1
+            }
+            contents.cookies.append(Stored(cookie: cookie, created: created!))
         }
-        stored.removeAll { $0.isExpired(at: now) }
+        contents.cookies.removeAll { $0.cookie.isExpired(at: now) }
         // Bounded per site, not per domain name: a host with many labels sets cookies for
         // each of its parents, and could push every other site's cookies out of the jar.
         for site in Set(parsed.map { Self.site(of: $0.domain) }) {
             let subdomains = "." + site
-            let inSite = { (cookie: Cookie) in cookie.domain == site || cookie.domain.hasSuffix(subdomains) }
-            let count = stored.lazy.filter(inSite).count
+            let inSite = { (stored: Stored) in
+                stored.cookie.domain == site || stored.cookie.domain.hasSuffix(subdomains)
+            }
+            let count = contents.cookies.lazy.filter(inSite).count
             if count > maximumCookiesPerDomain {
                 var excess = count - maximumCookiesPerDomain
-                stored.removeAll { cookie in
+                contents.cookies.removeAll { cookie in
                     guard excess > 0, inSite(cookie) else { return false }
                     excess -= 1
                     return true
                 }
             }
         }
-        if stored.count > maximumCookies { stored.removeFirst(stored.count - maximumCookies) }
+        if contents.cookies.count > maximumCookies {
+            contents.cookies.removeFirst(contents.cookies.count - maximumCookies)
+        }
     }
 
     /// The `Cookie` header value for a request, or nil when no cookie applies.
@@ -169,19 +195,20 @@ public final class CookieJar: Sendable {
         let path = Self.pathOnly(request.path ?? "/")
         let now = clock.wallTime
         let matching = contents.withLock { contents in
-            contents.cookies.filter { cookie in
-                !cookie.isExpired(at: now) && (!cookie.secure || secure)
+            contents.cookies.filter { stored in
+                let cookie = stored.cookie
+                return !cookie.isExpired(at: now) && (!cookie.secure || secure)
                     && (cookie.hostOnly ? host == cookie.domain : Self.domainMatches(host, cookie.domain))
                     && Self.pathMatches(path, cookie.path)
             }
         }
         guard !matching.isEmpty else { return nil }
-        // Longer paths first (RFC 6265 §5.4); otherwise in order of creation.
-        let ordered = matching.enumerated().sorted {
-            $0.element.path.count != $1.element.path.count
-                ? $0.element.path.count > $1.element.path.count : $0.offset < $1.offset
+        // Longer paths first, then earlier creation-time (RFC 6265 §5.4 step 2).
+        let ordered = matching.sorted {
+            $0.cookie.path.count != $1.cookie.path.count
+                ? $0.cookie.path.count > $1.cookie.path.count : $0.created < $1.created
         }
-        return ordered.map { "\($0.element.name)=\($0.element.value)" }.joined(separator: "; ")
+        return ordered.map { "\($0.cookie.name)=\($0.cookie.value)" }.joined(separator: "; ")
     }
 
     /// Adds the `Cookie` field to `request` when cookies apply and it has none.

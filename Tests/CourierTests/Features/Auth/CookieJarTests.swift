@@ -90,7 +90,23 @@ import Testing
             for: request("http://example.com/"))
         #expect(jar.cookieHeader(for: request("https://example.com/admin")) == "sid=good; other=1")
         jar.store(from: setting("sid=new; Secure; Path=/"), for: request("https://example.com/"))
-        #expect(jar.cookieHeader(for: request("https://example.com/")) == "other=1; sid=new")
+        // The new `sid` keeps the replaced one's creation-time, so its place (RFC 6265 §5.3 step 11.3).
+        #expect(jar.cookieHeader(for: request("https://example.com/")) == "sid=new; other=1")
+    }
+
+    /// RFC 6265 §5.3 step 11.3 (6265bis §5.7 step 22.3): a replacement keeps the old cookie's
+    /// creation-time, which orders cookies of one path length in the `Cookie` line, as browsers
+    /// and curl do; a deleted and set again cookie is a new one.
+    @Test func aReplacedCookieKeepsItsPlaceInTheLine() {
+        let jar = CookieJar(clock: ManualServiceClock())
+        let home = request("https://example.com/")
+        jar.store(from: setting("a=1", "b=1", "c=1"), for: home)
+        jar.store(from: setting("a=2"), for: home)
+        jar.store(from: setting("b=2; Max-Age=0"), for: home)
+        jar.store(from: setting("b=3"), for: home)
+        #expect(jar.cookieHeader(for: home) == "a=2; c=1; b=3")
+        jar.store(from: setting("c=2; Path=/x"), for: home)
+        #expect(jar.cookieHeader(for: request("https://example.com/x/y")) == "c=2; a=2; c=1; b=3")
     }
 
     @Test func logOutClearsUnlessTheJarKeepsItsCookies() {
