@@ -260,7 +260,7 @@ import Tracing
         let server = try TestServer()
         defer { server.stop() }
         server.route("GET", "/greetings/Ada") { _ in
-            ScriptedResponse.json(["message": "cached"]).with(.cacheControl, "max-age=60")
+            ScriptedResponse.json(["message": "cached"]).with(.cacheControl, "max-age=86400")
         }
         let cache = try HostScopedCache(
             configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly))

@@ -27,7 +27,7 @@ import Testing
     private static func cacheable(_ server: TestServer, _ path: String) {
         server.route(path) { request in
             ScriptedResponse.json(["id": 1, "name": request.queryValue("q") ?? "none"])
-                .with(.cacheControl, "max-age=60")
+                .with(.cacheControl, "max-age=86400")  // fresh however slow the run
         }
     }
 

@@ -108,10 +108,12 @@ struct FaultCase: Sendable, CustomTestStringConvertible {
     @Test(arguments: cases) func faultEndsInATypedErrorAndTheClientRecovers(_ fault: FaultCase) async throws {
         let server = try TestServer()
         defer { server.stop() }
-        let timeout = fault.timeout ?? Self.timeout
+        // A fault's own bounds are safety nets for what must end otherwise: they grow with the
+        // sanitizers' slowdown (the redirect loop hit an unscaled 60 s under ThreadSanitizer at load 10).
+        let timeout = fault.timeout.map(TestTimeBound.scaled) ?? Self.timeout
         let client = try makeClient {
             $0.timeout = timeout
-            $0.stallTimeout = fault.stallTimeout ?? .seconds(2)
+            $0.stallTimeout = fault.stallTimeout.map(TestTimeBound.scaled) ?? .seconds(2)
             $0.maxResponseSize = Self.cap
             if let limit = fault.maxRedirects { $0.maxRedirects = limit }
         }
