@@ -32,6 +32,7 @@ export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:detect_stack_use_after_retur
 export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
 results=()
+failures=()
 status=0
 for kind in "${kinds[@]}"; do
   # The tests' time bounds (CourierTesting's TestTimeBound) grow with the sanitizer's slowdown:
@@ -49,11 +50,21 @@ for kind in "${kinds[@]}"; do
   echo "== $kind sanitizer: testing"
   start=$(date +%s)
   # Parallel test execution stays on: interleavings between tests are what TSan needs to see.
-  if scripts/watchdog.py swift test --skip-build --sanitize="$kind" --scratch-path "$scratch" ${extra[@]+"${extra[@]}"}; then
+  # The output is also kept, so that what failed is repeated at the very end: CI shows only
+  # the tail of a run, and a failure in the thread run was followed by the whole address run.
+  log="$scratch/test-output.log"
+  if scripts/watchdog.py swift test --skip-build --sanitize="$kind" --scratch-path "$scratch" ${extra[@]+"${extra[@]}"} \
+    2>&1 | tee "$log"; then
     verdict=passed
   else
     verdict=FAILED
     status=1
+    failures+=("== $kind sanitizer: what failed" "$(
+      grep -E '^✘ Test .*recorded an issue|WARNING: ThreadSanitizer|ERROR: (Address|Leak)Sanitizer|^SUMMARY: ' "$log" |
+        cut -c1-600 | head -30
+      # The watchdog's list of tests that never finished (its thread stacks stay above).
+      sed -n '/^watchdog: no output/,/^$/p' "$log" | head -40
+    )")
   fi
   tested=$(( $(date +%s) - start ))
   results+=("$kind: $verdict (build ${built} s, tests ${tested} s)")
@@ -70,5 +81,6 @@ for kind in "${kinds[@]}"; do
     fi
   fi
 done
+[ ${#failures[@]} -eq 0 ] || printf '%s\n' "${failures[@]}"
 printf '%s\n' "${results[@]}"
 exit $status
