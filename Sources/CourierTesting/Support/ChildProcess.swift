@@ -70,21 +70,37 @@ public enum ChildProcess {
         return (pid, pipeFDs[0])
     }
 
-    /// Runs `executable` to completion.
+    /// Runs `executable` to completion, or kills it after `timeout`.
+    ///
+    /// The limit turns a child that never ends (or a captured pipe some other process holds
+    /// open) into a failure that names the command, instead of a test that waits forever and
+    /// a suite that only the watchdog ends, ten silent minutes later.
     /// - Returns: the exit status (128 + signal when killed) and the captured stream.
+    /// - Throws: `SocketError` (`ETIMEDOUT`) when the child ran past `timeout`; it is killed.
     public static func run(
-        _ executable: String, _ arguments: [String], capture: Output = .discard, stderr: Bool = false
+        _ executable: String, _ arguments: [String], capture: Output = .discard, stderr: Bool = false,
+        timeout: Duration = .seconds(300)
     )
         throws -> (status: Int32, output: Data)
     {
         let child = try spawn(
             executable, arguments, stdout: stderr ? .discard : capture, stderr: stderr ? capture : .discard)
+        let deadline = ContinuousClock.now + timeout
         var output = Data()
+        var ended = true
         if child.output >= 0 {
-            output = readToEnd(child.output)
+            ended = readToEnd(child.output, into: &output, until: deadline)
             close(child.output)
         }
-        return (wait(child.pid), output)
+        while ended {
+            if let status = poll(child.pid) { return (status, output) }
+            guard ContinuousClock.now < deadline else { break }
+            usleep(2_000)
+        }
+        kill(child.pid, SIGKILL)
+        _ = wait(child.pid)
+        let command = ([executable] + arguments.prefix(2)).joined(separator: " ")
+        throw SocketError("\(command) (killed after \(timeout))", code: ETIMEDOUT)
     }
 
     /// The full path of `name` found on `PATH` (or in the usual sbin folders), or `nil`.
@@ -181,6 +197,22 @@ public enum ChildProcess {
         // WIFEXITED / WEXITSTATUS / WTERMSIG are macros Swift does not import.
         let signal = status & 0x7f
         return signal == 0 ? (status >> 8) & 0xff : 128 + signal
+    }
+}
+
+/// Reads `fd` into `bytes` until end of file (or an error other than an interruption).
+/// - Returns: false when `deadline` came first.
+private func readToEnd(_ fd: Int32, into bytes: inout Data, until deadline: ContinuousClock.Instant) -> Bool {
+    var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    while true {
+        let left = ContinuousClock.now.duration(to: deadline)
+        guard left > .zero else { return false }
+        let milliseconds = Int32(clamping: left.components.seconds * 1000 + 1)
+        if Socket.poll([fd], timeoutMilliseconds: milliseconds).isEmpty { continue }
+        let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        if count < 0 && errno == EINTR { continue }
+        guard count > 0 else { return true }
+        bytes.append(contentsOf: buffer[0..<count])
     }
 }
 

@@ -86,6 +86,25 @@ import Testing
         #expect(ChildProcess.find("no-such-tool-\(UUID().uuidString)") == nil)
     }
 
+    /// A child that outlives its time limit is killed, and `run` throws an error naming it
+    /// instead of waiting for ever: with its output captured (the pipe never ends while the
+    /// child lives), and without.
+    @Test func aChildPastItsTimeLimitIsKilledAndNamed() async throws {
+        for capture in [ChildProcess.Output.capture, .discard] {
+            let started = ContinuousClock.now
+            let error = try await offPool {
+                #expect(throws: SocketError.self) {
+                    try ChildProcess.run(
+                        "/bin/sh", ["-c", "echo started; exec sleep 600"], capture: capture, timeout: .milliseconds(300)
+                    )
+                }
+            }
+            #expect(error?.code == ETIMEDOUT)
+            #expect(error?.call.contains("/bin/sh -c") == true)
+            #expect(ContinuousClock.now - started < TestTimeBound.scaled(.seconds(30)))
+        }
+    }
+
     /// A port someone else listens on is not the child's: the check that a started server
     /// (nginx, a proxy) is up asks whether the child itself holds the listening socket. It
     /// connected to the port instead, and a test server that took the port first answered for
