@@ -13,6 +13,9 @@ if [ $# -gt 0 ] && [ "$1" != "--" ]; then runs=$1; shift; fi
 [ "${1:-}" = "--" ] && shift
 scripts/bootstrap.sh
 supp="$PWD/scripts/sanitizers"
+# As scripts/sanitizers.sh: time bounds 10 times longer, at most 32 tests at a time (see there).
+export COURIER_TEST_TIME_SCALE="${COURIER_TEST_TIME_SCALE:-10}"
+export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-32}"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 swift build --build-tests --sanitize=thread --scratch-path .build-tsan
 log_dir=$(mktemp -d)
