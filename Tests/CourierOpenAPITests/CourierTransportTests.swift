@@ -292,6 +292,40 @@ import Tracing
         #expect(((error as? ClientError)?.underlyingError as? CourierError)?.code == .cancelled)
     }
 
+    /// An operation whose request body was still being read was in no registry: the service's
+    /// `calls.cancelAll()` (at logout, say) did not see it, and once the body was read it was
+    /// sent all the same. It is one of the service's calls from its start now.
+    @Test func cancellingTheServicesCallsWhileTheBodyIsReadSendsNothing() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(ScriptedResponse(status: 200, headers: [.contentType: "application/octet-stream"]))
+        let api = try Self.api(server)
+        let (chunks, producer) = AsyncStream<HTTPBody.ByteChunk>.makeStream()
+        let (reads, reader) = AsyncStream<Void>.makeStream()
+        let body = HTTPBody(
+            chunks.map { chunk in
+                reader.yield()
+                return chunk
+            }, length: .unknown, iterationBehavior: .single)
+        let task = Task { try await api.client.putAttachment(path: .init(id: 6), body: .binary(body)) }
+        producer.yield([1, 2, 3])
+        var read = reads.makeAsyncIterator()
+        _ = await read.next()
+        #expect(api.service.calls.count == 1)
+        #expect(api.service.calls.cancelAll() == 1)
+        // The rest of the body comes after all.
+        producer.yield([4, 5])
+        producer.finish()
+        let result = await task.result
+        guard case .failure(let error) = result else {
+            Issue.record("the operation was sent after its service's calls were cancelled")
+            return
+        }
+        #expect(((error as? ClientError)?.underlyingError as? CourierError)?.code == .cancelled)
+        #expect(server.requestCount == 0)
+        #expect(api.service.calls.count == 0)
+    }
+
     // MARK: - Telemetry
 
     @Test func eachOperationIsASpanNamedByItsOperationIDWithMetricsLabelled() async throws {
