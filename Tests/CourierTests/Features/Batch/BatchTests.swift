@@ -95,6 +95,31 @@ import Testing
         #expect(later.value == 0)
     }
 
+    /// A chain run by a task that was cancelled already ran its first step (only the steps
+    /// after it checked for cancellation), and as a deferred call it even succeeded: a step that
+    /// writes something of the app's own did so for a caller that had gone. Like a batch, whose
+    /// calls do not run in a cancelled task, it runs no step now and ends as `.cancelled`.
+    @Test func aChainRunByACancelledTaskRunsNoStep() async {
+        let ran = ServiceCounter()
+        let chain = Chain { ran.increment() }.then { $0 + ran.increment() }
+        let direct = await Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await chain.run()
+        }.result
+        let deferred = await Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await Chain { ran.increment() }.call().run()
+        }.result
+        for result in [direct, deferred] {
+            guard case .failure(let error) = result else {
+                Issue.record("a chain run by a cancelled task succeeded: \(result)")
+                continue
+            }
+            #expect((error as? CourierError)?.code == .cancelled)
+        }
+        #expect(ran.value == 0)
+    }
+
     /// Each `then` wrapped the chain so far in a new closure: releasing a chain of 100,000
     /// steps released 100,000 nested closure contexts recursively and overflowed the stack
     /// (the process died with SIGSEGV; from about 60,000 steps in a debug build).
