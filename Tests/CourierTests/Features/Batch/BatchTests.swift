@@ -1,3 +1,4 @@
+import CourierTesting
 import Testing
 
 @_spi(Fuzzing) @testable import Courier
@@ -64,6 +65,74 @@ import Testing
     @Test func emptyBatch() async {
         let results = await Batch.run([@Sendable () async throws -> Int](), maximumConcurrent: 0)
         #expect(results.isEmpty)
+    }
+
+    /// Each result's error code, "ok" for a value.
+    private static func codes<Value>(_ results: [Result<Value, CourierError>]) -> [String] {
+        results.map { result in
+            if case .failure(let error) = result { return "\(error.code)" }
+            return "ok"
+        }
+    }
+
+    /// A service whose calls of `held` wait at the server until `held` releases them.
+    private static func heldCalls(_ server: TestServer, _ held: HeldRoute) throws -> ServiceCore {
+        server.route("/held") { _ in
+            held.hold()
+            return .json(["id": 1, "name": "held"])
+        }
+        return try ServiceFixture.service(server)
+    }
+
+    /// Cancelling the batch's task midway: the calls in flight end as cancelled, the others
+    /// are never sent, progress reaches the total once, and the service has no call left.
+    @Test func cancellingTheBatchsTaskSendsNothingMore() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = HeldRoute()
+        let service = try Self.heldCalls(server, held)
+        let operations: [@Sendable () async throws -> ServiceUser] = (0..<10).map { index in
+            { try await service.get("held", parameters: ["i": String(index)]) }
+        }
+        let progress = LockedValue<[Int]>([])
+        let batch = Task {
+            await Batch.run(operations, maximumConcurrent: 2) { status in
+                progress.withLock { $0.append(status.completed) }
+            }
+        }
+        while held.arrived.value < 2 { await Task.yield() }
+        batch.cancel()
+        let results = await batch.value
+        held.release(2)
+        #expect(Self.codes(results) == Array(repeating: "cancelled", count: 10))
+        #expect(progress.withLock { $0 } == Array(1...10))
+        #expect(server.count("/held") == 2)
+        #expect(service.calls.count == 0)
+    }
+
+    /// A service's `calls.cancelAll()` cancels the calls it has: with the batch's calls made up
+    /// front (`call(_:)`), those not started yet are among them and are never sent. (Operations
+    /// that make their call when they start are not calls yet, and still run: cancel the
+    /// batch's task to stop those.)
+    @Test func cancellingTheServicesCallsStopsABatchOfDeferredCalls() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let held = HeldRoute()
+        let service = try Self.heldCalls(server, held)
+        let calls = (0..<10).map { index in
+            service.call(Endpoint<ServiceUser>.get("held", parameters: ["i": String(index)]))
+        }
+        let operations: [@Sendable () async throws -> ServiceUser] = calls.map { call in
+            { try await call.run().value }
+        }
+        let batch = Task { await Batch.run(operations, maximumConcurrent: 2) }
+        while held.arrived.value < 2 { await Task.yield() }
+        #expect(service.calls.cancelAll() == 10)
+        let results = await batch.value
+        held.release(2)
+        #expect(Self.codes(results) == Array(repeating: "cancelled", count: 10))
+        #expect(server.count("/held") == 2)
+        #expect(service.calls.count == 0)
     }
 
     @Test func chainPassesEachResultOn() async throws {
