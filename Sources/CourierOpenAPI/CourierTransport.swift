@@ -67,9 +67,11 @@ public struct CourierTransport: ClientTransport {
     public func send(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String) async throws
         -> (HTTPResponse, HTTPBody?)
     {
-        let endpoint = try await endpoint(for: request, body: body, baseURL: baseURL, operationID: operationID)
         do {
-            let answer = try await service.send(endpoint)
+            // One of the service's calls from here: `calls.cancelAll()` stops the body's reading too.
+            let answer = try await service.send { [self] () async throws(CourierError) in
+                try await endpoint(for: request, body: body, baseURL: baseURL, operationID: operationID)
+            }
             return (answer.response, answer.value.httpBody)
         } catch let error where error.code == .httpStatus {
             // A status the service refused, after its retries: the generated code decides what

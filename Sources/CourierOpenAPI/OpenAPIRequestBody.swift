@@ -32,6 +32,9 @@ enum OpenAPIRequestBody {
                 }
                 data.append(contentsOf: chunk)
             }
+            // Some sequences (`AsyncStream`) end early when their task is cancelled: what was
+            // read is not the whole body.
+            if Task.isCancelled { throw CancellationError() }
         } catch let error as CourierError {
             throw error
         } catch is CancellationError {

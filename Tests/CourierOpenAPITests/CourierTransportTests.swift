@@ -234,6 +234,56 @@ import Tracing
         #expect(other.recordedRequests.first?.header("Authorization") == nil)
     }
 
+    /// Several users on one client and one cache, each through a transport of their own: a
+    /// service's bearer authentication (two users), a service's API key, the transport's own
+    /// Authorization header on an anonymous service, and the anonymous service itself. One
+    /// batch mixes their operations; the server answers with the user it saw, privately
+    /// cacheable, and de-duplication is on. Every answer is the asker's own.
+    @Test func usersOnOneClientEachGetTheirOwnAnswers() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("GET", "/greetings/Ada") { request in
+            let user = request.header("Authorization") ?? request.header("X-Api-Key") ?? "anonymous"
+            var answer = ScriptedResponse.json(["message": user]).with(.cacheControl, "private, max-age=60")
+            answer.delay = .milliseconds(2)
+            return answer
+        }
+        let cache = try HostScopedCache(
+            configuration: .init(rules: [CacheRule("127.0.0.1", .followHTTP)], storage: .memoryOnly))
+        let client = try HTTPClient(
+            configuration: HTTPClient.Configuration(
+                baseURL: server.baseURL, timeout: .seconds(60), notificationCenter: NotificationCenter(), cache: cache))
+        func service(_ configure: (inout ServiceConfiguration) -> Void = { _ in }) -> ServiceCore {
+            var configuration = ServiceConfiguration(
+                retryPolicy: RetryPolicy(jitter: 0), clock: ManualServiceClock(autoAdvance: true))
+            configure(&configuration)
+            return ServiceCore(client: client, configuration: configuration)
+        }
+        func bearer(_ token: String) -> ServiceCore {
+            service { $0.authentication = .bearer(AuthRefreshCoordinator<String>(credential: token) { _ in token }) }
+        }
+        let anonymous = service()
+        var own = CallOptions.default
+        own.headers[.authorization] = "Bearer dan"
+        let users: [(expected: String, client: Client)] = [
+            ("Bearer ann", CourierTransport(bearer("ann"))), ("Bearer bob", CourierTransport(bearer("bob"))),
+            ("key-cat", CourierTransport(service { $0.headers[HTTPField.Name("X-Api-Key")!] = "key-cat" })),
+            ("Bearer dan", CourierTransport(anonymous, options: own)), ("anonymous", CourierTransport(anonymous)),
+        ].map { ($0.0, Client(serverURL: server.baseURL, transport: $0.1)) }
+        let plan = (0..<100).map { users[$0 * 7 % users.count] }
+        let results = await Batch.run(
+            plan.map { user in
+                { @Sendable () async throws -> String in
+                    try await user.client.getGreeting(path: .init(name: "Ada")).ok.body.json.message
+                }
+            }, maximumConcurrent: 16)
+        for (user, result) in zip(plan, results) {
+            #expect((try? result.get()) == user.expected, "\(user.expected) got \(result)")
+        }
+        // The cache (and de-duplication) answered most of them, each user from their own entry.
+        #expect(server.requestCount < plan.count / 2)
+    }
+
     @Test func theServerURLsPathPrefixComesBeforeTheOperationsPath() async throws {
         let server = try TestServer()
         defer { server.stop() }
@@ -290,6 +340,40 @@ import Tracing
             return
         }
         #expect(((error as? ClientError)?.underlyingError as? CourierError)?.code == .cancelled)
+    }
+
+    /// An operation whose request body was still being read was in no registry: the service's
+    /// `calls.cancelAll()` (at logout, say) did not see it, and once the body was read it was
+    /// sent all the same. It is one of the service's calls from its start now.
+    @Test func cancellingTheServicesCallsWhileTheBodyIsReadSendsNothing() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(ScriptedResponse(status: 200, headers: [.contentType: "application/octet-stream"]))
+        let api = try Self.api(server)
+        let (chunks, producer) = AsyncStream<HTTPBody.ByteChunk>.makeStream()
+        let (reads, reader) = AsyncStream<Void>.makeStream()
+        let body = HTTPBody(
+            chunks.map { chunk in
+                reader.yield()
+                return chunk
+            }, length: .unknown, iterationBehavior: .single)
+        let task = Task { try await api.client.putAttachment(path: .init(id: 6), body: .binary(body)) }
+        producer.yield([1, 2, 3])
+        var read = reads.makeAsyncIterator()
+        _ = await read.next()
+        #expect(api.service.calls.count == 1)
+        #expect(api.service.calls.cancelAll() == 1)
+        // The rest of the body comes after all.
+        producer.yield([4, 5])
+        producer.finish()
+        let result = await task.result
+        guard case .failure(let error) = result else {
+            Issue.record("the operation was sent after its service's calls were cancelled")
+            return
+        }
+        #expect(((error as? ClientError)?.underlyingError as? CourierError)?.code == .cancelled)
+        #expect(server.requestCount == 0)
+        #expect(api.service.calls.count == 0)
     }
 
     // MARK: - Telemetry

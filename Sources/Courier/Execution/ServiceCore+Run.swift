@@ -32,6 +32,35 @@ extension ServiceCore {
         return call.response(value)
     }
 
+    /// An endpoint's call whose endpoint takes time to make (CourierOpenAPI reads the
+    /// operation's request body first): the call is registered from the start, so that
+    /// `calls.cancel(id)` and `cancelAll()` stop `prepare` too, and then nothing is sent.
+    /// - Parameter prepare: makes the endpoint; it runs in a task that cancelling the call cancels.
+    /// - Throws: what `prepare` throws (`.cancelled` once the call is cancelled), or the call's error.
+    package func send<Model: Sendable>(
+        preparing prepare: @escaping @Sendable () async throws(CourierError) -> Endpoint<Model>
+    ) async throws(CourierError) -> Response<Model> {
+        let id = CallID.next()
+        let scope = CancellationScope(id: id)
+        let slot = calls.track(scope)
+        defer { calls.untrack(slot) }
+        do {
+            let endpoint = try await CancellationScope.run(in: scope) { try await prepare() }
+            guard let serializer = endpoint.serializer else {
+                throw CourierError(.configuration, "the endpoint for \(Model.self) names no response serializer")
+            }
+            let call = try startCall(
+                endpoint.method, endpoint.path, parameters: endpoint.parameters, body: endpoint.body,
+                options: endpoint.options, acceptHeader: serializer.acceptHeader, responseType: type(of: serializer),
+                id: id, scope: scope, keepsResponse: true)
+            let value = try await perform(call, serializer: serializer)
+            scope.finish()
+            return call.response(value)
+        } catch {
+            throw scope.failed(error)
+        }
+    }
+
     /// Runs a call whose caller waits for it: what `call(_:).run()` does, without a `Call`.
     ///
     /// The call is registered (cancellable by identifier and by `cancelAll()`) and runs in the

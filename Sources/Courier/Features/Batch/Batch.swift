@@ -146,7 +146,8 @@ private final class ChainStep: Sendable {
         }
     }
 
-    /// Runs every step from the first, checking for cancellation between two steps.
+    /// Runs every step from the first, checking for cancellation before each one: a chain run
+    /// by a cancelled task runs no step, as a batch runs no call.
     /// - Returns: this step's value.
     func run() async throws -> any Sendable {
         var steps: [ChainStep] = []
@@ -156,8 +157,8 @@ private final class ChainStep: Sendable {
             step = current.previous.withLock { $0 }
         }
         var value: any Sendable = ()
-        for (index, current) in steps.reversed().enumerated() {
-            if index > 0 { try Task.checkCancellation() }
+        for current in steps.reversed() {
+            try Task.checkCancellation()
             value = try await current.body(value)
         }
         return value
