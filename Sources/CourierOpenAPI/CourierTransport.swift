@@ -93,6 +93,8 @@ public struct CourierTransport: ClientTransport {
         }
         var options = self.options
         options.operationName = operationID
+        // The generated code reads the answer its spec describes, not the service's payload.
+        options.keepsAnswerAsItCame = true
         if server == .clientServerURL { options.server = baseURL }
         for name in Set(request.headerFields.map(\.name)) { options.headers[name] = nil }
         options.headers.append(contentsOf: request.headerFields)

@@ -306,6 +306,37 @@ import Tracing
         #expect(server.recordedRequests.first?.path == "/greetings/Ada")
     }
 
+    /// The generated code reads the answer its spec describes: the service's envelope rule and
+    /// preprocessors, made for the service's own model calls, leave an operation's answer as
+    /// it came (Docs/Ecosystem.md). The envelope unwrapped it (the generated code got the
+    /// payload), or failed the operation with `.decoding` for an answer without an envelope.
+    @Test func theServicesEnvelopeAndPreprocessorsLeaveAnOperationsAnswerAsItCame() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("GET", "/greetings/Ada") { _ in ScriptedResponse.json(["message": "as sent"]) }
+        server.route("GET", "/greetings/Env") { _ in
+            ScriptedResponse.json(["code": "0", "msg": "fine", "data": ["message": "payload"]])
+        }
+        let api = try Self.api(
+            server,
+            service: { service in
+                service.envelope = .json()
+                service.pipeline = service.pipeline.adding(preprocessors: [
+                    .custom { context in
+                        var changed = context
+                        changed.body = Data(#"{"message":"preprocessed"}"#.utf8)
+                        return changed
+                    }
+                ])
+            })
+        let plain = try await api.client.getGreeting(path: .init(name: "Ada"))
+        #expect(try plain.ok.body.json.message == "as sent")
+        // The rule and the preprocessor still apply to the service's own calls.
+        struct Payload: Decodable, Sendable { var message: String }
+        let own = try await api.service.send(Endpoint<Payload>.get("greetings/Env"))
+        #expect(own.value.message == "preprocessed")
+    }
+
     @Test func theClientsCacheAnswersARepeatedOperation() async throws {
         let server = try TestServer()
         defer { server.stop() }
@@ -414,7 +445,8 @@ import Tracing
 
     private static func api(
         _ server: TestServer, cache: HostScopedCache? = nil, tracer: (any Tracer)? = nil, metrics: TestMetrics? = nil,
-        transport configure: (inout CourierTransport) -> Void = { _ in }
+        transport configure: (inout CourierTransport) -> Void = { _ in },
+        service configureService: (inout ServiceConfiguration) -> Void = { _ in }
     ) throws -> API {
         var configuration = HTTPClient.Configuration(
             baseURL: server.baseURL, timeout: .seconds(60), notificationCenter: NotificationCenter(), cache: cache)
@@ -423,6 +455,7 @@ import Tracing
         var service = ServiceConfiguration(
             retryPolicy: RetryPolicy(jitter: 0), clock: ManualServiceClock(autoAdvance: true))
         service.name = "notes"
+        configureService(&service)
         let core = ServiceCore(client: try HTTPClient(configuration: configuration), configuration: service)
         var transport = CourierTransport(core)
         configure(&transport)

@@ -422,7 +422,7 @@ extension ServiceCore {
             var context = ResponseContext(request: request.head, response: answer.head, body: answer.body)
             try plan.validator.validate(context, serializerContentTypes: serializer.acceptableContentTypes)
             // The body-level outcome: a retry or refresh code fails the attempt as a status would.
-            if let envelope = service.configuration.envelope {
+            if !options.keepsAnswerAsItCame, let envelope = service.configuration.envelope {
                 do {
                     context = try envelope.unwrap(
                         context.strippingXSSIPrefixes(service.configuration.pipeline.preprocessors)

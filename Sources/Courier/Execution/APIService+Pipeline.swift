@@ -324,7 +324,7 @@ extension ServiceCore {
     func decode<Serializer: ResponseSerializer>(
         _ context: ResponseContext, serializer: Serializer, options: CallOptions
     ) throws -> Serializer.Output {
-        let service = configuration.pipeline.preprocessors
+        let service = options.keepsAnswerAsItCame ? [] : configuration.pipeline.preprocessors
         let call = options.preprocessors
         // The answer as it is, not a copy, when nothing preprocesses it.
         guard !context.hasNoContent, !service.isEmpty || !call.isEmpty else {

@@ -69,6 +69,7 @@ public struct CallOptions: Sendable {
         var whenOffline: OfflineBehavior?
         var logger: Logger?
         var operationName: String?
+        var keepsAnswerAsItCame = false
     }
 
     private var storage: Storage
@@ -232,6 +233,14 @@ public struct CallOptions: Sendable {
     package var operationName: String? {
         get { storage.fields.operationName }
         set { set(\.operationName, newValue) }
+    }
+
+    /// The service's envelope rule and preprocessors leave the answer as it came: a call
+    /// whose serializer reads the wire format itself (an OpenAPI operation, which its spec
+    /// describes). The call's own preprocessors still apply.
+    package var keepsAnswerAsItCame: Bool {
+        get { storage.fields.keepsAnswerAsItCame }
+        set { set(\.keepsAnswerAsItCame, newValue) }
     }
 
     /// Per-call settings; every one left out falls back to the service's or the client's.
