@@ -200,8 +200,9 @@ extension ServiceCore {
             self.guardKey = nil
         }
 
-        /// What makes this call the same request as another: computed once, on first use (a
-        /// call that is neither de-duplicated nor gated never needs it).
+        /// What makes this call the same request as another: computed once per server, on first
+        /// use (a call that is neither de-duplicated nor gated never needs it). A failover makes
+        /// it again: its URL names the server.
         var identity: RequestIdentity {
             if let computedIdentity { return computedIdentity }
             let made = makeIdentity()
@@ -638,6 +639,9 @@ extension ServiceCore {
                 options: plan.options, on: server, acceptHeader: plan.acceptHeader,
                 sendsCredential: plan.sendsCredential, headers: serviceSettings.settings.headers)
             failedOver = FailedOver(server: server, base: base)
+            // The identity named the server left: a retry that kept it shared the transfer of a
+            // call still in flight there. The gates keep the key they admitted (`guardKey`).
+            computedIdentity = nil
         }
 
         /// `end(_:)`, boxed here: the `CourierError` is not kept in `perform`'s async frame.

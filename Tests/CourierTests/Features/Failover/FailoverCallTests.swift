@@ -1,0 +1,55 @@
+import CourierTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+@_spi(Fuzzing) @testable import Courier
+
+/// Calls that a server pool moves from one server to another, against loopback servers.
+@Suite struct FailoverCallTests {
+    /// A retry moved to the next server is a request to that server: it shares no transfer with
+    /// a call still in flight to the server it left. On the old code the call kept the identity
+    /// of its first attempt (the primary's URL) for de-duplication, joined the transfer of a
+    /// later call of the same GET that was still held by the primary, never reached the backup,
+    /// and got the primary's answer when it came (here, only when the test released it).
+    @Test func aRetryMovedToTheNextServerSharesNoTransferWithTheServerItLeft() async throws {
+        let primary = try TestServer()
+        let backup = try TestServer()
+        defer {
+            primary.stop()
+            backup.stop()
+        }
+        let held = HeldRoute()
+        let served = ServiceCounter()
+        primary.route("/users/1") { _ in
+            if served.increment() == 1 { return .status(503) }
+            held.hold()
+            return .json(["id": 1, "name": "primary"])
+        }
+        backup.route("/users/1") { _ in .json(["id": 1, "name": "backup"]) }
+        // The pool moves only when the app selects a server; retries wait for the test's clock.
+        let clock = ManualServiceClock()
+        let policy = FailoverPolicy(errorRateThreshold: 1, consecutiveConnectionFailures: 0)
+        let pool = try ServerPool(
+            servers: [ServiceFixture.base(primary), ServiceFixture.base(backup)], policy: policy, clock: clock)
+        let service = try ServiceFixture.service(primary) { configuration in
+            configuration.servers = pool
+            configuration.clock = clock
+        }
+        let moved = Task { () async throws -> ServiceUser in try await service.get("users/1") }
+        // Its first attempt was answered 503: it waits for its retry.
+        await clock.waitForSleepers(1)
+        // The same GET, made while the pool is still on the primary: held there.
+        let stayed = Task { () async throws -> ServiceUser in try await service.get("users/1") }
+        while held.arrived.value == 0 { await Task.yield() }
+        try pool.select(index: 1)
+        clock.advance(by: .seconds(60))
+        let reachedBackup = await backup.waitForRequests(atLeast: 1, timeout: TestTimeBound.scaled(.seconds(5)))
+        #expect(reachedBackup, "the retry joined the transfer held by the primary")
+        held.release(1)
+        #expect(try await moved.value.name == "backup")
+        #expect(try await stayed.value.name == "primary")
+        #expect(primary.count("/users/1") == 2)
+        #expect(backup.count("/users/1") == 1)
+    }
+}
