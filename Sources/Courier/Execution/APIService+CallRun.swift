@@ -588,8 +588,8 @@ extension ServiceCore {
         }
 
         /// Step 6 whole, for the attempt that failed (`failure`): the verdict and the decision
-        /// (`retryDelay`), the wait on the service clock, then a failover that moved the pool
-        /// during the attempt moves the retry to its new server.
+        /// (`retryDelay`), then the wait on the service clock. The next attempt goes to the
+        /// server the pool is on when it starts (`failOver`).
         ///
         /// Its own async frame: the values of a retry are not kept in `perform`'s, which every
         /// call in flight holds for as long as it waits for its answer.
@@ -605,7 +605,6 @@ extension ServiceCore {
             let delay = try await retryDelay(after: failure, sent: request, context: context)
             let clock = self.clock
             try await CancellationScope.run(in: scope) { try await clock.sleep(for: delay) }
-            try failOver()
         }
 
         /// `RetryDecision` on the failed attempt, then `willRetry`.
@@ -629,11 +628,14 @@ extension ServiceCore {
             }
         }
 
-        /// A failover during the attempt moves the retry to the new server.
+        /// Each attempt, the first included, goes to the server the pool is on as it starts: a
+        /// failover (or the app's `select`) while the call waited — for its interval, the network,
+        /// a retry's back-off — moves it.
         @inline(never)
         func failOver() throws {
-            guard let pool = plan.pool, pool.currentServer != server, pool.environment == environment else { return }
+            guard let pool = plan.pool else { return }
             let server = pool.currentServer
+            guard server != self.server, pool.environment == environment else { return }
             let base = try service.prepare(
                 method: plan.method, path: plan.path, parameters: inputs?.parameters, body: inputs?.body,
                 options: plan.options, on: server, acceptHeader: plan.acceptHeader,

@@ -52,4 +52,38 @@ import Testing
         #expect(primary.count("/users/1") == 2)
         #expect(backup.count("/users/1") == 1)
     }
+
+    /// The server is chosen for each attempt as it is sent, the first one included: a call that
+    /// waited before its first attempt (here for its request interval; the network or adapters
+    /// are the same) goes to the server the pool is on when it is sent. On the old code the first
+    /// attempt went to the server the pool was on when the call started, which the pool may have
+    /// left meanwhile because it failed (or, as here, because the app selected another).
+    @Test func theFirstAttemptGoesToTheServerThePoolIsOnWhenItIsSent() async throws {
+        let primary = try TestServer()
+        let backup = try TestServer()
+        defer {
+            primary.stop()
+            backup.stop()
+        }
+        primary.route("/users/1") { _ in .json(["id": 1, "name": "primary"]) }
+        backup.route("/users/1") { _ in .json(["id": 1, "name": "backup"]) }
+        let clock = ManualServiceClock()
+        let pool = try ServerPool(
+            servers: [ServiceFixture.base(primary), ServiceFixture.base(backup)], clock: clock)
+        let service = try ServiceFixture.service(primary) { configuration in
+            configuration.servers = pool
+            configuration.clock = clock
+        }
+        let spaced = CallOptions.default.with(\.interval, .delay(.seconds(5)))
+        let first: ServiceUser = try await service.get("users/1", options: spaced)
+        #expect(first.name == "primary")
+        // The same call again waits 5 s for its interval; meanwhile the app selects the backup.
+        let waiting = Task { () async throws -> ServiceUser in try await service.get("users/1", options: spaced) }
+        await clock.waitForSleepers(1)
+        try pool.select(index: 1)
+        clock.advance(by: .seconds(5))
+        #expect(try await waiting.value.name == "backup")
+        #expect(primary.count("/users/1") == 1)
+        #expect(backup.count("/users/1") == 1)
+    }
 }
