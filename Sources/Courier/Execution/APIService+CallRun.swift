@@ -67,7 +67,8 @@ extension ServiceCore {
         private var attemptCredentialNames: Set<HTTPField.Name> = []
         /// The same for its query items.
         private var attemptCredentialQueryNames: Set<String> = []
-        /// The pool's environment at the start: a switch during the call does not move it.
+        /// The pool's environment at the start: a switch during the call does not move it while
+        /// its server is listed (`failOver`).
         private let environment: ServerEnvironment?
         /// The call's logger, spans and metrics (see `CallTelemetry`).
         private var telemetry: CallTelemetry
@@ -635,7 +636,12 @@ extension ServiceCore {
         func failOver() throws {
             guard let pool = plan.pool else { return }
             let server = pool.currentServer
-            guard server != self.server, pool.environment == environment else { return }
+            guard server != self.server else { return }
+            // An environment switch does not move the call while its server is listed. A call
+            // that started with none (the first `setServers` names the pool's environment) has
+            // none to keep, and a server listed nowhere any more is not the API's own: it would
+            // get the credential still.
+            guard pool.environment == environment || environment == nil || !pool.lists(self.server) else { return }
             let base = try service.prepare(
                 method: plan.method, path: plan.path, parameters: inputs?.parameters, body: inputs?.body,
                 options: plan.options, on: server, acceptHeader: plan.acceptHeader,

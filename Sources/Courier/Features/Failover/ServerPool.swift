@@ -118,6 +118,12 @@ public final class ServerPool: Sendable {
             Set((state.failover.servers + state.environments.values.joined()).compactMap(Origin.init))
         }
     }
+    /// Whether `server` is one of the pool's, in any environment.
+    func lists(_ server: BaseURL) -> Bool {
+        state.withLock { state in
+            state.failover.servers.contains(server) || state.environments.values.contains { $0.contains(server) }
+        }
+    }
     /// Moves on whenever `origins` may have changed: a call's plan that decided on a server's
     /// credential by them (`CallPlan`) is not reused past a change.
     var originsVersion: UInt64 { state.withLock { $0.originsVersion } }

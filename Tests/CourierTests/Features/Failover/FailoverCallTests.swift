@@ -53,6 +53,71 @@ import Testing
         #expect(backup.count("/users/1") == 1)
     }
 
+    /// A retry whose server the app took out of the pool goes to the pool's server, not to the
+    /// one taken out, which is no longer the API's own and gets no credential
+    /// (`CredentialScopeTests.aServerRemovedFromThePoolGetsNoCredentialOnTheNextCall`). On the
+    /// old code the call of a pool made without environments stayed on its server: the first
+    /// `setServers` names the pool's environment, and a call that started with none counted it
+    /// as a switch of environment, which does not move a call; its retries carried the user's
+    /// `Authorization` to the removed server.
+    @Test func aRetryAfterItsServerLeftThePoolGoesToThePoolsServerWithoutTheCredentialLeaking() async throws {
+        let retired = try TestServer()
+        let api = try TestServer()
+        defer {
+            retired.stop()
+            api.stop()
+        }
+        retired.route("/users/1") { _ in .status(503) }
+        api.route("/users/1") { _ in .json(["id": 1, "name": "api"]) }
+        let clock = ManualServiceClock()
+        let pool = try ServerPool(servers: [ServiceFixture.base(retired), ServiceFixture.base(api)], clock: clock)
+        let client = try ServiceFixture.client(api)
+        try client.logIn(credential: "api-token")
+        let service = ServiceCore(
+            client: client,
+            configuration: ServiceConfiguration(
+                servers: pool, retryPolicy: RetryPolicy(maximumRetries: 1, jitter: 0), clock: clock))
+        let call = Task { () async throws -> ServiceUser in try await service.get("users/1") }
+        await clock.waitForSleepers(1)
+        try pool.setServers([api.baseURL], for: .production)
+        clock.advance(by: .seconds(60))
+        let user = try await call.value
+        #expect(user.name == "api")
+        #expect(retired.recordedRequests.map { $0.header("Authorization") } == ["Bearer api-token"])
+        #expect(api.recordedRequests.map { $0.header("Authorization") } == ["Bearer api-token"])
+    }
+
+    /// The same when the app also switched environment: a retry stays in its call's environment
+    /// while its server is listed there, and goes to the pool's current server once it is not
+    /// listed anywhere any more.
+    @Test func aRetryWhoseServerIsListedNowhereFollowsThePoolAcrossEnvironments() async throws {
+        let retired = try TestServer()
+        let staging = try TestServer()
+        defer {
+            retired.stop()
+            staging.stop()
+        }
+        retired.route("/users/1") { _ in .status(503) }
+        staging.route("/users/1") { _ in .json(["id": 1, "name": "staging"]) }
+        let clock = ManualServiceClock()
+        let pool = try ServerPool(
+            environments: [.production: [ServiceFixture.base(retired)], .staging: [ServiceFixture.base(staging)]],
+            current: .production, clock: clock)
+        let client = try ServiceFixture.client(staging)
+        try client.logIn(credential: "api-token")
+        let service = ServiceCore(
+            client: client,
+            configuration: ServiceConfiguration(
+                servers: pool, retryPolicy: RetryPolicy(maximumRetries: 1, jitter: 0), clock: clock))
+        let call = Task { () async throws -> ServiceUser in try await service.get("users/1") }
+        await clock.waitForSleepers(1)
+        try pool.switchEnvironment(to: .staging)
+        try pool.setServers([staging.baseURL], for: .production)
+        clock.advance(by: .seconds(60))
+        #expect(try await call.value.name == "staging")
+        #expect(retired.recordedRequests.map { $0.header("Authorization") } == ["Bearer api-token"])
+    }
+
     /// The server is chosen for each attempt as it is sent, the first one included: a call that
     /// waited before its first attempt (here for its request interval; the network or adapters
     /// are the same) goes to the server the pool is on when it is sent. On the old code the first
