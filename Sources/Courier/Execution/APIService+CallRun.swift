@@ -559,7 +559,7 @@ extension ServiceCore {
             // An error that carries a response (validation, preprocessing, decoding) came from
             // an answer: the server was reached, and `RetryDecision` ends the call with it.
             if error.response == nil {
-                if error.code == .cannotConnect {
+                if error.isConnectionFailure {
                     plan.pool?.record(.connectionFailure, for: server)
                 } else if error.isTransient {
                     plan.pool?.record(.failure, for: server)

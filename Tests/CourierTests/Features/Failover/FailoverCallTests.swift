@@ -118,6 +118,89 @@ import Testing
         #expect(retired.recordedRequests.map { $0.header("Authorization") } == ["Bearer api-token"])
     }
 
+    /// A server that takes no connection (its accept queue full, as a host whose packets are
+    /// dropped) is a connection failure for the pool, as `FailoverPolicy` says ("timed out
+    /// connecting"): the pool moves at once and the retry goes to the next server. On the old
+    /// code the connect timeout was an ordinary failure, counted in the error rate (20 requests
+    /// by default): every attempt of the call went to the dead server again, and it failed.
+    @Test func aConnectTimeoutIsAConnectionFailureAndTheRetryGoesToTheNextServer() async throws {
+        let dead = try await offPool { try TestServer.fullBacklog() }  // filling the backlog blocks
+        defer { dead.stop() }
+        let alive = try TestServer()
+        defer { alive.stop() }
+        alive.route("/users/1") { _ in .json(["id": 1, "name": "alive"]) }
+        let clock = ManualServiceClock(autoAdvance: true)
+        let pool = try ServerPool(
+            servers: [try BaseURL(dead.baseURL.absoluteString), ServiceFixture.base(alive)], clock: clock)
+        let client = try HTTPClient(
+            configuration: HTTPClient.Configuration(
+                baseURL: alive.baseURL, timeout: .seconds(600), connectTimeout: .milliseconds(300),
+                stallTimeout: .seconds(600), notificationCenter: NotificationCenter()))
+        let service = ServiceCore(
+            client: client,
+            configuration: ServiceConfiguration(servers: pool, retryPolicy: RetryPolicy(jitter: 0), clock: clock))
+        let response = try await service.send(Endpoint<ServiceUser>.get("users/1"))
+        #expect(response.value.name == "alive")
+        #expect(response.attempts == 2)
+        #expect(pool.currentIndex == 1)
+    }
+
+    /// A server that accepts the connection and never answers is not a connection failure: the
+    /// timeout counts in the error rate, and one of them does not move the pool.
+    @Test func aTimeoutAfterConnectingIsNoConnectionFailure() async throws {
+        let silent = try TestServer.blackHole()
+        defer { silent.stop() }
+        let alive = try TestServer()
+        defer { alive.stop() }
+        let clock = ManualServiceClock(autoAdvance: true)
+        let pool = try ServerPool(
+            servers: [try BaseURL(silent.baseURL.absoluteString), ServiceFixture.base(alive)], clock: clock)
+        let client = try HTTPClient(
+            configuration: HTTPClient.Configuration(
+                baseURL: alive.baseURL, timeout: .milliseconds(300), stallTimeout: .seconds(600),
+                notificationCenter: NotificationCenter()))
+        let service = ServiceCore(
+            client: client, configuration: ServiceConfiguration(servers: pool, retryPolicy: .none, clock: clock))
+        let error = await courierError {
+            let _: ServiceUser = try await service.get("users/1")
+        }
+        #expect(error?.code == .timedOut)
+        #expect(pool.currentIndex == 0)
+        #expect(pool.errorRate.count == 1)
+    }
+
+    /// Nor is a timeout on a connection kept from an earlier call (curl reports no connect time
+    /// for a reused connection, as for one never made: its peer address tells them apart).
+    @Test func aTimeoutOnAReusedConnectionIsNoConnectionFailure() async throws {
+        let slow = try TestServer()
+        let other = try TestServer()
+        defer {
+            slow.stop()
+            other.stop()
+        }
+        slow.route("/users/1") { _ in .json(["id": 1, "name": "slow"]) }
+        slow.route("/users/2") { _ in
+            var response = ScriptedResponse.json(["id": 2, "name": "late"])
+            response.delay = .seconds(2)
+            return response
+        }
+        let clock = ManualServiceClock(autoAdvance: true)
+        let pool = try ServerPool(servers: [ServiceFixture.base(slow), ServiceFixture.base(other)], clock: clock)
+        let service = try ServiceFixture.service(slow) { configuration in
+            configuration.servers = pool
+            configuration.clock = clock
+            configuration.retryPolicy = .none
+        }
+        let _: ServiceUser = try await service.get("users/1")
+        let error = await courierError {
+            let _: ServiceUser = try await service.get(
+                "users/2", options: .default.with(\.timeout, .milliseconds(300)))
+        }
+        #expect(error?.code == .timedOut)
+        #expect(slow.acceptedConnections == 1)
+        #expect(pool.currentIndex == 0)
+    }
+
     /// The server is chosen for each attempt as it is sent, the first one included: a call that
     /// waited before its first attempt (here for its request interval; the network or adapters
     /// are the same) goes to the server the pool is on when it is sent. On the old code the first
