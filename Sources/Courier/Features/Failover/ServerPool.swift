@@ -59,6 +59,7 @@ public final class ServerPool: Sendable {
 
     init(servers: [BaseURL], policy: FailoverPolicy = .default, clock: any ServiceClock) throws {
         guard !servers.isEmpty else { throw CourierError(.configuration, "a server pool needs at least one server") }
+        try Self.checkListedOnce(servers)
         let policy = try policy.validated()
         self.clock = clock
         self.state = LockedValue(
@@ -96,6 +97,7 @@ public final class ServerPool: Sendable {
         guard let servers = environments[environment], !servers.isEmpty else {
             throw CourierError(.configuration, "the environment '\(environment)' has no servers")
         }
+        for servers in environments.values { try Self.checkListedOnce(servers) }
         let policy = try policy.validated()
         self.clock = clock
         self.state = LockedValue(
@@ -176,6 +178,7 @@ public final class ServerPool: Sendable {
     /// Adds or replaces the validated servers of an environment.
     func setServers(_ servers: [BaseURL], for environment: ServerEnvironment) throws {
         guard !servers.isEmpty else { throw CourierError(.configuration, "an environment needs at least one server") }
+        try Self.checkListedOnce(servers)
         apply { state in
             state.environments[environment] = servers
             state.originsVersion &+= 1
@@ -183,6 +186,21 @@ public final class ServerPool: Sendable {
             else { return nil }
             state.environment = environment
             return state.failover.replace(servers: servers, reason: .environment(environment))
+        }
+    }
+
+    /// Refuses a list that names one server twice: the same scheme, host, port (a default one
+    /// written or not) and path prefix. The pool took them for two, and a failure "moved" it to
+    /// the server that had just failed.
+    /// - Throws: `CourierError.configuration`.
+    private static func checkListedOnce(_ servers: [BaseURL]) throws(CourierError) {
+        var seen = Set<String>()
+        for server in servers {
+            let origin = Origin(server)
+            let key = origin.map { "\($0.scheme)://\($0.host):\($0.port)" } ?? server.scheme + "://" + server.authority
+            guard seen.insert(key + server.pathPrefix).inserted else {
+                throw CourierError(.configuration, "the server \(server.url) is listed twice")
+            }
         }
     }
 

@@ -220,4 +220,44 @@ import Testing
         for _ in 0..<10_000 { _ = state.record(.success, server: a, now: clock.now) }
         #expect(state.errorRate(now: clock.now).count == 50)
     }
+
+    /// Two entries of one list that are one server (the same URL, or one that differs only by
+    /// the host's case, a trailing slash or the scheme's default port) are a configuration
+    /// error, from every initializer and `setServers`. On the old code they were two servers:
+    /// a failure "moved" the pool to the same server (observers heard it change to itself) and
+    /// the call's retry went to the server that had just failed, so a backup further down the
+    /// list was reached an attempt later, or not at all.
+    @Test(arguments: [
+        "https://a.example.com", "https://A.Example.COM/", "https://a.example.com:443",
+        "https://a.example.com:443/",
+    ])
+    func aServerListedTwiceIsAConfigurationError(_ again: String) throws {
+        let servers = [a.url, b.url, try #require(URL(string: again))]
+        let direct = try #require(throws: CourierError.self) { try ServerPool(servers: servers) }
+        #expect(direct.code == .configuration)
+        #expect(direct.message.contains("twice"))
+        let environments = try #require(throws: CourierError.self) {
+            try ServerPool(environments: [.production: [c.url], .staging: servers], current: .production)
+        }
+        #expect(environments.code == .configuration)
+        let pool = try ServerPool(servers: [c.url])
+        let replaced = try #require(throws: CourierError.self) { try pool.setServers(servers, for: .staging) }
+        #expect(replaced.code == .configuration)
+        #expect(pool.servers == [c.url])
+    }
+
+    /// One origin under two path prefixes is two servers, an http and an https server of one
+    /// host are two origins, and one server may be listed by several environments.
+    @Test func oneHostUnderTwoPrefixesSchemesOrEnvironmentsIsAllowed() throws {
+        let prefixed = try ServerPool(
+            servers: [
+                try #require(URL(string: "https://a.example.com/v1")),
+                try #require(URL(string: "https://a.example.com/v2")),
+                try #require(URL(string: "http://a.example.com/v1")),
+                try #require(URL(string: "http://a.example.com:443/v1")),
+            ])
+        #expect(prefixed.servers.count == 4)
+        let shared = try ServerPool(environments: [.production: [a.url, b.url], .staging: [a.url]], current: .staging)
+        #expect(shared.current == a.url)
+    }
 }
