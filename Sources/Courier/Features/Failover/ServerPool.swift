@@ -47,7 +47,8 @@ public final class ServerPool: Sendable {
     ///     of preference.
     ///   - policy: when to switch.
     /// - Throws: `CourierError.configuration` when `servers` is empty, one is not a usable base URL,
-    ///   or the policy's error rate threshold is NaN or negative.
+    ///   or the policy's error rate threshold is NaN or negative, or its window not
+    ///   longer than zero.
     public convenience init(servers: [URL], policy: FailoverPolicy = .default) throws {
         try self.init(servers: servers.map(BaseURL.init), policy: policy, clock: .system)
     }
@@ -72,7 +73,8 @@ public final class ServerPool: Sendable {
     ///   - environment: the one to start with.
     ///   - policy: when to switch servers within an environment.
     /// - Throws: `CourierError.configuration` when `environment` is unknown or has no servers, a
-    ///   server is not a usable base URL, or the policy's error rate threshold is NaN or negative.
+    ///   server is not a usable base URL, or the policy's error rate threshold is NaN or negative, or its window not
+    ///   longer than zero.
     public convenience init(
         environments: [ServerEnvironment: [URL]], current environment: ServerEnvironment,
         policy: FailoverPolicy = .default

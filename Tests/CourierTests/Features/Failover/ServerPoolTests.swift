@@ -260,4 +260,38 @@ import Testing
         let shared = try ServerPool(environments: [.production: [a.url, b.url], .staging: [a.url]], current: .staging)
         #expect(shared.current == a.url)
     }
+
+    /// A window that holds no outcome (zero or negative) is a configuration error: with it the
+    /// rate was never judged, and the pool never switched on errors, silently.
+    @Test(arguments: [Duration.zero, .nanoseconds(-1), .seconds(-60), .seconds(Int64.min)])
+    func aWindowThatHoldsNoOutcomeIsAConfigurationError(_ window: Duration) throws {
+        let policy = FailoverPolicy(window: window)
+        let error = try #require(throws: CourierError.self) {
+            try ServerPool(servers: [a, b], policy: policy, clock: ManualServiceClock())
+        }
+        #expect(error.code == .configuration)
+        #expect(error.message.contains("window"))
+        #expect(throws: CourierError.self) {
+            try ServerPool(environments: [.production: [a.url, b.url]], current: .production, policy: policy)
+        }
+    }
+
+    /// Extreme counts are clamped and a huge window works: no trap, and the pool still moves.
+    @Test func extremeCountsAndAHugeWindowWork() throws {
+        for (minimum, connections, samples) in [(Int.min, Int.min, Int.min), (Int.max, Int.max, Int.max), (0, 0, 0)] {
+            let policy = FailoverPolicy(
+                errorRateThreshold: 0, minimumRequests: minimum, window: .seconds(Int64.max),
+                consecutiveConnectionFailures: connections, maximumSamples: samples)
+            let clock = ManualServiceClock()
+            let pool = try ServerPool(servers: [a, b], policy: policy, clock: clock)
+            pool.record(.success, for: a)
+            clock.advance(by: .seconds(1_000_000_000))
+            pool.record(.connectionFailure, for: a)
+            // A minimum of 1 (clamped) and a threshold of 0: the failure moved it; Int.max never.
+            #expect(pool.currentIndex == (minimum == Int.max ? 0 : 1), "\(minimum)")
+            try pool.select(index: 0)
+            pool.record(.failure, for: a)
+            #expect(pool.errorRate.count <= 3)
+        }
+    }
 }
