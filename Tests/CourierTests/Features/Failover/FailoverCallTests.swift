@@ -32,10 +32,7 @@ import Testing
         let policy = FailoverPolicy(errorRateThreshold: 1, consecutiveConnectionFailures: 0)
         let pool = try ServerPool(
             servers: [ServiceFixture.base(primary), ServiceFixture.base(backup)], policy: policy, clock: clock)
-        let service = try ServiceFixture.service(primary) { configuration in
-            configuration.servers = pool
-            configuration.clock = clock
-        }
+        let service = try Self.service(pool, clock: clock)
         let moved = Task { () async throws -> ServiceUser in try await service.get("users/1") }
         // Its first attempt was answered 503: it waits for its retry.
         await clock.waitForSleepers(1)
@@ -53,57 +50,40 @@ import Testing
         #expect(backup.count("/users/1") == 1)
     }
 
-    /// A retry whose server the app took out of the pool goes to the pool's server, not to the
-    /// one taken out, which is no longer the API's own and gets no credential
-    /// (`CredentialScopeTests.aServerRemovedFromThePoolGetsNoCredentialOnTheNextCall`). On the
-    /// old code the call of a pool made without environments stayed on its server: the first
-    /// `setServers` names the pool's environment, and a call that started with none counted it
-    /// as a switch of environment, which does not move a call; its retries carried the user's
-    /// `Authorization` to the removed server.
-    @Test func aRetryAfterItsServerLeftThePoolGoesToThePoolsServerWithoutTheCredentialLeaking() async throws {
-        let retired = try TestServer()
-        let api = try TestServer()
-        defer {
-            retired.stop()
-            api.stop()
-        }
-        retired.route("/users/1") { _ in .status(503) }
-        api.route("/users/1") { _ in .json(["id": 1, "name": "api"]) }
-        let clock = ManualServiceClock()
-        let pool = try ServerPool(servers: [ServiceFixture.base(retired), ServiceFixture.base(api)], clock: clock)
-        let client = try ServiceFixture.client(api)
-        try client.logIn(credential: "api-token")
-        let service = ServiceCore(
-            client: client,
-            configuration: ServiceConfiguration(
-                servers: pool, retryPolicy: RetryPolicy(maximumRetries: 1, jitter: 0), clock: clock))
-        let call = Task { () async throws -> ServiceUser in try await service.get("users/1") }
-        await clock.waitForSleepers(1)
-        try pool.setServers([api.baseURL], for: .production)
-        clock.advance(by: .seconds(60))
-        let user = try await call.value
-        #expect(user.name == "api")
-        #expect(retired.recordedRequests.map { $0.header("Authorization") } == ["Bearer api-token"])
-        #expect(api.recordedRequests.map { $0.header("Authorization") } == ["Bearer api-token"])
+    /// How the app takes a call's server out of the pool while the call waits for its retry.
+    enum Removal: CaseIterable, Sendable {
+        /// A pool made without environments, given a new list (`setServers`).
+        case newListOfAPlainPool
+        /// A pool of environments switched to another, then the call's environment given a new list.
+        case switchThenNewListOfTheCallsEnvironment
     }
 
-    /// The same when the app also switched environment: a retry stays in its call's environment
-    /// while its server is listed there, and goes to the pool's current server once it is not
-    /// listed anywhere any more.
-    @Test func aRetryWhoseServerIsListedNowhereFollowsThePoolAcrossEnvironments() async throws {
+    /// A retry whose server the app took out of the pool goes to the pool's current server, not
+    /// to the one taken out, which is no longer the API's own and gets no credential
+    /// (`CredentialScopeTests.aServerRemovedFromThePoolGetsNoCredentialOnTheNextCall`); a switch
+    /// of environment alone does not move a call while its server is listed. On the old code the
+    /// call stayed on its server whenever the pool's environment was not the one it started in:
+    /// in a pool made without environments the first `setServers` names one, and after a switch
+    /// the call keeps its own. Its retries carried the user's `Authorization` to the removed server.
+    @Test(arguments: Removal.allCases)
+    func aRetryAfterItsServerLeftThePoolGoesToThePoolsServerWithoutTheCredentialLeaking(_ removal: Removal)
+        async throws
+    {
         let retired = try TestServer()
-        let staging = try TestServer()
+        let next = try TestServer()
         defer {
             retired.stop()
-            staging.stop()
+            next.stop()
         }
         retired.route("/users/1") { _ in .status(503) }
-        staging.route("/users/1") { _ in .json(["id": 1, "name": "staging"]) }
+        next.route("/users/1") { _ in .json(["id": 1, "name": "next"]) }
         let clock = ManualServiceClock()
-        let pool = try ServerPool(
-            environments: [.production: [ServiceFixture.base(retired)], .staging: [ServiceFixture.base(staging)]],
-            current: .production, clock: clock)
-        let client = try ServiceFixture.client(staging)
+        let (old, new) = (ServiceFixture.base(retired), ServiceFixture.base(next))
+        let pool =
+            removal == .newListOfAPlainPool
+            ? try ServerPool(servers: [old, new], clock: clock)
+            : try ServerPool(environments: [.production: [old], .staging: [new]], current: .production, clock: clock)
+        let client = try ServiceFixture.client(next)
         try client.logIn(credential: "api-token")
         let service = ServiceCore(
             client: client,
@@ -111,11 +91,12 @@ import Testing
                 servers: pool, retryPolicy: RetryPolicy(maximumRetries: 1, jitter: 0), clock: clock))
         let call = Task { () async throws -> ServiceUser in try await service.get("users/1") }
         await clock.waitForSleepers(1)
-        try pool.switchEnvironment(to: .staging)
-        try pool.setServers([staging.baseURL], for: .production)
+        if removal == .switchThenNewListOfTheCallsEnvironment { try pool.switchEnvironment(to: .staging) }
+        try pool.setServers([next.baseURL], for: .production)
         clock.advance(by: .seconds(60))
-        #expect(try await call.value.name == "staging")
+        #expect(try await call.value.name == "next")
         #expect(retired.recordedRequests.map { $0.header("Authorization") } == ["Bearer api-token"])
+        #expect(next.recordedRequests.map { $0.header("Authorization") } == ["Bearer api-token"])
     }
 
     /// A server that takes no connection (its accept queue full, as a host whose packets are
@@ -132,13 +113,7 @@ import Testing
         let clock = ManualServiceClock(autoAdvance: true)
         let pool = try ServerPool(
             servers: [try BaseURL(dead.baseURL.absoluteString), ServiceFixture.base(alive)], clock: clock)
-        let client = try HTTPClient(
-            configuration: HTTPClient.Configuration(
-                baseURL: alive.baseURL, timeout: .seconds(600), connectTimeout: .milliseconds(300),
-                stallTimeout: .seconds(600), notificationCenter: NotificationCenter()))
-        let service = ServiceCore(
-            client: client,
-            configuration: ServiceConfiguration(servers: pool, retryPolicy: RetryPolicy(jitter: 0), clock: clock))
+        let service = try Self.service(pool, clock: clock, connectTimeout: .milliseconds(300))
         let response = try await service.send(Endpoint<ServiceUser>.get("users/1"))
         #expect(response.value.name == "alive")
         #expect(response.attempts == 2)
@@ -155,12 +130,7 @@ import Testing
         let clock = ManualServiceClock(autoAdvance: true)
         let pool = try ServerPool(
             servers: [try BaseURL(silent.baseURL.absoluteString), ServiceFixture.base(alive)], clock: clock)
-        let client = try HTTPClient(
-            configuration: HTTPClient.Configuration(
-                baseURL: alive.baseURL, timeout: .milliseconds(300), stallTimeout: .seconds(600),
-                notificationCenter: NotificationCenter()))
-        let service = ServiceCore(
-            client: client, configuration: ServiceConfiguration(servers: pool, retryPolicy: .none, clock: clock))
+        let service = try Self.service(pool, clock: clock, retryPolicy: RetryPolicy.none, timeout: .milliseconds(300))
         let error = await courierError {
             let _: ServiceUser = try await service.get("users/1")
         }
@@ -186,11 +156,7 @@ import Testing
         }
         let clock = ManualServiceClock(autoAdvance: true)
         let pool = try ServerPool(servers: [ServiceFixture.base(slow), ServiceFixture.base(other)], clock: clock)
-        let service = try ServiceFixture.service(slow) { configuration in
-            configuration.servers = pool
-            configuration.clock = clock
-            configuration.retryPolicy = .none
-        }
+        let service = try Self.service(pool, clock: clock, retryPolicy: RetryPolicy.none)
         let _: ServiceUser = try await service.get("users/1")
         let error = await courierError {
             let _: ServiceUser = try await service.get(
@@ -202,8 +168,8 @@ import Testing
     }
 
     /// The server is chosen for each attempt as it is sent, the first one included: a call that
-    /// waited before its first attempt (here for its request interval; the network or adapters
-    /// are the same) goes to the server the pool is on when it is sent. On the old code the first
+    /// waited before its first attempt (here for its request interval; for the network it is
+    /// the same) goes to the server the pool is on when it is sent. On the old code the first
     /// attempt went to the server the pool was on when the call started, which the pool may have
     /// left meanwhile because it failed (or, as here, because the app selected another).
     @Test func theFirstAttemptGoesToTheServerThePoolIsOnWhenItIsSent() async throws {
@@ -218,10 +184,7 @@ import Testing
         let clock = ManualServiceClock()
         let pool = try ServerPool(
             servers: [ServiceFixture.base(primary), ServiceFixture.base(backup)], clock: clock)
-        let service = try ServiceFixture.service(primary) { configuration in
-            configuration.servers = pool
-            configuration.clock = clock
-        }
+        let service = try Self.service(pool, clock: clock)
         let spaced = CallOptions.default.with(\.interval, .delay(.seconds(5)))
         let first: ServiceUser = try await service.get("users/1", options: spaced)
         #expect(first.name == "primary")
@@ -233,5 +196,21 @@ import Testing
         #expect(try await waiting.value.name == "backup")
         #expect(primary.count("/users/1") == 1)
         #expect(backup.count("/users/1") == 1)
+    }
+
+    /// A service whose calls go to `pool`, on `clock`, retried by `retryPolicy` (the default
+    /// one without jitter when nil); its client's base URL is the pool's first server.
+    private static func service(
+        _ pool: ServerPool, clock: ManualServiceClock, retryPolicy: RetryPolicy? = nil,
+        timeout: Duration = .seconds(600), connectTimeout: Duration = .seconds(10)
+    ) throws -> ServiceCore {
+        let client = try HTTPClient(
+            configuration: HTTPClient.Configuration(
+                baseURL: pool.servers[0], timeout: timeout, connectTimeout: connectTimeout,
+                stallTimeout: .seconds(600), notificationCenter: NotificationCenter()))
+        return ServiceCore(
+            client: client,
+            configuration: ServiceConfiguration(
+                servers: pool, retryPolicy: retryPolicy ?? RetryPolicy(jitter: 0), clock: clock))
     }
 }
