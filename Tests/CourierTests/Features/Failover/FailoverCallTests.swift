@@ -198,6 +198,67 @@ import Testing
         #expect(backup.count("/users/1") == 1)
     }
 
+    /// 100 calls at once while three servers fail (503) and recover by a seeded plan (the set
+    /// of servers down changes every 5 requests): every call ends, with the answer of a server
+    /// that was up or the 503 of one that was down, in at most its 3 attempts; the pool's
+    /// changes form one chain, each from the server the one before it moved to, ending where the
+    /// pool is. (No bug found: a check of the review, kept.)
+    @Test(arguments: [UInt64(19), 4_242])
+    func concurrentCallsWhileServersFailAndRecoverKeepThePoolConsistent(seed: UInt64) async throws {
+        let servers = try (0..<3).map { _ in try TestServer() }
+        defer { servers.forEach { $0.stop() } }
+        var random = SplitMix64(seed: seed)
+        let phases: [Set<Int>] = (0..<80).map { _ in
+            Set((0..<3).filter { _ in Bool.random(using: &random) })
+        }
+        let served = ServiceCounter()
+        for (index, server) in servers.enumerated() {
+            server.route("/items") { _ in
+                let phase = phases[min(served.increment() / 5, phases.count - 1)]
+                return phase.contains(index) ? .status(503) : .json(["id": index, "name": "server \(index)"])
+            }
+        }
+        let clock = ManualServiceClock(autoAdvance: true)
+        let pool = try ServerPool(
+            servers: servers.map(ServiceFixture.base),
+            policy: FailoverPolicy(errorRateThreshold: 0.3, minimumRequests: 3), clock: clock)
+        let changes = LockedValue<[ServerChange]>([])
+        pool.addObserver { change in changes.withLock { $0.append(change) } }
+        let service = try Self.service(pool, clock: clock)
+        let results = await withTaskGroup(of: Result<Response<ServiceUser>, CourierError>.self) { group in
+            for step in 0..<100 {
+                group.addTask {
+                    do throws(CourierError) {
+                        return .success(
+                            try await service.send(
+                                Endpoint<ServiceUser>.get("items", parameters: ["n": String(step)])))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.count == 100)
+        var attempts = 0
+        for result in results {
+            switch result {
+            case .success(let response):
+                #expect((1...3).contains(response.attempts))
+                #expect(response.value.name == "server \(response.value.id)")
+                attempts += response.attempts
+            case .failure(let error):
+                #expect(error.status?.code == 503, "\(error)")
+                attempts += 3
+            }
+        }
+        #expect(servers.reduce(0) { $0 + $1.requestCount } == attempts)
+        let heard = changes.withLock { $0 }
+        #expect(zip(heard, heard.dropFirst()).allSatisfy { $0.current == $1.previous })
+        #expect(heard.first.map { $0.previous == servers[0].baseURL } ?? true)
+        #expect((heard.last?.current ?? servers[0].baseURL) == pool.current)
+    }
+
     /// A service whose calls go to `pool`, on `clock`, retried by `retryPolicy` (the default
     /// one without jitter when nil); its client's base URL is the pool's first server.
     private static func service(
