@@ -155,7 +155,7 @@ extension HostScopedCache {
                 }
             } catch {
                 if Self.isNetworkFailure(error), let stale = staleFallback(request, cached: cached, status: nil) {
-                    let refused = (error as? CourierError)?.code == .cannotConnect
+                    let refused = (error as? CourierError)?.isConnectionFailure == true
                     return CacheLoadResult(
                         response: stale.response, body: stale.body, source: .staleOnError, isStale: true,
                         failure: refused ? .connectionFailure : .failure)

@@ -89,6 +89,8 @@ public struct CourierError: Error, Sendable, CustomStringConvertible {
     var domainError: (any Error & Sendable)?
     /// For a response check's refusal: whether it may be retried (nil for any other failure).
     var refusalIsRetryable: Bool?
+    /// For `.timedOut`: the transfer timed out before any connection was made (connecting).
+    var timedOutConnecting = false
 
     /// An error of your own making, e.g. in a validator, an adapter or a serializer.
     /// - Parameters:
@@ -130,4 +132,8 @@ extension CourierError {
     public var isTransient: Bool {
         code == .timedOut || code == .cannotConnect || code == .transport
     }
+
+    /// Whether no connection could be made at all: refused, unreachable, or timed out connecting
+    /// (`ServerOutcome.connectionFailure` for a server pool).
+    var isConnectionFailure: Bool { code == .cannotConnect || timedOutConnecting }
 }

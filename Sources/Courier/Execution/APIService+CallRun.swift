@@ -67,7 +67,8 @@ extension ServiceCore {
         private var attemptCredentialNames: Set<HTTPField.Name> = []
         /// The same for its query items.
         private var attemptCredentialQueryNames: Set<String> = []
-        /// The pool's environment at the start: a switch during the call does not move it.
+        /// The pool's environment at the start: a switch during the call does not move it while
+        /// its server is listed (`failOver`).
         private let environment: ServerEnvironment?
         /// The call's logger, spans and metrics (see `CallTelemetry`).
         private var telemetry: CallTelemetry
@@ -200,8 +201,9 @@ extension ServiceCore {
             self.guardKey = nil
         }
 
-        /// What makes this call the same request as another: computed once, on first use (a
-        /// call that is neither de-duplicated nor gated never needs it).
+        /// What makes this call the same request as another: computed once per server, on first
+        /// use (a call that is neither de-duplicated nor gated never needs it). A failover makes
+        /// it again: its URL names the server.
         var identity: RequestIdentity {
             if let computedIdentity { return computedIdentity }
             let made = makeIdentity()
@@ -557,7 +559,7 @@ extension ServiceCore {
             // An error that carries a response (validation, preprocessing, decoding) came from
             // an answer: the server was reached, and `RetryDecision` ends the call with it.
             if error.response == nil {
-                if error.code == .cannotConnect {
+                if error.isConnectionFailure {
                     plan.pool?.record(.connectionFailure, for: server)
                 } else if error.isTransient {
                     plan.pool?.record(.failure, for: server)
@@ -587,8 +589,8 @@ extension ServiceCore {
         }
 
         /// Step 6 whole, for the attempt that failed (`failure`): the verdict and the decision
-        /// (`retryDelay`), the wait on the service clock, then a failover that moved the pool
-        /// during the attempt moves the retry to its new server.
+        /// (`retryDelay`), then the wait on the service clock. The next attempt goes to the
+        /// server the pool is on when it starts (`failOver`).
         ///
         /// Its own async frame: the values of a retry are not kept in `perform`'s, which every
         /// call in flight holds for as long as it waits for its answer.
@@ -604,7 +606,6 @@ extension ServiceCore {
             let delay = try await retryDelay(after: failure, sent: request, context: context)
             let clock = self.clock
             try await CancellationScope.run(in: scope) { try await clock.sleep(for: delay) }
-            try failOver()
         }
 
         /// `RetryDecision` on the failed attempt, then `willRetry`.
@@ -628,16 +629,27 @@ extension ServiceCore {
             }
         }
 
-        /// A failover during the attempt moves the retry to the new server.
+        /// Each attempt, the first included, goes to the server the pool is on as it starts: a
+        /// failover (or the app's `select`) while the call waited — for its interval, the network,
+        /// a retry's back-off — moves it.
         @inline(never)
         func failOver() throws {
-            guard let pool = plan.pool, pool.currentServer != server, pool.environment == environment else { return }
+            guard let pool = plan.pool else { return }
             let server = pool.currentServer
+            guard server != self.server else { return }
+            // An environment switch does not move the call while its server is listed. A call
+            // that started with none (the first `setServers` names the pool's environment) has
+            // none to keep, and a server listed nowhere any more is not the API's own: it would
+            // get the credential still.
+            guard pool.environment == environment || environment == nil || !pool.lists(self.server) else { return }
             let base = try service.prepare(
                 method: plan.method, path: plan.path, parameters: inputs?.parameters, body: inputs?.body,
                 options: plan.options, on: server, acceptHeader: plan.acceptHeader,
                 sendsCredential: plan.sendsCredential, headers: serviceSettings.settings.headers)
             failedOver = FailedOver(server: server, base: base)
+            // The identity named the server left: a retry that kept it shared the transfer of a
+            // call still in flight there. The gates keep the key they admitted (`guardKey`).
+            computedIdentity = nil
         }
 
         /// `end(_:)`, boxed here: the `CourierError` is not kept in `perform`'s async frame.

@@ -8,7 +8,8 @@ extension ServiceCore {
     /// 3. the call's `RequestIdentity`; veto (`skipIf`, in-flight guard), then the request
     ///    interval, both on the identity (for a service with adapters of its own, the guard and
     ///    the interval come after the first attempt's adapters, with the user they wrote);
-    /// 4. per attempt: the network status (fail or wait while offline), real-time parameters, adapters (authentication first — only for the
+    /// 4. per attempt: the network status (fail or wait while offline), the pool's current
+    ///    server (failover), real-time parameters, adapters (authentication first — only for the
     ///    API's own servers —, then the service's, then the call's), the `RequestSigner` (API's
     ///    own servers), cookies, de-duplication of GETs on the identity, send (the client adds
     ///    its credential for the API's own servers);
@@ -17,7 +18,7 @@ extension ServiceCore {
     ///    `EnvelopeRule` (a retry or refresh code fails the attempt as a refused status does);
     /// 6. on failure: retriers (the call's, authentication — which refreshes the credential —,
     ///    the service's), then `RetryDecision`, the one place that decides (retry policy,
-    ///    the one attempt cap); wait on the service clock, fail over, and go back to 4;
+    ///    the one attempt cap); wait on the service clock, and go back to 4;
     /// 7. preprocess, "no data" (`CallOptions.noData`), decode; the result veto. A call that
     ///    fails for good goes through the error mappers once (`ErrorMapping.swift`).
     ///
@@ -40,6 +41,8 @@ extension ServiceCore {
             while true {
                 let context = try call.beginAttempt()
                 if configuration.networkStatus != nil { try await awaitNetwork(for: call) }
+                // The server the pool is on now: the call may have waited since it chose one.
+                try call.failOver()
                 var request = call.attemptRequest()
                 if !call.chain.adapters.isEmpty {
                     request = try await adapt(request, context: context, for: call)

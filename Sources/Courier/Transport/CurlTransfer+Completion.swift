@@ -7,11 +7,13 @@ extension CurlTransfer {
         let metrics = TransferMetrics(handle: handle)
         if var failure = callbackFailure {
             failure.response = head
+            if failure.code == .timedOut { failure.timedOutConnecting = handle.neverConnected }
             return .failure(failure)
         }
         guard code == CURLE_OK else {
             var failure = CourierError.fromCurl(code, detail: handle.errorMessage)
             failure.response = head
+            if failure.code == .timedOut { failure.timedOutConnecting = handle.neverConnected }
             return .failure(failure)
         }
         guard let head else {

@@ -166,6 +166,17 @@ final class EasyHandle {
         return courier_easy_getinfo_off_t(raw, info, &value) == CURLE_OK ? Int64(value) : 0
     }
 
+    /// Whether the transfer that just ended never had a connection: none was completed (its
+    /// connect time is 0) and none was reused (a reused one is 0 too, but has a peer address).
+    var neverConnected: Bool {
+        guard infoOffset(CURLINFO_CONNECT_TIME_T) == 0 else { return false }
+        var address: UnsafeMutablePointer<CChar>?
+        guard courier_easy_getinfo_string(raw, CURLINFO_PRIMARY_IP, &address) == CURLE_OK, let address else {
+            return true
+        }
+        return address.pointee == 0
+    }
+
     // MARK: Helpers
 
     func setLong(_ option: CURLoption, _ value: Int, _ name: StaticString) throws(CourierError) {

@@ -21,7 +21,8 @@ public struct FailoverPolicy: Sendable, Hashable {
     ///     the `ServerPool` that gets this policy throw `CourierError.configuration`.
     ///   - minimumRequests: The error rate is judged only once the window holds at least this
     ///     many requests (at least 1).
-    ///   - window: How far back the sliding window reaches.
+    ///   - window: How far back the sliding window reaches. Zero or negative makes the
+    ///     `ServerPool` that gets this policy throw `CourierError.configuration`.
     ///   - consecutiveConnectionFailures: Consecutive connection failures (refused, unreachable,
     ///     timed out connecting) that switch at once, without waiting for the error rate; 0
     ///     turns this off.
@@ -42,12 +43,16 @@ public struct FailoverPolicy: Sendable, Hashable {
     public static let `default` = FailoverPolicy()
 
     /// Refuses a threshold no error rate can be compared with: NaN never switched a pool, and
-    /// a negative one switched it after every `minimumRequests` requests, failed or not.
+    /// a negative one switched it after every `minimumRequests` requests, failed or not. And a
+    /// window that holds no outcome (zero or negative): the rate was never judged.
     /// - Throws: `CourierError.configuration`.
     func validated() throws(CourierError) -> FailoverPolicy {
         guard !errorRateThreshold.isNaN, errorRateThreshold >= 0 else {
             throw CourierError(
                 .configuration, "a failover policy's error rate threshold must be 0 or more, not \(errorRateThreshold)")
+        }
+        guard window > .zero else {
+            throw CourierError(.configuration, "a failover policy's window must be longer than zero, not \(window)")
         }
         return self
     }

@@ -47,7 +47,8 @@ public final class ServerPool: Sendable {
     ///     of preference.
     ///   - policy: when to switch.
     /// - Throws: `CourierError.configuration` when `servers` is empty, one is not a usable base URL,
-    ///   or the policy's error rate threshold is NaN or negative.
+    ///   or the policy's error rate threshold is NaN or negative, or its window not
+    ///   longer than zero.
     public convenience init(servers: [URL], policy: FailoverPolicy = .default) throws {
         try self.init(servers: servers.map(BaseURL.init), policy: policy, clock: .system)
     }
@@ -59,6 +60,7 @@ public final class ServerPool: Sendable {
 
     init(servers: [BaseURL], policy: FailoverPolicy = .default, clock: any ServiceClock) throws {
         guard !servers.isEmpty else { throw CourierError(.configuration, "a server pool needs at least one server") }
+        try Self.checkListedOnce(servers)
         let policy = try policy.validated()
         self.clock = clock
         self.state = LockedValue(
@@ -71,7 +73,8 @@ public final class ServerPool: Sendable {
     ///   - environment: the one to start with.
     ///   - policy: when to switch servers within an environment.
     /// - Throws: `CourierError.configuration` when `environment` is unknown or has no servers, a
-    ///   server is not a usable base URL, or the policy's error rate threshold is NaN or negative.
+    ///   server is not a usable base URL, or the policy's error rate threshold is NaN or negative, or its window not
+    ///   longer than zero.
     public convenience init(
         environments: [ServerEnvironment: [URL]], current environment: ServerEnvironment,
         policy: FailoverPolicy = .default
@@ -96,6 +99,7 @@ public final class ServerPool: Sendable {
         guard let servers = environments[environment], !servers.isEmpty else {
             throw CourierError(.configuration, "the environment '\(environment)' has no servers")
         }
+        for servers in environments.values { try Self.checkListedOnce(servers) }
         let policy = try policy.validated()
         self.clock = clock
         self.state = LockedValue(
@@ -116,6 +120,12 @@ public final class ServerPool: Sendable {
     var origins: Set<Origin> {
         state.withLock { state in
             Set((state.failover.servers + state.environments.values.joined()).compactMap(Origin.init))
+        }
+    }
+    /// Whether `server` is one of the pool's, in any environment.
+    func lists(_ server: BaseURL) -> Bool {
+        state.withLock { state in
+            state.failover.servers.contains(server) || state.environments.values.contains { $0.contains(server) }
         }
     }
     /// Moves on whenever `origins` may have changed: a call's plan that decided on a server's
@@ -170,6 +180,7 @@ public final class ServerPool: Sendable {
     /// Adds or replaces the validated servers of an environment.
     func setServers(_ servers: [BaseURL], for environment: ServerEnvironment) throws {
         guard !servers.isEmpty else { throw CourierError(.configuration, "an environment needs at least one server") }
+        try Self.checkListedOnce(servers)
         apply { state in
             state.environments[environment] = servers
             state.originsVersion &+= 1
@@ -177,6 +188,21 @@ public final class ServerPool: Sendable {
             else { return nil }
             state.environment = environment
             return state.failover.replace(servers: servers, reason: .environment(environment))
+        }
+    }
+
+    /// Refuses a list that names one server twice: the same scheme, host, port (a default one
+    /// written or not) and path prefix. The pool took them for two, and a failure "moved" it to
+    /// the server that had just failed.
+    /// - Throws: `CourierError.configuration`.
+    private static func checkListedOnce(_ servers: [BaseURL]) throws(CourierError) {
+        var seen = Set<String>()
+        for server in servers {
+            let origin = Origin(server)
+            let key = origin.map { "\($0.scheme)://\($0.host):\($0.port)" } ?? server.scheme + "://" + server.authority
+            guard seen.insert(key + server.pathPrefix).inserted else {
+                throw CourierError(.configuration, "the server \(server.url) is listed twice")
+            }
         }
     }
 

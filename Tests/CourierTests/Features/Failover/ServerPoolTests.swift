@@ -220,4 +220,78 @@ import Testing
         for _ in 0..<10_000 { _ = state.record(.success, server: a, now: clock.now) }
         #expect(state.errorRate(now: clock.now).count == 50)
     }
+
+    /// Two entries of one list that are one server (the same URL, or one that differs only by
+    /// the host's case, a trailing slash or the scheme's default port) are a configuration
+    /// error, from every initializer and `setServers`. On the old code they were two servers:
+    /// a failure "moved" the pool to the same server (observers heard it change to itself) and
+    /// the call's retry went to the server that had just failed, so a backup further down the
+    /// list was reached an attempt later, or not at all.
+    @Test(arguments: [
+        "https://a.example.com", "https://A.Example.COM/", "https://a.example.com:443",
+        "https://a.example.com:443/",
+    ])
+    func aServerListedTwiceIsAConfigurationError(_ again: String) throws {
+        let servers = [a.url, b.url, try #require(URL(string: again))]
+        let direct = try #require(throws: CourierError.self) { try ServerPool(servers: servers) }
+        #expect(direct.code == .configuration)
+        #expect(direct.message.contains("twice"))
+        let environments = try #require(throws: CourierError.self) {
+            try ServerPool(environments: [.production: [c.url], .staging: servers], current: .production)
+        }
+        #expect(environments.code == .configuration)
+        let pool = try ServerPool(servers: [c.url])
+        let replaced = try #require(throws: CourierError.self) { try pool.setServers(servers, for: .staging) }
+        #expect(replaced.code == .configuration)
+        #expect(pool.servers == [c.url])
+    }
+
+    /// One origin under two path prefixes is two servers, an http and an https server of one
+    /// host are two origins, and one server may be listed by several environments.
+    @Test func oneHostUnderTwoPrefixesSchemesOrEnvironmentsIsAllowed() throws {
+        let prefixed = try ServerPool(
+            servers: [
+                try #require(URL(string: "https://a.example.com/v1")),
+                try #require(URL(string: "https://a.example.com/v2")),
+                try #require(URL(string: "http://a.example.com/v1")),
+                try #require(URL(string: "http://a.example.com:443/v1")),
+            ])
+        #expect(prefixed.servers.count == 4)
+        let shared = try ServerPool(environments: [.production: [a.url, b.url], .staging: [a.url]], current: .staging)
+        #expect(shared.current == a.url)
+    }
+
+    /// A window that holds no outcome (zero or negative) is a configuration error: with it the
+    /// rate was never judged, and the pool never switched on errors, silently.
+    @Test(arguments: [Duration.zero, .nanoseconds(-1), .seconds(-60), .seconds(Int64.min)])
+    func aWindowThatHoldsNoOutcomeIsAConfigurationError(_ window: Duration) throws {
+        let policy = FailoverPolicy(window: window)
+        let error = try #require(throws: CourierError.self) {
+            try ServerPool(servers: [a, b], policy: policy, clock: ManualServiceClock())
+        }
+        #expect(error.code == .configuration)
+        #expect(error.message.contains("window"))
+        #expect(throws: CourierError.self) {
+            try ServerPool(environments: [.production: [a.url, b.url]], current: .production, policy: policy)
+        }
+    }
+
+    /// Extreme counts are clamped and a huge window works: no trap, and the pool still moves.
+    @Test func extremeCountsAndAHugeWindowWork() throws {
+        for (minimum, connections, samples) in [(Int.min, Int.min, Int.min), (Int.max, Int.max, Int.max), (0, 0, 0)] {
+            let policy = FailoverPolicy(
+                errorRateThreshold: 0, minimumRequests: minimum, window: .seconds(Int64.max),
+                consecutiveConnectionFailures: connections, maximumSamples: samples)
+            let clock = ManualServiceClock()
+            let pool = try ServerPool(servers: [a, b], policy: policy, clock: clock)
+            pool.record(.success, for: a)
+            clock.advance(by: .seconds(1_000_000_000))
+            pool.record(.connectionFailure, for: a)
+            // A minimum of 1 (clamped) and a threshold of 0: the failure moved it; Int.max never.
+            #expect(pool.currentIndex == (minimum == Int.max ? 0 : 1), "\(minimum)")
+            try pool.select(index: 0)
+            pool.record(.failure, for: a)
+            #expect(pool.errorRate.count <= 3)
+        }
+    }
 }
