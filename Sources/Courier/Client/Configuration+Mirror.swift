@@ -75,6 +75,7 @@ extension CallOptions: CustomReflectable {
                 "noData": fields.noData, "acceptsResult": fields.acceptsResult as Any, "userInfo": fields.userInfo,
                 "errorMapper": fields.errorMapper as Any, "whenOffline": fields.whenOffline as Any,
                 "logger": fields.logger as Any, "operationName": fields.operationName as Any,
+                "keepsAnswerAsItCame": fields.keepsAnswerAsItCame,
             ], displayStyle: .struct)
     }
 }
