@@ -45,7 +45,8 @@ extension HTTPClient {
         var network: Response?
         // One deadline for every request the cache sends for the call (a revalidation, then
         // the request without validators): each had the whole timeout.
-        let deadline = (timeout ?? options.clientSettings?.settings.timeout).map { ContinuousClock.now + $0 }
+        let whole = timeout ?? options.clientSettings?.settings.timeout
+        let deadline = whole.map { ContinuousClock.now + $0 }
         var sends = 0
         let result = try await cache.load(call) { outgoing in
             sends += 1
@@ -53,7 +54,7 @@ extension HTTPClient {
             if sends > 1, let deadline {
                 let remaining = deadline - .now
                 guard remaining > .zero else {
-                    throw CourierError(.timedOut, "the request took longer than its timeout")
+                    throw CourierError(.timedOut, "the request took longer than its timeout (\(whole ?? .zero))")
                 }
                 var later = options
                 later.timeout = remaining

@@ -34,6 +34,8 @@ extension HTTPClient {
         /// The request's sensitive names, redacted on top of the client's list.
         private let extraSensitive: Set<HTTPField.Name>
         private let deadline: ContinuousClock.Instant?
+        /// The request's whole timeout, for the error that says it ran out.
+        private let timeout: Duration?
         /// The call's logger (its id in the metadata), or the client's.
         private let logger: Logger
         /// The options of every hop; the timeout is what is left of the deadline.
@@ -64,7 +66,8 @@ extension HTTPClient {
             sensitive =
                 extraSensitive.isEmpty
                 ? client.credentialFieldNames : client.credentialFieldNames.union(extraSensitive)
-            deadline = (timeout ?? settings.settings.timeout).map { ContinuousClock.now + $0 }
+            self.timeout = timeout ?? settings.settings.timeout
+            deadline = self.timeout.map { ContinuousClock.now + $0 }
             logger = context.logger ?? client.configuration.logger
             transportOptions = TransportOptions(
                 timeout: nil, connectTimeout: settings.settings.connectTimeout,
@@ -100,7 +103,7 @@ extension HTTPClient {
             if let deadline {
                 let remaining = deadline - .now
                 guard remaining > .zero else {
-                    throw CourierError(.timedOut, "the request took longer than its timeout")
+                    throw CourierError(.timedOut, "the request took longer than its timeout (\(timeout ?? .zero))")
                 }
                 transportOptions.timeout = remaining
             }
