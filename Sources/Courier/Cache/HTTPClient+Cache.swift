@@ -45,16 +45,17 @@ extension HTTPClient {
         var network: Response?
         // One deadline for every request the cache sends for the call (a revalidation, then
         // the request without validators): each had the whole timeout.
-        let whole = timeout ?? options.clientSettings?.settings.timeout
-        let deadline = whole.map { ContinuousClock.now + $0 }
+        let deadline = (timeout ?? options.clientSettings?.settings.timeout).map {
+            (at: ContinuousClock.now + $0, timeout: $0)
+        }
         var sends = 0
         let result = try await cache.load(call) { outgoing in
             sends += 1
             let response: Response
             if sends > 1, let deadline {
-                let remaining = deadline - .now
+                let remaining = deadline.at - .now
                 guard remaining > .zero else {
-                    throw CourierError(.timedOut, "the request took longer than its timeout (\(whole ?? .zero))")
+                    throw CourierError(.timedOut, "the request took longer than its timeout (\(deadline.timeout))")
                 }
                 var later = options
                 later.timeout = remaining

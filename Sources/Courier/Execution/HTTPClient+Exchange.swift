@@ -33,9 +33,8 @@ extension HTTPClient {
         private let sensitive: Set<HTTPField.Name>
         /// The request's sensitive names, redacted on top of the client's list.
         private let extraSensitive: Set<HTTPField.Name>
-        private let deadline: ContinuousClock.Instant?
-        /// The request's whole timeout, for the error that says it ran out.
-        private let timeout: Duration?
+        /// When the request's whole timeout (kept for the error that says it ran out) ends.
+        private let deadline: (at: ContinuousClock.Instant, timeout: Duration)?
         /// The call's logger (its id in the metadata), or the client's.
         private let logger: Logger
         /// The options of every hop; the timeout is what is left of the deadline.
@@ -66,8 +65,7 @@ extension HTTPClient {
             sensitive =
                 extraSensitive.isEmpty
                 ? client.credentialFieldNames : client.credentialFieldNames.union(extraSensitive)
-            self.timeout = timeout ?? settings.settings.timeout
-            deadline = self.timeout.map { ContinuousClock.now + $0 }
+            deadline = (timeout ?? settings.settings.timeout).map { (ContinuousClock.now + $0, $0) }
             logger = context.logger ?? client.configuration.logger
             transportOptions = TransportOptions(
                 timeout: nil, connectTimeout: settings.settings.connectTimeout,
@@ -101,9 +99,9 @@ extension HTTPClient {
         @inline(never)
         mutating func nextTransportRequest() throws -> TransportRequest {
             if let deadline {
-                let remaining = deadline - .now
+                let remaining = deadline.at - .now
                 guard remaining > .zero else {
-                    throw CourierError(.timedOut, "the request took longer than its timeout (\(timeout ?? .zero))")
+                    throw CourierError(.timedOut, "the request took longer than its timeout (\(deadline.timeout))")
                 }
                 transportOptions.timeout = remaining
             }

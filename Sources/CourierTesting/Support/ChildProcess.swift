@@ -171,7 +171,9 @@ public enum ChildProcess {
             // got only the first page of `/proc/net/tcp` (27 of its lines in a full test run).
             let fd = open(table, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { continue }
-            let text = String(decoding: readToEnd(fd), as: UTF8.self)
+            var table = Data()
+            readToEnd(fd, into: &table)
+            let text = String(decoding: table, as: UTF8.self)
             close(fd)
             for line in text.split(separator: "\n").dropFirst() {
                 // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
@@ -201,32 +203,23 @@ public enum ChildProcess {
 }
 
 /// Reads `fd` into `bytes` until end of file (or an error other than an interruption).
+/// - Parameter deadline: when to give up waiting for more; nil waits as long as it takes.
 /// - Returns: false when `deadline` came first.
-private func readToEnd(_ fd: Int32, into bytes: inout Data, until deadline: ContinuousClock.Instant) -> Bool {
+@discardableResult
+private func readToEnd(_ fd: Int32, into bytes: inout Data, until deadline: ContinuousClock.Instant? = nil) -> Bool {
     var buffer = [UInt8](repeating: 0, count: 64 * 1024)
     while true {
-        let left = ContinuousClock.now.duration(to: deadline)
-        guard left > .zero else { return false }
-        let milliseconds = Int32(clamping: left.components.seconds * 1000 + 1)
-        if Socket.poll([fd], timeoutMilliseconds: milliseconds).isEmpty { continue }
+        if let deadline {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { return false }
+            let milliseconds = Int32(clamping: left.components.seconds * 1000 + 1)
+            if Socket.poll([fd], timeoutMilliseconds: milliseconds).isEmpty { continue }
+        }
         let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
         if count < 0 && errno == EINTR { continue }
         guard count > 0 else { return true }
         bytes.append(contentsOf: buffer[0..<count])
     }
-}
-
-/// Reads `fd` until end of file (or an error other than an interruption).
-private func readToEnd(_ fd: Int32) -> Data {
-    var bytes = Data()
-    var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-    while true {
-        let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-        if count < 0 && errno == EINTR { continue }
-        guard count > 0 else { break }
-        bytes.append(contentsOf: buffer[0..<count])
-    }
-    return bytes
 }
 
 /// Runs blocking work (a child process, a socket read, a semaphore wait) on a thread of its own

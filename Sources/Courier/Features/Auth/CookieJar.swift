@@ -158,11 +158,9 @@ public final class CookieJar: Sendable {
             }
             // An already-expired cookie is how a server deletes one.
             guard !cookie.isExpired(at: now) else { continue }
-            if created == nil {
-                created = contents.created
-                contents.created &+= 1
-            }
-            contents.cookies.append(Stored(cookie: cookie, created: created!))
+            let creation = created ?? contents.created
+            if created == nil { contents.created &+= 1 }
+            contents.cookies.append(Stored(cookie: cookie, created: creation))
         }
         contents.cookies.removeAll { $0.cookie.isExpired(at: now) }
         // Bounded per site, not per domain name: a host with many labels sets cookies for
