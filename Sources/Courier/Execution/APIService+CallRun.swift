@@ -70,6 +70,9 @@ extension ServiceCore {
         /// The pool's environment at the start: a switch during the call does not move it while
         /// its server is listed (`failOver`).
         private let environment: ServerEnvironment?
+        /// The pool's turn on the current attempt's server as the attempt started (`failOver`):
+        /// the attempt's outcome counts only in that turn.
+        private var poolTurn: UInt64 = 0
         /// The call's logger, spans and metrics (see `CallTelemetry`).
         private var telemetry: CallTelemetry
         /// Whether `telemetry` reports anything: a quiet call does not call it at all.
@@ -415,8 +418,9 @@ extension ServiceCore {
                 // What the server did: a fresh hit asked it nothing, and a stale answer served
                 // on its failure is that failure (it counted as a success, and hid it).
                 switch answer.serverOutcome {
-                case .answered: pool.record(answer.head.status.code >= 500 ? .failure : .success, for: server)
-                case .failed(let outcome): pool.record(outcome, for: server)
+                case .answered:
+                    pool.record(answer.head.status.code >= 500 ? .failure : .success, for: server, turn: poolTurn)
+                case .failed(let outcome): pool.record(outcome, for: server, turn: poolTurn)
                 case .notAsked: break
                 }
             }
@@ -560,9 +564,9 @@ extension ServiceCore {
             // an answer: the server was reached, and `RetryDecision` ends the call with it.
             if error.response == nil {
                 if error.isConnectionFailure {
-                    plan.pool?.record(.connectionFailure, for: server)
+                    plan.pool?.record(.connectionFailure, for: server, turn: poolTurn)
                 } else if error.isTransient {
-                    plan.pool?.record(.failure, for: server)
+                    plan.pool?.record(.failure, for: server, turn: poolTurn)
                 }
             }
             return AttemptFailure(error: error)
@@ -635,7 +639,8 @@ extension ServiceCore {
         @inline(never)
         func failOver() throws {
             guard let pool = plan.pool else { return }
-            let server = pool.currentServer
+            let (server, turn) = pool.currentTurn
+            poolTurn = turn
             guard server != self.server else { return }
             // An environment switch does not move the call while its server is listed. A call
             // that started with none (the first `setServers` names the pool's environment) has

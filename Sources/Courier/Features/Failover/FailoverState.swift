@@ -97,6 +97,9 @@ public struct ServerChange: Sendable, Hashable {
 struct FailoverState: Sendable {
     private(set) var servers: [BaseURL]
     private(set) var index = 0
+    /// Moves on whenever the window starts over (the pool moves, or its list is replaced): a
+    /// request sent in an earlier turn of the current server is not counted in this one.
+    private(set) var turn: UInt64 = 0
     let policy: FailoverPolicy
     /// Outcomes for the current server, oldest first: (time, failed).
     private var samples: [(at: ContinuousClock.Instant, failed: Bool)] = []
@@ -118,11 +121,14 @@ struct FailoverState: Sendable {
         return (Double(failures) / Double(live.count), live.count)
     }
 
-    /// Records an outcome of a request sent to `server`. Outcomes for a server that is no
-    /// longer current are ignored: they describe the past.
+    /// Records an outcome of a request sent to `server` in `turn`. Outcomes for a server that
+    /// is no longer current, or for a request sent before the pool left it and came back, are
+    /// ignored: they describe the past.
     /// - Returns: the change, when this outcome makes the pool switch.
-    mutating func record(_ outcome: ServerOutcome, server: BaseURL, now: ContinuousClock.Instant) -> ServerChange? {
-        guard server == current else { return nil }
+    mutating func record(
+        _ outcome: ServerOutcome, server: BaseURL, turn: UInt64, now: ContinuousClock.Instant
+    ) -> ServerChange? {
+        guard server == current, turn == self.turn else { return nil }
         prune(now: now)
         samples.append((now, outcome != .success))
         if samples.count > policy.maximumSamples { samples.removeFirst(samples.count - policy.maximumSamples) }
@@ -171,6 +177,7 @@ struct FailoverState: Sendable {
     }
 
     private mutating func resetWindow() {
+        turn &+= 1
         samples.removeAll(keepingCapacity: true)
         consecutiveConnectionFailures = 0
     }

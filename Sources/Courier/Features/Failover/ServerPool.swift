@@ -22,7 +22,7 @@ public struct ServerEnvironment: RawRepresentable, Hashable, Sendable, CustomStr
 /// Several base URLs for one API, with failover between them, optionally grouped into
 /// named environments that can be switched at runtime.
 ///
-/// Requests go to `current`. Report how each ended with `record(_:for:)`; when the error
+/// Requests go to `current`. Report how each ended with `record(_:for:turn:)`; when the error
 /// rate over the sliding window passes the policy's threshold, or connections fail, the pool
 /// moves to the next server and tells its observers.
 public final class ServerPool: Sendable {
@@ -112,6 +112,11 @@ public final class ServerPool: Sendable {
     public var current: URL { currentServer.url }
     /// The server requests go to now, validated.
     var currentServer: BaseURL { state.withLock { $0.failover.current } }
+    /// The server requests go to now, and its turn: what `record(_:for:turn:)` is given back
+    /// for a request sent there.
+    var currentTurn: (server: BaseURL, turn: UInt64) {
+        state.withLock { ($0.failover.current, $0.failover.turn) }
+    }
     /// The index of `current` in `servers`.
     var currentIndex: Int { state.withLock { $0.failover.index } }
     /// The servers of the current environment.
@@ -143,11 +148,13 @@ public final class ServerPool: Sendable {
     /// - Parameters:
     ///   - outcome: success, failure or connection failure.
     ///   - server: the server the request went to.
+    ///   - turn: `currentTurn.turn` when the request was sent there: an answer to a request sent
+    ///     before the pool left the server and came back is not counted.
     /// - Returns: the change, if this outcome caused one.
     @discardableResult
-    func record(_ outcome: ServerOutcome, for server: BaseURL) -> ServerChange? {
+    func record(_ outcome: ServerOutcome, for server: BaseURL, turn: UInt64) -> ServerChange? {
         let now = clock.now
-        return apply { $0.failover.record(outcome, server: server, now: now) }
+        return apply { $0.failover.record(outcome, server: server, turn: turn, now: now) }
     }
 
     /// Selects a server explicitly (for example when the backend pushes an index).

@@ -198,6 +198,49 @@ import Testing
         #expect(backup.count("/users/1") == 1)
     }
 
+    /// An answer to a request sent before the pool left a server and came back to it describes
+    /// the server's past, as an answer from a server the pool has left does: it does not count
+    /// in the window the server starts with on its return. On the old code the pool compared
+    /// only the server: here a 503 to a request sent during the primary's first turn, which
+    /// came after the pool had gone to the backup and back, moved the pool off the primary
+    /// again (after a wrap-round of a two-server pool, one late failure of its first turn made
+    /// it flap).
+    @Test func anAnswerFromAServersEarlierTurnDoesNotCountInItsNextOne() async throws {
+        let primary = try TestServer()
+        let backup = try TestServer()
+        defer {
+            primary.stop()
+            backup.stop()
+        }
+        let held = HeldRoute()
+        primary.route("/slow") { _ in
+            held.hold()
+            return .status(503)
+        }
+        primary.route("/users/1") { _ in .json(["id": 1, "name": "primary"]) }
+        let clock = ManualServiceClock()
+        // One failure in the window moves the pool.
+        let policy = FailoverPolicy(errorRateThreshold: 0.4, minimumRequests: 1, consecutiveConnectionFailures: 0)
+        let pool = try ServerPool(
+            servers: [ServiceFixture.base(primary), ServiceFixture.base(backup)], policy: policy, clock: clock)
+        let service = try Self.service(pool, clock: clock, retryPolicy: RetryPolicy.none)
+        let late = Task { () async throws -> ServiceUser in try await service.get("slow") }
+        while held.arrived.value == 0 { await Task.yield() }
+        try pool.select(index: 1)
+        try pool.select(index: 0)
+        held.release(1)
+        let error = await courierError { _ = try await late.value }
+        #expect(error?.status?.code == 503)
+        #expect(pool.current == primary.baseURL, "the late 503 of the primary's first turn moved the pool")
+        // An answer to a request of this turn still counts.
+        let user: ServiceUser = try await service.get("users/1")
+        #expect(user.name == "primary")
+        primary.route("/users/1") { _ in .status(503) }
+        let refused = await courierError { let _: ServiceUser = try await service.get("users/1") }
+        #expect(refused?.status?.code == 503)
+        #expect(pool.current == backup.baseURL)
+    }
+
     /// 100 calls at once while three servers fail (503) and recover by a seeded plan (the set
     /// of servers down changes every 5 requests): every call ends, with the answer of a server
     /// that was up or the 503 of one that was down, in at most its 3 attempts; the pool's

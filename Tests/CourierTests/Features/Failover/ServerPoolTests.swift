@@ -295,3 +295,38 @@ import Testing
         }
     }
 }
+
+extension ServerPoolTests {
+    /// An outcome of a request sent in an earlier turn of the current server (the pool left it
+    /// and came back) is ignored; one of this turn counts.
+    @Test func anOutcomeOfAnEarlierTurnIsIgnored() throws {
+        let policy = FailoverPolicy(errorRateThreshold: 0, minimumRequests: 1, consecutiveConnectionFailures: 1)
+        let pool = try ServerPool(servers: [a, b], policy: policy, clock: ManualServiceClock())
+        let first = pool.currentTurn
+        try pool.select(index: 1)
+        try pool.select(index: 0)
+        #expect(pool.currentTurn.server == first.server)
+        #expect(pool.currentTurn.turn != first.turn)
+        #expect(pool.record(.connectionFailure, for: a, turn: first.turn) == nil)
+        #expect(pool.record(.failure, for: a, turn: first.turn) == nil)
+        #expect(pool.errorRate.count == 0)
+        #expect(pool.record(.connectionFailure, for: a, turn: pool.currentTurn.turn)?.reason == .connectionFailure)
+    }
+}
+
+extension ServerPool {
+    /// Reports an outcome of a request sent in the current turn (what most tests here mean).
+    @discardableResult
+    fileprivate func record(_ outcome: ServerOutcome, for server: BaseURL) -> ServerChange? {
+        record(outcome, for: server, turn: currentTurn.turn)
+    }
+}
+
+extension FailoverState {
+    /// Records an outcome of a request sent in the current turn.
+    fileprivate mutating func record(_ outcome: ServerOutcome, server: BaseURL, now: ContinuousClock.Instant)
+        -> ServerChange?
+    {
+        record(outcome, server: server, turn: turn, now: now)
+    }
+}
