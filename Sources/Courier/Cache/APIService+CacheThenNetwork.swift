@@ -51,7 +51,8 @@ extension APIService {
     /// - Parameters:
     ///   - endpoint: the request.
     ///   - allowingStale: whether a cached entry past its freshness is delivered.
-    ///   - queue: where `handler` runs (nil: the service's `callbackQueue`).
+    ///   - queue: where `handler` runs (nil: the service's `callbackQueue`); on a concurrent
+    ///     queue too, the second result waits until the handler has returned from the first.
     ///   - handler: gets each result in order.
     /// - Returns: the task running both calls; cancel it to stop them (the handler then gets
     ///   `CourierError.cancelled` as the network's result, unless that result came first).
@@ -60,7 +61,10 @@ extension APIService {
         _ endpoint: Endpoint<Model>, allowingStale: Bool = true, deliveringOn queue: DispatchQueue? = nil,
         _ handler: @escaping @Sendable (Result<Response<Model>, CourierError>) -> Void
     ) -> Task<Void, Never> {
-        let queue = queue ?? core.configuration.callbackQueue
+        // One after the other, in order, on a concurrent queue too: a queue of its own that
+        // targets it runs one block at a time (the network's result after the cached one).
+        let queue = DispatchQueue(
+            label: "courier.cacheThenNetwork", target: queue ?? core.configuration.callbackQueue)
         let core = self.core
         // The calls run in the task itself, not through the sequence: a cancelled sequence
         // just ends, which left the handler without its last result.

@@ -218,6 +218,38 @@ import Testing
         #expect(early.withLock { $0 } == [.cancelled])
     }
 
+    /// On a concurrent queue the two results still come one after the other, the cached one
+    /// first: a screen must not show the cached answer over the network's. On the old code each
+    /// was handed to the queue on its own, and the network's ran beside the cached one still
+    /// running (here it opened the gate the cached one waits at; now the cached one waits its
+    /// whole bound and returns before the network's starts).
+    @Test func onAConcurrentQueueTheNetworksResultWaitsForTheCachedOne() async throws {
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let _: ServiceUser = try await fixture.service.get("feed")
+        fixture.knobs.name.withLock { $0 = "second" }
+        let delivered = LockedValue<[String]>([])
+        let gate = DispatchSemaphore(value: 0)
+        let done = DispatchSemaphore(value: 0)
+        let concurrent = DispatchQueue(label: "test.concurrent", attributes: .concurrent)
+        let task = fixture.service.cacheThenNetwork(Endpoint<ServiceUser>.get("feed"), deliveringOn: concurrent) {
+            result in
+            let response = try? result.get()
+            if response?.isFromCache == true {
+                delivered.withLock { $0.append("cached started") }
+                _ = gate.wait(timeout: TestTimeBound.deadline(seconds: 1))
+                delivered.withLock { $0.append("cached ended") }
+            } else {
+                delivered.withLock { $0.append("network \(response?.value.name ?? "error")") }
+                gate.signal()
+                done.signal()
+            }
+        }
+        await task.value
+        try await offPool { done.wait() }
+        #expect(delivered.withLock { $0 } == ["cached started", "cached ended", "network second"])
+    }
+
     @Test func otherMethodsSkipTheCache() async throws {
         let fixture = try Fixture()
         defer { fixture.server.stop() }
