@@ -215,9 +215,20 @@ extension HTTPClient {
             }
             try Self.resolve(&prepared, against: baseURL)
         }
-        prepared.headerFields.appendAbsent(settings.settings.defaultHeaders)
+        // Another origin gets neither the credential nor the default fields that carry one (a
+        // static Authorization, an API key), as a service leaves out its headers' own.
+        var admitted: Bool?
+        if let withoutCredential = settings.defaultHeadersWithoutCredential {
+            let admits = credentialScope.admits(request, decision: sendsCredential, baseOrigin: settings.origin)
+            admitted = admits
+            prepared.headerFields.appendAbsent(admits ? settings.settings.defaultHeaders : withoutCredential)
+        } else {
+            prepared.headerFields.appendAbsent(settings.settings.defaultHeaders)
+        }
         let auth = authorizationFields()
-        if !auth.isEmpty, credentialScope.admits(request, decision: sendsCredential, baseOrigin: settings.origin) {
+        if !auth.isEmpty,
+            admitted ?? credentialScope.admits(request, decision: sendsCredential, baseOrigin: settings.origin)
+        {
             prepared.headerFields.appendAbsent(auth)
         }
         (cookieJar ?? self.cookieJar)?.apply(to: &prepared)

@@ -71,10 +71,11 @@ public final class HTTPClient: Sendable {
         let configuration = try configuration.validated()
         for field in configuration.defaultHeaders { try RequestValidation.validate(field) }
         self.configuration = configuration
-        let settings = LiveSettings(Settings(configuration))
+        let scope = try CredentialScope(configuration: configuration)
+        let settings = LiveSettings(Settings(configuration), credentialFieldNames: scope.fieldNames)
         try settings.refuseUnusableBaseURL()
         live = LockedValue(settings)
-        credentialScope = try CredentialScope(configuration: configuration)
+        credentialScope = scope
         cookieJar = configuration.cookieJar ?? (configuration.enablesCookieEngine ? CookieJar() : nil)
         telemetry = Telemetry(tracer: configuration.tracer, metricsFactory: configuration.metricsFactory)
         if let transport {
