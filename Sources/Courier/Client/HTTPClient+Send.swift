@@ -205,8 +205,11 @@ extension HTTPClient {
 
     /// Base URL, default headers, auth header (to the API's own origins), the jar's cookies,
     /// then validation.
+    /// - Parameter session: the client's session the request's call began in (nil: of no call).
+    /// - Throws: `CourierError.authentication` when that session ended; `.invalidRequest`.
     func prepare(
-        _ request: HTTPRequest, cookieJar: CookieJar? = nil, sendsCredential: Bool? = nil, settings: LiveSettings
+        _ request: HTTPRequest, cookieJar: CookieJar? = nil, sendsCredential: Bool? = nil, settings: LiveSettings,
+        session: UInt64? = nil
     ) throws(CourierError) -> HTTPRequest {
         var prepared = request
         if prepared.scheme == nil || prepared.authority == nil {
@@ -225,7 +228,7 @@ extension HTTPClient {
         } else {
             prepared.headerFields.appendAbsent(settings.settings.defaultHeaders)
         }
-        let auth = authorizationFields()
+        let auth = try authorizationFields(session: session)
         if !auth.isEmpty,
             admitted ?? credentialScope.admits(request, decision: sendsCredential, baseOrigin: settings.origin)
         {

@@ -142,6 +142,37 @@ import Testing
         let bobs: Token = try await service.get("flaky")
         #expect(bobs.token == "Bearer bob")
     }
+
+    /// The same with the client's own credential (`logIn(credential:)`, no interceptor): each
+    /// attempt asks the client for its credential, and the retry of alice's call went out as
+    /// bob's, so alice's call got bob's answer.
+    @Test func aCallRetriedAfterTheClientLoggedOutAndInAgainIsNotSentAsTheNextUser() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let service = try ServiceFixture.service(server)
+        let client = service.client
+        try client.logIn(credential: "alice")
+        let answered = ServiceCounter()
+        server.route("/flaky") { request in
+            if answered.increment() == 1 {
+                client.logOut()
+                try? client.logIn(credential: "bob")
+                return .status(503)
+            }
+            return .json(["token": request.header("authorization") ?? ""])
+        }
+        struct Token: Decodable { var token: String }
+        do {
+            let answer: Token = try await service.get("flaky")
+            Issue.record("alice's call got the answer to \(answer.token)")
+        } catch {
+            #expect(error.code == .authentication)
+        }
+        #expect(server.recordedRequests(path: "/flaky").map { $0.header("authorization") } == ["Bearer alice"])
+        // A call of bob's session goes through.
+        let bobs: Token = try await service.get("flaky")
+        #expect(bobs.token == "Bearer bob")
+    }
 }
 
 /// Waits for `task`; if it has not ended after `bound`, runs `rescue` (which makes it end) and
