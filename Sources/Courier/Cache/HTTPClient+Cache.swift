@@ -24,7 +24,7 @@ extension HTTPClient {
         if options.clientSettings == nil { options.clientSettings = liveSettings }
         let prepared = try prepare(
             request, cookieJar: options.cookieJar, sendsCredential: options.sendsCredential,
-            settings: options.clientSettings ?? liveSettings)
+            settings: options.clientSettings ?? liveSettings, session: context.session)
         var call = CacheRequest(
             prepared, policy: options.cachePolicy, lifetime: options.cacheLifetime, staleIfError: options.staleIfError)
         if !options.sensitiveHeaderNames.isEmpty {

@@ -18,7 +18,9 @@ extension HTTPClient {
         public var connectTimeout: Duration
         /// Fail a transfer when no byte moved for this long (`nil`: never).
         public var stallTimeout: Duration?
-        /// Fields added to every request that does not set them itself.
+        /// Fields added to every request that does not set them itself; those that carry a
+        /// credential (Authorization, Cookie, `sensitiveHeaderNames`, …) only to the API's own
+        /// origins.
         public var defaultHeaders: HTTPFields
         /// At most this many connections to one host.
         public var maxConnectionsPerHost: Int

@@ -205,8 +205,11 @@ extension HTTPClient {
 
     /// Base URL, default headers, auth header (to the API's own origins), the jar's cookies,
     /// then validation.
+    /// - Parameter session: the client's session the request's call began in (nil: of no call).
+    /// - Throws: `CourierError.authentication` when that session ended; `.invalidRequest`.
     func prepare(
-        _ request: HTTPRequest, cookieJar: CookieJar? = nil, sendsCredential: Bool? = nil, settings: LiveSettings
+        _ request: HTTPRequest, cookieJar: CookieJar? = nil, sendsCredential: Bool? = nil, settings: LiveSettings,
+        session: UInt64? = nil
     ) throws(CourierError) -> HTTPRequest {
         var prepared = request
         if prepared.scheme == nil || prepared.authority == nil {
@@ -215,9 +218,20 @@ extension HTTPClient {
             }
             try Self.resolve(&prepared, against: baseURL)
         }
-        prepared.headerFields.appendAbsent(settings.settings.defaultHeaders)
-        let auth = authorizationFields()
-        if !auth.isEmpty, credentialScope.admits(request, decision: sendsCredential, baseOrigin: settings.origin) {
+        // Another origin gets neither the credential nor the default fields that carry one (a
+        // static Authorization, an API key), as a service leaves out its headers' own.
+        var admitted: Bool?
+        if let withoutCredential = settings.defaultHeadersWithoutCredential {
+            let admits = credentialScope.admits(request, decision: sendsCredential, baseOrigin: settings.origin)
+            admitted = admits
+            prepared.headerFields.appendAbsent(admits ? settings.settings.defaultHeaders : withoutCredential)
+        } else {
+            prepared.headerFields.appendAbsent(settings.settings.defaultHeaders)
+        }
+        let auth = try authorizationFields(session: session)
+        if !auth.isEmpty,
+            admitted ?? credentialScope.admits(request, decision: sendsCredential, baseOrigin: settings.origin)
+        {
             prepared.headerFields.appendAbsent(auth)
         }
         (cookieJar ?? self.cookieJar)?.apply(to: &prepared)

@@ -12,7 +12,9 @@ extension HTTPClient {
         /// Where requests without a scheme and authority go (switch environments here). Its
         /// origin receives the credential from the change on.
         public var baseURL: URL?
-        /// Fields added to every request that does not set them itself.
+        /// Fields added to every request that does not set them itself; those that carry a
+        /// credential (Authorization, Cookie, `sensitiveHeaderNames`, …) only to the API's own
+        /// origins.
         public var defaultHeaders: HTTPFields
         /// The longest a request may take, redirects included (`nil`: no limit).
         public var timeout: Duration?
@@ -42,11 +44,19 @@ extension HTTPClient {
         let server: Result<BaseURL, CourierError>
         /// The base URL's origin: the API's own, it gets the credential.
         let origin: Origin?
+        /// The default headers without the fields that carry a credential, for a request to
+        /// another origin; nil when they carry none.
+        let defaultHeadersWithoutCredential: HTTPFields?
 
-        init(_ settings: Settings, version: UInt64 = 0) {
+        /// - Parameter credentialFieldNames: the client's credential fields (`CredentialScope`).
+        init(_ settings: Settings, version: UInt64 = 0, credentialFieldNames: Set<HTTPField.Name>) {
             self.settings = settings
             self.version = version
             origin = settings.baseURL.flatMap(Origin.init)
+            let defaults = settings.defaultHeaders
+            defaultHeadersWithoutCredential =
+                defaults.contains { credentialFieldNames.contains($0.name) }
+                ? HTTPFields(defaults.filter { !credentialFieldNames.contains($0.name) }) : nil
             if let url = settings.baseURL {
                 do {
                     server = .success(try BaseURL(url.absoluteString))
@@ -99,7 +109,7 @@ extension HTTPClient {
                 try ConfigurationBounds.timeout(changed.connectTimeout, "connect timeout") ?? changed.connectTimeout
             changed.stallTimeout = try ConfigurationBounds.timeout(changed.stallTimeout, "stall timeout")
             for field in changed.defaultHeaders { try RequestValidation.validate(field) }
-            let next = LiveSettings(changed, version: version &+ 1)
+            let next = LiveSettings(changed, version: version &+ 1, credentialFieldNames: credentialFieldNames)
             try next.refuseUnusableBaseURL()
             // Commit only over what `change` saw: a concurrent update is never lost.
             let committed = live.withLock { live in

@@ -71,10 +71,11 @@ public final class HTTPClient: Sendable {
         let configuration = try configuration.validated()
         for field in configuration.defaultHeaders { try RequestValidation.validate(field) }
         self.configuration = configuration
-        let settings = LiveSettings(Settings(configuration))
+        let scope = try CredentialScope(configuration: configuration)
+        let settings = LiveSettings(Settings(configuration), credentialFieldNames: scope.fieldNames)
         try settings.refuseUnusableBaseURL()
         live = LockedValue(settings)
-        credentialScope = try CredentialScope(configuration: configuration)
+        credentialScope = scope
         cookieJar = configuration.cookieJar ?? (configuration.enablesCookieEngine ? CookieJar() : nil)
         telemetry = Telemetry(tracer: configuration.tracer, metricsFactory: configuration.metricsFactory)
         if let transport {
@@ -128,7 +129,8 @@ public final class HTTPClient: Sendable {
     /// Stops sending the auth header, and drops the cached responses of the session: those
     /// fetched with the credential, and those fetched with any other credential field (cookies,
     /// a custom key header) by this client since login. A response that arrives after this,
-    /// to a request sent before, is not cached.
+    /// to a request sent before, is not cached. A service call that began before fails at its
+    /// next attempt with `.authentication`: it never goes on with the next session's credential.
     public func logOut() {
         let ended = state.withLock { state in
             defer {
@@ -148,10 +150,22 @@ public final class HTTPClient: Sendable {
     /// Whether a credential is set.
     public var isLoggedIn: Bool { state.withLock { $0.credential != nil } }
 
+    /// Moves on at each logout.
+    var sessionGeneration: UInt64 { state.withLock { $0.sessionGeneration } }
+
     /// The auth fields for a request starting now.
     func authorizationFields() -> [HTTPField] {
         guard let credential = state.withLock({ $0.credential }) else { return [] }
         return configuration.authorization.build(credential)
+    }
+
+    /// The auth fields for a request of a call that began in `session` (nil: of no call).
+    /// - Throws: `CourierError.authentication` when that session ended (a logout since).
+    func authorizationFields(session: UInt64?) throws(CourierError) -> [HTTPField] {
+        guard let session else { return authorizationFields() }
+        let (credential, current) = state.withLock { ($0.credential, $0.sessionGeneration) }
+        guard current == session else { throw .sessionEnded }
+        return credential.map(configuration.authorization.build) ?? []
     }
 
     fileprivate func handle(_ notification: Notification) {
@@ -171,6 +185,14 @@ public final class HTTPClient: Sendable {
         } catch {
             configuration.logger.warning("courier: login notification ignored: \(error.message)")
         }
+    }
+}
+
+extension CourierError {
+    /// What a call fails with at an attempt after a logout ended the session it began in.
+    static var sessionEnded: CourierError {
+        CourierError(
+            .authentication, "logged out during the call: it is not sent again with the credential of a later session")
     }
 }
 

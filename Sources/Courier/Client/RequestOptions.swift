@@ -72,6 +72,9 @@ struct TransferContext: Sendable {
     var scope: CancellationScope?
     /// The logger of the call the request belongs to (its id in the metadata); nil: the client's.
     var logger: Logger?
+    /// The client's session the call began in (`HTTPClient.sessionGeneration`): a request made
+    /// after that session ended is refused, not sent with the credential of a later one.
+    var session: UInt64?
 
     /// A request of no service call.
     static let none = TransferContext()

@@ -29,6 +29,10 @@ extension ServiceCore {
         /// service's own): an attempt after a logout is refused, not sent with the credential
         /// of whoever logged in since.
         private let sessionEpoch: UInt64?
+        /// The same for the client's own credential (`HTTPClient.logIn`): the client's session
+        /// at the start (nil: a server that gets no credential), checked again when the client
+        /// writes the credential into a transfer (`HTTPClient.prepare`).
+        private let clientSession: UInt64?
         /// The endpoint key held in the in-flight guard, if the call holds one.
         private var guardKey: String?
         /// The call's parameters and body, kept for a failover, which encodes them again for
@@ -134,6 +138,7 @@ extension ServiceCore {
             }
             let sendsCredential = plan.sendsCredential
             sessionEpoch = sendsCredential ? service.prepared.credentials?.sessionEpoch : nil
+            clientSession = sendsCredential ? service.client.sessionGeneration : nil
             telemetry = CallTelemetry.start(
                 client: service.client, service: service.configuration.name, server: plan.server.authority,
                 options: plan.options, id: id,
@@ -322,11 +327,8 @@ extension ServiceCore {
 
         /// - Throws: `CourierError.authentication` when the session the call started in ended.
         func checkSession() throws(CourierError) {
-            if let sessionEpoch, service.prepared.credentials?.sessionEpoch != sessionEpoch {
-                throw CourierError(
-                    .authentication,
-                    "logged out during the call: it is not sent again with the credential of a later session")
-            }
+            if let sessionEpoch, service.prepared.credentials?.sessionEpoch != sessionEpoch { throw .sessionEnded }
+            if let clientSession, service.client.sessionGeneration != clientSession { throw .sessionEnded }
         }
 
         /// Whether the cache may answer the call's attempt without the network: a GET that
@@ -382,7 +384,7 @@ extension ServiceCore {
         /// call shares with identical calls (de-duplication) is still this call's own: it runs
         /// in this call's task, and when this call is cancelled, the others start again.
         func transferContext() -> TransferContext {
-            TransferContext(scope: scope, logger: telemetry.logger)
+            TransferContext(scope: scope, logger: telemetry.logger, session: clientSession)
         }
 
         /// The jar's cookies, then the monitors' `willSend`.

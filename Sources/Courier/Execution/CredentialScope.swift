@@ -14,7 +14,8 @@ struct CredentialScope: Sendable {
     /// The fields that carry a credential.
     let fieldNames: Set<HTTPField.Name>
     /// The API's own origins; empty when the client declares none (no base URL and no
-    /// `credentialOrigins`): then every request the caller addresses gets the credential.
+    /// `credentialOrigins`): then, until `updateSettings` gives it a base URL, every request
+    /// the caller addresses gets the credential.
     let origins: Set<Origin>
     /// What the client's logs redact: `Redaction.default` and `fieldNames`.
     let redaction: Redaction
@@ -60,7 +61,8 @@ struct CredentialScope: Sendable {
         if let decision { return decision }
         // Relative to the base URL: the API's own.
         guard let scheme = request.scheme, let authority = request.authority else { return true }
-        guard !origins.isEmpty else { return true }
+        // No origin of its own: neither declared when the client was made, nor a base URL now.
+        guard !origins.isEmpty || baseOrigin != nil else { return true }
         guard let origin = Origin(scheme: scheme, authority: authority) else { return false }
         return origins.contains(origin) || origin == baseOrigin
     }

@@ -58,7 +58,8 @@ extension HTTPClient {
             // Read before the request takes the jar's cookies: a logout after it is seen.
             cookieSession = cookieJar?.session
             current = try client.prepare(
-                request, cookieJar: options.cookieJar, sendsCredential: options.sendsCredential, settings: settings)
+                request, cookieJar: options.cookieJar, sendsCredential: options.sendsCredential, settings: settings,
+                session: context.session)
             self.body = body
             limit = options.maxRedirects.map { max(0, $0) } ?? client.configuration.maxRedirects
             extraSensitive = options.sensitiveHeaderNames

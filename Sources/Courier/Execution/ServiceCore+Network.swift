@@ -3,7 +3,8 @@ extension ServiceCore {
     /// for the network (up to a limit, on the service's clock), or go on, as the call or the
     /// service says; a call that reads the cache only always goes on, and a GET the cache may
     /// answer asks it first (`cachedWhileOffline`).
-    /// - Throws: `CourierError.offline`, or `CancellationError`.
+    /// - Throws: `CourierError.offline`, `.authentication` when the call's session ended during
+    ///   the wait, or `CancellationError`.
     @inline(never)
     func awaitNetwork(for call: CallRun) async throws {
         guard let source = configuration.networkStatus else { return }
@@ -20,6 +21,9 @@ extension ServiceCore {
             return
         }
         try await holdWhileOffline(for: call)
+        // The adapters write the credential after the wait: not that of a session logged in
+        // during it.
+        try call.checkSession()
     }
 
     /// The attempt of a GET whose cache may hold a fresh answer, while offline: the cache's

@@ -142,6 +142,67 @@ import Testing
         let bobs: Token = try await service.get("flaky")
         #expect(bobs.token == "Bearer bob")
     }
+
+    /// A call that waits for the network (`whenOffline: .wait`) while its user logs out and the
+    /// next one logs in: the old code wrote the credential of the moment into the request when
+    /// the network came back, and alice's call went out as bob (with bob's answer).
+    @Test func aCallWaitingForTheNetworkAcrossALogoutIsNotSentAsTheNextUser() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.validBearerTokens = ["alice", "bob"]
+        let network = ManualNetworkStatus(.offline)
+        let clock = ManualServiceClock()
+        let coordinator = AuthRefreshCoordinator<String>(credential: "alice") { _ in "never" }
+        let service = try ServiceFixture.service(server) {
+            $0.authentication = .bearer(coordinator)
+            $0.networkStatus = network
+            $0.whenOffline = .wait(upTo: .seconds(600))
+            $0.clock = clock
+        }
+        let call = Self.bearerCall(service)
+        await network.waitForSubscribers(1)
+        await clock.waitForSleepers(1)
+        coordinator.logout()
+        coordinator.login("bob")
+        network.set(NetworkStatus(isOnline: true, interface: .ethernet, interfaceName: "eth0"))
+        let error = await call.value
+        #expect(error?.code == .authentication, "alice's call ended with \(String(describing: error))")
+        #expect(server.count("/bearer") == 0, "sent as \(server.recordedRequests.map { $0.header("authorization") })")
+        // A call of bob's session goes through.
+        let bearer: Bearer = try await service.get("bearer")
+        #expect(bearer.token == "bob")
+    }
+
+    /// The same with the client's own credential (`logIn(credential:)`, no interceptor): each
+    /// attempt asks the client for its credential, and the retry of alice's call went out as
+    /// bob's, so alice's call got bob's answer.
+    @Test func aCallRetriedAfterTheClientLoggedOutAndInAgainIsNotSentAsTheNextUser() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let service = try ServiceFixture.service(server)
+        let client = service.client
+        try client.logIn(credential: "alice")
+        let answered = ServiceCounter()
+        server.route("/flaky") { request in
+            if answered.increment() == 1 {
+                client.logOut()
+                try? client.logIn(credential: "bob")
+                return .status(503)
+            }
+            return .json(["token": request.header("authorization") ?? ""])
+        }
+        struct Token: Decodable { var token: String }
+        do {
+            let answer: Token = try await service.get("flaky")
+            Issue.record("alice's call got the answer to \(answer.token)")
+        } catch {
+            #expect(error.code == .authentication)
+        }
+        #expect(server.recordedRequests(path: "/flaky").map { $0.header("authorization") } == ["Bearer alice"])
+        // A call of bob's session goes through.
+        let bobs: Token = try await service.get("flaky")
+        #expect(bobs.token == "Bearer bob")
+    }
 }
 
 /// Waits for `task`; if it has not ended after `bound`, runs `rescue` (which makes it end) and

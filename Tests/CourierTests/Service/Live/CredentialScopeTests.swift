@@ -69,6 +69,47 @@ import Testing
         #expect(explicit.headers["x-api-key"] == "mine")
     }
 
+    /// The client's default headers may carry a credential too (a static `Authorization`, an
+    /// API key, a `Cookie`): its fields stay on the API's own origins as the service's own
+    /// headers' do. The old code added every default field to every request, so a per-call
+    /// server, or a `send` to another origin, got the key.
+    @Test func theClientsDefaultCredentialFieldsStayOnItsOwnOrigins() async throws {
+        let api = try TestServer()
+        let other = try TestServer()
+        defer {
+            api.stop()
+            other.stop()
+        }
+        let client = try makeClient {
+            $0.baseURL = api.baseURL
+            $0.sensitiveHeaderNames = [Self.apiKey]
+            $0.defaultHeaders = [
+                .authorization: "Bearer static-token", Self.apiKey: "client-key", .cookie: "sid=client-cookie",
+                HTTPField.Name("X-Client")!: "tests",
+            ]
+        }
+        let service = ServiceCore(client: client, configuration: ServiceConfiguration(retryPolicy: .none))
+        let foreign: EchoModel = try await service.get(
+            "echo", options: .default.with(\.server, ServiceFixture.base(other).url))
+        let direct = try Self.headers(try await client.send(HTTPRequest(.get, other.url("/echo"))))
+        for headers in [foreign.headers, direct] {
+            #expect(headers["authorization"] == nil)
+            #expect(headers["x-api-key"] == nil)
+            #expect(headers["cookie"] == nil)
+            #expect(headers["x-client"] == "tests", "the other default fields stay")
+        }
+        // The API's own origin gets them all.
+        let own: EchoModel = try await service.get("echo")
+        #expect(own.headers["authorization"] == "Bearer static-token")
+        #expect(own.headers["x-api-key"] == "client-key")
+        #expect(own.headers["cookie"] == "sid=client-cookie")
+        // And a call that opts in takes them to its server.
+        let optIn: EchoModel = try await service.get(
+            "echo",
+            options: .default.with(\.server, ServiceFixture.base(other).url).with(\.sendsCredentialToServer, true))
+        #expect(optIn.headers["x-api-key"] == "client-key")
+    }
+
     @Test func perCallServerGetsTheCredentialWhenTheCallOptsIn() async throws {
         let api = try TestServer()
         let other = try TestServer()

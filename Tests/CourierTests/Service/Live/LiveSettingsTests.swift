@@ -176,6 +176,28 @@ import Testing
         #expect(elsewhere.recordedRequests(path: "/echo").first?.header("Authorization") == nil)
     }
 
+    /// A client made without a base URL (and without `credentialOrigins`) sends its credential
+    /// wherever a request goes, having no origin of its own; once `updateSettings` gives it a
+    /// base URL it has one. The old code kept sending the credential to every origin: the
+    /// scope read only the origins the client was made with.
+    @Test func aBaseURLSetLaterScopesTheCredentialOfAClientMadeWithoutOne() async throws {
+        let api = try TestServer()
+        let elsewhere = try TestServer()
+        defer {
+            api.stop()
+            elsewhere.stop()
+        }
+        let client = try HTTPClient(configuration: HTTPClient.Configuration(notificationCenter: NotificationCenter()))
+        try client.logIn(credential: "token")
+        try client.updateSettings { $0.baseURL = api.baseURL }
+        _ = try await client.send(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/echo"))
+        _ = try await client.send(method: .get, url: api.url("/echo"))
+        _ = try await client.send(method: .get, url: elsewhere.url("/echo"))
+        #expect(
+            api.recordedRequests(path: "/echo").map { $0.header("Authorization") } == ["Bearer token", "Bearer token"])
+        #expect(elsewhere.recordedRequests(path: "/echo").first?.header("Authorization") == nil)
+    }
+
     @Test func aRefusedChangeLeavesEverySettingAsItWas() throws {
         let client = try HTTPClient(
             configuration: HTTPClient.Configuration(
