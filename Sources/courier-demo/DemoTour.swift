@@ -25,7 +25,7 @@ struct DemoTour {
                 baseURL: fixture.apiURL, resolve: [fixture.cdnResolve], notificationCenter: center, cache: cache))
         let auth = AuthService(
             core: ServiceCore(client: client, configuration: ServiceConfiguration(retryPolicy: .none)))
-        let coordinator = AuthRefreshCoordinator<String> { _ in try await auth.refresh() }
+        let coordinator = AuthRefreshCoordinator<String> { expired in try await auth.refresh(expired: expired) }
         // One configuration for the domain services: they share the token and its refresh.
         let shared = ServiceConfiguration(authentication: .bearer(coordinator))
         let users = UserService(core: ServiceCore(client: client, configuration: shared))

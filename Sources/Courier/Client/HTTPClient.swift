@@ -102,6 +102,49 @@ public final class HTTPClient: Sendable {
     ///   credential, a field it did not make when the client asked it which fields carry the
     ///   credential (list that field in `sensitiveHeaderNames`).
     public func logIn(credential: String) throws(CourierError) {
+        try check(credential)
+        state.withLock { state in
+            // Another user replaces the current one without a logout: what the session stored
+            // stays the previous user's (logout then purges only the new user's).
+            if let current = state.credential, current != credential {
+                state.sessionIdentities = []
+                state.sessionIdentitiesOverflowed = false
+            }
+            state.credential = credential
+        }
+        configuration.logger.debug("courier: logged in")
+    }
+
+    /// Replaces the credential with a renewed one (a token refresh), only while `expired` is
+    /// still the client's credential: the same session goes on (`logOut()` purges the cached
+    /// responses fetched with either).
+    ///
+    /// Call this in a refresher, rather than `logIn(credential:)`: a refresh that ends after the
+    /// user logged out, or after another user logged in, leaves the client as it is, and the
+    /// next user's requests never carry the previous user's new token.
+    /// - Parameters:
+    ///   - credential: the renewed credential.
+    ///   - expired: the credential it renews (the one the refresh was asked for).
+    /// - Returns: whether the credential was replaced: false when `expired` is no longer the
+    ///   client's credential (a logout, or another login, came first).
+    /// - Throws: what `logIn(credential:)` throws for `credential`.
+    @discardableResult
+    public func logIn(credential: String, replacing expired: String) throws(CourierError) -> Bool {
+        try check(credential)
+        let replaced = state.withLock { state in
+            // The same bytes: `==` takes canonically equivalent strings for equal.
+            guard let current = state.credential, current.utf8.elementsEqual(expired.utf8) else { return false }
+            state.credential = credential
+            return true
+        }
+        configuration.logger.debug(replaced ? "courier: credential renewed" : "courier: a renewal came too late")
+        return replaced
+    }
+
+    /// Refuses a credential that cannot be sent as is.
+    /// - Throws: `CourierError.invalidRequest` for CR, LF or NUL; `.configuration` for a field
+    ///   the `authorization` builder makes that the credential scope does not know.
+    private func check(_ credential: String) throws(CourierError) {
         guard !credential.utf8.contains(where: { $0 == 0 || $0 == 10 || $0 == 13 }) else {
             throw CourierError(.invalidRequest, "the credential contains CR, LF or NUL")
         }
@@ -114,16 +157,6 @@ public final class HTTPClient: Sendable {
                 "the authorization builder made \(unknown.name) for this credential but not for the probe; "
                     + "list it in sensitiveHeaderNames")
         }
-        state.withLock { state in
-            // Another user replaces the current one without a logout: what the session stored
-            // stays the previous user's (logout then purges only the new user's).
-            if let current = state.credential, current != credential {
-                state.sessionIdentities = []
-                state.sessionIdentitiesOverflowed = false
-            }
-            state.credential = credential
-        }
-        configuration.logger.debug("courier: logged in")
     }
 
     /// Stops sending the auth header, and drops the cached responses of the session: those

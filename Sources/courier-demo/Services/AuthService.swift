@@ -40,8 +40,12 @@ final class AuthService: APIService {
 
     /// Trades the refresh token for a new access token. Called by the services'
     /// `AuthRefreshCoordinator`, once for every call the API rejected at the same time.
+    ///
+    /// A refresh that ends after a sign-out, or after another user signed in, changes nothing:
+    /// the new tokens are the previous user's.
+    /// - Parameter expired: the access token the refresh replaces.
     /// - Returns: the new access token.
-    func refresh() async throws(Failure) -> String {
+    func refresh(expired: String) async throws(Failure) -> String {
         guard let token = refreshToken.withLock({ $0 }) else { throw .sessionExpired }
         let session: Session
         do {
@@ -49,9 +53,18 @@ final class AuthService: APIService {
         } catch {
             throw error.code == .httpStatus ? .sessionExpired : Self.map(error)
         }
-        refreshToken.withLock { $0 = session.refreshToken }
-        // Calls made straight through the client carry the new token too.
-        do { try core.client.logIn(credential: session.token) } catch { throw .unexpected(error.message) }
+        // Kept only while the stored refresh token is still the one this refresh used.
+        let current = refreshToken.withLock { stored in
+            guard stored == token else { return false }
+            stored = session.refreshToken
+            return true
+        }
+        guard current else { throw .sessionExpired }
+        // Calls made straight through the client carry the new token too (while it still
+        // holds the expired one).
+        do { try core.client.logIn(credential: session.token, replacing: expired) } catch {
+            throw .unexpected(error.message)
+        }
         return session.token
     }
 

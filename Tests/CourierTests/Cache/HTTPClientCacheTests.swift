@@ -154,6 +154,31 @@ import Testing
         #expect(try cache.lookup(bob).isMiss)
     }
 
+    /// A renewed credential (`logIn(credential:replacing:)`) goes on with the same session: the
+    /// logout purges what was cached with the token it replaced too. With `logIn(credential:)`
+    /// a new token starts a new session, and alice's answers cached before her refresh stayed
+    /// on disk after her logout.
+    @Test func aRenewedCredentialKeepsTheSessionForTheLogoutPurge() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let cache = try makeCache()
+        let client = try makeClient(server, cache: cache)
+        let path = "/response-headers?Cache-Control=private%2C%20max-age%3D60"
+        try client.logIn(credential: "alice-1")
+        _ = try await client.send(get(path))
+        #expect(try client.logIn(credential: "alice-2", replacing: "alice-1"))
+        _ = try await client.send(get(path))
+        let entries = ["alice-1", "alice-2"].map { token in
+            CacheRequest(
+                HTTPRequest(
+                    method: .get, scheme: "http", authority: "127.0.0.1:\(server.port)", path: path,
+                    headerFields: [.authorization: "Bearer \(token)"]))
+        }
+        for entry in entries { #expect(try cache.lookup(entry).isFresh) }
+        client.logOut()
+        for entry in entries { #expect(try cache.lookup(entry).isMiss) }
+    }
+
     @Test func theLogoutNotificationPurgesTheUsersEntries() async throws {
         let server = try TestServer()
         defer { server.stop() }

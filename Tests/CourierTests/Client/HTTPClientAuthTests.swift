@@ -54,6 +54,39 @@ import Testing
         #expect(try await authorization(client, server) == nil)
     }
 
+    /// A refresher's renewed token replaces only the credential it renews
+    /// (`logIn(credential:replacing:)`): after a logout, or another user's login, it is too late
+    /// and changes nothing. With `logIn(credential:)`, which the docs told refreshers to call, a
+    /// refresh of alice's token that ended after bob logged in made every later request of the
+    /// client carry alice's token.
+    @Test func aRenewedTokenReplacesOnlyTheCredentialItRenews() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try makeClient()
+        try client.logIn(credential: "alice-1")
+        #expect(try client.logIn(credential: "alice-2", replacing: "alice-1"))
+        #expect(try await authorization(client, server) == "Bearer alice-2")
+        // Alice's next refresh ends after she logged out and bob logged in.
+        client.logOut()
+        try client.logIn(credential: "bob")
+        #expect(try !client.logIn(credential: "alice-3", replacing: "alice-2"))
+        #expect(try await authorization(client, server) == "Bearer bob")
+        // After a logout alone, nobody is logged in again by a late renewal.
+        client.logOut()
+        #expect(try !client.logIn(credential: "bob-2", replacing: "bob"))
+        #expect(!client.isLoggedIn)
+        #expect(try await authorization(client, server) == nil)
+        // The same bytes only: a canonically equivalent credential is another one.
+        try client.logIn(credential: "caf\u{E9}")
+        #expect(try !client.logIn(credential: "x", replacing: "cafe\u{301}"))
+        // A renewed credential is checked as a login's is.
+        let refused = #expect(throws: CourierError.self) {
+            try client.logIn(credential: "a\nb", replacing: "caf\u{E9}")
+        }
+        #expect(refused?.code == .invalidRequest)
+        #expect(try await authorization(client, server) == "Bearer caf\u{E9}")
+    }
+
     @Test func customHeaderBuilder() async throws {
         let server = try TestServer()
         defer { server.stop() }

@@ -257,7 +257,10 @@ enum DocSamples {
 
         let auth = AuthService(core: ServiceCore(client: client))
         let coordinator = AuthRefreshCoordinator<String> { expired in
-            try await auth.refresh()
+            let token = try await auth.refresh()
+            // The note on other code that sends through the client directly.
+            try client.logIn(credential: token, replacing: expired)
+            return token
         }
         let shared = ServiceConfiguration(authentication: .bearer(coordinator))
         _ = UserService(core: ServiceCore(client: client, configuration: shared))
