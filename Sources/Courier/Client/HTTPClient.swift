@@ -141,11 +141,16 @@ public final class HTTPClient: Sendable {
         return replaced
     }
 
+    /// Whether `credential` holds CR, LF or NUL, which no header field can carry.
+    static func breaksAHeader(_ credential: String) -> Bool {
+        credential.utf8.contains { $0 == 0 || $0 == 10 || $0 == 13 }
+    }
+
     /// Refuses a credential that cannot be sent as is.
     /// - Throws: `CourierError.invalidRequest` for CR, LF or NUL; `.configuration` for a field
     ///   the `authorization` builder makes that the credential scope does not know.
     private func check(_ credential: String) throws(CourierError) {
-        guard !credential.utf8.contains(where: { $0 == 0 || $0 == 10 || $0 == 13 }) else {
+        guard !Self.breaksAHeader(credential) else {
             throw CourierError(.invalidRequest, "the credential contains CR, LF or NUL")
         }
         // A field the scope does not know would follow a redirect to another origin and miss
@@ -216,7 +221,11 @@ public final class HTTPClient: Sendable {
         do {
             try logIn(credential: credential)
         } catch {
-            configuration.logger.warning("courier: login notification ignored: \(error.message)")
+            // Someone else's session begins: the one before it ends even so. Kept, its
+            // credential went on with the requests of the user who just logged in.
+            logOut()
+            configuration.logger.warning(
+                "courier: login notification refused: \(error.message); the previous credential is dropped")
         }
     }
 }

@@ -352,6 +352,11 @@ final class SessionObserver: Sendable {
             guard scope.follows(notification.object) else { return }
             // A token, or a multi-part credential of the interceptor's type.
             guard let credential = notification.userInfo?[CourierNotificationKey.credential] else { return }
+            // A token the client refuses ends the session before it here too (`HTTPClient.handle`).
+            if let token = credential as? String, HTTPClient.breaksAHeader(token) {
+                Self.endSession(authentication: authentication, cookieJar: cookieJar, cache: cache)
+                return
+            }
             authentication?.logIn(with: credential)
         }
         // The observer holds the parts, not `self`: `stop()` runs from the service's deinit.

@@ -220,3 +220,31 @@ func awaitWithRescue<T: Sendable>(
     watchdog.cancel()
     return (value, (try? await watchdog.value) == true)
 }
+
+extension AuthSessionBoundaryTests {
+    /// A login notification whose credential the client refuses (here a token read with its
+    /// line end) still ends the session before it: the client and the service's interceptor
+    /// drop alice's credential, and the next requests carry none. On the old code the client
+    /// ignored the notification and went on sending alice's token for bob's session, while the
+    /// interceptor took bob's token with its line end (sent with the CR/LF made spaces).
+    @Test func aRefusedLoginNotificationStillEndsThePreviousSession() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let center = NotificationCenter()
+        let coordinator = AuthRefreshCoordinator<String> { _ in "never" }
+        let service = try ServiceFixture.service(server, center: center) { $0.authentication = .bearer(coordinator) }
+        let client = service.client
+        center.post(name: .courierUserDidLogIn, object: nil, userInfo: [CourierNotificationKey.credential: "alice"])
+        #expect(client.isLoggedIn)
+        #expect(coordinator.current == "alice")
+        center.post(
+            name: .courierUserDidLogIn, object: nil, userInfo: [CourierNotificationKey.credential: "bob\r\n"])
+        #expect(!client.isLoggedIn)
+        #expect(coordinator.current == nil)
+        let direct = try Echo(try await client.send(HTTPRequest(.get, server.url("/echo"))).body)
+        #expect(direct.headers["authorization"] == nil)
+        // The service's call has no credential to send: it fails without sending one.
+        _ = try? await service.get("echo") as Echo
+        #expect(server.recordedRequests(path: "/echo").allSatisfy { $0.header("Authorization") == nil })
+    }
+}
