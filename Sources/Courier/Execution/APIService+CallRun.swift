@@ -322,7 +322,9 @@ extension ServiceCore {
             try Task.checkCancellation()
             if scope?.isCancelled == true { throw CancellationError() }
             try checkSession()
-            return InterceptorContext(callID: id, attempt: attempts, userInfo: options.userInfo)
+            return InterceptorContext(
+                callID: id, attempt: attempts, userInfo: options.userInfo,
+                timeout: options.timeout ?? clientSettings.settings.timeout)
         }
 
         /// - Throws: `CourierError.authentication` when the session the call started in ended.

@@ -9,11 +9,14 @@ public struct InterceptorContext: Sendable {
     public var attempt: Int
     /// The call's free-form values.
     public var userInfo: UserInfo
+    /// The call's timeout (nil: none): the longest its wait for a credential refresh lasts.
+    var timeout: Duration?
 
-    init(callID: CallID, attempt: Int, userInfo: UserInfo = UserInfo()) {
+    init(callID: CallID, attempt: Int, userInfo: UserInfo = UserInfo(), timeout: Duration? = nil) {
         self.callID = callID
         self.attempt = attempt
         self.userInfo = userInfo
+        self.timeout = timeout
     }
 }
 

@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 /// Refreshes a credential once for everyone who needs it.
@@ -113,11 +114,16 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
     }
 
     /// Returns a credential that replaces `failed`, refreshing at most once for all callers.
-    /// - Parameter failed: the credential the server rejected (nil when none was attached).
+    /// - Parameters:
+    ///   - failed: the credential the server rejected (nil when none was attached).
+    ///   - timeout: how long the caller waits for the refresh (its call's timeout; nil: as long
+    ///     as it lasts). A refresh that takes longer goes on for the others.
     /// - Returns: the new credential.
     /// - Throws: `CourierError.authentication` when logged out, when the refresh fails, or
-    ///   when the storm limit is reached.
-    package func credential(replacing failed: Credential?) async throws -> Credential {
+    ///   when the storm limit is reached; `.timedOut` past `timeout`.
+    package func credential(replacing failed: Credential?, within timeout: Duration? = nil) async throws
+        -> Credential
+    {
         let now = clock.now
         let limit = stormLimit
         let (current, generation, logouts) = session.withLock { ($0.credential, $0.generation, $0.logouts) }
@@ -133,7 +139,7 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
                 "a call made by the credential's refresh was rejected too; make the refresh call without this "
                     + "coordinator's authentication")
         }
-        if let inFlight, inFlight.generation == generation { return try await inFlight.waiters.wait() }
+        if let inFlight, inFlight.generation == generation { return try await inFlight.waiters.wait(within: timeout) }
         let memory = failureMemory
         let remembered = session.withLock { session -> CourierError? in
             guard let failure = session.lastFailure, failure.credential == current, now - failure.at < memory else {
@@ -175,7 +181,7 @@ public actor AuthRefreshCoordinator<Credential: Sendable & Equatable> {
             waiters.finish(settled)
         }
         inFlight = (id, generation, waiters)
-        return try await waiters.wait()
+        return try await waiters.wait(within: timeout)
     }
 
     private func endRefresh(_ id: UInt64) {
@@ -249,8 +255,9 @@ private final class RefreshWaiters<Credential: Sendable>: Sendable {
     /// The callers waiting.
     var count: Int { state.withLock { $0.waiting.count } }
 
-    /// The refresh's result, or `.cancelled` as soon as the waiting task is cancelled.
-    func wait() async throws -> Credential {
+    /// The refresh's result, or `.cancelled` as soon as the waiting task is cancelled, or
+    /// `.timedOut` once `timeout` has passed (the refresh goes on for the others).
+    func wait(within timeout: Duration? = nil) async throws -> Credential {
         let id = state.withLock { state -> UInt64 in
             state.nextID &+= 1
             return state.nextID
@@ -264,12 +271,32 @@ private final class RefreshWaiters<Credential: Sendable>: Sendable {
                     state.waiting[id] = continuation
                     return nil
                 }
-                if let ready { continuation.resume(with: ready) }
+                if let ready {
+                    continuation.resume(with: ready)
+                } else if let timeout, let delay = DispatchTimeInterval(waiting: timeout) {
+                    // Only a waiter that waits arms a timer: one per waiting call, gone when it fires.
+                    DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in
+                        leave(id, with: Self.timedOut(timeout))
+                    }
+                }
             }
         } onCancel: {
-            let continuation = state.withLock { $0.waiting.removeValue(forKey: id) }
-            continuation?.resume(throwing: Self.cancelled)
+            leave(id, with: Self.cancelled)
         }
+    }
+
+    /// Ends the wait of `id` with `error`, if it still waits.
+    private func leave(_ id: UInt64, with error: CourierError) {
+        let continuation = state.withLock { $0.waiting.removeValue(forKey: id) }
+        continuation?.resume(throwing: error)
+    }
+
+    /// What a waiter gets once its call's timeout has passed.
+    static func timedOut(_ timeout: Duration) -> CourierError {
+        CourierError(
+            .timedOut,
+            "the credential refresh took longer than the request's timeout (\(timeout)); "
+                + "it goes on for the other calls")
     }
 
     /// Hands `result` to the callers waiting, and to those who come later.
@@ -295,4 +322,14 @@ public struct RefreshStormLimit: Sendable, Hashable {
     }
     /// Three refreshes per minute.
     public static let `default` = RefreshStormLimit()
+}
+
+extension DispatchTimeInterval {
+    /// `duration` for a timer, when one is worth arming: nil for zero or less (the caller's
+    /// wait is bounded already) and past about 290 years (`Int` nanoseconds), which never ends.
+    fileprivate init?(waiting duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        guard duration > .zero, seconds < Int64.max / 1_000_000_000 - 1 else { return nil }
+        self = .nanoseconds(Int(seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
+    }
 }

@@ -68,7 +68,9 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
         guard var credential = coordinator.current else { return request }
         // Known to be expired: refresh first (once for every call that finds it so), rather than
         // send it to be rejected.
-        if let isExpired, isExpired(credential) { credential = try await coordinator.credential(replacing: credential) }
+        if let isExpired, isExpired(credential) {
+            credential = try await coordinator.credential(replacing: credential, within: context.timeout)
+        }
         var request = request
         let before = request.head.headerFields
         apply(credential, &request.head)
@@ -112,7 +114,7 @@ public struct AuthenticationInterceptor<Credential: Sendable & Equatable>: Reque
             }
         }
         do {
-            _ = try await coordinator.credential(replacing: sent)
+            _ = try await coordinator.credential(replacing: sent, within: context.timeout)
             return .retry
         } catch let error as CourierError {
             var error = error

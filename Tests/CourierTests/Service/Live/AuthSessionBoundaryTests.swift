@@ -248,3 +248,40 @@ extension AuthSessionBoundaryTests {
         #expect(server.recordedRequests(path: "/echo").allSatisfy { $0.header("Authorization") == nil })
     }
 }
+
+extension AuthSessionBoundaryTests {
+    /// A call waiting for a refresh that hangs ends with `.timedOut` after its timeout, as a
+    /// transfer would: no call hangs past its timeout. The refresh goes on for the others and
+    /// is kept when it ends. On the old code the call waited for the refresh for as long as it
+    /// hung (here until the test's rescue opened the gate).
+    @Test func aCallWaitingForARefreshThatHangsEndsAtItsTimeout() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.validBearerTokens = ["fresh"]
+        let gate = ServiceGate()
+        let refreshes = ServiceCounter()
+        let coordinator = AuthRefreshCoordinator<String>(credential: "stale") { _ in
+            refreshes.increment()
+            await gate.wait()
+            return "fresh"
+        }
+        let service = try ServiceFixture.service(server) { $0.authentication = .bearer(coordinator) }
+        let timeout = TestTimeBound.scaled(.seconds(1))
+        let call = Task { () -> CourierError? in
+            do {
+                let _: Bearer = try await service.get("bearer", options: CallOptions.default.with(\.timeout, timeout))
+                return nil
+            } catch {
+                return error as? CourierError
+            }
+        }
+        let (error, rescued) = await awaitWithRescue(call, within: TestTimeBound.scaled(.seconds(30))) { gate.open() }
+        #expect(!rescued, "the call waited for the refresh past its timeout")
+        #expect(error?.code == .timedOut, "\(String(describing: error))")
+        #expect(error?.message.contains("refresh") == true)
+        gate.open()
+        let bearer: Bearer = try await service.get("bearer")
+        #expect(bearer.token == "fresh")
+        #expect(refreshes.value == 1)
+    }
+}
