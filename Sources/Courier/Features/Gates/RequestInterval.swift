@@ -31,6 +31,11 @@ public struct RequestInterval: Sendable, Hashable {
 }
 
 /// The pure bookkeeping of request intervals: the last send time per endpoint, purged.
+///
+/// Bounded: past `capacity` endpoints whose interval has not passed, the one whose interval
+/// ends first is forgotten (it may then go again that much early). Expired entries go first,
+/// purged when the table has grown to twice what was left after the last purge (at least
+/// `purgeThreshold`), so a table of mostly live entries is not scanned on every call.
 struct RequestIntervalTable: Sendable {
     enum Verdict: Equatable {
         case proceed
@@ -41,19 +46,30 @@ struct RequestIntervalTable: Sendable {
     private struct Entry {
         var lastSent: ContinuousClock.Instant
         var interval: Duration
+        /// When the interval ends: the entry no longer affects a call from then on.
+        var expiry: ContinuousClock.Instant { lastSent + interval }
     }
 
-    private var entries: [String: Entry] = [:]
-    let capacity: Int
+    /// The size from which a table purges its expired entries.
+    static let purgeThreshold = 1_024
 
-    init(capacity: Int) { self.capacity = max(1, capacity) }
+    private var entries: [String: Entry] = [:]
+    /// The most entries remembered.
+    let capacity: Int
+    /// The size at which the next purge runs.
+    private var purgeAt: Int
+
+    init(capacity: Int) {
+        self.capacity = max(1, capacity)
+        purgeAt = min(self.capacity, Self.purgeThreshold)
+    }
 
     var count: Int { entries.count }
 
     /// Decides for a call to `key` and, unless it is dropped, books its send time (a delayed
     /// call books the future slot, so the calls behind it queue up after it).
     mutating func admit(key: String, rule: RequestInterval, now: ContinuousClock.Instant) -> Verdict {
-        if entries.count >= capacity { purge(now: now) }
+        if entries.count >= purgeAt { purge(now: now) }
         guard let entry = entries[key] else {
             book(key, at: now, rule)
             return .proceed
@@ -74,7 +90,7 @@ struct RequestIntervalTable: Sendable {
 
     private mutating func book(_ key: String, at instant: ContinuousClock.Instant, _ rule: RequestInterval) {
         entries[key] = Entry(lastSent: instant, interval: rule.interval)
-        if entries.count > capacity { evictOldest() }
+        if entries.count > capacity { evictFirstToExpire(sparing: key) }
     }
 
     /// Gives back the slot a delayed call booked at `slot` and will not use (it was cancelled),
@@ -86,12 +102,21 @@ struct RequestIntervalTable: Sendable {
 
     /// Removes every entry whose interval has passed: it can no longer affect a call.
     mutating func purge(now: ContinuousClock.Instant) {
-        entries = entries.filter { $0.value.lastSent + $0.value.interval > now }
+        entries = entries.filter { $0.value.expiry > now }
+        purgeAt = min(capacity, max(Self.purgeThreshold, entries.count * 2))
     }
 
-    private mutating func evictOldest() {
-        guard let oldest = entries.min(by: { $0.value.lastSent < $1.value.lastSent }) else { return }
-        entries.removeValue(forKey: oldest.key)
+    /// Forgets the entry whose interval ends first, other than `key`'s (just booked, and among
+    /// equals it could be the one picked): the one that lets a call go early by the least
+    /// time. (The one sent longest ago may hold the longest interval: forgotten, a second order
+    /// went through while a thousand short intervals were kept.)
+    private mutating func evictFirstToExpire(sparing key: String) {
+        var first: (key: String, expiry: ContinuousClock.Instant)?
+        for (candidate, entry) in entries where candidate != key {
+            if let found = first, found.expiry <= entry.expiry { continue }
+            first = (candidate, entry.expiry)
+        }
+        if let first { entries.removeValue(forKey: first.key) }
     }
 }
 
@@ -104,17 +129,24 @@ public final class RequestIntervalGate: Sendable {
     /// Fleet mode: the table shared with other processes, asked first.
     private let shared: (any SharedIntervalGate)?
 
+    /// The most endpoints a gate remembers by default: far more than one process calls within
+    /// an interval, with keys of a few hundred bytes each (some megabytes in all, at most).
+    package static let defaultCapacity = 16_384
+
     /// - Parameters:
     ///   - capacity: the most endpoints remembered; expired entries are purged first.
     ///   - clock: the time source.
-    init(capacity: Int = 1_024, clock: any ServiceClock = .system) {
+    init(capacity: Int = RequestIntervalGate.defaultCapacity, clock: any ServiceClock = .system) {
         self.table = LockedValue(RequestIntervalTable(capacity: capacity))
         self.clock = clock
         self.shared = nil
     }
 
     /// A gate that asks `shared` first and falls back to its own table when it cannot answer.
-    package init(capacity: Int = 1_024, clock: any ServiceClock = .system, shared: any SharedIntervalGate) {
+    package init(
+        capacity: Int = RequestIntervalGate.defaultCapacity, clock: any ServiceClock = .system,
+        shared: any SharedIntervalGate
+    ) {
         self.table = LockedValue(RequestIntervalTable(capacity: capacity))
         self.clock = clock
         self.shared = shared
