@@ -150,6 +150,40 @@ import Testing
         #expect(lines.contains { $0.lowercased().contains("authorization") })
     }
 
+    /// A server that keeps the query of a request in its redirect (`Location`) and names the
+    /// answer's URL (`Content-Location`) echoes the credential the request carried there: a
+    /// `CredentialPart.query` value, an `access_token`. The client's trace log showed both in
+    /// the redirect's header fields, and the logging monitor in the answer's.
+    @Test func aURLThatEchoesTheCredentialInAHeaderIsNotLogged() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/me") { _ in
+            var answer = ScriptedResponse.json(["id": 1, "name": "first"])
+            answer.headers[.contentLocation] = "/me?access_token=\(Self.token)"
+            return answer
+        }
+        server.route("/hop") { request in
+            .redirect(to: "/me?device=\(request.queryValue("device") ?? "")&access_token=\(Self.token)")
+        }
+        let logs = LogCapture()
+        let client = try HTTPClient(configuration: .init(baseURL: server.baseURL, logger: logs.logger))
+        let coordinator = AuthRefreshCoordinator<MultipartCredentialTests.Session>(credential: .generation(1)) {
+            _ in .generation(2)
+        }
+        var configuration = ServiceConfiguration(callbackQueue: DispatchQueue(label: "test.callbacks"))
+        configuration.authentication = MultipartCredentialTests.interceptor(coordinator)
+        configuration.monitors = [LoggingEventMonitor(logger: logs.logger)]
+        let service = ServiceCore(client: client, configuration: configuration)
+        let _: ServiceUser = try await service.get("hop")
+        #expect(server.recordedRequests(path: "/me").last?.queryValue("device") == "dev-secret-1")
+        let lines = logs.lines
+        #expect(lines.contains { $0.contains("Location: /me?\(Redaction.marker)") })
+        #expect(lines.contains { $0.contains("Content-Location: /me?\(Redaction.marker)") })
+        for line in lines {
+            #expect(!line.contains("dev-secret") && Self.leaks(line).isEmpty, "leaked in: \(line)")
+        }
+    }
+
     // MARK: - Error descriptions
 
     @Test func noErrorDescriptionCarriesACredential() async throws {
