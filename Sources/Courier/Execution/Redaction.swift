@@ -149,6 +149,24 @@ struct Redaction: Sendable, Hashable {
         "\(request.scheme ?? "")://\(request.authority ?? "")\(redact(target: request.path ?? "/"))"
     }
 
+    /// The longest server text quoted in an error's message.
+    static let quotedLimit = 256
+
+    /// Server text as an error's message quotes it (apps log it): control characters and line
+    /// or paragraph separators become spaces, so that a server cannot forge log lines, and it
+    /// is cut at ``quotedLimit`` characters, so that it cannot flood them. (An envelope's code
+    /// and message; a value a decoder quotes, such as an enum's unknown raw value.)
+    static func quoted(_ text: String) -> String {
+        var scalars = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars.prefix(quotedLimit + 1) {
+            let breaks = scalar.properties.generalCategory == .control || scalar == "\u{2028}" || scalar == "\u{2029}"
+            scalars.append(breaks ? " " : scalar)
+        }
+        var quoted = String(scalars)
+        if quoted.count > quotedLimit { quoted = String(quoted.prefix(quotedLimit)) + "…" }
+        return quoted
+    }
+
     /// A message with every occurrence of `secrets` replaced.
     func redact(_ text: String, secrets: [String]) -> String {
         secrets.filter { !$0.isEmpty }.reduce(text) { $0.replacingOccurrences(of: $1, with: Self.marker) }
