@@ -153,6 +153,45 @@ import Tracing
         }
     }
 
+    /// A credential of a type of the app's own, written into the query by the interceptor's
+    /// `apply`: its names are read per attempt (nothing probes them), and the attempt spans,
+    /// whose redaction was fixed at the call's start, showed its value in `url.full`. The
+    /// logging monitor redacted it already.
+    @Test func aCredentialWhoseQueryNamesAreReadPerAttemptIsRedactedInTheAttemptSpans() async throws {
+        struct Ticket: Sendable, Equatable { var value: String }
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(.status(503))
+        server.enqueue(.json(["id": 1, "name": "x"]))
+        let tracer = W3CTestTracer()
+        let logs = LogCapture()
+        let coordinator = AuthRefreshCoordinator<Ticket>(credential: Ticket(value: "ticket-secret-1")) { _ in
+            Ticket(value: "ticket-secret-2")
+        }
+        let service = try Self.service(server.baseURL, tracer: tracer) {
+            $0.authentication = AuthenticationInterceptor(coordinator: coordinator) { ticket, request in
+                let path = request.path ?? "/"
+                request.path = path + (path.contains("?") ? "&" : "?") + "ticket=\(ticket.value)"
+            }
+            $0.monitors = [LoggingEventMonitor(logger: logs.logger)]
+        }
+        let _: ServiceUser = try await service.get("users/1", parameters: ["page": "3"])
+        #expect(
+            server.recordedRequests(path: "/users/1").map { $0.queryValue("ticket") } == [
+                "ticket-secret-1", "ticket-secret-1",
+            ])
+        let attempts = tracer.memory.finishedSpans.filter { $0.kind == .client }
+        #expect(attempts.count == 2)
+        for span in attempts {
+            let url = "\(span.attributes["url.full"]?.toSpanAttribute() ?? "")"
+            #expect(url.contains("page=3"))
+            #expect(url.contains("ticket=\(Redaction.marker)"))
+            #expect(!url.contains("ticket-secret"), "the credential reached a span: \(url)")
+        }
+        #expect(logs.lines.contains { $0.contains("ticket=\(Redaction.marker)") })
+        #expect(!logs.lines.contains { $0.contains("ticket-secret") })
+    }
+
     @Test func aPlainSendIsTracedAndCountedLikeAServiceCall() async throws {
         let server = try TestServer()
         defer { server.stop() }
