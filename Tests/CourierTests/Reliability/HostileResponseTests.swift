@@ -85,4 +85,39 @@ import Testing
             #expect(line.count < 2_000)
         }
     }
+
+    /// A status line's reason phrase and a `Content-Type` are server text the validator's
+    /// errors quoted whole (and the logging monitor the reason phrase): curl takes header lines
+    /// of up to 100 KiB, and each became a line of that size in every log of the failure. They
+    /// are quoted as the envelope's text is.
+    @Test func aLongReasonPhraseOrContentTypeCannotFloodALogLine() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let long = String(repeating: "y", count: 60_000)
+        server.route("/reason") { _ in
+            var answer = ScriptedResponse.json(["id": 1], status: 500)
+            answer.reason = "Bad " + long
+            return answer
+        }
+        server.route("/type") { _ in
+            var answer = ScriptedResponse.json(["id": 1, "name": "x"])
+            answer.headers[.contentType] = "text/" + long
+            return answer
+        }
+        let store = ServiceLogCapture.Store()
+        // Debug: trace logs every header field as it came (bounded by curl's 100 KiB).
+        var logger = Logger(label: "test") { _ in ServiceLogCapture(store: store) }
+        logger.logLevel = .debug
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.retryPolicy = .none
+            configuration.monitors = [LoggingEventMonitor(logger: logger)]
+        }
+        for (path, code) in [("reason", CourierError.Code.httpStatus), ("type", .unacceptableContentType)] {
+            let error = await #expect(throws: CourierError.self) { let _: ServiceUser = try await service.get(path) }
+            let failure = try #require(error)
+            #expect(failure.code == code)
+            #expect(failure.message.count < 1_000, "\(failure.message.prefix(200))")
+        }
+        #expect(store.lines.withLock { $0 }.allSatisfy { $0.count < 2_000 })
+    }
 }
