@@ -154,16 +154,16 @@ struct Redaction: Sendable, Hashable {
 
     /// Server text as an error's message quotes it (apps log it): control characters and line
     /// or paragraph separators become spaces, so that a server cannot forge log lines, and it
-    /// is cut at ``quotedLimit`` characters, so that it cannot flood them. (An envelope's code
-    /// and message; a value a decoder quotes, such as an enum's unknown raw value.)
-    static func quoted(_ text: String) -> String {
+    /// is cut at `limit` characters, so that it cannot flood them. (An envelope's code and
+    /// message; a value a decoder quotes, such as an enum's unknown raw value.)
+    static func quoted(_ text: String, limit: Int = quotedLimit) -> String {
         var scalars = String.UnicodeScalarView()
-        for scalar in text.unicodeScalars.prefix(quotedLimit + 1) {
+        for scalar in text.unicodeScalars.prefix(limit + 1) {
             let breaks = scalar.properties.generalCategory == .control || scalar == "\u{2028}" || scalar == "\u{2029}"
             scalars.append(breaks ? " " : scalar)
         }
         var quoted = String(scalars)
-        if quoted.count > quotedLimit { quoted = String(quoted.prefix(quotedLimit)) + "…" }
+        if quoted.count > limit { quoted = String(quoted.prefix(limit)) + "…" }
         return quoted
     }
 

@@ -51,7 +51,8 @@ import Testing
     /// Kind from invalid String value …") reached the error's message as the server sent it,
     /// and through it every log line of the failure: a line break in it forged a log line, and
     /// a megabyte flooded each of them. It is quoted as the envelope's server text is: control
-    /// characters as spaces, cut at 256 characters.
+    /// characters as spaces, cut at 256 characters (the underlying error in the description at
+    /// 1,024).
     @Test func aValueQuotedInADecodingErrorCannotForgeOrFloodALogLine() async throws {
         struct Kinded: Decodable, Sendable {
             enum Kind: String, Decodable, Sendable { case plain }
@@ -77,6 +78,11 @@ import Testing
             #expect(message.contains("Cannot initialize"))
             #expect(!message.contains { $0.isNewline }, "\(message)")
             #expect(message.count < 1_000)
+            // Its description too (apps print it; a tracer records it), though `underlying`
+            // keeps the decoder's error as it was.
+            #expect(!failure.description.contains { $0.isNewline })
+            #expect(failure.description.count < 3_000)
+            #expect("\(failure.underlying.map { "\($0)" } ?? "")".count > 100_000 || path == "forged")
         }
         let lines = store.lines.withLock { $0 }
         #expect(lines.contains { $0.contains("✗") && $0.contains("decoding") })
