@@ -1,3 +1,4 @@
+import Crypto
 import HTTPTypes
 import Synchronization
 
@@ -53,7 +54,9 @@ struct RequestIntervalTable: Sendable {
     /// The size from which a table purges its expired entries.
     static let purgeThreshold = 1_024
 
-    private var entries: [String: Entry] = [:]
+    /// By the SHA-256 of the endpoint's key: a key is a whole request identity (its URL, its
+    /// headers), and a table of 16,384 long ones held megabytes.
+    private var entries: [SIMD4<UInt64>: Entry] = [:]
     /// The most entries remembered.
     let capacity: Int
     /// The size at which the next purge runs.
@@ -68,7 +71,8 @@ struct RequestIntervalTable: Sendable {
 
     /// Decides for a call to `key` and, unless it is dropped, books its send time (a delayed
     /// call books the future slot, so the calls behind it queue up after it).
-    mutating func admit(key: String, rule: RequestInterval, now: ContinuousClock.Instant) -> Verdict {
+    mutating func admit(key text: String, rule: RequestInterval, now: ContinuousClock.Instant) -> Verdict {
+        let key = Self.digest(text)
         if entries.count >= purgeAt { purge(now: now) }
         guard let entry = entries[key] else {
             book(key, at: now, rule)
@@ -88,14 +92,15 @@ struct RequestIntervalTable: Sendable {
         }
     }
 
-    private mutating func book(_ key: String, at instant: ContinuousClock.Instant, _ rule: RequestInterval) {
+    private mutating func book(_ key: SIMD4<UInt64>, at instant: ContinuousClock.Instant, _ rule: RequestInterval) {
         entries[key] = Entry(lastSent: instant, interval: rule.interval)
         if entries.count > capacity { evictFirstToExpire(sparing: key) }
     }
 
     /// Gives back the slot a delayed call booked at `slot` and will not use (it was cancelled),
     /// when no call has booked after it: the next call may go from the slot before it.
-    mutating func release(key: String, slot: ContinuousClock.Instant, interval: Duration) {
+    mutating func release(key text: String, slot: ContinuousClock.Instant, interval: Duration) {
+        let key = Self.digest(text)
         guard let entry = entries[key], entry.lastSent == slot else { return }
         entries[key]?.lastSent = slot - interval
     }
@@ -110,13 +115,24 @@ struct RequestIntervalTable: Sendable {
     /// equals it could be the one picked): the one that lets a call go early by the least
     /// time. (The one sent longest ago may hold the longest interval: forgotten, a second order
     /// went through while a thousand short intervals were kept.)
-    private mutating func evictFirstToExpire(sparing key: String) {
-        var first: (key: String, expiry: ContinuousClock.Instant)?
+    private mutating func evictFirstToExpire(sparing key: SIMD4<UInt64>) {
+        var first: (key: SIMD4<UInt64>, expiry: ContinuousClock.Instant)?
         for (candidate, entry) in entries where candidate != key {
             if let found = first, found.expiry <= entry.expiry { continue }
             first = (candidate, entry.expiry)
         }
         if let first { entries.removeValue(forKey: first.key) }
+    }
+
+    /// The SHA-256 of `key`, as four words (Crypto's digest type is not `Sendable`).
+    private static func digest(_ key: String) -> SIMD4<UInt64> {
+        SHA256.hash(data: Array(key.utf8)).withUnsafeBytes { bytes in
+            SIMD4(
+                bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self),
+                bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                bytes.loadUnaligned(fromByteOffset: 16, as: UInt64.self),
+                bytes.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
+        }
     }
 }
 
@@ -130,7 +146,7 @@ public final class RequestIntervalGate: Sendable {
     private let shared: (any SharedIntervalGate)?
 
     /// The most endpoints a gate remembers by default: far more than one process calls within
-    /// an interval, with keys of a few hundred bytes each (some megabytes in all, at most).
+    /// an interval; each takes about 100 bytes (its key is kept as a digest).
     package static let defaultCapacity = 16_384
 
     /// - Parameters:
