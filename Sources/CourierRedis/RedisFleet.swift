@@ -115,7 +115,9 @@ public final class RedisFleet: Sendable {
 
     /// A request-interval gate enforced across the fleet (drop or delay as the call's
     /// `RequestInterval` says), falling back to its own table when Redis is unavailable.
-    public func intervalGate(capacity: Int = 1_024) -> RequestIntervalGate {
+    /// - Parameter capacity: the most endpoints its own table remembers
+    ///   (`RequestIntervalGate.defaultCapacity`, which a default argument cannot name).
+    public func intervalGate(capacity: Int = 16_384) -> RequestIntervalGate {
         intervalGate(capacity: capacity, clock: SystemServiceClock())
     }
 

@@ -120,7 +120,8 @@ public struct CourierError: Error, Sendable, CustomStringConvertible {
         var text = "CourierError.\(code): \(message)"
         if let status = response?.status { text += " (HTTP \(status.code))" }
         if let codingPath, !codingPath.isEmpty { text += " at \(codingPath)" }
-        if let underlying { text += " — underlying: \(String(describing: underlying))" }
+        // Quoted: it may hold what a server sent (a decoder quotes a value it refused).
+        if let underlying { text += " — underlying: \(Redaction.quoted(String(describing: underlying), limit: 1_024))" }
         if let domainError { text += " — domain: \(String(describing: domainError))" }
         return text
     }

@@ -393,7 +393,9 @@ extension ServiceCore {
         @inline(never)
         func willSend(_ request: inout PreparedRequest) {
             service.configuration.cookieJar?.apply(to: &request.head)
-            if reports { telemetry.willSend(&request, attempt: attempts) }
+            if reports {
+                telemetry.willSend(&request, attempt: attempts, credentialQueryNames: attemptCredentialQueryNames)
+            }
             guard let monitor, var event else { return }
             // Released from the property while it changes: one copy of the request, not two.
             self.event = nil

@@ -58,11 +58,43 @@ struct Redaction: Sendable, Hashable {
 
     // MARK: Header fields
 
+    /// Fields whose values are URLs, or lists of them: a server may echo the query a request
+    /// carried (its credential, an `access_token`) into the next hop's `Location` or a `Link`.
+    static let urlValuedNames: Set<HTTPField.Name> = [
+        .location, .contentLocation, .referer, HTTPField.Name("Link")!,
+    ]
+
+    /// A field's value as logs may show it: a secret replaced, the query of a URL hidden, as
+    /// in the client's request targets (`target(scheme:authority:path:)`).
+    func loggableValue(of field: HTTPField) -> String {
+        if isRedacted(field.name) { return Self.marker }
+        if Self.urlValuedNames.contains(field.name) { return Self.hidingQueries(in: field.value) }
+        return field.value
+    }
+
+    /// `value` with each query in it replaced by the marker: from a `?` to the end of its URL
+    /// (the `>` that closes a URL in a `Link` value, or the end).
+    static func hidingQueries(in value: String) -> String {
+        guard value.contains("?") else { return value }
+        var result = ""
+        var inQuery = false
+        for character in value {
+            if inQuery {
+                guard character == ">" else { continue }
+                inQuery = false
+            } else if character == "?" {
+                result += "?" + marker
+                inQuery = true
+                continue
+            }
+            result.append(character)
+        }
+        return result
+    }
+
     /// Header fields as `Name: value` lines, secrets replaced.
     func redact(_ fields: HTTPFields) -> [String] {
-        fields.map { field in
-            "\(field.name.rawName): \(isRedacted(field.name) ? Self.marker : field.value)"
-        }
+        fields.map { field in "\(field.name.rawName): \(loggableValue(of: field))" }
     }
 
     /// The fields as `Name: value` lines in one string, secrets replaced.
@@ -74,7 +106,7 @@ struct Redaction: Sendable, Hashable {
     func metadata(_ fields: HTTPFields) -> [String: String] {
         var result: [String: String] = [:]
         for field in fields {
-            let value = isRedacted(field.name) ? Self.marker : field.value
+            let value = loggableValue(of: field)
             if let existing = result[field.name.canonicalName] {
                 result[field.name.canonicalName] = existing + ", " + value
             } else {
@@ -115,6 +147,24 @@ struct Redaction: Sendable, Hashable {
     /// The URL of a request with the values of secret query parameters replaced.
     func redactedURL(of request: HTTPRequest) -> String {
         "\(request.scheme ?? "")://\(request.authority ?? "")\(redact(target: request.path ?? "/"))"
+    }
+
+    /// The longest server text quoted in an error's message.
+    static let quotedLimit = 256
+
+    /// Server text as an error's message quotes it (apps log it): control characters and line
+    /// or paragraph separators become spaces, so that a server cannot forge log lines, and it
+    /// is cut at `limit` characters, so that it cannot flood them. (An envelope's code and
+    /// message; a value a decoder quotes, such as an enum's unknown raw value.)
+    static func quoted(_ text: String, limit: Int = quotedLimit) -> String {
+        var scalars = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars.prefix(limit + 1) {
+            let breaks = scalar.properties.generalCategory == .control || scalar == "\u{2028}" || scalar == "\u{2029}"
+            scalars.append(breaks ? " " : scalar)
+        }
+        var quoted = String(scalars)
+        if quoted.count > limit { quoted = String(quoted.prefix(limit)) + "…" }
+        return quoted
     }
 
     /// A message with every occurrence of `secrets` replaced.

@@ -2,6 +2,8 @@ import Foundation
 
 extension CourierError {
     /// Wraps a failure to decode `type`: a `DecodingError` gives its coding path as dotted keys.
+    /// Its description is quoted as server text (`Redaction.quoted`): it may hold a value the
+    /// server sent (an enum's unknown raw value), which apps' logs would show as sent.
     ///
     /// A `CourierError` passes through unchanged.
     /// - Parameters:
@@ -18,7 +20,7 @@ extension CourierError {
             return error
         }
         var result = CourierError(
-            .decoding, "cannot decode \(type): \(describe(error))", underlying: error,
+            .decoding, "cannot decode \(type): \(Redaction.quoted(describe(error)))", underlying: error,
             response: context?.response, body: context?.body)
         switch error as? DecodingError {
         case .typeMismatch(_, let context)?, .valueNotFound(_, let context)?, .dataCorrupted(let context)?:

@@ -51,4 +51,24 @@ import Testing
         #expect(added.queryNames == Redaction.defaultQueryNames)
         #expect(Redaction(queryNames: ["Sid"]).redact(target: "/a?sid=1&token=2") == "/a?sid=<redacted>&token=2")
     }
+
+    /// A URL in a header value (`Location`, `Content-Location`, `Referer`, each URL of a
+    /// `Link`) shows no query: a server may echo the request's credential into it.
+    @Test func theQueriesOfURLsInHeaderValuesAreHidden() {
+        let fields: HTTPFields = [
+            .location: "/next?device=d-secret&page=2#top", .contentLocation: "https://h/a?access_token=t-secret",
+            .referer: "https://h/p", HTTPField.Name("Link")!: "</p?page=2&sid=s1>; rel=\"next\", </p?sid=s2>; rel=last",
+            .accept: "text/plain?q",
+        ]
+        let lines = Redaction.default.redact(fields)
+        #expect(
+            lines == [
+                "Location: /next?\(Redaction.marker)", "Content-Location: https://h/a?\(Redaction.marker)",
+                "Referer: https://h/p",
+                "Link: </p?\(Redaction.marker)>; rel=\"next\", </p?\(Redaction.marker)>; rel=last",
+                "Accept: text/plain?q",
+            ])
+        let metadata = Redaction.default.metadata(fields)
+        #expect(metadata["location"] == "/next?\(Redaction.marker)")
+    }
 }

@@ -150,7 +150,89 @@ import Testing
         #expect(lines.contains { $0.lowercased().contains("authorization") })
     }
 
+    /// A server that keeps the query of a request in its redirect (`Location`) and names the
+    /// answer's URL (`Content-Location`) echoes the credential the request carried there: a
+    /// `CredentialPart.query` value, an `access_token`. The client's trace log showed both in
+    /// the redirect's header fields, and the logging monitor in the answer's.
+    @Test func aURLThatEchoesTheCredentialInAHeaderIsNotLogged() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.route("/me") { _ in
+            var answer = ScriptedResponse.json(["id": 1, "name": "first"])
+            answer.headers[.contentLocation] = "/me?access_token=\(Self.token)"
+            return answer
+        }
+        server.route("/hop") { request in
+            .redirect(to: "/me?device=\(request.queryValue("device") ?? "")&access_token=\(Self.token)")
+        }
+        let logs = LogCapture()
+        let client = try HTTPClient(configuration: .init(baseURL: server.baseURL, logger: logs.logger))
+        let coordinator = AuthRefreshCoordinator<MultipartCredentialTests.Session>(credential: .generation(1)) {
+            _ in .generation(2)
+        }
+        var configuration = ServiceConfiguration(callbackQueue: DispatchQueue(label: "test.callbacks"))
+        configuration.authentication = MultipartCredentialTests.interceptor(coordinator)
+        configuration.monitors = [LoggingEventMonitor(logger: logs.logger)]
+        let service = ServiceCore(client: client, configuration: configuration)
+        let _: ServiceUser = try await service.get("hop")
+        #expect(server.recordedRequests(path: "/me").last?.queryValue("device") == "dev-secret-1")
+        let lines = logs.lines
+        #expect(lines.contains { $0.contains("Location: /me?\(Redaction.marker)") })
+        #expect(lines.contains { $0.contains("Content-Location: /me?\(Redaction.marker)") })
+        for line in lines {
+            #expect(!line.contains("dev-secret") && Self.leaks(line).isEmpty, "leaked in: \(line)")
+        }
+    }
+
     // MARK: - Error descriptions
+
+    /// What `print`, `dump` and `debugPrint` show of a call's `Response`, the client's
+    /// `HTTPClient.Response` and a `CourierError`: their default reflection showed the request
+    /// as sent (the Authorization and `X-User-Id` an `AuthenticationInterceptor` wrote, a
+    /// `CredentialPart.query` value, an `access_token` in the URL) and the answer's
+    /// `Set-Cookie`. Each mirror still lists every stored property.
+    @Test func printAndDumpOfAResponseOrAnErrorShowNoCredential() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        for (path, status) in [("/me", 200), ("/denied", 403)] {
+            server.route(path) { _ in
+                var answer = ScriptedResponse.json(["id": 1, "name": "first"], status: status)
+                answer.headers[.setCookie] = "sid=\(Self.cookie); Path=/"
+                return answer
+            }
+        }
+        let coordinator = AuthRefreshCoordinator<MultipartCredentialTests.Session>(credential: .generation(1)) {
+            _ in .generation(2)
+        }
+        let service = try ServiceFixture.service(server) { configuration in
+            configuration.authentication = MultipartCredentialTests.interceptor(coordinator)
+        }
+        let response = try await service.send(Endpoint<ServiceUser>.get("me"))
+        #expect(response.request.headerFields[MultipartCredentialTests.userField] == "user-secret-1")
+        let error = await #expect(throws: CourierError.self) { let _: ServiceUser = try await service.get("denied") }
+        let raw = try await service.client.send(Self.request(server.url("/me?access_token=\(Self.token)")))
+        let shown = [
+            ConfigurationDescriptionTests.shown(response), ConfigurationDescriptionTests.shown(raw),
+            ConfigurationDescriptionTests.shown(try #require(error)),
+        ]
+        for text in shown {
+            for secret in Self.secrets + ["tok-secret", "user-secret", "dev-secret"] {
+                #expect(!text.contains(secret), "\(secret) shown in: \(text)")
+            }
+        }
+        #expect(shown[0].contains("request: GET http://127.0.0.1:\(server.port)/me?\(Redaction.marker)"))
+        #expect(shown[0].contains("Accept: application/json"))
+        #expect(shown[1].contains("Set-Cookie: \(Redaction.marker)"))
+        #expect(shown[2].contains("403"))
+        for (value, type) in [(response, Response<ServiceUser>.self), (raw, HTTPClient.Response.self)]
+            as [(Any, Any.Type)]
+        {
+            let labels = Mirror(reflecting: value).children.compactMap(\.label)
+            #expect(Set(ConfigurationDescriptionTests.storedNames(of: type)) == Set(labels))
+        }
+        let labels = Mirror(reflecting: try #require(error)).children.compactMap(\.label)
+        #expect(Set(ConfigurationDescriptionTests.storedNames(of: CourierError.self)) == Set(labels))
+    }
 
     @Test func noErrorDescriptionCarriesACredential() async throws {
         let server = try TestServer()

@@ -113,10 +113,11 @@ public struct EnvelopeRule: Sendable {
         let meaning = meaning(of: reading.code)
         guard meaning == .success else {
             let asks = [.retry: " (retry)", .refreshCredential: " (refresh the credential)"][meaning] ?? ""
+            // Quoted for the message (apps log it); the error model keeps the text as sent.
             var failure = CourierError(
                 .apiError,
-                "the server reported code \(Self.loggable(reading.code))\(asks)"
-                    + (reading.message.map { ": \(Self.loggable($0))" } ?? ""),
+                "the server reported code \(Redaction.quoted(reading.code))\(asks)"
+                    + (reading.message.map { ": \(Redaction.quoted($0))" } ?? ""),
                 response: context.response, body: context.body)
             failure.errorModel = EnvelopeFailure(code: reading.code, message: reading.message, meaning: meaning)
             throw failure
@@ -124,26 +125,6 @@ public struct EnvelopeRule: Sendable {
         var result = context
         result.body = reading.payload ?? Data()
         return result
-    }
-}
-
-extension EnvelopeRule {
-    /// The longest server text quoted in an error's message.
-    static let quotedLimit = 256
-
-    /// Server text as an error's message quotes it (apps log it): control characters and line
-    /// or paragraph separators become spaces, so that a server cannot forge log lines, and it
-    /// is cut at ``quotedLimit`` characters, so that it cannot flood them. The error model
-    /// keeps the text as sent.
-    static func loggable(_ text: String) -> String {
-        var scalars = String.UnicodeScalarView()
-        for scalar in text.unicodeScalars.prefix(quotedLimit + 1) {
-            let breaks = scalar.properties.generalCategory == .control || scalar == "\u{2028}" || scalar == "\u{2029}"
-            scalars.append(breaks ? " " : scalar)
-        }
-        var quoted = String(scalars)
-        if quoted.count > quotedLimit { quoted = String(quoted.prefix(quotedLimit)) + "…" }
-        return quoted
     }
 }
 

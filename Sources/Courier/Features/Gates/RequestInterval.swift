@@ -1,3 +1,4 @@
+import Crypto
 import HTTPTypes
 import Synchronization
 
@@ -31,6 +32,11 @@ public struct RequestInterval: Sendable, Hashable {
 }
 
 /// The pure bookkeeping of request intervals: the last send time per endpoint, purged.
+///
+/// Bounded: past `capacity` endpoints whose interval has not passed, the one whose interval
+/// ends first is forgotten (it may then go again that much early). Expired entries go first,
+/// purged when the table has grown to twice what was left after the last purge (at least
+/// `purgeThreshold`), so a table of mostly live entries is not scanned on every call.
 struct RequestIntervalTable: Sendable {
     enum Verdict: Equatable {
         case proceed
@@ -41,19 +47,33 @@ struct RequestIntervalTable: Sendable {
     private struct Entry {
         var lastSent: ContinuousClock.Instant
         var interval: Duration
+        /// When the interval ends: the entry no longer affects a call from then on.
+        var expiry: ContinuousClock.Instant { lastSent + interval }
     }
 
-    private var entries: [String: Entry] = [:]
-    let capacity: Int
+    /// The size from which a table purges its expired entries.
+    static let purgeThreshold = 1_024
 
-    init(capacity: Int) { self.capacity = max(1, capacity) }
+    /// By the SHA-256 of the endpoint's key: a key is a whole request identity (its URL, its
+    /// headers), and a table of 16,384 long ones held megabytes.
+    private var entries: [SIMD4<UInt64>: Entry] = [:]
+    /// The most entries remembered.
+    let capacity: Int
+    /// The size at which the next purge runs.
+    private var purgeAt: Int
+
+    init(capacity: Int) {
+        self.capacity = max(1, capacity)
+        purgeAt = min(self.capacity, Self.purgeThreshold)
+    }
 
     var count: Int { entries.count }
 
     /// Decides for a call to `key` and, unless it is dropped, books its send time (a delayed
     /// call books the future slot, so the calls behind it queue up after it).
-    mutating func admit(key: String, rule: RequestInterval, now: ContinuousClock.Instant) -> Verdict {
-        if entries.count >= capacity { purge(now: now) }
+    mutating func admit(key text: String, rule: RequestInterval, now: ContinuousClock.Instant) -> Verdict {
+        let key = Self.digest(text)
+        if entries.count >= purgeAt { purge(now: now) }
         guard let entry = entries[key] else {
             book(key, at: now, rule)
             return .proceed
@@ -72,26 +92,47 @@ struct RequestIntervalTable: Sendable {
         }
     }
 
-    private mutating func book(_ key: String, at instant: ContinuousClock.Instant, _ rule: RequestInterval) {
+    private mutating func book(_ key: SIMD4<UInt64>, at instant: ContinuousClock.Instant, _ rule: RequestInterval) {
         entries[key] = Entry(lastSent: instant, interval: rule.interval)
-        if entries.count > capacity { evictOldest() }
+        if entries.count > capacity { evictFirstToExpire(sparing: key) }
     }
 
     /// Gives back the slot a delayed call booked at `slot` and will not use (it was cancelled),
     /// when no call has booked after it: the next call may go from the slot before it.
-    mutating func release(key: String, slot: ContinuousClock.Instant, interval: Duration) {
+    mutating func release(key text: String, slot: ContinuousClock.Instant, interval: Duration) {
+        let key = Self.digest(text)
         guard let entry = entries[key], entry.lastSent == slot else { return }
         entries[key]?.lastSent = slot - interval
     }
 
     /// Removes every entry whose interval has passed: it can no longer affect a call.
     mutating func purge(now: ContinuousClock.Instant) {
-        entries = entries.filter { $0.value.lastSent + $0.value.interval > now }
+        entries = entries.filter { $0.value.expiry > now }
+        purgeAt = min(capacity, max(Self.purgeThreshold, entries.count * 2))
     }
 
-    private mutating func evictOldest() {
-        guard let oldest = entries.min(by: { $0.value.lastSent < $1.value.lastSent }) else { return }
-        entries.removeValue(forKey: oldest.key)
+    /// Forgets the entry whose interval ends first, other than `key`'s (just booked, and among
+    /// equals it could be the one picked): the one that lets a call go early by the least
+    /// time. (The one sent longest ago may hold the longest interval: forgotten, a second order
+    /// went through while a thousand short intervals were kept.)
+    private mutating func evictFirstToExpire(sparing key: SIMD4<UInt64>) {
+        var first: (key: SIMD4<UInt64>, expiry: ContinuousClock.Instant)?
+        for (candidate, entry) in entries where candidate != key {
+            if let found = first, found.expiry <= entry.expiry { continue }
+            first = (candidate, entry.expiry)
+        }
+        if let first { entries.removeValue(forKey: first.key) }
+    }
+
+    /// The SHA-256 of `key`, as four words (Crypto's digest type is not `Sendable`).
+    private static func digest(_ key: String) -> SIMD4<UInt64> {
+        SHA256.hash(data: Array(key.utf8)).withUnsafeBytes { bytes in
+            SIMD4(
+                bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self),
+                bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                bytes.loadUnaligned(fromByteOffset: 16, as: UInt64.self),
+                bytes.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
+        }
     }
 }
 
@@ -104,17 +145,24 @@ public final class RequestIntervalGate: Sendable {
     /// Fleet mode: the table shared with other processes, asked first.
     private let shared: (any SharedIntervalGate)?
 
+    /// The most endpoints a gate remembers by default: far more than one process calls within
+    /// an interval; each takes about 100 bytes (its key is kept as a digest).
+    package static let defaultCapacity = 16_384
+
     /// - Parameters:
     ///   - capacity: the most endpoints remembered; expired entries are purged first.
     ///   - clock: the time source.
-    init(capacity: Int = 1_024, clock: any ServiceClock = .system) {
+    init(capacity: Int = RequestIntervalGate.defaultCapacity, clock: any ServiceClock = .system) {
         self.table = LockedValue(RequestIntervalTable(capacity: capacity))
         self.clock = clock
         self.shared = nil
     }
 
     /// A gate that asks `shared` first and falls back to its own table when it cannot answer.
-    package init(capacity: Int = 1_024, clock: any ServiceClock = .system, shared: any SharedIntervalGate) {
+    package init(
+        capacity: Int = RequestIntervalGate.defaultCapacity, clock: any ServiceClock = .system,
+        shared: any SharedIntervalGate
+    ) {
         self.table = LockedValue(RequestIntervalTable(capacity: capacity))
         self.clock = clock
         self.shared = shared

@@ -120,8 +120,10 @@ struct CallTelemetry {
     }
 
     /// An attempt is sent: its span starts, and its context goes into the request's fields.
+    /// - Parameter credentialQueryNames: the query items the authentication wrote into this
+    ///   attempt when the call could not know them at its start (read per attempt): secret too.
     @inline(never)
-    mutating func willSend(_ request: inout PreparedRequest, attempt: Int) {
+    mutating func willSend(_ request: inout PreparedRequest, attempt: Int, credentialQueryNames: Set<String> = []) {
         guard let active else { return }
         if attempt > 1 { active.metrics?.retries.increment() }
         guard let tracer = active.tracer, let callSpan = active.callSpan else { return }
@@ -129,7 +131,11 @@ struct CallTelemetry {
         let span = tracer.startSpan(
             request.head.method.rawValue, context: callSpan.context, ofKind: .client, at: DefaultTracerClock.now,
             function: #function, file: #fileID, line: #line)
-        Self.describe(request.head, on: span, redaction: active.redaction)
+        var redaction = active.redaction
+        if !credentialQueryNames.isEmpty {
+            redaction.queryNames.formUnion(credentialQueryNames.map { $0.lowercased() })
+        }
+        Self.describe(request.head, on: span, redaction: redaction)
         if attempt > 1 { span.attributes["http.request.resend_count"] = attempt - 1 }
         tracer.inject(span.context, into: &request.head.headerFields, using: HTTPFieldsInjector())
         active.attemptSpan = span

@@ -48,7 +48,7 @@ public struct LoggingEventMonitor: EventMonitor {
     }
 
     private func logReceived(_ event: CallEvent, response: HTTPResponse) {
-        logger.debug("← \(line(event)) \(response.status.code) \(response.status.reasonPhrase)")
+        logger.debug("← \(line(event)) \(response.status.code) \(Redaction.quoted(response.status.reasonPhrase))")
         if logsHeaders, logger.logLevel <= .trace {
             for header in redaction.adding(event.credentialFieldNames).redact(response.headerFields) {
                 logger.trace("← \(event.id) \(header)")

@@ -78,7 +78,8 @@ public struct ResponseValidator: Sendable {
     func validate(_ context: ResponseContext, serializerContentTypes: [String] = []) throws {
         let code = context.statusCode
         guard acceptableStatusCodes.contains(where: { $0.contains(code) }) else {
-            let reason = context.response.status.reasonPhrase
+            // Server text, quoted: a status line may be 100 KiB long, and apps log the message.
+            let reason = Redaction.quoted(context.response.status.reasonPhrase)
             var error = CourierError(
                 .httpStatus, "the server answered \(code)" + (reason.isEmpty ? "" : " \(reason)"),
                 response: context.response, body: context.body)
@@ -101,7 +102,7 @@ public struct ResponseValidator: Sendable {
         guard MediaType.contentType(header, matchesAny: patterns) else {
             throw CourierError(
                 .unacceptableContentType,
-                "the response is \(header); the call accepts \(patterns.joined(separator: ", "))",
+                "the response is \(Redaction.quoted(header)); the call accepts \(patterns.joined(separator: ", "))",
                 response: context.response, body: context.body)
         }
         try runChecks(context)

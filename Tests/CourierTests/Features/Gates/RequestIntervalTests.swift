@@ -106,4 +106,57 @@ import Testing
         table.release(key: "k", slot: start + .seconds(3), interval: .seconds(1))
         #expect(table.admit(key: "k", rule: rule, now: start) == .wait(.seconds(3)))
     }
+
+    /// 1,025 users each liking once within two seconds, after one of them ordered (an interval of
+    /// a minute): the table forgot the oldest entry, the order, and a second order went
+    /// through at once. A full table forgets the entry whose interval ends first, and holds far
+    /// more than 1,024 live ones.
+    @Test func manyLiveEndpointsDoNotFreeAnotherFromItsInterval() async throws {
+        let clock = ManualServiceClock()
+        let gate = RequestIntervalGate(clock: clock)
+        try await gate.admit(key: "POST /order\nuser: 0", rule: .drop(.seconds(60)))
+        for user in 1...1_024 {
+            clock.advance(by: .milliseconds(1))
+            try await gate.admit(key: "POST /like\nuser: \(user)", rule: .drop(.seconds(2)))
+        }
+        #expect(gate.trackedEndpoints == 1_025)
+        await #expect(throws: CourierError.self) {
+            try await gate.admit(key: "POST /order\nuser: 0", rule: .drop(.seconds(60)))
+        }
+        await #expect(throws: CourierError.self) {
+            try await gate.admit(key: "POST /like\nuser: 1", rule: .drop(.seconds(2)))
+        }
+    }
+
+    /// At its bound, a table of live entries forgets the one whose interval ends first (not the
+    /// one sent first, which may hold the longest interval); expired entries go before any.
+    @Test func aFullTableForgetsTheIntervalThatEndsFirst() {
+        var table = RequestIntervalTable(capacity: 4)
+        let start = ContinuousClock.now
+        #expect(table.admit(key: "order", rule: .drop(.seconds(60)), now: start) == .proceed)
+        for index in 0..<3 {
+            #expect(table.admit(key: "like \(index)", rule: .drop(.seconds(2)), now: start + .seconds(1)) == .proceed)
+        }
+        #expect(table.admit(key: "late", rule: .drop(.seconds(2)), now: start + .seconds(2)) == .proceed)
+        #expect(table.count == 4)
+        #expect(table.admit(key: "order", rule: .drop(.seconds(60)), now: start + .seconds(2)) != .proceed)
+        #expect(table.admit(key: "late", rule: .drop(.seconds(2)), now: start + .seconds(2)) != .proceed)
+        // The likes' intervals have passed: purged, the order and "late" kept.
+        #expect(table.admit(key: "next", rule: .drop(.seconds(2)), now: start + .milliseconds(3_500)) == .proceed)
+        #expect(table.count == 3)
+        #expect(table.admit(key: "order", rule: .drop(.seconds(60)), now: start + .seconds(4)) != .proceed)
+    }
+
+    /// Many endpoints at once: the table stays within its bound.
+    @Test func theTableStaysBoundedUnderManyLiveEndpoints() async throws {
+        let clock = ManualServiceClock()
+        let gate = RequestIntervalGate(capacity: 2_000, clock: clock)
+        for index in 0..<5_000 {
+            try await gate.admit(key: "GET /items/\(index)", rule: .drop(.seconds(60)))
+        }
+        #expect(gate.trackedEndpoints == 2_000)
+        await #expect(throws: CourierError.self) {
+            try await gate.admit(key: "GET /items/4999", rule: .drop(.seconds(60)))
+        }
+    }
 }

@@ -139,18 +139,54 @@ import Tracing
                 parts: [.header(.authorization) { "Bearer \($0)" }, .query("session") { $0 }])
         }
         let _: ServiceUser = try await service.get("users/1", parameters: ["page": "3"])
+        Self.expectTwoAttemptsRedacting("session", secret: "session-secret", server: server, tracer: tracer)
+    }
+
+    /// Both attempts of `users/1?page=3` sent the query item `name` with the value
+    /// `secret`-1, and their spans show it redacted.
+    private static func expectTwoAttemptsRedacting(
+        _ name: String, secret: String, server: TestServer, tracer: W3CTestTracer,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         #expect(
-            server.recordedRequests(path: "/users/1").map { $0.queryValue("session") } == [
-                "session-secret-1", "session-secret-1",
-            ])
+            server.recordedRequests(path: "/users/1").map { $0.queryValue(name) } == ["\(secret)-1", "\(secret)-1"],
+            sourceLocation: sourceLocation)
         let attempts = tracer.memory.finishedSpans.filter { $0.kind == .client }
-        #expect(attempts.count == 2)
+        #expect(attempts.count == 2, sourceLocation: sourceLocation)
         for span in attempts {
             let url = "\(span.attributes["url.full"]?.toSpanAttribute() ?? "")"
-            #expect(url.contains("page=3"))
-            #expect(url.contains("session=\(Redaction.marker)"))
-            #expect(!url.contains("session-secret"), "the credential reached a span: \(url)")
+            #expect(url.contains("page=3"), sourceLocation: sourceLocation)
+            #expect(url.contains("\(name)=\(Redaction.marker)"), sourceLocation: sourceLocation)
+            #expect(!url.contains(secret), "the credential reached a span: \(url)", sourceLocation: sourceLocation)
         }
+    }
+
+    /// A credential of a type of the app's own, written into the query by the interceptor's
+    /// `apply`: its names are read per attempt (nothing probes them), and the attempt spans,
+    /// whose redaction was fixed at the call's start, showed its value in `url.full`. The
+    /// logging monitor redacted it already.
+    @Test func aCredentialWhoseQueryNamesAreReadPerAttemptIsRedactedInTheAttemptSpans() async throws {
+        struct Ticket: Sendable, Equatable { var value: String }
+        let server = try TestServer()
+        defer { server.stop() }
+        server.enqueue(.status(503))
+        server.enqueue(.json(["id": 1, "name": "x"]))
+        let tracer = W3CTestTracer()
+        let logs = LogCapture()
+        let coordinator = AuthRefreshCoordinator<Ticket>(credential: Ticket(value: "ticket-secret-1")) { _ in
+            Ticket(value: "ticket-secret-2")
+        }
+        let service = try Self.service(server.baseURL, tracer: tracer) {
+            $0.authentication = AuthenticationInterceptor(coordinator: coordinator) { ticket, request in
+                let path = request.path ?? "/"
+                request.path = path + (path.contains("?") ? "&" : "?") + "ticket=\(ticket.value)"
+            }
+            $0.monitors = [LoggingEventMonitor(logger: logs.logger)]
+        }
+        let _: ServiceUser = try await service.get("users/1", parameters: ["page": "3"])
+        Self.expectTwoAttemptsRedacting("ticket", secret: "ticket-secret", server: server, tracer: tracer)
+        #expect(logs.lines.contains { $0.contains("ticket=\(Redaction.marker)") })
+        #expect(!logs.lines.contains { $0.contains("ticket-secret") })
     }
 
     @Test func aPlainSendIsTracedAndCountedLikeAServiceCall() async throws {
