@@ -22,9 +22,12 @@ import Testing
         }
     }
 
-    @Test func aCallCancelledWhileItsRefreshHangsEndsAtOnceAndTheRefreshIsKept() async throws {
+    /// A service whose `/bearer` accepts only "fresh", with the credential "stale" and a refresh
+    /// to "fresh" that waits at `gate` until the test opens it; `refreshes` counts refreshes.
+    static func serviceWithAHeldRefresh() throws -> (
+        server: TestServer, gate: ServiceGate, refreshes: ServiceCounter, service: ServiceCore
+    ) {
         let server = try TestServer()
-        defer { server.stop() }
         server.validBearerTokens = ["fresh"]
         let gate = ServiceGate()
         let refreshes = ServiceCounter()
@@ -33,7 +36,19 @@ import Testing
             await gate.wait()
             return "fresh"
         }
-        let service = try ServiceFixture.service(server) { $0.authentication = .bearer(coordinator) }
+        do {
+            return (
+                server, gate, refreshes, try ServiceFixture.service(server) { $0.authentication = .bearer(coordinator) }
+            )
+        } catch {
+            server.stop()
+            throw error
+        }
+    }
+
+    @Test func aCallCancelledWhileItsRefreshHangsEndsAtOnceAndTheRefreshIsKept() async throws {
+        let (server, gate, refreshes, service) = try Self.serviceWithAHeldRefresh()
+        defer { server.stop() }
         let call = Self.bearerCall(service)
         while refreshes.value == 0 { await Task.yield() }
         call.cancel()
@@ -255,17 +270,8 @@ extension AuthSessionBoundaryTests {
     /// is kept when it ends. On the old code the call waited for the refresh for as long as it
     /// hung (here until the test's rescue opened the gate).
     @Test func aCallWaitingForARefreshThatHangsEndsAtItsTimeout() async throws {
-        let server = try TestServer()
+        let (server, gate, refreshes, service) = try Self.serviceWithAHeldRefresh()
         defer { server.stop() }
-        server.validBearerTokens = ["fresh"]
-        let gate = ServiceGate()
-        let refreshes = ServiceCounter()
-        let coordinator = AuthRefreshCoordinator<String>(credential: "stale") { _ in
-            refreshes.increment()
-            await gate.wait()
-            return "fresh"
-        }
-        let service = try ServiceFixture.service(server) { $0.authentication = .bearer(coordinator) }
         let timeout = TestTimeBound.scaled(.seconds(1))
         let call = Task { () -> CourierError? in
             do {
