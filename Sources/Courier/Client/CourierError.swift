@@ -82,7 +82,8 @@ public struct CourierError: Error, Sendable, CustomStringConvertible {
     public var body: Data?
     /// The server's error body decoded into the call's error model type, if it named one.
     public var errorModel: (any Sendable)?
-    /// For `.decoding`: the coding path, as dotted keys (`items.3.price`).
+    /// For `.decoding`: the coding path, as dotted keys (`items.3.price`); a dictionary's keys
+    /// as the server sent them (`description` quotes them).
     public var codingPath: String?
     /// The app's own error for this failure (see `Service/ErrorMapping.swift`), read typed with
     /// ``domain(as:)``.
@@ -119,7 +120,8 @@ public struct CourierError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         var text = "CourierError.\(code): \(message)"
         if let status = response?.status { text += " (HTTP \(status.code))" }
-        if let codingPath, !codingPath.isEmpty { text += " at \(codingPath)" }
+        // Quoted: a dictionary's keys in it are the server's text.
+        if let codingPath, !codingPath.isEmpty { text += " at \(Redaction.quoted(codingPath, limit: 1_024))" }
         // Quoted: it may hold what a server sent (a decoder quotes a value it refused).
         if let underlying { text += " — underlying: \(Redaction.quoted(String(describing: underlying), limit: 1_024))" }
         if let domainError { text += " — domain: \(String(describing: domainError))" }

@@ -92,6 +92,32 @@ import Testing
         }
     }
 
+    /// A coding path names the keys of the answer, and the keys of a dictionary are the
+    /// server's own text: a line break in one forged a line in the error's description (which
+    /// apps print and tracers record), and a megabyte-long one flooded it. The description
+    /// quotes it as server text; `codingPath` keeps it as it came.
+    @Test func aServerKeyInTheCodingPathCannotForgeOrFloodTheDescription() async throws {
+        struct Counted: Decodable, Sendable { let counts: [String: Int] }
+        let server = try TestServer()
+        defer { server.stop() }
+        let forgedKey = "a\nwarning ✗ FORGED\r\u{2028}"
+        let longKey = String(repeating: "k", count: 1_000_000)
+        server.route("/forged") { _ in .json(["counts": [forgedKey: "not a number"]]) }
+        server.route("/flood") { _ in .json(["counts": [longKey: "not a number"]]) }
+        let service = try ServiceFixture.service(server)
+        for (path, key) in [("forged", forgedKey), ("flood", longKey)] {
+            let error = await #expect(throws: CourierError.self) {
+                let _: Counted = try await service.get(path)
+            }
+            let failure = try #require(error)
+            #expect(failure.code == .decoding)
+            #expect(failure.codingPath == "counts." + key)
+            #expect(failure.description.contains(" at counts."))
+            #expect(!failure.description.contains { $0.isNewline }, "\(failure.description.prefix(300))")
+            #expect(failure.description.count < 3_000)
+        }
+    }
+
     /// A status line's reason phrase and a `Content-Type` are server text the validator's
     /// errors quoted whole (and the logging monitor the reason phrase): curl takes header lines
     /// of up to 100 KiB, and each became a line of that size in every log of the failure. They
