@@ -315,16 +315,20 @@ extension ServiceCore {
 
         /// Counts an attempt.
         /// - Returns: what adapters and retriers see of it.
-        /// - Throws: `CancellationError` when the task is cancelled.
+        /// - Throws: `CancellationError` when the task is cancelled; `CourierError.configuration`
+        ///   for a call's timeout of zero or less.
         @inline(never)
         func beginAttempt() throws -> InterceptorContext {
             attempts += 1
             try Task.checkCancellation()
             if scope?.isCancelled == true { throw CancellationError() }
             try checkSession()
+            // Checked and clamped as the transfer's (`ConfigurationBounds`): a wait for a refresh
+            // bounded by a timeout of zero or less was not bounded at all.
+            let timeout = try ConfigurationBounds.timeout(options.timeout, "request timeout")
             return InterceptorContext(
                 callID: id, attempt: attempts, userInfo: options.userInfo,
-                timeout: options.timeout ?? clientSettings.settings.timeout)
+                timeout: timeout ?? clientSettings.settings.timeout)
         }
 
         /// - Throws: `CourierError.authentication` when the session the call started in ended.

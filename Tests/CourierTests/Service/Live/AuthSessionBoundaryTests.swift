@@ -291,3 +291,39 @@ extension AuthSessionBoundaryTests {
         #expect(refreshes.value == 1)
     }
 }
+
+extension AuthSessionBoundaryTests {
+    /// A call whose timeout is zero or less, refused with `.configuration` once it sends,
+    /// first waited for the refresh of its expired credential with no bound at all (a wait of
+    /// zero or less armed no timer): a refresher that hung held it for as long as it hung. It
+    /// is refused before it waits.
+    @Test(arguments: [Duration.zero, .seconds(-1)])
+    func aCallWhoseTimeoutIsNotPositiveDoesNotWaitForAHungRefresh(timeout: Duration) async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        server.validBearerTokens = ["fresh"]
+        let gate = ServiceGate()
+        let coordinator = AuthRefreshCoordinator<String>(credential: "stale") { _ in
+            await gate.wait()
+            return "fresh"
+        }
+        let service = try ServiceFixture.service(server) {
+            $0.authentication = AuthenticationInterceptor(
+                coordinator: coordinator, isExpired: { $0 == "stale" },
+                parts: [.header(.authorization) { "Bearer \($0)" }])
+        }
+        let call = Task { () -> CourierError? in
+            do {
+                let _: Bearer = try await service.get("bearer", options: CallOptions.default.with(\.timeout, timeout))
+                return nil
+            } catch {
+                return error as? CourierError
+            }
+        }
+        let (error, rescued) = await awaitWithRescue(call, within: TestTimeBound.scaled(.seconds(30))) { gate.open() }
+        #expect(!rescued, "the call waited for the hung refresh")
+        #expect(error?.code == .configuration, "\(String(describing: error))")
+        gate.open()
+        #expect(server.count("/bearer") == 0)
+    }
+}
