@@ -275,8 +275,10 @@ private final class RefreshWaiters<Credential: Sendable>: Sendable {
                     continuation.resume(with: ready)
                 } else if let timeout, let delay = DispatchTimeInterval(waiting: timeout) {
                     // Only a waiter that waits arms a timer: one per waiting call, gone when it fires.
-                    DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in
-                        leave(id, with: Self.timedOut(timeout))
+                    // It does not hold the waiters: a wait that ended keeps neither them nor the
+                    // credential they hand out in memory until the timeout passes (up to 24 days).
+                    DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
+                        self?.leave(id, with: Self.timedOut(timeout))
                     }
                 }
             }

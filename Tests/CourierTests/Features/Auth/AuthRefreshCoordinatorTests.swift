@@ -1,3 +1,4 @@
+import CourierTesting
 import Synchronization
 import Testing
 
@@ -45,6 +46,36 @@ import Testing
         // A late caller with the old credential gets the new one without a refresh.
         #expect(try await coordinator.credential(replacing: "t0") == "t0+1")
         #expect(refresher.calls.load(ordering: .relaxed) == 1)
+    }
+
+    /// A waiter with a timeout armed a timer that held the refresh's waiters, and with them the
+    /// renewed credential, until the timeout passed (a day here): long after the wait had ended
+    /// and the user had logged out. The timer holds neither.
+    @Test func aFinishedWaitLeavesNoTimerHoldingTheCredential() async throws {
+        final class Token: Sendable, Equatable {
+            let value: String
+            init(_ value: String) { self.value = value }
+            static func == (one: Token, other: Token) -> Bool { one.value == other.value }
+        }
+        let gate = ServiceGate()
+        weak var renewed: Token?
+        do {
+            let coordinator = AuthRefreshCoordinator<Token>(credential: Token("stale")) { _ in
+                await gate.wait()
+                return Token("fresh")
+            }
+            let stale = coordinator.current
+            let waiting = Task { try await coordinator.credential(replacing: stale, within: .seconds(86_400)) }
+            while await coordinator.waitingCallers == 0 { await Task.yield() }
+            gate.open()
+            renewed = try await waiting.value
+            #expect(renewed?.value == "fresh")
+            coordinator.logout()
+        }
+        // The refresh's task lets go of its waiters as it ends, just after its waiter resumed.
+        let deadline = ContinuousClock.now + TestTimeBound.scaled(.seconds(10))
+        while renewed != nil, ContinuousClock.now < deadline { await Task.yield() }
+        #expect(renewed == nil, "a timer still holds the renewed credential")
     }
 
     @Test func failedRefreshFailsEveryWaiterWithOneAuthenticationError() async throws {
