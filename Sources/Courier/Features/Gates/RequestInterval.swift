@@ -36,7 +36,8 @@ public struct RequestInterval: Sendable, Hashable {
 /// Bounded: past `capacity` endpoints whose interval has not passed, the one whose interval
 /// ends first is forgotten (it may then go again that much early). Expired entries go first,
 /// purged when the table has grown to twice what was left after the last purge (at least
-/// `purgeThreshold`), so a table of mostly live entries is not scanned on every call.
+/// `purgeThreshold`) and an entry's interval may have ended, so a table of mostly live entries
+/// (a full one included) is not scanned on every call.
 struct RequestIntervalTable: Sendable {
     enum Verdict: Equatable {
         case proceed
@@ -61,6 +62,11 @@ struct RequestIntervalTable: Sendable {
     let capacity: Int
     /// The size at which the next purge runs.
     private var purgeAt: Int
+    /// No entry's interval ends before this (nil: no entry): a purge before it would remove
+    /// nothing. A lower bound: the entry that set it may have been renewed or forgotten since.
+    private var earliestExpiry: ContinuousClock.Instant?
+    /// How many purges ran (tests).
+    private(set) var purges = 0
 
     init(capacity: Int) {
         self.capacity = max(1, capacity)
@@ -73,7 +79,9 @@ struct RequestIntervalTable: Sendable {
     /// call books the future slot, so the calls behind it queue up after it).
     mutating func admit(key text: String, rule: RequestInterval, now: ContinuousClock.Instant) -> Verdict {
         let key = Self.digest(text)
-        if entries.count >= purgeAt { purge(now: now) }
+        // Only when an entry may have expired: a full table of live entries (always at its
+        // capacity) was scanned and copied whole on every call.
+        if entries.count >= purgeAt, let earliestExpiry, earliestExpiry <= now { purge(now: now) }
         guard let entry = entries[key] else {
             book(key, at: now, rule)
             return .proceed
@@ -93,7 +101,9 @@ struct RequestIntervalTable: Sendable {
     }
 
     private mutating func book(_ key: SIMD4<UInt64>, at instant: ContinuousClock.Instant, _ rule: RequestInterval) {
-        entries[key] = Entry(lastSent: instant, interval: rule.interval)
+        let entry = Entry(lastSent: instant, interval: rule.interval)
+        entries[key] = entry
+        noteExpiry(entry.expiry)
         if entries.count > capacity { evictFirstToExpire(sparing: key) }
     }
 
@@ -103,11 +113,18 @@ struct RequestIntervalTable: Sendable {
         let key = Self.digest(text)
         guard let entry = entries[key], entry.lastSent == slot else { return }
         entries[key]?.lastSent = slot - interval
+        if let expiry = entries[key]?.expiry { noteExpiry(expiry) }
+    }
+
+    private mutating func noteExpiry(_ expiry: ContinuousClock.Instant) {
+        earliestExpiry = Swift.min(earliestExpiry ?? expiry, expiry)
     }
 
     /// Removes every entry whose interval has passed: it can no longer affect a call.
     mutating func purge(now: ContinuousClock.Instant) {
+        purges += 1
         entries = entries.filter { $0.value.expiry > now }
+        earliestExpiry = entries.values.lazy.map(\.expiry).min()
         purgeAt = min(capacity, max(Self.purgeThreshold, entries.count * 2))
     }
 

@@ -159,4 +159,28 @@ import Testing
             try await gate.admit(key: "GET /items/4999", rule: .drop(.seconds(60)))
         }
     }
+
+    /// A full table is always at its capacity, the size at which it purges: it scanned and
+    /// copied all of its entries on every call (a call to an endpoint it already held too),
+    /// under the gate's lock, though none had expired. It purges once an entry's interval may
+    /// have ended.
+    @Test func aFullTableOfLiveEntriesIsNotPurgedOnEveryCall() {
+        var table = RequestIntervalTable(capacity: 2_000)
+        let start = ContinuousClock.now
+        for index in 0..<2_000 {
+            #expect(table.admit(key: "GET /items/\(index)", rule: .drop(.seconds(60)), now: start) == .proceed)
+        }
+        let purges = table.purges
+        for index in 2_000..<2_500 {
+            let now = start + .seconds(1)
+            #expect(table.admit(key: "GET /items/\(index)", rule: .drop(.seconds(60)), now: now) == .proceed)
+            #expect(table.admit(key: "GET /items/\(index)", rule: .drop(.seconds(60)), now: now) != .proceed)
+        }
+        #expect(table.count == 2_000)
+        #expect(table.purges == purges, "\(table.purges - purges) purges of a table with nothing expired")
+        // Once the intervals have passed, the next call purges them all.
+        #expect(table.admit(key: "GET /next", rule: .drop(.seconds(60)), now: start + .seconds(62)) == .proceed)
+        #expect(table.purges == purges + 1)
+        #expect(table.count == 1)
+    }
 }
