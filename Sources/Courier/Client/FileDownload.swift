@@ -114,6 +114,9 @@ struct FileDownload {
         let timeout =
             try ConfigurationBounds.timeout(options.timeout, "request timeout") ?? client.liveSettings.settings.timeout
         let deadline = timeout.map { ContinuousClock.now + $0 }
+        // A resumption after a logout is refused, not sent with the next user's credential (the
+        // rest of that user's file joined to this one's start).
+        let context = TransferContext(session: client.sessionGeneration)
         let output = try PartFile(beside: file.path)
         let partPath = output.path
         var done = false
@@ -132,7 +135,8 @@ struct FileDownload {
             let startOffset = state.offset
             do {
                 let remaining = resumes > 0 ? deadline.map { $0 - .now } : nil
-                let response = try await attempt(&state, output: output, limit: limit, timeout: remaining)
+                let response = try await attempt(
+                    &state, output: output, limit: limit, timeout: remaining, context: context)
                 try output.sync()
                 try output.takeMode(of: file.path)
                 guard rename(partPath, file.path) == 0 else {
@@ -154,11 +158,13 @@ struct FileDownload {
     }
 
     /// One request: from byte `state.offset` when resuming.
-    /// - Parameter timeout: what is left of the download's timeout for a resumption (nil: the
-    ///   options' own).
-    private func attempt(_ state: inout Resumption, output: PartFile, limit: Int64, timeout: Duration?) async throws
-        -> HTTPClient.Response
-    {
+    /// - Parameters:
+    ///   - timeout: what is left of the download's timeout for a resumption (nil: the options'
+    ///     own).
+    ///   - context: the client's session the download began in.
+    private func attempt(
+        _ state: inout Resumption, output: PartFile, limit: Int64, timeout: Duration?, context: TransferContext
+    ) async throws -> HTTPClient.Response {
         var head = request
         // Ranges count bytes as sent: a decoded (gzip) body could not be resumed.
         if head.headerFields[.acceptEncoding] == nil { head.headerFields[.acceptEncoding] = "identity" }
@@ -173,7 +179,7 @@ struct FileDownload {
             guard timeout > .zero else { throw CourierError(.timedOut, "the download took longer than its timeout") }
             options.timeout = timeout
         }
-        let streamed = try await client.stream(head, options: options)
+        let streamed = try await client.stream(head, body: nil, options: options, context: context)
         let answer = streamed.head
         // The byte a `206` body must end at: its length is framed apart from its Content-Range.
         var rangeEnd: Int64?

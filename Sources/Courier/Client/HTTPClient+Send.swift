@@ -89,12 +89,20 @@ extension HTTPClient {
     public func stream(
         _ request: HTTPRequest, body: RequestBody? = nil, options: CallOptions = .default
     ) async throws -> StreamedResponse {
+        try await stream(request, body: body, options: options, context: .none)
+    }
+
+    /// `stream` for a request of a transfer of several requests (a download that resumes):
+    /// `context.session` refuses one made after the session the transfer began in ended.
+    func stream(_ request: HTTPRequest, body: RequestBody?, options: CallOptions, context: TransferContext)
+        async throws -> StreamedResponse
+    {
         guard telemetry.isActive else {
             var exchange = try Exchange(
-                client: self, request: request, body: body, options: options.requestOptions, context: .none)
+                client: self, request: request, body: body, options: options.requestOptions, context: context)
             return try await followRedirects(&exchange, StreamedHop.self)
         }
-        return try await streamReported(request, body: body, options: options)
+        return try await streamReported(request, body: body, options: options, context: context)
     }
 
     /// What `sendReported` and `streamReported` start with: the call's telemetry, started with
@@ -130,14 +138,14 @@ extension HTTPClient {
     /// `stream` with a span and metrics, as `send` gets: they end when the body ends (read to
     /// its end, failed, or dropped unread), not when the head arrives.
     @inline(never)
-    private func streamReported(_ request: HTTPRequest, body: RequestBody?, options: CallOptions) async throws
-        -> StreamedResponse
-    {
+    private func streamReported(
+        _ request: HTTPRequest, body: RequestBody?, options: CallOptions, context: TransferContext
+    ) async throws -> StreamedResponse {
         var (telemetry, reported, sent, requestOptions) = try startReport(request, body: body, options: options)
         var response: StreamedResponse
         do {
             var exchange = try Exchange(
-                client: self, request: sent, body: body, options: requestOptions, context: .none)
+                client: self, request: sent, body: body, options: requestOptions, context: context)
             response = try await followRedirects(&exchange, StreamedHop.self)
         } catch {
             telemetry.failed(Self.reported(error, "the request was cancelled"), attempts: 1)

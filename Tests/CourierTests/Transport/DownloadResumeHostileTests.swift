@@ -27,6 +27,41 @@ import Testing
         }
     }
 
+    /// A download of alice's that resumes after she logged out and bob logged in: each request
+    /// asked the client for its credential of the moment, so the resumption went out as bob,
+    /// and the rest of bob's file (the same URL and ETag: `/me/export`) was joined to the start
+    /// of alice's. A download ends with `.authentication` once the session it began in ended,
+    /// as a service call does.
+    @Test func aDownloadResumedAfterALogoutIsNotSentAsTheNextUser() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let destination = LargeBodyTests.Destination()
+        let client = try makeClient()
+        try client.logIn(credential: "alice")
+        let content = TestServer.bytePattern(count: LargeBodyTests.size)
+        let requests = ServiceCounter()
+        server.route("/file") { request in
+            guard requests.increment() > 1 else {
+                client.logOut()
+                try? client.logIn(credential: "bob")
+                var headers: HTTPFields = [:]
+                headers[.eTag] = LargeBodyTests.etag
+                return ScriptedResponse(headers: headers, body: content, fault: .closeDuringBody)
+            }
+            let start = Int(request.header("Range")?.dropFirst(6).dropLast() ?? "") ?? 0
+            return LargeBodyTests.partial(content, from: start)
+        }
+        let error = await courierError {
+            _ = try await client.download(
+                HTTPRequest(.get, server.url("/file")), to: destination.url, options: Self.options
+            ).response
+        }
+        #expect(error?.code == .authentication, "\(String(describing: error))")
+        #expect(server.recordedRequests(path: "/file").map { $0.header("authorization") } == ["Bearer alice"])
+        #expect(!destination.exists)
+        #expect(!destination.partExists)
+    }
+
     @Test func aResumptionFromAnotherVersionOfTheFileIsRefused() async throws {
         let server = try TestServer()
         defer { server.stop() }
