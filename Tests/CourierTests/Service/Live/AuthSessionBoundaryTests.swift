@@ -11,10 +11,10 @@ import Testing
     typealias Bearer = APIServiceAuthTests.Bearer
 
     /// `GET /bearer` in a task of its own: its error, nil when it succeeds.
-    static func bearerCall(_ service: ServiceCore) -> Task<CourierError?, Never> {
+    static func bearerCall(_ service: ServiceCore, options: CallOptions = .default) -> Task<CourierError?, Never> {
         Task {
             do {
-                let _: Bearer = try await service.get("bearer")
+                let _: Bearer = try await service.get("bearer", options: options)
                 return nil
             } catch {
                 return error as? CourierError
@@ -273,14 +273,7 @@ extension AuthSessionBoundaryTests {
         let (server, gate, refreshes, service) = try Self.serviceWithAHeldRefresh()
         defer { server.stop() }
         let timeout = TestTimeBound.scaled(.seconds(1))
-        let call = Task { () -> CourierError? in
-            do {
-                let _: Bearer = try await service.get("bearer", options: CallOptions.default.with(\.timeout, timeout))
-                return nil
-            } catch {
-                return error as? CourierError
-            }
-        }
+        let call = Self.bearerCall(service, options: CallOptions.default.with(\.timeout, timeout))
         let (error, rescued) = await awaitWithRescue(call, within: TestTimeBound.scaled(.seconds(30))) { gate.open() }
         #expect(!rescued, "the call waited for the refresh past its timeout")
         #expect(error?.code == .timedOut, "\(String(describing: error))")
@@ -312,14 +305,7 @@ extension AuthSessionBoundaryTests {
                 coordinator: coordinator, isExpired: { $0 == "stale" },
                 parts: [.header(.authorization) { "Bearer \($0)" }])
         }
-        let call = Task { () -> CourierError? in
-            do {
-                let _: Bearer = try await service.get("bearer", options: CallOptions.default.with(\.timeout, timeout))
-                return nil
-            } catch {
-                return error as? CourierError
-            }
-        }
+        let call = Self.bearerCall(service, options: CallOptions.default.with(\.timeout, timeout))
         let (error, rescued) = await awaitWithRescue(call, within: TestTimeBound.scaled(.seconds(30))) { gate.open() }
         #expect(!rescued, "the call waited for the hung refresh")
         #expect(error?.code == .configuration, "\(String(describing: error))")
