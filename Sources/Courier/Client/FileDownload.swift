@@ -111,12 +111,14 @@ struct FileDownload {
         // One deadline for the whole download: a resumption gets what is left of the timeout,
         // and none starts once it has passed (the total timeout is not a broken connection;
         // resumed, each request had the whole timeout again).
-        let timeout =
-            try ConfigurationBounds.timeout(options.timeout, "request timeout") ?? client.liveSettings.settings.timeout
+        let settings = client.liveSettings
+        let timeout = try ConfigurationBounds.timeout(options.timeout, "request timeout") ?? settings.settings.timeout
         let deadline = timeout.map { ContinuousClock.now + $0 }
         // A resumption after a logout is refused, not sent with the next user's credential (the
-        // rest of that user's file joined to this one's start).
-        let context = TransferContext(session: client.sessionGeneration)
+        // rest of that user's file joined to this one's start). One that gets no credential (from
+        // another origin: a CDN) is no session's, and resumes.
+        let sendsCredential = client.credentialScope.admits(request, decision: nil, baseOrigin: settings.origin)
+        let context = sendsCredential ? TransferContext(session: client.sessionGeneration) : .none
         let output = try PartFile(beside: file.path)
         let partPath = output.path
         var done = false

@@ -27,18 +27,9 @@ import Testing
         }
     }
 
-    /// A download of alice's that resumes after she logged out and bob logged in: each request
-    /// asked the client for its credential of the moment, so the resumption went out as bob,
-    /// and the rest of bob's file (the same URL and ETag: `/me/export`) was joined to the start
-    /// of alice's. A download ends with `.authentication` once the session it began in ended,
-    /// as a service call does.
-    @Test func aDownloadResumedAfterALogoutIsNotSentAsTheNextUser() async throws {
-        let server = try TestServer()
-        defer { server.stop() }
-        let destination = LargeBodyTests.Destination()
-        let client = try makeClient()
-        try client.logIn(credential: "alice")
-        let content = TestServer.bytePattern(count: LargeBodyTests.size)
+    /// Serves `content` at `/file`: the first request's body cut, after alice logged out and bob
+    /// in (as it arrived); then the ranges asked for.
+    static func serveSwitchingUser(_ server: TestServer, _ client: HTTPClient, _ content: Data) {
         let requests = ServiceCounter()
         server.route("/file") { request in
             guard requests.increment() > 1 else {
@@ -51,6 +42,21 @@ import Testing
             let start = Int(request.header("Range")?.dropFirst(6).dropLast() ?? "") ?? 0
             return LargeBodyTests.partial(content, from: start)
         }
+    }
+
+    /// A download of alice's that resumes after she logged out and bob logged in: each request
+    /// asked the client for its credential of the moment, so the resumption went out as bob,
+    /// and the rest of bob's file (the same URL and ETag: `/me/export`) was joined to the start
+    /// of alice's. A download ends with `.authentication` once the session it began in ended,
+    /// as a service call does.
+    @Test func aDownloadResumedAfterALogoutIsNotSentAsTheNextUser() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let destination = LargeBodyTests.Destination()
+        let client = try makeClient()
+        try client.logIn(credential: "alice")
+        let content = TestServer.bytePattern(count: LargeBodyTests.size)
+        Self.serveSwitchingUser(server, client, content)
         let error = await courierError {
             _ = try await client.download(
                 HTTPRequest(.get, server.url("/file")), to: destination.url, options: Self.options
@@ -60,6 +66,26 @@ import Testing
         #expect(server.recordedRequests(path: "/file").map { $0.header("authorization") } == ["Bearer alice"])
         #expect(!destination.exists)
         #expect(!destination.partExists)
+    }
+
+    /// The same download from another origin than the API's (a CDN) carries no credential: it
+    /// is no session's, and resumes across the logout.
+    @Test func aDownloadFromAnotherOriginResumesAfterALogout() async throws {
+        let api = try TestServer()
+        defer { api.stop() }
+        let cdn = try TestServer()
+        defer { cdn.stop() }
+        let destination = LargeBodyTests.Destination()
+        let client = try makeClient { $0.baseURL = api.baseURL }
+        try client.logIn(credential: "alice")
+        let content = TestServer.bytePattern(count: LargeBodyTests.size)
+        Self.serveSwitchingUser(cdn, client, content)
+        _ = try await client.download(
+            HTTPRequest(.get, cdn.url("/file")), to: destination.url, options: Self.options
+        ).response
+        #expect(try Data(contentsOf: destination.url) == content)
+        #expect(cdn.recordedRequests(path: "/file").count == 2)
+        #expect(cdn.recordedRequests(path: "/file").allSatisfy { $0.header("authorization") == nil })
     }
 
     @Test func aResumptionFromAnotherVersionOfTheFileIsRefused() async throws {
