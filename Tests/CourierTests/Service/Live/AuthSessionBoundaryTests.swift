@@ -22,6 +22,27 @@ import Testing
         }
     }
 
+    /// `/flaky` answers alice's first attempt 503 after switching to bob's session: alice's call
+    /// ends with `.authentication` after that one attempt (sent as alice), and a call of bob's
+    /// session then goes through as bob (the route echoes the `Authorization` it got).
+    static func expectAlicesRetryRefusedAndBobsCallSent(
+        _ service: ServiceCore, _ server: TestServer, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        struct Token: Decodable { var token: String }
+        do {
+            let answer: Token = try await service.get("flaky")
+            Issue.record("alice's call got the answer to \(answer.token)", sourceLocation: sourceLocation)
+        } catch {
+            #expect(error.code == .authentication, sourceLocation: sourceLocation)
+        }
+        #expect(
+            server.recordedRequests(path: "/flaky").map { $0.header("authorization") } == ["Bearer alice"],
+            sourceLocation: sourceLocation)
+        // A call of bob's session goes through.
+        let bobs: Token = try await service.get("flaky")
+        #expect(bobs.token == "Bearer bob", sourceLocation: sourceLocation)
+    }
+
     /// A service whose `/bearer` accepts only "fresh", with the credential "stale" and a refresh
     /// to "fresh" that waits at `gate` until the test opens it; `refreshes` counts refreshes.
     static func serviceWithAHeldRefresh() throws -> (
@@ -145,17 +166,7 @@ import Testing
             return .json(["token": request.header("authorization") ?? ""])
         }
         let service = try ServiceFixture.service(server) { $0.authentication = .bearer(coordinator) }
-        struct Token: Decodable { var token: String }
-        do {
-            let answer: Token = try await service.get("flaky")
-            Issue.record("alice's call got the answer to \(answer.token)")
-        } catch {
-            #expect(error.code == .authentication)
-        }
-        #expect(server.recordedRequests(path: "/flaky").map { $0.header("authorization") } == ["Bearer alice"])
-        // A call of bob's session goes through.
-        let bobs: Token = try await service.get("flaky")
-        #expect(bobs.token == "Bearer bob")
+        try await Self.expectAlicesRetryRefusedAndBobsCallSent(service, server)
     }
 
     /// A call that waits for the network (`whenOffline: .wait`) while its user logs out and the
@@ -206,17 +217,7 @@ import Testing
             }
             return .json(["token": request.header("authorization") ?? ""])
         }
-        struct Token: Decodable { var token: String }
-        do {
-            let answer: Token = try await service.get("flaky")
-            Issue.record("alice's call got the answer to \(answer.token)")
-        } catch {
-            #expect(error.code == .authentication)
-        }
-        #expect(server.recordedRequests(path: "/flaky").map { $0.header("authorization") } == ["Bearer alice"])
-        // A call of bob's session goes through.
-        let bobs: Token = try await service.get("flaky")
-        #expect(bobs.token == "Bearer bob")
+        try await Self.expectAlicesRetryRefusedAndBobsCallSent(service, server)
     }
 }
 
