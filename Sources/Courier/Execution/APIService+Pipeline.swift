@@ -46,6 +46,9 @@ extension ServiceCore {
                 var request = call.attemptRequest()
                 if !call.chain.adapters.isEmpty {
                     request = try await adapt(request, context: context, for: call)
+                    // The adapters may have waited (a refresh, fleet mode's shared sync) across a
+                    // logout: what they wrote is then the next session's credential.
+                    try call.checkSession()
                     if prepared.hasOwnAdapters, call.options.deduplicates, request.isShareable {
                         call.noteAdapted(request)
                     }

@@ -314,3 +314,32 @@ extension AuthSessionBoundaryTests {
         #expect(server.count("/bearer") == 0)
     }
 }
+
+extension AuthSessionBoundaryTests {
+    /// A logout, then another user's login, while a call's adapters wait (fleet mode's shared
+    /// credential sync, here held by the test): the call ends with `.authentication` and is
+    /// never sent. On the old code the session was checked before the adapters only, and the
+    /// interceptor, once the wait was over, wrote bob's token into alice's call.
+    @Test func aLogoutWhileTheAdaptersWaitEndsTheCallUnsent() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let gate = ServiceGate()
+        let syncing = ServiceCounter()
+        let coordinator = AuthRefreshCoordinator<String>(credential: "alice") { _ in "never" }
+        coordinator.sharedSync.withLock { sync in
+            sync = {
+                // The first call's sync waits; later ones (bob's) pass.
+                if syncing.increment() == 1 { await gate.wait() }
+            }
+        }
+        let service = try ServiceFixture.service(server) { $0.authentication = .bearer(coordinator) }
+        let call = Self.bearerCall(service)
+        while syncing.value == 0 { await Task.yield() }
+        coordinator.logout()
+        coordinator.login("bob")
+        gate.open()
+        let error = await call.value
+        #expect(error?.code == .authentication, "\(String(describing: error))")
+        #expect(server.recordedRequests(path: "/bearer").isEmpty, "alice's call was sent")
+    }
+}
