@@ -61,7 +61,7 @@ struct Redaction: Sendable, Hashable {
     /// Fields whose values are URLs, or lists of them: a server may echo the query a request
     /// carried (its credential, an `access_token`) into the next hop's `Location` or a `Link`.
     static let urlValuedNames: Set<HTTPField.Name> = [
-        .location, .contentLocation, .referer, HTTPField.Name("Link")!,
+        .location, .contentLocation, .referer, HTTPField.Name("Link")!, HTTPField.Name("Refresh")!,
     ]
 
     /// A field's value as logs may show it: a secret replaced, the query of a URL hidden, as

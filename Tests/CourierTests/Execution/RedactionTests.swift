@@ -71,4 +71,11 @@ import Testing
         let metadata = Redaction.default.metadata(fields)
         #expect(metadata["location"] == "/next?\(Redaction.marker)")
     }
+
+    /// `Refresh` (a redirect after a delay, which browsers and some APIs send) carries a URL
+    /// too: its query is hidden as `Location`'s is. On the old code it was logged whole.
+    @Test func theQueryOfARefreshURLIsHidden() {
+        let fields: HTTPFields = [HTTPField.Name("Refresh")!: "0; url=/next?access_token=t-secret"]
+        #expect(Redaction.default.redact(fields) == ["Refresh: 0; url=/next?\(Redaction.marker)"])
+    }
 }
