@@ -45,20 +45,14 @@ extension HTTPClient {
         var network: Response?
         // One deadline for every request the cache sends for the call (a revalidation, then
         // the request without validators): each had the whole timeout.
-        let deadline = (timeout ?? options.clientSettings?.settings.timeout).map {
-            (at: ContinuousClock.now + $0, timeout: $0)
-        }
+        let deadline = (timeout ?? options.clientSettings?.settings.timeout).map(RequestDeadline.init)
         var sends = 0
         let result = try await cache.load(call) { outgoing in
             sends += 1
             let response: Response
             if sends > 1, let deadline {
-                let remaining = deadline.at - .now
-                guard remaining > .zero else {
-                    throw CourierError(.timedOut, "the request took longer than its timeout (\(deadline.timeout))")
-                }
                 var later = options
-                later.timeout = remaining
+                later.timeout = try deadline.remaining()
                 response = try await sendToNetwork(outgoing, body: body, options: later, context: context)
             } else {
                 response = try await sendToNetwork(outgoing, body: body, options: options, context: context)

@@ -34,7 +34,7 @@ extension HTTPClient {
         /// The request's sensitive names, redacted on top of the client's list.
         private let extraSensitive: Set<HTTPField.Name>
         /// When the request's whole timeout (kept for the error that says it ran out) ends.
-        private let deadline: (at: ContinuousClock.Instant, timeout: Duration)?
+        private let deadline: RequestDeadline?
         /// The call's logger (its id in the metadata), or the client's.
         private let logger: Logger
         /// The options of every hop; the timeout is what is left of the deadline.
@@ -66,7 +66,7 @@ extension HTTPClient {
             sensitive =
                 extraSensitive.isEmpty
                 ? client.credentialFieldNames : client.credentialFieldNames.union(extraSensitive)
-            deadline = (timeout ?? settings.settings.timeout).map { (ContinuousClock.now + $0, $0) }
+            deadline = (timeout ?? settings.settings.timeout).map(RequestDeadline.init)
             logger = context.logger ?? client.configuration.logger
             transportOptions = TransportOptions(
                 timeout: nil, connectTimeout: settings.settings.connectTimeout,
@@ -99,13 +99,7 @@ extension HTTPClient {
         /// - Throws: `CourierError.timedOut` when the deadline has passed.
         @inline(never)
         mutating func nextTransportRequest() throws -> TransportRequest {
-            if let deadline {
-                let remaining = deadline.at - .now
-                guard remaining > .zero else {
-                    throw CourierError(.timedOut, "the request took longer than its timeout (\(deadline.timeout))")
-                }
-                transportOptions.timeout = remaining
-            }
+            if let deadline { transportOptions.timeout = try deadline.remaining() }
             let logger = self.logger
             logger.debug(
                 "courier: → \(current.method) \(target)",
@@ -203,5 +197,29 @@ extension HTTPClient {
             answer.redirectMetrics = redirectMetrics
             return answer
         }
+    }
+}
+
+/// A request's whole timeout, for the requests it sends one after another (redirect hops, the
+/// cache's request after a revalidation): each gets what is left of it.
+struct RequestDeadline: Sendable {
+    /// When the timeout runs out.
+    let at: ContinuousClock.Instant
+    /// The whole timeout, for the error that says it ran out.
+    let timeout: Duration
+
+    init(_ timeout: Duration) {
+        at = .now + timeout
+        self.timeout = timeout
+    }
+
+    /// What is left of the timeout.
+    /// - Throws: `CourierError.timedOut`, naming the timeout, once it has run out.
+    func remaining() throws(CourierError) -> Duration {
+        let remaining = at - .now
+        guard remaining > .zero else {
+            throw CourierError(.timedOut, "the request took longer than its timeout (\(timeout))")
+        }
+        return remaining
     }
 }
